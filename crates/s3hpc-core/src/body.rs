@@ -1,0 +1,163 @@
+//! Object bodies. A body is streamed, never required to be held whole; backends and front ends
+//! may specialise on the cheaper variants (a buffer in memory, a region of an open file for
+//! zero-copy `sendfile`/`splice`).
+
+use std::io::{Read, Seek, SeekFrom};
+use std::pin::Pin;
+
+use bytes::{Bytes, BytesMut};
+use futures::{Stream, StreamExt};
+
+/// A stream of body chunks. An `Err` item aborts the transfer; an `io::Error` that wraps a
+/// [`crate::Error`] (for example a checksum mismatch detected by the front end) is reported to the
+/// client as that S3 error.
+pub type ByteStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
+
+/// Chunk size used when a file region is turned into a stream.
+pub const FILE_CHUNK: usize = 1 << 20;
+
+/// An object body.
+pub enum Body {
+    /// No bytes.
+    Empty,
+    /// Bytes already in memory.
+    Bytes(Bytes),
+    /// `len` bytes of `file` starting at `offset`. Consumers that can (the binary protocol
+    /// server, the HTTP server on plain sockets) may send it with zero copies.
+    File { file: std::fs::File, offset: u64, len: u64 },
+    /// Anything else, chunk by chunk.
+    Stream(ByteStream),
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Empty => f.write_str("Body::Empty"),
+            Body::Bytes(b) => write!(f, "Body::Bytes({} bytes)", b.len()),
+            Body::File { offset, len, .. } => write!(f, "Body::File(offset={offset}, len={len})"),
+            Body::Stream(_) => f.write_str("Body::Stream"),
+        }
+    }
+}
+
+impl From<Bytes> for Body {
+    fn from(b: Bytes) -> Self {
+        if b.is_empty() { Body::Empty } else { Body::Bytes(b) }
+    }
+}
+
+impl From<Vec<u8>> for Body {
+    fn from(v: Vec<u8>) -> Self {
+        Body::from(Bytes::from(v))
+    }
+}
+
+impl From<&'static [u8]> for Body {
+    fn from(v: &'static [u8]) -> Self {
+        Body::from(Bytes::from_static(v))
+    }
+}
+
+impl From<ByteStream> for Body {
+    fn from(s: ByteStream) -> Self {
+        Body::Stream(s)
+    }
+}
+
+impl Body {
+    /// The exact length when it is known without consuming the body.
+    pub fn known_len(&self) -> Option<u64> {
+        match self {
+            Body::Empty => Some(0),
+            Body::Bytes(b) => Some(b.len() as u64),
+            Body::File { len, .. } => Some(*len),
+            Body::Stream(_) => None,
+        }
+    }
+
+    /// Turn any body into a chunk stream. File regions are read on the blocking pool in
+    /// [`FILE_CHUNK`] pieces.
+    pub fn into_stream(self) -> ByteStream {
+        match self {
+            Body::Empty => Box::pin(futures::stream::empty()),
+            Body::Bytes(b) => Box::pin(futures::stream::once(async move { Ok(b) })),
+            Body::Stream(s) => s,
+            Body::File { file, offset, len } => file_stream(file, offset, len),
+        }
+    }
+
+    /// Read the whole body into memory. For tests, small XML payloads and the memory backend.
+    pub async fn collect(self) -> std::io::Result<Bytes> {
+        match self {
+            Body::Empty => Ok(Bytes::new()),
+            Body::Bytes(b) => Ok(b),
+            other => {
+                let mut s = other.into_stream();
+                let mut buf = BytesMut::new();
+                while let Some(chunk) = s.next().await {
+                    buf.extend_from_slice(&chunk?);
+                }
+                Ok(buf.freeze())
+            }
+        }
+    }
+
+    /// Read the whole body, refusing more than `limit` bytes (for request bodies that are parsed
+    /// whole, e.g. XML documents). Exceeding the limit yields `MaxMessageLengthExceeded`.
+    pub async fn collect_limited(self, limit: usize) -> crate::Result<Bytes> {
+        if let Some(n) = self.known_len()
+            && n > limit as u64
+        {
+            return Err(crate::Error::code(crate::ErrorCode::MaxMessageLengthExceeded));
+        }
+        let mut s = self.into_stream();
+        let mut buf = BytesMut::new();
+        while let Some(chunk) = s.next().await {
+            let chunk = chunk?;
+            if buf.len() + chunk.len() > limit {
+                return Err(crate::Error::code(crate::ErrorCode::MaxMessageLengthExceeded));
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(buf.freeze())
+    }
+}
+
+fn file_stream(file: std::fs::File, offset: u64, len: u64) -> ByteStream {
+    struct State {
+        file: std::fs::File,
+        pos: u64,
+        end: u64,
+        seeked: bool,
+    }
+    let state = State { file, pos: offset, end: offset + len, seeked: false };
+    Box::pin(futures::stream::try_unfold(state, |mut st| async move {
+        if st.pos >= st.end {
+            return Ok(None);
+        }
+        let want = ((st.end - st.pos) as usize).min(FILE_CHUNK);
+        let (st, chunk) = tokio::task::spawn_blocking(move || -> std::io::Result<(State, Bytes)> {
+            if !st.seeked {
+                st.file.seek(SeekFrom::Start(st.pos))?;
+                st.seeked = true;
+            }
+            let mut buf = BytesMut::zeroed(want);
+            let mut filled = 0;
+            while filled < want {
+                let n = st.file.read(&mut buf[filled..])?;
+                if n == 0 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "object file shorter than its recorded size",
+                    ));
+                }
+                filled += n;
+            }
+            st.pos += want as u64;
+            Ok((st, buf.freeze()))
+        })
+        .await
+        .map_err(std::io::Error::other)??;
+        Ok(Some((chunk, st)))
+    }))
+}

@@ -1,0 +1,205 @@
+//! Typed S3 errors. Every layer (backends, HTTP server, binary protocol, C ABI) speaks these
+//! codes, so a front end only maps `ErrorCode` to its wire form.
+
+use std::fmt;
+
+macro_rules! error_codes {
+    ($( $name:ident => $status:expr, $msg:expr; )*) => {
+        /// S3 error codes, spelled as AWS spells them.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorCode { $( $name, )* }
+
+        impl ErrorCode {
+            /// Every code, in declaration order (stable: the binary protocol numbers them by index).
+            pub const ALL: &'static [ErrorCode] = &[ $( ErrorCode::$name, )* ];
+
+            /// The code as it appears in `<Code>` of an S3 error document.
+            pub fn as_str(self) -> &'static str {
+                match self { $( ErrorCode::$name => stringify!($name), )* }
+            }
+
+            /// The HTTP status AWS uses for this code.
+            pub fn http_status(self) -> u16 {
+                match self { $( ErrorCode::$name => $status, )* }
+            }
+
+            /// AWS's default message for this code.
+            pub fn default_message(self) -> &'static str {
+                match self { $( ErrorCode::$name => $msg, )* }
+            }
+
+            /// Parse the `<Code>` text of an error document.
+            pub fn parse(s: &str) -> Option<ErrorCode> {
+                match s { $( stringify!($name) => Some(ErrorCode::$name), )* _ => None }
+            }
+        }
+    };
+}
+
+error_codes! {
+    AccessDenied => 403, "Access Denied";
+    AuthorizationHeaderMalformed => 400, "The authorization header is malformed.";
+    AuthorizationQueryParametersError => 400, "Error parsing the X-Amz-Credential parameter.";
+    BadDigest => 400, "The Content-MD5 or checksum you specified did not match what was received.";
+    BucketAlreadyExists => 409, "The requested bucket name is not available.";
+    BucketAlreadyOwnedByYou => 409, "Your previous request to create the named bucket succeeded and you already own it.";
+    BucketNotEmpty => 409, "The bucket you tried to delete is not empty.";
+    EntityTooLarge => 400, "Your proposed upload exceeds the maximum allowed object size.";
+    EntityTooSmall => 400, "Your proposed upload is smaller than the minimum allowed object size.";
+    ExpiredToken => 400, "The provided token has expired.";
+    IncompleteBody => 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.";
+    InternalError => 500, "We encountered an internal error. Please try again.";
+    InvalidAccessKeyId => 403, "The AWS access key Id you provided does not exist in our records.";
+    InvalidArgument => 400, "Invalid Argument";
+    InvalidBucketName => 400, "The specified bucket is not valid.";
+    InvalidDigest => 400, "The Content-MD5 you specified is not valid.";
+    InvalidObjectState => 403, "The operation is not valid for the current state of the object.";
+    InvalidPart => 400, "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.";
+    InvalidPartOrder => 400, "The list of parts was not in ascending order. Parts must be ordered by part number.";
+    InvalidRange => 416, "The requested range is not satisfiable";
+    InvalidRequest => 400, "Invalid Request";
+    InvalidStorageClass => 400, "The storage class you specified is not valid.";
+    InvalidTag => 400, "The tag provided was not a valid tag.";
+    KeyTooLongError => 400, "Your key is too long.";
+    MalformedXML => 400, "The XML you provided was not well-formed or did not validate against our published schema.";
+    MetadataTooLarge => 400, "Your metadata headers exceed the maximum allowed metadata size.";
+    MethodNotAllowed => 405, "The specified method is not allowed against this resource.";
+    MissingContentLength => 411, "You must provide the Content-Length HTTP header.";
+    MissingSecurityHeader => 400, "Your request is missing a required header.";
+    NoSuchBucket => 404, "The specified bucket does not exist.";
+    NoSuchKey => 404, "The specified key does not exist.";
+    NoSuchTagSet => 404, "The TagSet does not exist.";
+    NoSuchUpload => 404, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.";
+    NotImplemented => 501, "A header you provided implies functionality that is not implemented.";
+    NotModified => 304, "Not Modified";
+    PreconditionFailed => 412, "At least one of the preconditions you specified did not hold.";
+    RequestTimeTooSkewed => 403, "The difference between the request time and the server's time is too large.";
+    RequestTimeout => 400, "Your socket connection to the server was not read from or written to within the timeout period.";
+    SignatureDoesNotMatch => 403, "The request signature we calculated does not match the signature you provided. Check your key and signing method.";
+    XAmzContentSHA256Mismatch => 400, "The provided 'x-amz-content-sha256' header does not match what was computed.";
+    ConditionalRequestConflict => 409, "A conflicting operation occurred. If using PutObject you can retry the request.";
+    ServiceUnavailable => 503, "Please reduce your request rate.";
+    InvalidEncryptionAlgorithmError => 400, "The encryption request you specified is not valid.";
+    UnexpectedContent => 400, "This request does not support content.";
+    MaxMessageLengthExceeded => 400, "Your request was too big.";
+    RequestHeaderSectionTooLarge => 400, "Your request header section exceeds the maximum allowed size.";
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An S3 error: a code, a human message, and optionally the resource it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub code: ErrorCode,
+    pub message: String,
+    /// Bucket or `bucket/key` the error is about (the `<Resource>` of the error document).
+    pub resource: Option<String>,
+}
+
+impl Error {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error { code, message: message.into(), resource: None }
+    }
+
+    /// An error with AWS's default message for the code.
+    pub fn code(code: ErrorCode) -> Self {
+        Error { code, message: code.default_message().to_string(), resource: None }
+    }
+
+    pub fn with_resource(mut self, resource: impl Into<String>) -> Self {
+        self.resource = Some(resource.into());
+        self
+    }
+
+    pub fn no_such_bucket(bucket: &str) -> Self {
+        Error::code(ErrorCode::NoSuchBucket).with_resource(bucket)
+    }
+
+    pub fn no_such_key(bucket: &str, key: &str) -> Self {
+        Error::code(ErrorCode::NoSuchKey).with_resource(format!("{bucket}/{key}"))
+    }
+
+    pub fn no_such_upload(upload_id: &str) -> Self {
+        Error::code(ErrorCode::NoSuchUpload).with_resource(upload_id)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::InternalError, message)
+    }
+
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::InvalidArgument, message)
+    }
+
+    pub fn not_implemented(what: impl Into<String>) -> Self {
+        Error::new(ErrorCode::NotImplemented, what)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)?;
+        if let Some(r) = &self.resource {
+            write!(f, " ({r})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    /// I/O errors that reach a front end are internal errors, except the few kinds that have an
+    /// S3 meaning. Backends map ENOENT and friends themselves where the meaning is known.
+    fn from(e: std::io::Error) -> Self {
+        // An Error smuggled through an io::Error (e.g. from a body stream) comes back out whole.
+        if e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
+            return *e.into_inner().unwrap().downcast::<Error>().unwrap();
+        }
+        match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => Error::new(ErrorCode::IncompleteBody, e.to_string()),
+            std::io::ErrorKind::TimedOut => Error::new(ErrorCode::RequestTimeout, e.to_string()),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+                Error::new(ErrorCode::InternalError, format!("storage full: {e}"))
+            }
+            std::io::ErrorKind::PermissionDenied => Error::new(ErrorCode::AccessDenied, e.to_string()),
+            _ => Error::internal(e.to_string()),
+        }
+    }
+}
+
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> Self {
+        std::io::Error::other(e)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_roundtrip_and_statuses() {
+        for &c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(ErrorCode::NoSuchKey.http_status(), 404);
+        assert_eq!(ErrorCode::InvalidRange.http_status(), 416);
+        assert_eq!(ErrorCode::PreconditionFailed.http_status(), 412);
+        assert_eq!(ErrorCode::BucketNotEmpty.http_status(), 409);
+    }
+
+    #[test]
+    fn error_survives_io_roundtrip() {
+        let e = Error::new(ErrorCode::BadDigest, "crc32 mismatch");
+        let io: std::io::Error = e.clone().into();
+        assert_eq!(Error::from(io), e);
+    }
+}

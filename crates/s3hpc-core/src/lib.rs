@@ -1,0 +1,22 @@
+//! s3hpc core: the [`Store`] seam and what every layer shares.
+//!
+//! A backend implements [`Store`]; front ends (HTTP, binary protocol, C ABI) and clients speak
+//! to any backend through it. See `docs/ARCHITECTURE.md`.
+
+pub mod body;
+pub mod checksum;
+pub mod creds;
+pub mod error;
+pub mod listing;
+pub mod memory;
+pub mod names;
+pub mod noop;
+pub mod store;
+pub mod types;
+
+pub use body::{Body, ByteStream};
+pub use checksum::EtagMode;
+pub use creds::{CredentialSet, Credentials};
+pub use error::{Error, ErrorCode, Result};
+pub use store::{DynStore, Store};
+pub use types::*;

@@ -1,0 +1,125 @@
+//! The Store seam: S3 semantics as an async trait. Backends (posix, memory, noop) implement it;
+//! front ends (HTTP, binary protocol, C ABI) call it; clients (HTTP, binary) implement it too,
+//! so the benchmark and the C library run unchanged against any of them.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::body::Body;
+use crate::error::Result;
+use crate::types::*;
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    // ---- buckets ----
+
+    /// Create a bucket. `BucketAlreadyOwnedByYou` if it exists, `InvalidBucketName` if the name
+    /// breaks the DNS rules ([`crate::names::validate_bucket_name`]).
+    async fn create_bucket(&self, bucket: &str) -> Result<()>;
+
+    /// Delete an empty bucket: `BucketNotEmpty` when it holds objects (in-progress multipart
+    /// uploads do not count), `NoSuchBucket` when absent.
+    async fn delete_bucket(&self, bucket: &str) -> Result<()>;
+
+    /// `Ok` when the bucket exists, `NoSuchBucket` otherwise.
+    async fn head_bucket(&self, bucket: &str) -> Result<()>;
+
+    /// All buckets, sorted by name.
+    async fn list_buckets(&self) -> Result<Vec<BucketInfo>>;
+
+    async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags>;
+    async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()>;
+    async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()>;
+
+    // ---- objects ----
+
+    /// Store an object from a streamed body; published atomically only after the whole body
+    /// arrived and every digest matched.
+    async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput>;
+
+    /// Read an object (whole, a range, or a part), conditions evaluated first.
+    async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput>;
+
+    /// Metadata of an object, conditions evaluated. `req.range` / `req.part_number` are
+    /// validated (InvalidRange) but no body is produced.
+    async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo>;
+
+    /// Delete an object; deleting a missing key succeeds (S3 is idempotent here).
+    async fn delete_object(&self, bucket: &str, key: &str) -> Result<()>;
+
+    /// Server-side copy; source and destination may be the same object (then metadata must be
+    /// replaced, else `InvalidRequest`, as S3 does).
+    async fn copy_object(
+        &self,
+        src_bucket: &str,
+        src_key: &str,
+        dst_bucket: &str,
+        dst_key: &str,
+        req: CopyObjectRequest,
+    ) -> Result<PutObjectOutput>;
+
+    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags>;
+    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()>;
+    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()>;
+
+    // ---- listing ----
+
+    async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage>;
+
+    // ---- multipart ----
+
+    /// Start an upload; returns an unguessable upload id.
+    async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String>;
+
+    async fn upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        req: UploadPartRequest,
+        body: Body,
+    ) -> Result<PartInfo>;
+
+    /// UploadPartCopy: a part made from (a range of) an existing object.
+    #[allow(clippy::too_many_arguments)]
+    async fn upload_part_copy(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        src_bucket: &str,
+        src_key: &str,
+        src_range: Option<ByteRange>,
+        src_conditions: Conditions,
+    ) -> Result<PartInfo>;
+
+    async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        req: ListPartsRequest,
+    ) -> Result<ListPartsPage>;
+
+    async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage>;
+
+    /// Assemble the listed parts (ascending part numbers, ETags matching, every part but the last
+    /// at least [`MIN_PART_SIZE`]) into the object and publish it atomically. ETag: MD5 of the
+    /// concatenated binary part MD5s, hex, `-N`.
+    async fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: Vec<CompletePart>,
+        conditions: Conditions,
+    ) -> Result<PutObjectOutput>;
+
+    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()>;
+}
+
+/// A shared, dynamically chosen store.
+pub type DynStore = Arc<dyn Store>;

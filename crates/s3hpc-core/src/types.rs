@@ -1,0 +1,483 @@
+//! Request and response types of the Store seam.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// A bucket as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketInfo {
+    pub name: String,
+    pub created: SystemTime,
+}
+
+/// Ordered key/value tags (object or bucket tagging). S3 allows at most 10 per object, 50 per
+/// bucket; keys up to 128 and values up to 256 UTF-16 code units.
+pub type Tags = Vec<(String, String)>;
+
+/// The metadata an object carries besides its bytes. Stored by the backend, returned on
+/// GET/HEAD, copied or replaced by CopyObject.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectMeta {
+    pub content_type: Option<String>,
+    pub content_encoding: Option<String>,
+    pub content_disposition: Option<String>,
+    pub content_language: Option<String>,
+    pub cache_control: Option<String>,
+    /// The `Expires` header, kept as the client sent it.
+    pub expires: Option<String>,
+    /// `x-amz-meta-*` entries, names lower-cased and without the prefix.
+    pub user: BTreeMap<String, String>,
+}
+
+/// Checksum algorithms S3 supports (`x-amz-checksum-*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChecksumAlgorithm {
+    Crc32,
+    Crc32c,
+    Crc64Nvme,
+    Sha1,
+    Sha256,
+}
+
+impl ChecksumAlgorithm {
+    pub const ALL: [ChecksumAlgorithm; 5] = [
+        ChecksumAlgorithm::Crc32,
+        ChecksumAlgorithm::Crc32c,
+        ChecksumAlgorithm::Crc64Nvme,
+        ChecksumAlgorithm::Sha1,
+        ChecksumAlgorithm::Sha256,
+    ];
+
+    /// As in `x-amz-checksum-algorithm` / `ChecksumAlgorithm` XML: `CRC32`, `CRC32C`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChecksumAlgorithm::Crc32 => "CRC32",
+            ChecksumAlgorithm::Crc32c => "CRC32C",
+            ChecksumAlgorithm::Crc64Nvme => "CRC64NVME",
+            ChecksumAlgorithm::Sha1 => "SHA1",
+            ChecksumAlgorithm::Sha256 => "SHA256",
+        }
+    }
+
+    /// The lower-case header suffix: `x-amz-checksum-crc32`, ...
+    pub fn header_name(self) -> &'static str {
+        match self {
+            ChecksumAlgorithm::Crc32 => "x-amz-checksum-crc32",
+            ChecksumAlgorithm::Crc32c => "x-amz-checksum-crc32c",
+            ChecksumAlgorithm::Crc64Nvme => "x-amz-checksum-crc64nvme",
+            ChecksumAlgorithm::Sha1 => "x-amz-checksum-sha1",
+            ChecksumAlgorithm::Sha256 => "x-amz-checksum-sha256",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
+/// A checksum value: algorithm plus the base64 of the digest, as S3 transmits it. For multipart
+/// objects the value is the checksum of the part checksums followed by `-N` (composite type).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checksum {
+    pub algorithm: ChecksumAlgorithm,
+    pub value: String,
+}
+
+/// A value the client promises for the body, known before the body (a header) or only after it
+/// (an HTTP trailer). The front end fills a deferred value before it ends the body stream; the
+/// backend reads it once the stream has ended.
+#[derive(Debug, Clone)]
+pub enum Expected {
+    Known(String),
+    Deferred(Arc<OnceLock<String>>),
+}
+
+impl Expected {
+    pub fn get(&self) -> Option<&str> {
+        match self {
+            Expected::Known(s) => Some(s),
+            Expected::Deferred(cell) => cell.get().map(String::as_str),
+        }
+    }
+}
+
+/// What the client asked for about checksums on an upload.
+#[derive(Debug, Clone)]
+pub struct ChecksumRequest {
+    pub algorithm: ChecksumAlgorithm,
+    /// When present the backend verifies the computed value against it after the body ended and
+    /// fails with `BadDigest` (nothing published) on mismatch. When absent the backend only
+    /// computes and stores the checksum.
+    pub expected: Option<Expected>,
+}
+
+/// Conditional request headers. Backends evaluate them with [`Conditions::check`] against the
+/// current object, atomically with the operation as far as the file system allows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Conditions {
+    /// `If-Match`: ETag list (quotes optional) or `*`.
+    pub if_match: Option<String>,
+    /// `If-None-Match`: ETag list or `*` (on PUT: create only).
+    pub if_none_match: Option<String>,
+    pub if_modified_since: Option<SystemTime>,
+    pub if_unmodified_since: Option<SystemTime>,
+}
+
+fn etag_list_matches(list: &str, etag: &str) -> bool {
+    let etag = etag.trim_matches('"');
+    list.split(',').map(|t| t.trim()).any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t).trim_matches('"') == etag)
+}
+
+/// Truncate to whole seconds: HTTP dates carry no sub-second part.
+fn secs(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl Conditions {
+    pub fn is_empty(&self) -> bool {
+        self == &Conditions::default()
+    }
+
+    /// Evaluate for a read (GET/HEAD, copy source) as RFC 7232 and S3 do: If-Match then
+    /// If-Unmodified-Since (412), If-None-Match then If-Modified-Since (304). `current` is the
+    /// object's ETag (without quotes) and mtime, or `None` when there is no object.
+    pub fn check_read(&self, current: Option<(&str, SystemTime)>) -> Result<()> {
+        let Some((etag, mtime)) = current else {
+            return Ok(());
+        };
+        if let Some(m) = &self.if_match {
+            if !etag_list_matches(m, etag) {
+                return Err(Error::code(ErrorCode::PreconditionFailed));
+            }
+        } else if let Some(t) = self.if_unmodified_since
+            && secs(mtime) > secs(t)
+        {
+            return Err(Error::code(ErrorCode::PreconditionFailed));
+        }
+        if let Some(m) = &self.if_none_match {
+            if etag_list_matches(m, etag) {
+                return Err(Error::code(ErrorCode::NotModified));
+            }
+        } else if let Some(t) = self.if_modified_since
+            && secs(mtime) <= secs(t)
+        {
+            return Err(Error::code(ErrorCode::NotModified));
+        }
+        Ok(())
+    }
+
+    /// Evaluate for a write (PUT, CompleteMultipartUpload, copy destination): If-None-Match `*`
+    /// fails with 412 when the key exists; If-Match fails with 412 when it is absent
+    /// (S3 answers NoSuchKey there) or does not match.
+    pub fn check_write(&self, current: Option<(&str, SystemTime)>) -> Result<()> {
+        if let Some(m) = &self.if_none_match {
+            match current {
+                Some((etag, _)) if etag_list_matches(m, etag) => {
+                    return Err(Error::code(ErrorCode::PreconditionFailed));
+                }
+                _ => {}
+            }
+        }
+        if let Some(m) = &self.if_match {
+            match current {
+                None => return Err(Error::code(ErrorCode::NoSuchKey)),
+                Some((etag, _)) if !etag_list_matches(m, etag) => {
+                    return Err(Error::code(ErrorCode::PreconditionFailed));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A byte range as requested (`Range: bytes=...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteRange {
+    /// `first-last`, inclusive.
+    FromTo(u64, u64),
+    /// `first-`.
+    From(u64),
+    /// `-n`: the last n bytes.
+    Suffix(u64),
+}
+
+impl ByteRange {
+    /// Parse the value of a Range header. `Ok(None)` means "ignore the header" (S3 serves the
+    /// whole object for syntactically unusable ranges such as multiple ranges or other units).
+    pub fn parse_header(v: &str) -> Option<ByteRange> {
+        let spec = v.trim().strip_prefix("bytes=")?;
+        if spec.contains(',') {
+            return None;
+        }
+        let (a, b) = spec.split_once('-')?;
+        let (a, b) = (a.trim(), b.trim());
+        match (a.is_empty(), b.is_empty()) {
+            (true, false) => b.parse().ok().map(ByteRange::Suffix),
+            (false, true) => a.parse().ok().map(ByteRange::From),
+            (false, false) => {
+                let (x, y) = (a.parse().ok()?, b.parse().ok()?);
+                if y < x { None } else { Some(ByteRange::FromTo(x, y)) }
+            }
+            (true, true) => None,
+        }
+    }
+
+    /// Resolve against an object size to `(offset, len)`; `InvalidRange` when unsatisfiable.
+    pub fn resolve(self, size: u64) -> Result<(u64, u64)> {
+        let bad = || Error::new(ErrorCode::InvalidRange, "The requested range is not satisfiable");
+        match self {
+            ByteRange::FromTo(a, b) => {
+                if a >= size {
+                    return Err(bad());
+                }
+                Ok((a, b.min(size - 1) - a + 1))
+            }
+            ByteRange::From(a) => {
+                if a >= size {
+                    return Err(bad());
+                }
+                Ok((a, size - a))
+            }
+            ByteRange::Suffix(n) => {
+                if n == 0 || size == 0 {
+                    return Err(bad());
+                }
+                let n = n.min(size);
+                Ok((size - n, n))
+            }
+        }
+    }
+}
+
+/// Everything stored about an object (HEAD, and the header of a GET).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub key: String,
+    pub size: u64,
+    /// Entity tag without quotes.
+    pub etag: String,
+    pub last_modified: SystemTime,
+    pub meta: ObjectMeta,
+    /// Stored checksum, if the object was uploaded with one.
+    pub checksum: Option<Checksum>,
+    /// Sizes of the parts for objects made by multipart upload (enables `partNumber` reads and
+    /// GetObjectAttributes ObjectParts); empty for single puts.
+    pub part_sizes: Vec<u64>,
+    pub tag_count: usize,
+}
+
+impl ObjectInfo {
+    /// `(offset, len)` of part `n` (1-based). A single-put object is one part.
+    pub fn part_range(&self, n: u32) -> Result<(u64, u64)> {
+        let bad = || Error::new(ErrorCode::InvalidPart, format!("part {n} does not exist"));
+        if n == 0 {
+            return Err(Error::invalid_argument("Part number must be an integer between 1 and 10000, inclusive"));
+        }
+        if self.part_sizes.is_empty() {
+            return if n == 1 { Ok((0, self.size)) } else { Err(bad()) };
+        }
+        let idx = (n - 1) as usize;
+        if idx >= self.part_sizes.len() {
+            return Err(bad());
+        }
+        let off: u64 = self.part_sizes[..idx].iter().sum();
+        Ok((off, self.part_sizes[idx]))
+    }
+
+    pub fn parts_count(&self) -> Option<u32> {
+        (!self.part_sizes.is_empty()).then_some(self.part_sizes.len() as u32)
+    }
+}
+
+/// A PutObject.
+#[derive(Debug, Default)]
+pub struct PutObjectRequest {
+    pub meta: ObjectMeta,
+    /// Tags from `x-amz-tagging`.
+    pub tags: Tags,
+    /// Content-MD5 (decoded). Mismatch gives `BadDigest`, nothing published.
+    pub content_md5: Option<[u8; 16]>,
+    pub checksum: Option<ChecksumRequest>,
+    /// The length the client announced, if any: a body that ends early or runs long fails with
+    /// `IncompleteBody` and nothing is published.
+    pub content_length: Option<u64>,
+    pub conditions: Conditions,
+}
+
+/// What a successful write returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutObjectOutput {
+    pub etag: String,
+    pub checksum: Option<Checksum>,
+    pub size: u64,
+    pub last_modified: SystemTime,
+}
+
+/// A GetObject (also used for HEAD with `head_object`).
+#[derive(Debug, Clone, Default)]
+pub struct GetObjectRequest {
+    pub range: Option<ByteRange>,
+    /// `partNumber` query parameter (mutually exclusive with range).
+    pub part_number: Option<u32>,
+    pub conditions: Conditions,
+}
+
+/// A GetObject answer: the object's info, the served byte range, and the body.
+#[derive(Debug)]
+pub struct GetObjectOutput {
+    pub info: ObjectInfo,
+    /// `(offset, len)` when a range or part was requested (HTTP 206 with Content-Range).
+    pub range: Option<(u64, u64)>,
+    pub body: crate::Body,
+}
+
+/// MetadataDirective / TaggingDirective of CopyObject.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Directive<T> {
+    #[default]
+    Copy,
+    Replace(T),
+}
+
+/// A CopyObject.
+#[derive(Debug, Clone, Default)]
+pub struct CopyObjectRequest {
+    pub metadata: Directive<ObjectMeta>,
+    pub tagging: Directive<Tags>,
+    /// `x-amz-copy-source-if-*`, evaluated against the source (412 on failure, never 304).
+    pub source_conditions: Conditions,
+    /// Conditions on the destination (If-None-Match `*` etc.).
+    pub conditions: Conditions,
+    /// Compute and store this checksum for the new object.
+    pub checksum_algorithm: Option<ChecksumAlgorithm>,
+}
+
+/// ListObjects (v1 and v2 map onto this).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListObjectsRequest {
+    pub prefix: String,
+    pub delimiter: Option<String>,
+    /// Return keys strictly after this one (marker, start-after, or the decoded continuation
+    /// token). When a delimiter is given and `start_after` is a common prefix (it starts with
+    /// `prefix` and ends with the delimiter's first occurrence after the prefix), every key under
+    /// that common prefix is skipped too, as S3 does.
+    pub start_after: Option<String>,
+    /// 0..=1000; values above 1000 are capped at 1000.
+    pub max_keys: usize,
+}
+
+/// One listed object. `etag` and `size` are always filled; the full metadata is not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectSummary {
+    pub key: String,
+    pub size: u64,
+    pub etag: String,
+    pub last_modified: SystemTime,
+}
+
+/// A page of a listing: objects and common prefixes, each in key order (they are interleaved
+/// in S3's order; `next_marker` is the greatest of the returned entries).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListObjectsPage {
+    pub objects: Vec<ObjectSummary>,
+    pub common_prefixes: Vec<String>,
+    pub is_truncated: bool,
+    /// When truncated: the last key or common prefix returned; pass it as `start_after` to continue.
+    pub next_marker: Option<String>,
+}
+
+/// Maximum keys per listing page.
+pub const MAX_KEYS: usize = 1000;
+
+/// Multipart upload as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadInfo {
+    pub key: String,
+    pub upload_id: String,
+    pub initiated: SystemTime,
+}
+
+/// ListMultipartUploads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListUploadsRequest {
+    pub prefix: String,
+    pub delimiter: Option<String>,
+    pub key_marker: Option<String>,
+    pub upload_id_marker: Option<String>,
+    pub max_uploads: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListUploadsPage {
+    pub uploads: Vec<UploadInfo>,
+    pub common_prefixes: Vec<String>,
+    pub is_truncated: bool,
+    pub next_key_marker: Option<String>,
+    pub next_upload_id_marker: Option<String>,
+}
+
+/// CreateMultipartUpload.
+#[derive(Debug, Clone, Default)]
+pub struct CreateMultipartRequest {
+    pub meta: ObjectMeta,
+    pub tags: Tags,
+    pub checksum_algorithm: Option<ChecksumAlgorithm>,
+}
+
+/// UploadPart.
+#[derive(Debug, Default)]
+pub struct UploadPartRequest {
+    pub content_md5: Option<[u8; 16]>,
+    pub checksum: Option<ChecksumRequest>,
+    pub content_length: Option<u64>,
+}
+
+/// An uploaded part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartInfo {
+    pub part_number: u32,
+    pub etag: String,
+    pub size: u64,
+    pub last_modified: SystemTime,
+    pub checksum: Option<Checksum>,
+}
+
+/// ListParts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListPartsRequest {
+    pub part_number_marker: Option<u32>,
+    pub max_parts: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListPartsPage {
+    pub parts: Vec<PartInfo>,
+    pub is_truncated: bool,
+    pub next_part_number_marker: Option<u32>,
+    pub checksum_algorithm: Option<ChecksumAlgorithm>,
+}
+
+/// One entry of CompleteMultipartUpload's part list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletePart {
+    pub part_number: u32,
+    /// ETag as sent by the client (quotes optional).
+    pub etag: String,
+    /// Checksum the client claims for the part, if any (verified against the stored one).
+    pub checksum: Option<Checksum>,
+}
+
+/// Minimum size of every part but the last.
+pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
+/// Largest part number.
+pub const MAX_PART_NUMBER: u32 = 10_000;
+/// Largest single PUT AWS accepts.
+pub const MAX_PUT_SIZE: u64 = 5 * 1024 * 1024 * 1024;
+/// Longest key in bytes.
+pub const MAX_KEY_LEN: usize = 1024;
+/// Largest user metadata (names plus values) in bytes.
+pub const MAX_USER_META: usize = 2048;

@@ -1,0 +1,29 @@
+//! The `s3hpc` command: a thin dispatcher over the library crates.
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod serve;
+
+#[derive(Parser)]
+#[command(name = "s3hpc", version, about = "S3 for HPC file systems: gateway and benchmark")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the S3 gateway over a directory (default ./data on 127.0.0.1:9000).
+    Serve(serve::ServeArgs),
+    /// Measure S3 stores, the embedded path and raw POSIX side by side.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Bench(args) => bench::run(args),
+    }
+}

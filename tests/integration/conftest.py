@@ -1,0 +1,1 @@
+"""Shared fixtures for the integration suite (filled in by the gateway work)."""
