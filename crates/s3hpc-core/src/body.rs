@@ -58,6 +58,12 @@ impl From<&'static [u8]> for Body {
     }
 }
 
+impl From<&'static str> for Body {
+    fn from(v: &'static str) -> Self {
+        Body::from(Bytes::from_static(v.as_bytes()))
+    }
+}
+
 impl From<ByteStream> for Body {
     fn from(s: ByteStream) -> Self {
         Body::Stream(s)

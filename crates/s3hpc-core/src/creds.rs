@@ -27,9 +27,8 @@ impl Credentials {
         const AK: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
         const SK: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
         let mut rng = rand::rng();
-        let mut pick = |set: &[u8], n: usize| -> String {
-            (0..n).map(|_| set[rng.random_range(0..set.len())] as char).collect()
-        };
+        let mut pick =
+            |set: &[u8], n: usize| -> String { (0..n).map(|_| set[rng.random_range(0..set.len())] as char).collect() };
         let access_key = format!("S3HPC{}", pick(AK, 15));
         let secret_key = pick(SK, 40);
         Credentials { access_key, secret_key }

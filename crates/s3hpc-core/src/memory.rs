@@ -1,1 +1,622 @@
-//! placeholder, replaced below
+//! The `memory` backend: a plain in-memory model of S3 semantics. It is the oracle the other
+//! backends and the clients are tested against, so it favours obviousness over speed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+
+use crate::body::Body;
+use crate::checksum::{self, BodyDigester, EtagMode};
+use crate::error::{Error, ErrorCode, Result};
+use crate::listing::{Flow, Lister};
+use crate::names;
+use crate::store::Store;
+use crate::types::*;
+
+struct Object {
+    data: Bytes,
+    info: ObjectInfo,
+    tags: Tags,
+}
+
+struct Bucket {
+    created: SystemTime,
+    objects: BTreeMap<String, Object>,
+    tags: Option<Tags>,
+}
+
+struct Part {
+    info: PartInfo,
+    data: Bytes,
+}
+
+struct Upload {
+    bucket: String,
+    key: String,
+    initiated: SystemTime,
+    req: CreateMultipartRequest,
+    parts: BTreeMap<u32, Part>,
+}
+
+#[derive(Default)]
+struct State {
+    buckets: BTreeMap<String, Bucket>,
+    uploads: HashMap<String, Upload>,
+}
+
+/// See the module documentation.
+#[derive(Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> Result<T>) -> Result<T> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut st)
+    }
+}
+
+impl State {
+    fn bucket(&self, name: &str) -> Result<&Bucket> {
+        self.buckets.get(name).ok_or_else(|| Error::no_such_bucket(name))
+    }
+
+    fn bucket_mut(&mut self, name: &str) -> Result<&mut Bucket> {
+        self.buckets.get_mut(name).ok_or_else(|| Error::no_such_bucket(name))
+    }
+
+    fn object(&self, bucket: &str, key: &str) -> Result<&Object> {
+        self.bucket(bucket)?.objects.get(key).ok_or_else(|| Error::no_such_key(bucket, key))
+    }
+
+    fn upload(&self, bucket: &str, key: &str, id: &str) -> Result<&Upload> {
+        self.bucket(bucket)?;
+        match self.uploads.get(id) {
+            Some(u) if u.bucket == bucket && u.key == key => Ok(u),
+            _ => Err(Error::no_such_upload(id)),
+        }
+    }
+
+    fn current(&self, bucket: &str, key: &str) -> Option<(&str, SystemTime)> {
+        self.buckets.get(bucket)?.objects.get(key).map(|o| (o.info.etag.as_str(), o.info.last_modified))
+    }
+}
+
+/// Copy-source conditions answer 412 where a plain read would answer 304.
+pub(crate) fn check_source(c: &Conditions, current: Option<(&str, SystemTime)>) -> Result<()> {
+    c.check_read(current)
+        .map_err(|e| if e.code == ErrorCode::NotModified { Error::code(ErrorCode::PreconditionFailed) } else { e })
+}
+
+fn new_upload_id() -> String {
+    use rand::Rng;
+    hex::encode(rand::rng().random::<[u8; 16]>())
+}
+
+async fn read_body(
+    body: Body,
+    content_md5: Option<[u8; 16]>,
+    checksum: Option<&ChecksumRequest>,
+    content_length: Option<u64>,
+) -> Result<(Bytes, checksum::Digests)> {
+    let data = body.collect().await?;
+    let mut d = BodyDigester::new(EtagMode::Md5, content_md5.is_some(), checksum.map(|c| c.algorithm));
+    d.update(&data);
+    let digests = d.finish();
+    digests.verify(content_length, content_md5, checksum)?;
+    Ok((data, digests))
+}
+
+fn slice(data: &Bytes, off: u64, len: u64) -> Bytes {
+    data.slice(off as usize..(off + len) as usize)
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn create_bucket(&self, bucket: &str) -> Result<()> {
+        names::validate_bucket_name(bucket)?;
+        self.with(|st| {
+            if st.buckets.contains_key(bucket) {
+                return Err(Error::code(ErrorCode::BucketAlreadyOwnedByYou).with_resource(bucket));
+            }
+            st.buckets.insert(
+                bucket.to_string(),
+                Bucket { created: SystemTime::now(), objects: BTreeMap::new(), tags: None },
+            );
+            Ok(())
+        })
+    }
+
+    async fn delete_bucket(&self, bucket: &str) -> Result<()> {
+        self.with(|st| {
+            if !st.bucket(bucket)?.objects.is_empty() {
+                return Err(Error::code(ErrorCode::BucketNotEmpty).with_resource(bucket));
+            }
+            st.buckets.remove(bucket);
+            st.uploads.retain(|_, u| u.bucket != bucket);
+            Ok(())
+        })
+    }
+
+    async fn head_bucket(&self, bucket: &str) -> Result<()> {
+        self.with(|st| st.bucket(bucket).map(|_| ()))
+    }
+
+    async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
+        self.with(|st| Ok(st.buckets.iter().map(|(n, b)| BucketInfo { name: n.clone(), created: b.created }).collect()))
+    }
+
+    async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
+        self.with(|st| st.bucket(bucket)?.tags.clone().ok_or_else(|| Error::code(ErrorCode::NoSuchTagSet)))
+    }
+
+    async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
+        names::validate_tags(&tags, names::MAX_BUCKET_TAGS)?;
+        self.with(|st| {
+            st.bucket_mut(bucket)?.tags = Some(tags);
+            Ok(())
+        })
+    }
+
+    async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
+        self.with(|st| {
+            st.bucket_mut(bucket)?.tags = None;
+            Ok(())
+        })
+    }
+
+    async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
+        names::validate_key(key)?;
+        names::validate_meta(&req.meta)?;
+        names::validate_tags(&req.tags, names::MAX_OBJECT_TAGS)?;
+        self.head_bucket(bucket).await?;
+        let (data, d) = read_body(body, req.content_md5, req.checksum.as_ref(), req.content_length).await?;
+        self.with(|st| {
+            req.conditions.check_write(st.current(bucket, key))?;
+            let now = SystemTime::now();
+            let info = ObjectInfo {
+                key: key.to_string(),
+                size: d.size,
+                etag: d.etag.clone(),
+                last_modified: now,
+                meta: req.meta,
+                checksum: d.checksum.clone(),
+                part_sizes: Vec::new(),
+                tag_count: req.tags.len(),
+            };
+            st.bucket_mut(bucket)?.objects.insert(key.to_string(), Object { data, info, tags: req.tags });
+            Ok(PutObjectOutput { etag: d.etag, checksum: d.checksum, size: d.size, last_modified: now })
+        })
+    }
+
+    async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
+        names::validate_key(key)?;
+        self.with(|st| {
+            let o = st.object(bucket, key)?;
+            req.conditions.check_read(Some((&o.info.etag, o.info.last_modified)))?;
+            let range = match (req.range, req.part_number) {
+                (Some(_), Some(_)) => {
+                    return Err(Error::new(
+                        ErrorCode::InvalidRequest,
+                        "Cannot specify both Range header and partNumber",
+                    ));
+                }
+                (Some(r), None) => Some(r.resolve(o.info.size)?),
+                (None, Some(n)) => Some(o.info.part_range(n)?),
+                (None, None) => None,
+            };
+            let body = match range {
+                Some((off, len)) => Body::from(slice(&o.data, off, len)),
+                None => Body::from(o.data.clone()),
+            };
+            Ok(GetObjectOutput { info: o.info.clone(), range, body })
+        })
+    }
+
+    async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
+        let out = self.get_object(bucket, key, req).await?;
+        Ok(out.info)
+    }
+
+    async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        names::validate_key(key)?;
+        self.with(|st| {
+            st.bucket_mut(bucket)?.objects.remove(key);
+            Ok(())
+        })
+    }
+
+    async fn copy_object(
+        &self,
+        src_bucket: &str,
+        src_key: &str,
+        dst_bucket: &str,
+        dst_key: &str,
+        req: CopyObjectRequest,
+    ) -> Result<PutObjectOutput> {
+        names::validate_key(src_key)?;
+        names::validate_key(dst_key)?;
+        if let Directive::Replace(m) = &req.metadata {
+            names::validate_meta(m)?;
+        }
+        if let Directive::Replace(t) = &req.tagging {
+            names::validate_tags(t, names::MAX_OBJECT_TAGS)?;
+        }
+        self.with(|st| {
+            let src = st.object(src_bucket, src_key)?;
+            check_source(&req.source_conditions, Some((&src.info.etag, src.info.last_modified)))?;
+            if src_bucket == dst_bucket && src_key == dst_key && req.metadata == Directive::Copy {
+                return Err(Error::new(
+                    ErrorCode::InvalidRequest,
+                    "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
+                ));
+            }
+            st.bucket(dst_bucket)?;
+            req.conditions.check_write(st.current(dst_bucket, dst_key))?;
+            let src = st.object(src_bucket, src_key)?;
+            let data = src.data.clone();
+            let meta = match &req.metadata {
+                Directive::Copy => src.info.meta.clone(),
+                Directive::Replace(m) => m.clone(),
+            };
+            let tags = match &req.tagging {
+                Directive::Copy => src.tags.clone(),
+                Directive::Replace(t) => t.clone(),
+            };
+            let checksum = match req.checksum_algorithm {
+                Some(a) => Some(checksum::checksum_of(a, &data)),
+                None => src.info.checksum.clone().filter(|_| src.info.part_sizes.is_empty()),
+            };
+            let etag = if src.info.part_sizes.is_empty() { src.info.etag.clone() } else { checksum::md5_hex(&data) };
+            let now = SystemTime::now();
+            let info = ObjectInfo {
+                key: dst_key.to_string(),
+                size: data.len() as u64,
+                etag: etag.clone(),
+                last_modified: now,
+                meta,
+                checksum: checksum.clone(),
+                part_sizes: Vec::new(),
+                tag_count: tags.len(),
+            };
+            let size = info.size;
+            st.bucket_mut(dst_bucket)?.objects.insert(dst_key.to_string(), Object { data, info, tags });
+            Ok(PutObjectOutput { etag, checksum, size, last_modified: now })
+        })
+    }
+
+    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
+        names::validate_key(key)?;
+        self.with(|st| Ok(st.object(bucket, key)?.tags.clone()))
+    }
+
+    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
+        names::validate_key(key)?;
+        names::validate_tags(&tags, names::MAX_OBJECT_TAGS)?;
+        self.with(|st| {
+            let o = st.bucket_mut(bucket)?.objects.get_mut(key).ok_or_else(|| Error::no_such_key(bucket, key))?;
+            o.info.tag_count = tags.len();
+            o.tags = tags;
+            Ok(())
+        })
+    }
+
+    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
+        self.put_object_tagging(bucket, key, Vec::new()).await
+    }
+
+    async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
+        self.with(|st| {
+            let b = st.bucket(bucket)?;
+            let mut lister = Lister::new(&req);
+            let mut skip: Option<String> = None;
+            for (key, o) in b.objects.range(req.prefix.clone()..) {
+                if let Some(p) = &skip
+                    && key.starts_with(p.as_str())
+                {
+                    continue;
+                }
+                let summary = || {
+                    Some(ObjectSummary {
+                        key: key.clone(),
+                        size: o.info.size,
+                        etag: o.info.etag.clone(),
+                        last_modified: o.info.last_modified,
+                    })
+                };
+                match lister.offer(key, summary) {
+                    Flow::Continue => skip = None,
+                    Flow::SkipPrefix(p) => skip = Some(p),
+                    Flow::Done => break,
+                }
+            }
+            Ok(lister.finish())
+        })
+    }
+
+    async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
+        names::validate_key(key)?;
+        names::validate_meta(&req.meta)?;
+        names::validate_tags(&req.tags, names::MAX_OBJECT_TAGS)?;
+        self.with(|st| {
+            st.bucket(bucket)?;
+            let id = new_upload_id();
+            st.uploads.insert(
+                id.clone(),
+                Upload {
+                    bucket: bucket.to_string(),
+                    key: key.to_string(),
+                    initiated: SystemTime::now(),
+                    req,
+                    parts: BTreeMap::new(),
+                },
+            );
+            Ok(id)
+        })
+    }
+
+    async fn upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        req: UploadPartRequest,
+        body: Body,
+    ) -> Result<PartInfo> {
+        check_part_number(part_number)?;
+        self.with(|st| st.upload(bucket, key, upload_id).map(|_| ()))?;
+        let (data, d) = read_body(body, req.content_md5, req.checksum.as_ref(), req.content_length).await?;
+        self.with(|st| {
+            st.upload(bucket, key, upload_id)?;
+            let u = st.uploads.get_mut(upload_id).expect("checked above");
+            let checksum = match (&d.checksum, u.req.checksum_algorithm) {
+                (Some(c), _) => Some(c.clone()),
+                (None, Some(a)) => Some(checksum::checksum_of(a, &data)),
+                (None, None) => None,
+            };
+            let info = PartInfo { part_number, etag: d.etag, size: d.size, last_modified: SystemTime::now(), checksum };
+            u.parts.insert(part_number, Part { info: info.clone(), data });
+            Ok(info)
+        })
+    }
+
+    async fn upload_part_copy(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        src_bucket: &str,
+        src_key: &str,
+        src_range: Option<ByteRange>,
+        src_conditions: Conditions,
+    ) -> Result<PartInfo> {
+        check_part_number(part_number)?;
+        self.with(|st| {
+            st.upload(bucket, key, upload_id)?;
+            let src = st.object(src_bucket, src_key)?;
+            check_source(&src_conditions, Some((&src.info.etag, src.info.last_modified)))?;
+            let data = match src_range {
+                Some(r) => {
+                    let (off, len) = r.resolve(src.info.size)?;
+                    slice(&src.data, off, len)
+                }
+                None => src.data.clone(),
+            };
+            let u = st.uploads.get_mut(upload_id).expect("checked above");
+            let checksum = u.req.checksum_algorithm.map(|a| checksum::checksum_of(a, &data));
+            let info = PartInfo {
+                part_number,
+                etag: checksum::md5_hex(&data),
+                size: data.len() as u64,
+                last_modified: SystemTime::now(),
+                checksum,
+            };
+            u.parts.insert(part_number, Part { info: info.clone(), data });
+            Ok(info)
+        })
+    }
+
+    async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        req: ListPartsRequest,
+    ) -> Result<ListPartsPage> {
+        self.with(|st| {
+            let u = st.upload(bucket, key, upload_id)?;
+            let max = if req.max_parts == 0 { 1000 } else { req.max_parts.min(1000) };
+            let after = req.part_number_marker.unwrap_or(0);
+            let mut parts: Vec<PartInfo> =
+                u.parts.range(after + 1..).take(max + 1).map(|(_, p)| p.info.clone()).collect();
+            let is_truncated = parts.len() > max;
+            parts.truncate(max);
+            let next = if is_truncated { parts.last().map(|p| p.part_number) } else { None };
+            Ok(ListPartsPage {
+                parts,
+                is_truncated,
+                next_part_number_marker: next,
+                checksum_algorithm: u.req.checksum_algorithm,
+            })
+        })
+    }
+
+    async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
+        self.with(|st| {
+            st.bucket(bucket)?;
+            let max = if req.max_uploads == 0 { 1000 } else { req.max_uploads.min(1000) };
+            let mut all: Vec<(&String, &String, SystemTime)> = st
+                .uploads
+                .iter()
+                .filter(|(_, u)| u.bucket == bucket && u.key.starts_with(req.prefix.as_str()))
+                .map(|(id, u)| (&u.key, id, u.initiated))
+                .collect();
+            all.sort_by(|a, b| (a.0, a.2, a.1).cmp(&(b.0, b.2, b.1)));
+            let mut page = ListUploadsPage::default();
+            let mut count = 0;
+            let delim = req.delimiter.as_deref().filter(|d| !d.is_empty());
+            for (key, id, initiated) in all {
+                if let Some(km) = &req.key_marker {
+                    match &req.upload_id_marker {
+                        Some(um) if key == km => {
+                            // Within the marker key, continue after the marker upload.
+                            let marker_time = st.uploads.get(um).map(|u| (u.initiated, um.as_str()));
+                            if let Some(mt) = marker_time
+                                && (initiated, id.as_str()) <= mt
+                            {
+                                continue;
+                            }
+                        }
+                        _ if key.as_str() <= km.as_str() => continue,
+                        _ => {}
+                    }
+                }
+                if let Some(d) = delim
+                    && let Some(i) = key[req.prefix.len()..].find(d)
+                {
+                    let cp = key[..req.prefix.len() + i + d.len()].to_string();
+                    if page.common_prefixes.last() == Some(&cp) {
+                        continue;
+                    }
+                    if count == max {
+                        page.is_truncated = true;
+                        break;
+                    }
+                    count += 1;
+                    page.common_prefixes.push(cp);
+                    continue;
+                }
+                if count == max {
+                    page.is_truncated = true;
+                    break;
+                }
+                count += 1;
+                page.uploads.push(UploadInfo { key: key.clone(), upload_id: id.clone(), initiated });
+            }
+            if page.is_truncated
+                && let Some(last) = page.uploads.last()
+            {
+                page.next_key_marker = Some(last.key.clone());
+                page.next_upload_id_marker = Some(last.upload_id.clone());
+            }
+            Ok(page)
+        })
+    }
+
+    async fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: Vec<CompletePart>,
+        conditions: Conditions,
+    ) -> Result<PutObjectOutput> {
+        self.with(|st| {
+            let u = st.upload(bucket, key, upload_id)?;
+            let chosen = validate_completion(&parts, |n| u.parts.get(&n).map(|p| &p.info))?;
+            conditions.check_write(st.current(bucket, key))?;
+            let mut data = BytesMut::new();
+            for p in &chosen {
+                data.extend_from_slice(&u.parts[&p.part_number].data);
+            }
+            let etag = checksum::multipart_etag(chosen.iter().map(|p| p.etag.as_str()));
+            let checksum = multipart_checksum(u.req.checksum_algorithm, &chosen)?;
+            let now = SystemTime::now();
+            let u = st.uploads.remove(upload_id).expect("checked above");
+            let info = ObjectInfo {
+                key: key.to_string(),
+                size: data.len() as u64,
+                etag: etag.clone(),
+                last_modified: now,
+                meta: u.req.meta,
+                checksum: checksum.clone(),
+                part_sizes: chosen.iter().map(|p| p.size).collect(),
+                tag_count: u.req.tags.len(),
+            };
+            let size = info.size;
+            st.bucket_mut(bucket)?
+                .objects
+                .insert(key.to_string(), Object { data: data.freeze(), info, tags: u.req.tags });
+            Ok(PutObjectOutput { etag, checksum, size, last_modified: now })
+        })
+    }
+
+    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+        self.with(|st| {
+            st.upload(bucket, key, upload_id)?;
+            st.uploads.remove(upload_id);
+            Ok(())
+        })
+    }
+}
+
+/// Part numbers are 1..=10000.
+pub fn check_part_number(n: u32) -> Result<()> {
+    if n == 0 || n > MAX_PART_NUMBER {
+        return Err(Error::invalid_argument("Part number must be an integer between 1 and 10000, inclusive"));
+    }
+    Ok(())
+}
+
+/// The rules of CompleteMultipartUpload, shared by every backend: a non-empty list in strictly
+/// ascending part order (`InvalidPartOrder`), each part uploaded with a matching ETag and, when
+/// the client sends one, a matching checksum (`InvalidPart`), and every part but the last at
+/// least [`MIN_PART_SIZE`] (`EntityTooSmall`). Returns the stored infos of the chosen parts.
+pub fn validate_completion<'a>(
+    parts: &[CompletePart],
+    lookup: impl Fn(u32) -> Option<&'a PartInfo>,
+) -> Result<Vec<PartInfo>> {
+    if parts.is_empty() {
+        return Err(Error::new(ErrorCode::MalformedXML, "You must specify at least one part"));
+    }
+    let mut chosen = Vec::with_capacity(parts.len());
+    let mut prev = 0u32;
+    for p in parts {
+        if p.part_number <= prev {
+            return Err(Error::code(ErrorCode::InvalidPartOrder));
+        }
+        prev = p.part_number;
+        let stored = lookup(p.part_number).ok_or_else(|| Error::code(ErrorCode::InvalidPart))?;
+        if stored.etag != p.etag.trim_matches('"') {
+            return Err(Error::code(ErrorCode::InvalidPart));
+        }
+        if let Some(c) = &p.checksum
+            && stored.checksum.as_ref().map(|s| &s.value) != Some(&c.value)
+        {
+            return Err(Error::code(ErrorCode::InvalidPart));
+        }
+        chosen.push(stored.clone());
+    }
+    for p in &chosen[..chosen.len() - 1] {
+        if p.size < MIN_PART_SIZE {
+            return Err(Error::new(
+                ErrorCode::EntityTooSmall,
+                format!("Part {} is {} bytes; every part but the last must be at least 5 MiB", p.part_number, p.size),
+            ));
+        }
+    }
+    Ok(chosen)
+}
+
+/// The composite checksum of a completed upload, when the upload was created with an algorithm.
+pub fn multipart_checksum(alg: Option<ChecksumAlgorithm>, chosen: &[PartInfo]) -> Result<Option<Checksum>> {
+    let Some(alg) = alg else { return Ok(None) };
+    let mut sums = Vec::with_capacity(chosen.len());
+    for p in chosen {
+        match &p.checksum {
+            Some(c) if c.algorithm == alg => sums.push(c),
+            _ => return Ok(None),
+        }
+    }
+    checksum::composite_checksum(alg, sums).map(Some)
+}

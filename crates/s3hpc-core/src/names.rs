@@ -87,6 +87,15 @@ pub fn validate_tags(tags: &[(String, String)], max: usize) -> Result<()> {
     Ok(())
 }
 
+/// User metadata (names plus values of `x-amz-meta-*`) is limited to 2 KiB: `MetadataTooLarge`.
+pub fn validate_meta(meta: &crate::types::ObjectMeta) -> Result<()> {
+    let size: usize = meta.user.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if size > crate::types::MAX_USER_META {
+        return Err(Error::code(ErrorCode::MetadataTooLarge));
+    }
+    Ok(())
+}
+
 /// Maximum tags on an object.
 pub const MAX_OBJECT_TAGS: usize = 10;
 /// Maximum tags on a bucket.

@@ -408,6 +408,7 @@ pub struct ListUploadsRequest {
     pub delimiter: Option<String>,
     pub key_marker: Option<String>,
     pub upload_id_marker: Option<String>,
+    /// 0 means the default, 1000; larger values are capped at 1000.
     pub max_uploads: usize,
 }
 
@@ -450,6 +451,7 @@ pub struct PartInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListPartsRequest {
     pub part_number_marker: Option<u32>,
+    /// 0 means the default, 1000; larger values are capped at 1000.
     pub max_parts: usize,
 }
 

@@ -1,0 +1,1234 @@
+//! The Store conformance suite.
+//!
+//! One set of S3-semantics checks, run against every implementation of the seam: the memory
+//! oracle, the posix backend, and (through real servers) the HTTP client and the binary-protocol
+//! client. Each case makes its own uniquely named bucket and removes it again, so the suite can
+//! run against a shared or remote store.
+//!
+//! ```ignore
+//! #[tokio::test(flavor = "multi_thread")]
+//! async fn conformance() {
+//!     s3hpc_conformance::run_all(std::sync::Arc::new(MyStore::new()), Caps::default()).await;
+//! }
+//! ```
+//!
+//! [`oracle`] holds the property-test harness that replays random operation sequences on a store
+//! and on the memory oracle and compares every answer.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use s3hpc_core::checksum::{checksum_of, md5_hex};
+use s3hpc_core::*;
+
+pub mod oracle;
+
+/// What the store under test is expected to do where implementations may legitimately differ.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    /// ETags of single PUTs are the hex MD5 of the body (false in the fast ETag mode).
+    pub etag_md5: bool,
+    /// The store keeps keys `a` and `a/b` at once (S3 and memory do; a POSIX tree cannot).
+    pub file_and_dir_same_name: bool,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps { etag_md5: true, file_and_dir_same_name: false }
+    }
+}
+
+type CaseFn = fn(DynStore, Caps, String) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+
+macro_rules! cases {
+    ($($name:ident),* $(,)?) => {
+        /// Every case, by name.
+        pub const CASES: &[(&str, CaseFn)] = &[
+            $( (stringify!($name), |s, c, b| Box::pin($name(s, c, b))), )*
+        ];
+    };
+}
+
+cases!(
+    buckets,
+    put_get_head_metadata,
+    overwrite_replaces,
+    ranges,
+    read_conditions,
+    write_conditions,
+    delete_is_idempotent,
+    missing_bucket_and_key,
+    digests_and_lengths,
+    failed_body_publishes_nothing,
+    checksums_stored,
+    streamed_large_object,
+    copy_object,
+    object_tagging,
+    bucket_tagging,
+    listing_order_and_delimiters,
+    listing_pagination,
+    special_keys,
+    key_length,
+    directory_objects,
+    multipart_happy_path,
+    multipart_errors,
+    multipart_listing,
+    upload_part_copy,
+);
+
+/// Run every case; panic with the list of failures.
+pub async fn run_all(store: DynStore, caps: Caps) {
+    run_selected(store, caps, |_| true).await
+}
+
+/// Run the cases whose name passes `filter`.
+pub async fn run_selected(store: DynStore, caps: Caps, filter: impl Fn(&str) -> bool) {
+    let mut failures = Vec::new();
+    let tag = unique_tag();
+    for (i, (name, case)) in CASES.iter().enumerate() {
+        if !filter(name) {
+            continue;
+        }
+        let bucket = format!("conf-{tag}-{i}");
+        let res = tokio::time::timeout(Duration::from_secs(120), case(store.clone(), caps, bucket.clone())).await;
+        let res = match res {
+            Ok(r) => r,
+            Err(_) => Err("timed out after 120 s".to_string()),
+        };
+        cleanup(&store, &bucket).await;
+        if let Err(e) = res {
+            failures.push(format!("{name}: {e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} conformance case(s) failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn unique_tag() -> String {
+    use rand::Rng;
+    let n: u32 = rand::rng().random();
+    format!("{n:08x}")
+}
+
+/// Remove everything a case left behind (objects, uploads, the bucket); errors are ignored.
+pub async fn cleanup(store: &DynStore, bucket: &str) {
+    if store.head_bucket(bucket).await.is_err() {
+        return;
+    }
+    for _ in 0..100 {
+        let Ok(page) = store.list_objects(bucket, ListObjectsRequest { max_keys: 1000, ..Default::default() }).await
+        else {
+            break;
+        };
+        for o in &page.objects {
+            let _ = store.delete_object(bucket, &o.key).await;
+        }
+        if !page.is_truncated || page.objects.is_empty() {
+            break;
+        }
+    }
+    if let Ok(ups) = store.list_multipart_uploads(bucket, ListUploadsRequest::default()).await {
+        for u in ups.uploads {
+            let _ = store.abort_multipart_upload(bucket, &u.key, &u.upload_id).await;
+        }
+    }
+    let _ = store.delete_bucket(bucket).await;
+}
+
+// ---- helpers ----
+
+type R = Result<(), String>;
+
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!("{} (line {})", format!($($fmt)+), line!()));
+        }
+    };
+}
+
+macro_rules! ensure_eq {
+    ($a:expr, $b:expr) => {{
+        let (a, b) = (&$a, &$b);
+        if a != b {
+            return Err(format!("{} != {}: {:?} vs {:?} (line {})", stringify!($a), stringify!($b), a, b, line!()));
+        }
+    }};
+}
+
+fn ok<T>(r: Result<T>, what: &str) -> Result<T, String> {
+    r.map_err(|e| format!("{what}: unexpected error {e}"))
+}
+
+fn expect_code<T: std::fmt::Debug>(r: Result<T>, code: ErrorCode, what: &str) -> R {
+    match r {
+        Ok(v) => Err(format!("{what}: expected {code}, got Ok({v:?})")),
+        Err(e) if e.code == code => Ok(()),
+        Err(e) => Err(format!("{what}: expected {code}, got {e}")),
+    }
+}
+
+fn expect_one_of<T: std::fmt::Debug>(r: Result<T>, codes: &[ErrorCode], what: &str) -> R {
+    match r {
+        Ok(v) => Err(format!("{what}: expected one of {codes:?}, got Ok({v:?})")),
+        Err(e) if codes.contains(&e.code) => Ok(()),
+        Err(e) => Err(format!("{what}: expected one of {codes:?}, got {e}")),
+    }
+}
+
+/// Deterministic test content.
+pub fn pattern(seed: u64, len: usize) -> Bytes {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut v = Vec::with_capacity(len);
+    while v.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(len);
+    Bytes::from(v)
+}
+
+async fn put(s: &DynStore, b: &str, k: &str, data: impl Into<Bytes>) -> Result<PutObjectOutput, String> {
+    ok(s.put_object(b, k, PutObjectRequest::default(), Body::from(data.into())).await, &format!("put {k}"))
+}
+
+async fn get(s: &DynStore, b: &str, k: &str) -> Result<(ObjectInfo, Bytes), String> {
+    let out = ok(s.get_object(b, k, GetObjectRequest::default()).await, &format!("get {k}"))?;
+    let data = out.body.collect().await.map_err(|e| format!("get {k} body: {e}"))?;
+    Ok((out.info, data))
+}
+
+async fn get_range(s: &DynStore, b: &str, k: &str, r: ByteRange) -> Result<(Option<(u64, u64)>, Bytes)> {
+    let out = s.get_object(b, k, GetObjectRequest { range: Some(r), ..Default::default() }).await?;
+    let range = out.range;
+    Ok((range, out.body.collect().await?))
+}
+
+async fn list_all(
+    s: &DynStore,
+    b: &str,
+    prefix: &str,
+    delim: Option<&str>,
+    page: usize,
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let mut keys = Vec::new();
+    let mut prefixes = Vec::new();
+    let mut start_after = None;
+    for _ in 0..10_000 {
+        let req = ListObjectsRequest {
+            prefix: prefix.to_string(),
+            delimiter: delim.map(str::to_string),
+            start_after: start_after.clone(),
+            max_keys: page,
+        };
+        let p = ok(s.list_objects(b, req).await, "list")?;
+        ensure!(p.objects.len() + p.common_prefixes.len() <= page, "page holds more than max_keys");
+        keys.extend(p.objects.iter().map(|o| o.key.clone()));
+        prefixes.extend(p.common_prefixes.iter().cloned());
+        if !p.is_truncated {
+            return Ok((keys, prefixes));
+        }
+        let next = p.next_marker.clone().ok_or("truncated page without next marker")?;
+        ensure!(Some(&next) != start_after.as_ref(), "listing does not advance");
+        start_after = Some(next);
+    }
+    Err("listing never ended".into())
+}
+
+fn stream_body(chunks: Vec<std::io::Result<Bytes>>) -> Body {
+    Body::Stream(Box::pin(futures::stream::iter(chunks)))
+}
+
+// ---- cases ----
+
+async fn buckets(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    expect_one_of(
+        s.create_bucket(&b).await,
+        &[ErrorCode::BucketAlreadyOwnedByYou, ErrorCode::BucketAlreadyExists],
+        "create twice",
+    )?;
+    for bad in ["ab", "UPPER-case", "under_score", "-leading", "a..b", "192.168.0.1"] {
+        expect_code(s.create_bucket(bad).await, ErrorCode::InvalidBucketName, bad)?;
+    }
+    ok(s.head_bucket(&b).await, "head")?;
+    let list = ok(s.list_buckets().await, "list buckets")?;
+    ensure!(list.iter().any(|x| x.name == b), "bucket not listed");
+    ensure!(list.windows(2).all(|w| w[0].name < w[1].name), "buckets not sorted");
+    let created = list.iter().find(|x| x.name == b).unwrap().created;
+    ensure!(created <= SystemTime::now() + Duration::from_secs(5), "creation date in the future");
+    put(&s, &b, "k", "v").await?;
+    expect_code(s.delete_bucket(&b).await, ErrorCode::BucketNotEmpty, "delete non-empty")?;
+    ok(s.delete_object(&b, "k").await, "delete object")?;
+    ok(s.delete_bucket(&b).await, "delete bucket")?;
+    expect_code(s.head_bucket(&b).await, ErrorCode::NoSuchBucket, "head deleted")?;
+    expect_code(s.delete_bucket(&b).await, ErrorCode::NoSuchBucket, "delete deleted")?;
+    Ok(())
+}
+
+async fn put_get_head_metadata(s: DynStore, c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let data = pattern(1, 10_000);
+    let mut meta = ObjectMeta {
+        content_type: Some("text/plain; charset=utf-8".into()),
+        content_encoding: Some("identity".into()),
+        content_disposition: Some("attachment; filename=\"x.txt\"".into()),
+        content_language: Some("en".into()),
+        cache_control: Some("no-cache".into()),
+        expires: Some("Thu, 01 Dec 2033 16:00:00 GMT".into()),
+        ..Default::default()
+    };
+    meta.user.insert("color".into(), "blue".into());
+    meta.user.insert("two-words".into(), "hello world".into());
+    let req = PutObjectRequest { meta: meta.clone(), content_length: Some(data.len() as u64), ..Default::default() };
+    let out = ok(s.put_object(&b, "obj", req, Body::from(data.clone())).await, "put")?;
+    ensure_eq!(out.size, data.len() as u64);
+    if c.etag_md5 {
+        ensure_eq!(out.etag, md5_hex(&data));
+    } else {
+        ensure!(out.etag.contains('-'), "fast ETag {} looks like an MD5", out.etag);
+    }
+    let (info, got) = get(&s, &b, "obj").await?;
+    ensure!(got == data, "body differs");
+    ensure_eq!(info.etag, out.etag);
+    ensure_eq!(info.size, data.len() as u64);
+    ensure_eq!(info.meta, meta);
+    let head = ok(s.head_object(&b, "obj", GetObjectRequest::default()).await, "head")?;
+    ensure_eq!(head.etag, out.etag);
+    ensure_eq!(head.meta, meta);
+    ensure_eq!(head.size, info.size);
+    let age = SystemTime::now().duration_since(head.last_modified).unwrap_or_default();
+    ensure!(age < Duration::from_secs(300), "last_modified is {age:?} old");
+    // Empty objects are objects.
+    let e = put(&s, &b, "empty", Bytes::new()).await?;
+    ensure_eq!(e.size, 0);
+    if c.etag_md5 {
+        ensure_eq!(e.etag, "d41d8cd98f00b204e9800998ecf8427e");
+    }
+    let (einfo, edata) = get(&s, &b, "empty").await?;
+    ensure!(edata.is_empty() && einfo.size == 0, "empty object not empty");
+    Ok(())
+}
+
+async fn overwrite_replaces(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let mut m1 = ObjectMeta::default();
+    m1.user.insert("v".into(), "1".into());
+    ok(
+        s.put_object(&b, "k", PutObjectRequest { meta: m1, ..Default::default() }, Body::from(pattern(2, 5000))).await,
+        "put 1",
+    )?;
+    put(&s, &b, "k", pattern(3, 100)).await?;
+    let (info, data) = get(&s, &b, "k").await?;
+    ensure!(data == pattern(3, 100), "old content survived overwrite");
+    ensure!(info.meta.user.is_empty(), "old metadata survived overwrite: {:?}", info.meta.user);
+    Ok(())
+}
+
+async fn ranges(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let data = pattern(4, 1000);
+    put(&s, &b, "r", data.clone()).await?;
+    let cases = [
+        (ByteRange::FromTo(0, 0), 0, 1),
+        (ByteRange::FromTo(10, 19), 10, 10),
+        (ByteRange::FromTo(990, 5000), 990, 10),
+        (ByteRange::From(900), 900, 100),
+        (ByteRange::Suffix(10), 990, 10),
+        (ByteRange::Suffix(5000), 0, 1000),
+    ];
+    for (r, off, len) in cases {
+        let (range, got) = ok(get_range(&s, &b, "r", r).await, &format!("range {r:?}"))?;
+        ensure_eq!(range, Some((off as u64, len as u64)));
+        ensure!(got == data.slice(off..off + len), "range {r:?} content differs");
+    }
+    expect_code(get_range(&s, &b, "r", ByteRange::From(1000)).await, ErrorCode::InvalidRange, "start at size")?;
+    expect_code(get_range(&s, &b, "r", ByteRange::FromTo(2000, 3000)).await, ErrorCode::InvalidRange, "beyond")?;
+    put(&s, &b, "empty", Bytes::new()).await?;
+    expect_code(get_range(&s, &b, "empty", ByteRange::FromTo(0, 0)).await, ErrorCode::InvalidRange, "empty object")?;
+    let h = s.head_object(&b, "r", GetObjectRequest { range: Some(ByteRange::From(5000)), ..Default::default() }).await;
+    expect_code(h, ErrorCode::InvalidRange, "head with bad range")?;
+    Ok(())
+}
+
+async fn read_conditions(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let out = put(&s, &b, "c", "conditional").await?;
+    let etag = out.etag.clone();
+    let cond = |c: Conditions| GetObjectRequest { conditions: c, ..Default::default() };
+    let past = SystemTime::now() - Duration::from_secs(3600);
+    let future = SystemTime::now() + Duration::from_secs(3600);
+    ok(
+        s.get_object(&b, "c", cond(Conditions { if_match: Some(format!("\"{etag}\"")), ..Default::default() })).await,
+        "if-match quoted",
+    )?;
+    ok(
+        s.head_object(&b, "c", cond(Conditions { if_match: Some("*".into()), ..Default::default() })).await,
+        "if-match *",
+    )?;
+    expect_code(
+        s.get_object(&b, "c", cond(Conditions { if_match: Some("\"0000\"".into()), ..Default::default() })).await,
+        ErrorCode::PreconditionFailed,
+        "if-match other",
+    )?;
+    expect_code(
+        s.head_object(&b, "c", cond(Conditions { if_none_match: Some(etag.clone()), ..Default::default() })).await,
+        ErrorCode::NotModified,
+        "if-none-match same",
+    )?;
+    ok(
+        s.get_object(&b, "c", cond(Conditions { if_none_match: Some("\"zzz\"".into()), ..Default::default() })).await,
+        "if-none-match other",
+    )?;
+    expect_code(
+        s.get_object(&b, "c", cond(Conditions { if_modified_since: Some(future), ..Default::default() })).await,
+        ErrorCode::NotModified,
+        "if-modified-since future",
+    )?;
+    ok(
+        s.get_object(&b, "c", cond(Conditions { if_modified_since: Some(past), ..Default::default() })).await,
+        "if-modified-since past",
+    )?;
+    expect_code(
+        s.get_object(&b, "c", cond(Conditions { if_unmodified_since: Some(past), ..Default::default() })).await,
+        ErrorCode::PreconditionFailed,
+        "if-unmodified-since past",
+    )?;
+    // If-Match wins over If-Unmodified-Since (RFC 7232 and S3).
+    ok(
+        s.get_object(
+            &b,
+            "c",
+            cond(Conditions { if_match: Some(etag.clone()), if_unmodified_since: Some(past), ..Default::default() }),
+        )
+        .await,
+        "if-match + if-unmodified-since",
+    )?;
+    Ok(())
+}
+
+async fn write_conditions(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let create_only = || PutObjectRequest {
+        conditions: Conditions { if_none_match: Some("*".into()), ..Default::default() },
+        ..Default::default()
+    };
+    ok(s.put_object(&b, "w", create_only(), Body::from("first")).await, "create-only on absent key")?;
+    expect_code(
+        s.put_object(&b, "w", create_only(), Body::from("second")).await,
+        ErrorCode::PreconditionFailed,
+        "create-only on existing key",
+    )?;
+    let (_, data) = get(&s, &b, "w").await?;
+    ensure!(data == "first", "failed conditional put changed the object");
+    let etag = ok(s.head_object(&b, "w", GetObjectRequest::default()).await, "head")?.etag;
+    let if_match = |e: &str| PutObjectRequest {
+        conditions: Conditions { if_match: Some(e.to_string()), ..Default::default() },
+        ..Default::default()
+    };
+    ok(s.put_object(&b, "w", if_match(&etag), Body::from("third")).await, "if-match current")?;
+    expect_code(
+        s.put_object(&b, "w", if_match(&etag), Body::from("fourth")).await,
+        ErrorCode::PreconditionFailed,
+        "if-match stale",
+    )?;
+    expect_one_of(
+        s.put_object(&b, "absent", if_match(&etag), Body::from("x")).await,
+        &[ErrorCode::NoSuchKey, ErrorCode::PreconditionFailed],
+        "if-match absent",
+    )?;
+    let (_, data) = get(&s, &b, "w").await?;
+    ensure!(data == "third", "content after conditional puts");
+    Ok(())
+}
+
+async fn delete_is_idempotent(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    put(&s, &b, "d", "x").await?;
+    ok(s.delete_object(&b, "d").await, "delete")?;
+    expect_code(s.get_object(&b, "d", GetObjectRequest::default()).await, ErrorCode::NoSuchKey, "get deleted")?;
+    ok(s.delete_object(&b, "d").await, "delete again")?;
+    ok(s.delete_object(&b, "never/existed").await, "delete never existed")?;
+    Ok(())
+}
+
+async fn missing_bucket_and_key(s: DynStore, _c: Caps, b: String) -> R {
+    let nb = format!("{b}-missing");
+    expect_code(
+        s.get_object(&nb, "k", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchBucket,
+        "get in missing bucket",
+    )?;
+    expect_code(
+        s.put_object(&nb, "k", PutObjectRequest::default(), Body::from("x")).await,
+        ErrorCode::NoSuchBucket,
+        "put in missing bucket",
+    )?;
+    expect_code(
+        s.list_objects(&nb, ListObjectsRequest { max_keys: 10, ..Default::default() }).await,
+        ErrorCode::NoSuchBucket,
+        "list missing bucket",
+    )?;
+    ok(s.create_bucket(&b).await, "create")?;
+    expect_code(s.get_object(&b, "nope", GetObjectRequest::default()).await, ErrorCode::NoSuchKey, "get missing key")?;
+    expect_code(
+        s.head_object(&b, "nope", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "head missing key",
+    )?;
+    expect_code(s.get_object_tagging(&b, "nope").await, ErrorCode::NoSuchKey, "tagging missing key")?;
+    Ok(())
+}
+
+async fn digests_and_lengths(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let data = pattern(5, 4096);
+    let md5: [u8; 16] = {
+        let h = md5_hex(&data);
+        let v: Vec<u8> = (0..16).map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap()).collect();
+        v.try_into().unwrap()
+    };
+    let good = PutObjectRequest { content_md5: Some(md5), ..Default::default() };
+    ok(s.put_object(&b, "md5", good, Body::from(data.clone())).await, "good Content-MD5")?;
+    let mut bad_md5 = md5;
+    bad_md5[0] ^= 1;
+    let bad = PutObjectRequest { content_md5: Some(bad_md5), ..Default::default() };
+    expect_code(
+        s.put_object(&b, "md5-bad", bad, Body::from(data.clone())).await,
+        ErrorCode::BadDigest,
+        "bad Content-MD5",
+    )?;
+    expect_code(
+        s.head_object(&b, "md5-bad", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "object after BadDigest",
+    )?;
+    let short = PutObjectRequest { content_length: Some(5000), ..Default::default() };
+    expect_code(
+        s.put_object(&b, "short", short, Body::from(data.clone())).await,
+        ErrorCode::IncompleteBody,
+        "short body",
+    )?;
+    expect_code(
+        s.head_object(&b, "short", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "object after short body",
+    )?;
+    // A bad digest on overwrite keeps the old object.
+    let bad = PutObjectRequest { content_md5: Some(bad_md5), ..Default::default() };
+    expect_code(
+        s.put_object(&b, "md5", bad, Body::from(pattern(6, 10))).await,
+        ErrorCode::BadDigest,
+        "bad Content-MD5 overwrite",
+    )?;
+    let (_, got) = get(&s, &b, "md5").await?;
+    ensure!(got == data, "failed overwrite damaged the object");
+    Ok(())
+}
+
+async fn failed_body_publishes_nothing(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    put(&s, &b, "keep", "old").await?;
+    for key in ["keep", "new"] {
+        let body = stream_body(vec![
+            Ok(pattern(7, 100_000)),
+            Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "client went away")),
+        ]);
+        let r = s.put_object(&b, key, PutObjectRequest::default(), body).await;
+        ensure!(r.is_err(), "put with failing body succeeded");
+    }
+    let (_, got) = get(&s, &b, "keep").await?;
+    ensure!(got == "old", "failed overwrite changed the object");
+    expect_code(
+        s.head_object(&b, "new", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "partial object visible",
+    )?;
+    let (keys, _) = list_all(&s, &b, "", None, 1000).await?;
+    ensure_eq!(keys, vec!["keep".to_string()]);
+    Ok(())
+}
+
+async fn checksums_stored(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let data = pattern(8, 70_000);
+    for alg in ChecksumAlgorithm::ALL {
+        let want = checksum_of(alg, &data);
+        let key = format!("ck-{}", alg.as_str());
+        let req = PutObjectRequest {
+            checksum: Some(ChecksumRequest { algorithm: alg, expected: Some(Expected::Known(want.value.clone())) }),
+            ..Default::default()
+        };
+        let out = ok(s.put_object(&b, &key, req, Body::from(data.clone())).await, &key)?;
+        ensure_eq!(out.checksum.as_ref(), Some(&want));
+        let head = ok(s.head_object(&b, &key, GetObjectRequest::default()).await, "head")?;
+        ensure_eq!(head.checksum.as_ref(), Some(&want));
+        let wrong = checksum_of(alg, b"something else");
+        let req = PutObjectRequest {
+            checksum: Some(ChecksumRequest { algorithm: alg, expected: Some(Expected::Known(wrong.value)) }),
+            ..Default::default()
+        };
+        expect_code(
+            s.put_object(&b, &format!("{key}-bad"), req, Body::from(data.clone())).await,
+            ErrorCode::BadDigest,
+            "wrong checksum",
+        )?;
+        expect_code(
+            s.head_object(&b, &format!("{key}-bad"), GetObjectRequest::default()).await,
+            ErrorCode::NoSuchKey,
+            "object after wrong checksum",
+        )?;
+    }
+    // Computed without an expected value (the trailer case resolves before the body ends).
+    let cell = Arc::new(std::sync::OnceLock::new());
+    let want = checksum_of(ChecksumAlgorithm::Crc32c, &data);
+    cell.set(want.value.clone()).unwrap();
+    let req = PutObjectRequest {
+        checksum: Some(ChecksumRequest {
+            algorithm: ChecksumAlgorithm::Crc32c,
+            expected: Some(Expected::Deferred(cell)),
+        }),
+        ..Default::default()
+    };
+    let out = ok(s.put_object(&b, "deferred", req, Body::from(data.clone())).await, "deferred checksum")?;
+    ensure_eq!(out.checksum, Some(want));
+    Ok(())
+}
+
+async fn streamed_large_object(s: DynStore, c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let data = pattern(9, 3 * 1024 * 1024 + 17);
+    let chunks: Vec<std::io::Result<Bytes>> = data.chunks(65_531).map(|ch| Ok(Bytes::copy_from_slice(ch))).collect();
+    let req = PutObjectRequest { content_length: Some(data.len() as u64), ..Default::default() };
+    let out = ok(s.put_object(&b, "big", req, stream_body(chunks)).await, "streamed put")?;
+    if c.etag_md5 {
+        ensure_eq!(out.etag, md5_hex(&data));
+    }
+    let (_, got) = get(&s, &b, "big").await?;
+    ensure!(got == data, "streamed object differs");
+    Ok(())
+}
+
+async fn copy_object(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let data = pattern(10, 12_345);
+    let mut meta = ObjectMeta { content_type: Some("image/png".into()), ..Default::default() };
+    meta.user.insert("origin".into(), "src".into());
+    let tags = vec![("t".to_string(), "1".to_string())];
+    let req = PutObjectRequest { meta: meta.clone(), tags: tags.clone(), ..Default::default() };
+    let src = ok(s.put_object(&b, "src", req, Body::from(data.clone())).await, "put src")?;
+
+    let out = ok(s.copy_object(&b, "src", &b, "dst", CopyObjectRequest::default()).await, "copy")?;
+    ensure_eq!(out.etag, src.etag);
+    let (info, got) = get(&s, &b, "dst").await?;
+    ensure!(got == data, "copy content differs");
+    ensure_eq!(info.meta, meta);
+    ensure_eq!(ok(s.get_object_tagging(&b, "dst").await, "tags of copy")?, tags);
+
+    let mut new_meta = ObjectMeta::default();
+    new_meta.user.insert("fresh".into(), "yes".into());
+    let req = CopyObjectRequest {
+        metadata: Directive::Replace(new_meta.clone()),
+        tagging: Directive::Replace(vec![]),
+        ..Default::default()
+    };
+    ok(s.copy_object(&b, "src", &b, "dst2", req).await, "copy replace")?;
+    let head = ok(s.head_object(&b, "dst2", GetObjectRequest::default()).await, "head dst2")?;
+    ensure_eq!(head.meta, new_meta);
+    ensure_eq!(head.tag_count, 0);
+
+    expect_code(
+        s.copy_object(&b, "src", &b, "src", CopyObjectRequest::default()).await,
+        ErrorCode::InvalidRequest,
+        "self copy without replace",
+    )?;
+    let req = CopyObjectRequest { metadata: Directive::Replace(new_meta.clone()), ..Default::default() };
+    ok(s.copy_object(&b, "src", &b, "src", req).await, "self copy with replace")?;
+    let (info, got) = get(&s, &b, "src").await?;
+    ensure!(got == data, "self copy changed content");
+    ensure_eq!(info.meta, new_meta);
+
+    let req = CopyObjectRequest {
+        source_conditions: Conditions { if_match: Some("\"nope\"".into()), ..Default::default() },
+        ..Default::default()
+    };
+    expect_code(
+        s.copy_object(&b, "src", &b, "dst3", req).await,
+        ErrorCode::PreconditionFailed,
+        "copy-source-if-match",
+    )?;
+    let req = CopyObjectRequest {
+        source_conditions: Conditions { if_none_match: Some(src.etag.clone()), ..Default::default() },
+        ..Default::default()
+    };
+    expect_code(
+        s.copy_object(&b, "src", &b, "dst3", req).await,
+        ErrorCode::PreconditionFailed,
+        "copy-source-if-none-match",
+    )?;
+    expect_code(
+        s.copy_object(&b, "nope", &b, "dst3", CopyObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "copy missing source",
+    )?;
+    expect_code(
+        s.head_object(&b, "dst3", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "failed copy created object",
+    )?;
+    Ok(())
+}
+
+async fn object_tagging(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let tags = vec![("project".to_string(), "hpc".to_string()), ("tier".to_string(), "".to_string())];
+    let req = PutObjectRequest { tags: tags.clone(), ..Default::default() };
+    ok(s.put_object(&b, "t", req, Body::from("x")).await, "put with tags")?;
+    ensure_eq!(ok(s.get_object_tagging(&b, "t").await, "get tags")?, tags);
+    ensure_eq!(ok(s.head_object(&b, "t", GetObjectRequest::default()).await, "head")?.tag_count, 2);
+    let new = vec![("a".to_string(), "b".to_string())];
+    ok(s.put_object_tagging(&b, "t", new.clone()).await, "put tags")?;
+    ensure_eq!(ok(s.get_object_tagging(&b, "t").await, "get tags")?, new);
+    ok(s.delete_object_tagging(&b, "t").await, "delete tags")?;
+    ensure!(ok(s.get_object_tagging(&b, "t").await, "get tags")?.is_empty(), "tags after delete");
+    let too_many: Tags = (0..11).map(|i| (format!("k{i}"), "v".to_string())).collect();
+    expect_code(s.put_object_tagging(&b, "t", too_many).await, ErrorCode::InvalidTag, "11 tags")?;
+    let dup = vec![("k".to_string(), "1".to_string()), ("k".to_string(), "2".to_string())];
+    expect_code(s.put_object_tagging(&b, "t", dup).await, ErrorCode::InvalidTag, "duplicate tag keys")?;
+    expect_code(s.put_object_tagging(&b, "none", new).await, ErrorCode::NoSuchKey, "tags on missing key")?;
+    let (_, data) = get(&s, &b, "t").await?;
+    ensure!(data == "x", "tagging changed content");
+    Ok(())
+}
+
+async fn bucket_tagging(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    expect_code(s.get_bucket_tagging(&b).await, ErrorCode::NoSuchTagSet, "no tags yet")?;
+    let tags = vec![("owner".to_string(), "team-a".to_string())];
+    ok(s.put_bucket_tagging(&b, tags.clone()).await, "put")?;
+    ensure_eq!(ok(s.get_bucket_tagging(&b).await, "get")?, tags);
+    ok(s.delete_bucket_tagging(&b).await, "delete")?;
+    expect_code(s.get_bucket_tagging(&b).await, ErrorCode::NoSuchTagSet, "after delete")?;
+    expect_code(s.get_bucket_tagging(&format!("{b}-x")).await, ErrorCode::NoSuchBucket, "missing bucket")?;
+    Ok(())
+}
+
+/// A key set with directories, names that sort around '/', and multi-byte UTF-8.
+fn listing_keys() -> Vec<&'static str> {
+    vec![
+        "a-b",
+        "a.txt",
+        "a/1",
+        "a/2/x",
+        "a/2/y",
+        "a/3",
+        "a0",
+        "b/c/d/e",
+        "photos/2024/jan.jpg",
+        "photos/2024/feb.jpg",
+        "photos/2025/mar.jpg",
+        "photos/index.html",
+        "z",
+        "zé",
+        "zz/é/1",
+        "Z-upper",
+    ]
+}
+
+async fn listing_order_and_delimiters(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let keys = listing_keys();
+    for k in &keys {
+        put(&s, &b, k, k.as_bytes().to_vec()).await?;
+    }
+    let mut sorted: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    sorted.sort();
+    let (all, cps) = list_all(&s, &b, "", None, 1000).await?;
+    ensure_eq!(all, sorted);
+    ensure!(cps.is_empty(), "common prefixes without delimiter");
+
+    let (top, cps) = list_all(&s, &b, "", Some("/"), 1000).await?;
+    ensure_eq!(top, vec!["Z-upper", "a-b", "a.txt", "a0", "z", "zé"]);
+    ensure_eq!(cps, vec!["a/", "b/", "photos/", "zz/"]);
+
+    let (ks, cps) = list_all(&s, &b, "photos/", Some("/"), 1000).await?;
+    ensure_eq!(ks, vec!["photos/index.html"]);
+    ensure_eq!(cps, vec!["photos/2024/", "photos/2025/"]);
+
+    let (ks, cps) = list_all(&s, &b, "photos/2024/", Some("/"), 1000).await?;
+    ensure_eq!(ks, vec!["photos/2024/feb.jpg", "photos/2024/jan.jpg"]);
+    ensure!(cps.is_empty(), "unexpected prefixes");
+
+    // A prefix that is not a directory boundary.
+    let (ks, cps) = list_all(&s, &b, "a", Some("/"), 1000).await?;
+    ensure_eq!(ks, vec!["a-b", "a.txt", "a0"]);
+    ensure_eq!(cps, vec!["a/"]);
+    let (ks, _) = list_all(&s, &b, "photos/20", None, 1000).await?;
+    ensure_eq!(ks.len(), 3);
+    // Delimiter other than '/'.
+    let (ks, cps) = list_all(&s, &b, "", Some("."), 1000).await?;
+    ensure!(cps.contains(&"a.".to_string()), "'.' delimiter prefixes: {cps:?}");
+    ensure!(ks.contains(&"a-b".to_string()) && !ks.contains(&"a.txt".to_string()), "'.' delimiter keys: {ks:?}");
+    // start_after in the middle, and after a common prefix.
+    let p = ok(
+        s.list_objects(&b, ListObjectsRequest { start_after: Some("a/2".into()), max_keys: 3, ..Default::default() })
+            .await,
+        "start_after",
+    )?;
+    let got: Vec<&str> = p.objects.iter().map(|o| o.key.as_str()).collect();
+    ensure_eq!(got, vec!["a/2/x", "a/2/y", "a/3"]);
+    ensure!(p.is_truncated, "should be truncated");
+    let p = ok(
+        s.list_objects(
+            &b,
+            ListObjectsRequest {
+                start_after: Some("a/".into()),
+                delimiter: Some("/".into()),
+                max_keys: 1000,
+                ..Default::default()
+            },
+        )
+        .await,
+        "start_after common prefix",
+    )?;
+    ensure!(!p.common_prefixes.contains(&"a/".to_string()), "common prefix repeated after marker");
+    ensure_eq!(p.objects.first().map(|o| o.key.as_str()), Some("a0"));
+    // Summaries carry size and etag.
+    let p = ok(
+        s.list_objects(&b, ListObjectsRequest { prefix: "a.txt".into(), max_keys: 10, ..Default::default() }).await,
+        "list one",
+    )?;
+    ensure_eq!(p.objects.len(), 1);
+    ensure_eq!(p.objects[0].size, 5);
+    let head = ok(s.head_object(&b, "a.txt", GetObjectRequest::default()).await, "head")?;
+    ensure_eq!(p.objects[0].etag, head.etag);
+    // max_keys 0.
+    let p = ok(s.list_objects(&b, ListObjectsRequest { max_keys: 0, ..Default::default() }).await, "max_keys 0")?;
+    ensure!(p.objects.is_empty() && p.common_prefixes.is_empty(), "max_keys 0 returned entries");
+    Ok(())
+}
+
+async fn listing_pagination(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let mut expected = Vec::new();
+    for d in 0..5 {
+        for f in 0..7 {
+            let k = format!("dir{d}/file{f:02}");
+            put(&s, &b, &k, Bytes::new()).await?;
+            expected.push(k);
+        }
+    }
+    for f in 0..4 {
+        let k = format!("top{f}");
+        put(&s, &b, &k, Bytes::new()).await?;
+        expected.push(k);
+    }
+    expected.sort();
+    for page in [1, 2, 3, 7, 1000] {
+        let (ks, _) = list_all(&s, &b, "", None, page).await?;
+        ensure!(ks == expected, "page size {page}: {ks:?}");
+        let (ks, cps) = list_all(&s, &b, "", Some("/"), page).await?;
+        ensure!(ks == vec!["top0", "top1", "top2", "top3"], "page size {page} keys {ks:?}");
+        ensure!(cps == vec!["dir0/", "dir1/", "dir2/", "dir3/", "dir4/"], "page size {page} prefixes {cps:?}");
+        let (ks, _) = list_all(&s, &b, "dir3/", None, page).await?;
+        ensure_eq!(ks.len(), 7);
+    }
+    // Capped at 1000.
+    let p = ok(s.list_objects(&b, ListObjectsRequest { max_keys: 5000, ..Default::default() }).await, "max_keys 5000")?;
+    ensure_eq!(p.objects.len(), expected.len());
+    Ok(())
+}
+
+async fn special_keys(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let keys = [
+        "with space",
+        "plus+sign",
+        "percent%20literal",
+        "question?mark",
+        "hash#tag",
+        "amp&er=sand",
+        "colon:semi;",
+        "quote'\"",
+        "unicode/日本語/ファイル",
+        "emoji-🦀",
+        "tilde~star*",
+        "brackets[]{}",
+        "comma,dollar$at@",
+        "back\\slash",
+        "trailing.dot.",
+        "ends-with-space ",
+    ];
+    for k in keys {
+        let (r, _) = (put(&s, &b, k, k.as_bytes().to_vec()).await, ());
+        r.map_err(|e| format!("key {k:?}: {e}"))?;
+    }
+    for k in keys {
+        let (_, got) = get(&s, &b, k).await?;
+        ensure!(got == k.as_bytes(), "key {k:?} content differs");
+    }
+    let (listed, _) = list_all(&s, &b, "", None, 1000).await?;
+    let mut want: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    want.sort();
+    ensure_eq!(listed, want);
+    Ok(())
+}
+
+async fn key_length(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let long = format!("{}/{}", "d".repeat(200), "k".repeat(200));
+    put(&s, &b, &long, "ok").await?;
+    let too_long =
+        format!("{}/{}/{}/{}/{}", "a".repeat(205), "b".repeat(205), "c".repeat(205), "d".repeat(205), "e".repeat(205));
+    ensure!(too_long.len() > 1024, "test key too short");
+    expect_code(
+        s.put_object(&b, &too_long, PutObjectRequest::default(), Body::from("x")).await,
+        ErrorCode::KeyTooLongError,
+        "1025+ byte key",
+    )?;
+    Ok(())
+}
+
+async fn directory_objects(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let mut meta = ObjectMeta::default();
+    meta.user.insert("kind".into(), "folder".into());
+    let req = PutObjectRequest { meta: meta.clone(), ..Default::default() };
+    ok(s.put_object(&b, "folder/", req, Body::Empty).await, "put folder/")?;
+    put(&s, &b, "folder/inner", "in").await?;
+    let head = ok(s.head_object(&b, "folder/", GetObjectRequest::default()).await, "head folder/")?;
+    ensure_eq!(head.size, 0);
+    ensure_eq!(head.meta, meta);
+    let (ks, _) = list_all(&s, &b, "", None, 1000).await?;
+    ensure_eq!(ks, vec!["folder/", "folder/inner"]);
+    let (ks, cps) = list_all(&s, &b, "folder/", Some("/"), 1000).await?;
+    ensure_eq!(ks, vec!["folder/", "folder/inner"]);
+    ensure!(cps.is_empty(), "prefixes {cps:?}");
+    ok(s.delete_object(&b, "folder/inner").await, "delete inner")?;
+    let (ks, _) = list_all(&s, &b, "", None, 1000).await?;
+    ensure_eq!(ks, vec!["folder/"]);
+    ok(s.delete_object(&b, "folder/").await, "delete folder/")?;
+    let (ks, _) = list_all(&s, &b, "", None, 1000).await?;
+    ensure!(ks.is_empty(), "left {ks:?}");
+    // Implicit directories are not objects.
+    put(&s, &b, "p/q/r", "x").await?;
+    expect_code(
+        s.head_object(&b, "p/", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "implicit dir is no object",
+    )?;
+    expect_code(
+        s.head_object(&b, "p/q", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "implicit dir without slash",
+    )?;
+    Ok(())
+}
+
+const MIB: usize = 1024 * 1024;
+
+async fn multipart_happy_path(s: DynStore, c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let mut meta = ObjectMeta { content_type: Some("application/x-test".into()), ..Default::default() };
+    meta.user.insert("mp".into(), "yes".into());
+    let tags = vec![("mp".to_string(), "1".to_string())];
+    let req = CreateMultipartRequest { meta: meta.clone(), tags: tags.clone(), checksum_algorithm: None };
+    let id = ok(s.create_multipart_upload(&b, "mp", req).await, "create upload")?;
+    let id2 = ok(s.create_multipart_upload(&b, "mp", CreateMultipartRequest::default()).await, "second upload")?;
+    ensure!(id != id2 && id.len() >= 16, "upload ids not unique or too short: {id} {id2}");
+    let p1 = pattern(11, 5 * MIB);
+    let p2 = pattern(12, 5 * MIB + 3);
+    let p3 = pattern(13, 1234);
+    let i1 = ok(
+        s.upload_part(&b, "mp", &id, 1, UploadPartRequest::default(), Body::from(pattern(99, 10))).await,
+        "part 1 (to be replaced)",
+    )?;
+    let i1b =
+        ok(s.upload_part(&b, "mp", &id, 1, UploadPartRequest::default(), Body::from(p1.clone())).await, "part 1")?;
+    ensure!(i1.etag != i1b.etag, "replaced part has the same ETag");
+    let i2 = ok(s.upload_part(&b, "mp", &id, 2, UploadPartRequest::default(), Body::from(p2.clone())).await, "part 2")?;
+    let i3 = ok(s.upload_part(&b, "mp", &id, 4, UploadPartRequest::default(), Body::from(p3.clone())).await, "part 4")?;
+    if c.etag_md5 {
+        ensure_eq!(i1b.etag, md5_hex(&p1));
+    }
+    // Not visible before completion.
+    expect_code(
+        s.head_object(&b, "mp", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "object before complete",
+    )?;
+    let lp = ok(s.list_parts(&b, "mp", &id, ListPartsRequest::default()).await, "list parts")?;
+    let nums: Vec<u32> = lp.parts.iter().map(|p| p.part_number).collect();
+    ensure_eq!(nums, vec![1, 2, 4]);
+    ensure_eq!(lp.parts[0].size, p1.len() as u64);
+    ensure_eq!(lp.parts[0].etag, i1b.etag);
+    let lp = ok(
+        s.list_parts(&b, "mp", &id, ListPartsRequest { part_number_marker: Some(1), max_parts: 1 }).await,
+        "list parts page",
+    )?;
+    ensure_eq!(lp.parts.iter().map(|p| p.part_number).collect::<Vec<_>>(), vec![2]);
+    ensure!(lp.is_truncated && lp.next_part_number_marker == Some(2), "parts page markers {lp:?}");
+
+    let parts = vec![
+        CompletePart { part_number: 1, etag: format!("\"{}\"", i1b.etag), checksum: None },
+        CompletePart { part_number: 2, etag: i2.etag.clone(), checksum: None },
+        CompletePart { part_number: 4, etag: i3.etag.clone(), checksum: None },
+    ];
+    let out = ok(s.complete_multipart_upload(&b, "mp", &id, parts, Conditions::default()).await, "complete")?;
+    ensure!(out.etag.ends_with("-3"), "multipart etag {}", out.etag);
+    if c.etag_md5 {
+        let want = s3hpc_core::checksum::multipart_etag([i1b.etag.as_str(), i2.etag.as_str(), i3.etag.as_str()]);
+        ensure_eq!(out.etag, want);
+    }
+    let (info, data) = get(&s, &b, "mp").await?;
+    ensure_eq!(data.len(), p1.len() + p2.len() + p3.len());
+    ensure!(
+        data[..p1.len()] == p1[..]
+            && data[p1.len()..p1.len() + p2.len()] == p2[..]
+            && data[p1.len() + p2.len()..] == p3[..],
+        "assembled content differs"
+    );
+    ensure_eq!(info.meta, meta);
+    ensure_eq!(info.etag, out.etag);
+    ensure_eq!(info.parts_count(), Some(3));
+    ensure_eq!(ok(s.get_object_tagging(&b, "mp").await, "tags")?, tags);
+    let part2 = ok(
+        s.get_object(&b, "mp", GetObjectRequest { part_number: Some(2), ..Default::default() }).await,
+        "get part 2",
+    )?;
+    ensure_eq!(part2.range, Some((p1.len() as u64, p2.len() as u64)));
+    let body = part2.body.collect().await.map_err(|e| e.to_string())?;
+    ensure!(body == p2, "part 2 content differs");
+    // The upload is gone, the other one is still there.
+    expect_code(
+        s.list_parts(&b, "mp", &id, ListPartsRequest::default()).await,
+        ErrorCode::NoSuchUpload,
+        "parts after complete",
+    )?;
+    ok(s.abort_multipart_upload(&b, "mp", &id2).await, "abort second")?;
+    expect_code(s.abort_multipart_upload(&b, "mp", &id2).await, ErrorCode::NoSuchUpload, "abort twice")?;
+    Ok(())
+}
+
+async fn multipart_errors(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let id = ok(s.create_multipart_upload(&b, "e", CreateMultipartRequest::default()).await, "create upload")?;
+    let small = ok(
+        s.upload_part(&b, "e", &id, 1, UploadPartRequest::default(), Body::from(pattern(14, 100))).await,
+        "small part",
+    )?;
+    let big = ok(
+        s.upload_part(&b, "e", &id, 2, UploadPartRequest::default(), Body::from(pattern(15, 5 * MIB))).await,
+        "big part",
+    )?;
+    let cp = |n: u32, e: &str| CompletePart { part_number: n, etag: e.to_string(), checksum: None };
+    expect_code(
+        s.complete_multipart_upload(&b, "e", &id, vec![cp(2, &big.etag), cp(1, &small.etag)], Conditions::default())
+            .await,
+        ErrorCode::InvalidPartOrder,
+        "descending",
+    )?;
+    expect_code(
+        s.complete_multipart_upload(&b, "e", &id, vec![cp(1, &small.etag), cp(1, &small.etag)], Conditions::default())
+            .await,
+        ErrorCode::InvalidPartOrder,
+        "duplicate",
+    )?;
+    expect_code(
+        s.complete_multipart_upload(
+            &b,
+            "e",
+            &id,
+            vec![cp(1, "0123456789abcdef0123456789abcdef")],
+            Conditions::default(),
+        )
+        .await,
+        ErrorCode::InvalidPart,
+        "wrong etag",
+    )?;
+    expect_code(
+        s.complete_multipart_upload(&b, "e", &id, vec![cp(3, &big.etag)], Conditions::default()).await,
+        ErrorCode::InvalidPart,
+        "missing part",
+    )?;
+    expect_code(
+        s.complete_multipart_upload(&b, "e", &id, vec![cp(1, &small.etag), cp(2, &big.etag)], Conditions::default())
+            .await,
+        ErrorCode::EntityTooSmall,
+        "small first part",
+    )?;
+    expect_code(
+        s.complete_multipart_upload(&b, "e", &id, vec![], Conditions::default()).await,
+        ErrorCode::MalformedXML,
+        "no parts",
+    )?;
+    expect_code(
+        s.head_object(&b, "e", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "object after failed completes",
+    )?;
+    expect_code(
+        s.upload_part(&b, "e", &id, 0, UploadPartRequest::default(), Body::from("x")).await,
+        ErrorCode::InvalidArgument,
+        "part 0",
+    )?;
+    expect_code(
+        s.upload_part(&b, "e", &id, 10_001, UploadPartRequest::default(), Body::from("x")).await,
+        ErrorCode::InvalidArgument,
+        "part 10001",
+    )?;
+    expect_code(
+        s.upload_part(&b, "e", "no-such-upload", 1, UploadPartRequest::default(), Body::from("x")).await,
+        ErrorCode::NoSuchUpload,
+        "unknown upload",
+    )?;
+    expect_code(
+        s.upload_part(&b, "other-key", &id, 1, UploadPartRequest::default(), Body::from("x")).await,
+        ErrorCode::NoSuchUpload,
+        "upload id of another key",
+    )?;
+    // A single part below 5 MiB is fine (it is the last part).
+    let out = ok(
+        s.complete_multipart_upload(&b, "e", &id, vec![cp(1, &small.etag)], Conditions::default()).await,
+        "complete with one small part",
+    )?;
+    ensure!(out.etag.ends_with("-1"), "etag {}", out.etag);
+    let (_, data) = get(&s, &b, "e").await?;
+    ensure!(data == pattern(14, 100), "content of one-part upload");
+    // Aborted uploads take no more parts.
+    let id = ok(s.create_multipart_upload(&b, "e2", CreateMultipartRequest::default()).await, "create upload 2")?;
+    ok(s.abort_multipart_upload(&b, "e2", &id).await, "abort")?;
+    expect_code(
+        s.upload_part(&b, "e2", &id, 1, UploadPartRequest::default(), Body::from("x")).await,
+        ErrorCode::NoSuchUpload,
+        "part after abort",
+    )?;
+    expect_code(
+        s.complete_multipart_upload(&b, "e2", &id, vec![cp(1, &small.etag)], Conditions::default()).await,
+        ErrorCode::NoSuchUpload,
+        "complete after abort",
+    )?;
+    Ok(())
+}
+
+async fn multipart_listing(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let mut ids = Vec::new();
+    for k in ["x/1", "x/2", "y", "y"] {
+        ids.push((k, ok(s.create_multipart_upload(&b, k, CreateMultipartRequest::default()).await, "create")?));
+    }
+    let page = ok(s.list_multipart_uploads(&b, ListUploadsRequest::default()).await, "list uploads")?;
+    let keys: Vec<&str> = page.uploads.iter().map(|u| u.key.as_str()).collect();
+    ensure_eq!(keys, vec!["x/1", "x/2", "y", "y"]);
+    let page = ok(
+        s.list_multipart_uploads(&b, ListUploadsRequest { delimiter: Some("/".into()), ..Default::default() }).await,
+        "delimited",
+    )?;
+    ensure_eq!(page.common_prefixes, vec!["x/"]);
+    ensure_eq!(page.uploads.len(), 2);
+    let page = ok(
+        s.list_multipart_uploads(&b, ListUploadsRequest { prefix: "x/".into(), ..Default::default() }).await,
+        "prefixed",
+    )?;
+    ensure_eq!(page.uploads.len(), 2);
+    let first =
+        ok(s.list_multipart_uploads(&b, ListUploadsRequest { max_uploads: 2, ..Default::default() }).await, "page 1")?;
+    ensure!(first.is_truncated && first.uploads.len() == 2, "page 1 {first:?}");
+    let second = ok(
+        s.list_multipart_uploads(
+            &b,
+            ListUploadsRequest {
+                key_marker: first.next_key_marker.clone(),
+                upload_id_marker: first.next_upload_id_marker.clone(),
+                max_uploads: 2,
+                ..Default::default()
+            },
+        )
+        .await,
+        "page 2",
+    )?;
+    ensure_eq!(second.uploads.iter().map(|u| u.key.as_str()).collect::<Vec<_>>(), vec!["y", "y"]);
+    ensure!(!second.is_truncated, "page 2 truncated");
+    // Uploads in progress are not objects.
+    let (ks, _) = list_all(&s, &b, "", None, 1000).await?;
+    ensure!(ks.is_empty(), "uploads listed as objects: {ks:?}");
+    for (k, id) in ids {
+        ok(s.abort_multipart_upload(&b, k, &id).await, "abort")?;
+    }
+    Ok(())
+}
+
+async fn upload_part_copy(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let src = pattern(16, 6 * MIB);
+    put(&s, &b, "src", src.clone()).await?;
+    let id = ok(s.create_multipart_upload(&b, "dst", CreateMultipartRequest::default()).await, "create upload")?;
+    let p1 = ok(
+        s.upload_part_copy(
+            &b,
+            "dst",
+            &id,
+            1,
+            &b,
+            "src",
+            Some(ByteRange::FromTo(0, 5 * MIB as u64 - 1)),
+            Conditions::default(),
+        )
+        .await,
+        "part copy 1",
+    )?;
+    ensure_eq!(p1.size, 5 * MIB as u64);
+    let p2 =
+        ok(s.upload_part_copy(&b, "dst", &id, 2, &b, "src", None, Conditions::default()).await, "part copy whole")?;
+    ensure_eq!(p2.size, src.len() as u64);
+    expect_code(
+        s.upload_part_copy(
+            &b,
+            "dst",
+            &id,
+            3,
+            &b,
+            "src",
+            Some(ByteRange::FromTo(7 * MIB as u64, 8 * MIB as u64)),
+            Conditions::default(),
+        )
+        .await,
+        ErrorCode::InvalidRange,
+        "range beyond source",
+    )?;
+    expect_code(
+        s.upload_part_copy(
+            &b,
+            "dst",
+            &id,
+            3,
+            &b,
+            "src",
+            None,
+            Conditions { if_match: Some("\"x\"".into()), ..Default::default() },
+        )
+        .await,
+        ErrorCode::PreconditionFailed,
+        "source condition",
+    )?;
+    expect_code(
+        s.upload_part_copy(&b, "dst", &id, 3, &b, "nope", None, Conditions::default()).await,
+        ErrorCode::NoSuchKey,
+        "missing source",
+    )?;
+    let parts = vec![
+        CompletePart { part_number: 1, etag: p1.etag, checksum: None },
+        CompletePart { part_number: 2, etag: p2.etag, checksum: None },
+    ];
+    ok(s.complete_multipart_upload(&b, "dst", &id, parts, Conditions::default()).await, "complete")?;
+    let (_, data) = get(&s, &b, "dst").await?;
+    ensure!(
+        data.len() == 11 * MIB && data[..5 * MIB] == src[..5 * MIB] && data[5 * MIB..] == src[..],
+        "copied parts differ"
+    );
+    Ok(())
+}

@@ -1,0 +1,31 @@
+//! The suite against the memory oracle itself (it must pass its own rules), and the harness
+//! against a second oracle instance.
+
+use std::sync::Arc;
+
+use s3hpc_conformance::{Caps, oracle, run_all};
+use s3hpc_core::memory::MemoryStore;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_passes_conformance() {
+    run_all(Arc::new(MemoryStore::new()), Caps { etag_md5: true, file_and_dir_same_name: true }).await;
+}
+
+#[test]
+fn memory_agrees_with_itself() {
+    oracle::check(64, Caps::default(), || Arc::new(MemoryStore::new()));
+}
+
+/// The suite must be able to fail: the noop store keeps nothing, so nearly every case fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[should_panic(expected = "conformance case(s) failed")]
+async fn noop_store_fails_conformance() {
+    run_all(Arc::new(s3hpc_core::noop::NoopStore::default()), Caps::default()).await;
+}
+
+/// The oracle comparison must be able to fail: the noop store answers reads from a fixed object.
+#[test]
+#[should_panic(expected = "diverges from the memory oracle")]
+fn noop_store_is_caught_by_the_oracle() {
+    oracle::check(16, Caps::default(), || Arc::new(s3hpc_core::noop::NoopStore::default()));
+}
