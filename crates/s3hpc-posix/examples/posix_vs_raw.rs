@@ -1,0 +1,344 @@
+//! PosixStore against raw `std::fs` on the same directory, in one run, so the ratios are
+//! comparable on a noisy machine. See `docs/perf/posix.md`.
+//!
+//! ```text
+//! cargo run --release -p s3hpc-posix --example posix_vs_raw -- [--dir DIR] [--small N] [--list N] [--big-mib N]
+//! ```
+//!
+//! Both sides do the same file system work: the raw side writes a temp file and renames it
+//! (what any safe writer does), the store adds hashing, the metadata xattr and the async hop
+//! (`spawn_blocking`). Durability is `none` on the store and no fsync on the raw side.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use s3hpc_core::{Body, EtagMode, GetObjectRequest, ListObjectsRequest, PutObjectRequest, Store};
+use s3hpc_posix::{Durability, PosixOptions, PosixStore};
+
+struct Args {
+    dir: Option<PathBuf>,
+    small: usize,
+    list: usize,
+    big_mib: usize,
+}
+
+fn args() -> Args {
+    let mut a = Args { dir: None, small: 3000, list: 100_000, big_mib: 64 };
+    let v: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < v.len() {
+        let val = v.get(i + 1).cloned().unwrap_or_default();
+        match v[i].as_str() {
+            "--dir" => a.dir = Some(val.into()),
+            "--small" => a.small = val.parse().expect("--small N"),
+            "--list" => a.list = val.parse().expect("--list N"),
+            "--big-mib" => a.big_mib = val.parse().expect("--big-mib N"),
+            other => panic!("unknown argument {other}"),
+        }
+        i += 2;
+    }
+    a
+}
+
+fn mbps(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / 1e6
+}
+
+fn rate(n: usize, d: Duration) -> f64 {
+    n as f64 / d.as_secs_f64()
+}
+
+fn raw_put(dir: &Path, name: &str, data: &[u8], n: u64) {
+    let tmp = dir.join(format!(".tmp.{name}.{n}"));
+    let mut f = File::create(&tmp).unwrap();
+    f.write_all(data).unwrap();
+    drop(f);
+    fs::rename(&tmp, dir.join(name)).unwrap();
+}
+
+fn read_file_region(f: &File, off: u64, len: u64, buf: &mut [u8]) {
+    f.read_exact_at(&mut buf[..len as usize], off).unwrap();
+}
+
+fn raw_get(path: &Path, buf: &mut [u8]) -> u64 {
+    let f = File::open(path).unwrap();
+    let len = f.metadata().unwrap().len();
+    read_file_region(&f, 0, len, buf);
+    len
+}
+
+async fn store_get(s: &PosixStore, key: &str, buf: &mut [u8]) -> u64 {
+    let o = s.get_object("bench", key, GetObjectRequest::default()).await.unwrap();
+    match o.body {
+        Body::File { file, offset, len } => {
+            // What a front end does with a file body, done here on the caller's thread like the raw side.
+            read_file_region(&file, offset, len, buf);
+            len
+        }
+        other => other.collect().await.unwrap().len() as u64,
+    }
+}
+
+/// Peak RSS since the last reset, in MiB (Linux: clear_refs 5 resets VmHWM).
+fn reset_peak() {
+    let _ = fs::write("/proc/self/clear_refs", "5");
+}
+
+fn peak_mib() -> f64 {
+    let s = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+fn row(what: &str, store: f64, raw: f64, unit: &str, target: f64) {
+    let ratio = store / raw;
+    let verdict = if ratio >= target { "ok" } else { "BELOW TARGET" };
+    println!(
+        "| {what} | {store:.1} {unit} | {raw:.1} {unit} | {:.0}% | >= {:.0}% {verdict} |",
+        ratio * 100.0,
+        target * 100.0
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let a = args();
+    let _keep;
+    let base = match &a.dir {
+        Some(d) => d.clone(),
+        None => {
+            let t = std::env::temp_dir().join(format!("s3hpc-posix-bench-{}", std::process::id()));
+            _keep = Cleanup(t.clone());
+            t
+        }
+    };
+    fs::create_dir_all(&base).unwrap();
+    let raw_dir = base.join("raw");
+    fs::create_dir_all(&raw_dir).unwrap();
+    let open = |mode| {
+        PosixStore::open(
+            base.join("store"),
+            PosixOptions { durability: Durability::None, etag_mode: mode, ..Default::default() },
+        )
+        .unwrap()
+    };
+    let fast = open(EtagMode::Fast);
+    let md5 = open(EtagMode::Md5);
+    let _ = fast.create_bucket("bench").await;
+    let bdir = fast.root().join("bench");
+    println!("dir {} ({:?} metadata)\n", base.display(), fast.meta_mode());
+
+    // MD5 speed alone, the ceiling of MD5-mode ETags.
+    let big = Bytes::from(vec![0x5au8; a.big_mib << 20]);
+    let t = Instant::now();
+    let mut n = 0u64;
+    while t.elapsed() < Duration::from_millis(700) {
+        std::hint::black_box(s3hpc_core::checksum::md5_hex(&big[..8 << 20]));
+        n += 8 << 20;
+    }
+    let md5_speed = mbps(n, t.elapsed());
+    println!("MD5 alone: {md5_speed:.0} MB/s\n");
+
+    println!("| operation | PosixStore | raw std::fs | ratio | target |");
+    println!("|---|---|---|---|---|");
+    let mut buf = vec![0u8; big.len()];
+    for (label, size, reps) in [("1 MiB", 1usize << 20, 200usize), ("big", a.big_mib << 20, 6)] {
+        let data = big.slice(..size);
+        let label = if label == "big" { format!("{} MiB", a.big_mib) } else { label.to_string() };
+        for (mode, s) in [("fast", &fast), ("md5", &md5)] {
+            // Interleave the two sides in rounds so drift on the machine hits both.
+            let (mut ts, mut tr, mut tb) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+            for r in 0..reps {
+                let t = Instant::now();
+                s.put_object("bench", &format!("obj-{label}"), PutObjectRequest::default(), Body::Bytes(data.clone()))
+                    .await
+                    .unwrap();
+                ts += t.elapsed();
+                let t = Instant::now();
+                raw_put(&raw_dir, &format!("obj-{label}"), &data, r as u64);
+                tr += t.elapsed();
+                let (d, dd, l) = (raw_dir.clone(), data.clone(), label.clone());
+                let t = Instant::now();
+                tokio::task::spawn_blocking(move || raw_put(&d, &format!("obj-b-{l}"), &dd, r as u64)).await.unwrap();
+                tb += t.elapsed();
+            }
+            let bytes = (size * reps) as u64;
+            let target = if mode == "fast" { 0.95 } else { 0.90 };
+            let raw = mbps(bytes, tr);
+            let raw_ref = if mode == "md5" { raw.min(md5_speed) } else { raw };
+            row(&format!("put {label} ({mode} ETag)"), mbps(bytes, ts), raw_ref, "MB/s", target);
+            if mode == "fast" {
+                row(
+                    &format!("put {label} (fast) vs raw on spawn_blocking"),
+                    mbps(bytes, ts),
+                    mbps(bytes, tb),
+                    "MB/s",
+                    target,
+                );
+            }
+            if mode == "md5" {
+                println!("| (raw put {label} alone) | | {raw:.1} MB/s | | |");
+            }
+        }
+        let (mut ts, mut tr, mut tb) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        for _ in 0..reps {
+            let t = Instant::now();
+            store_get(&fast, &format!("obj-{label}"), &mut buf).await;
+            ts += t.elapsed();
+            let t = Instant::now();
+            raw_get(&raw_dir.join(format!("obj-{label}")), &mut buf);
+            tr += t.elapsed();
+            // Raw open + fstat on the blocking pool, then the same read: the async hop alone.
+            let p = raw_dir.join(format!("obj-{label}"));
+            let t = Instant::now();
+            let f = tokio::task::spawn_blocking(move || {
+                let f = File::open(p).unwrap();
+                let len = f.metadata().unwrap().len();
+                (f, len)
+            })
+            .await
+            .unwrap();
+            read_file_region(&f.0, 0, f.1, &mut buf);
+            tb += t.elapsed();
+        }
+        let bytes = (size * reps) as u64;
+        row(&format!("get {label}"), mbps(bytes, ts), mbps(bytes, tr), "MB/s", 0.95);
+        row(&format!("get {label} vs raw open on spawn_blocking"), mbps(bytes, ts), mbps(bytes, tb), "MB/s", 0.95);
+    }
+    drop(buf);
+
+    // HEAD vs stat, on the same 4 KiB file.
+    let small = Bytes::from(vec![7u8; 4096]);
+    fast.put_object("bench", "head-me", PutObjectRequest::default(), Body::Bytes(small.clone())).await.unwrap();
+    let path = bdir.join("head-me");
+    let n = a.small * 5;
+    let t = Instant::now();
+    for _ in 0..n {
+        fast.head_object("bench", "head-me", GetObjectRequest::default()).await.unwrap();
+    }
+    let th = t.elapsed();
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(fs::metadata(&path).unwrap());
+    }
+    let tst = t.elapsed();
+    let t = Instant::now();
+    for _ in 0..n {
+        let p = path.clone();
+        tokio::task::spawn_blocking(move || fs::metadata(&p).unwrap()).await.unwrap();
+    }
+    let tsb = t.elapsed();
+    row("head vs stat", rate(n, th), rate(n, tst), "ops/s", 0.80);
+    row("head vs stat on spawn_blocking", rate(n, th), rate(n, tsb), "ops/s", 0.80);
+
+    // 4 KiB puts vs write+rename, distinct keys.
+    let n = a.small;
+    let t = Instant::now();
+    for i in 0..n {
+        fast.put_object("bench", &format!("small/{i}"), PutObjectRequest::default(), Body::Bytes(small.clone()))
+            .await
+            .unwrap();
+    }
+    let tp = t.elapsed();
+    let sdir = raw_dir.join("small");
+    fs::create_dir_all(&sdir).unwrap();
+    let t = Instant::now();
+    for i in 0..n {
+        raw_put(&sdir, &i.to_string(), &small, i as u64);
+    }
+    let tr = t.elapsed();
+    let t = Instant::now();
+    for i in 0..n {
+        let (d, s) = (sdir.clone(), small.clone());
+        tokio::task::spawn_blocking(move || raw_put(&d, &format!("b{i}"), &s, i as u64)).await.unwrap();
+    }
+    let trb = t.elapsed();
+    row("4 KiB put vs write+rename", rate(n, tp), rate(n, tr), "ops/s", 0.80);
+    row("4 KiB put vs write+rename on spawn_blocking", rate(n, tp), rate(n, trb), "ops/s", 0.80);
+
+    // Listing one directory of N keys (written by the store, so each has its xattr).
+    let n = a.list;
+    let ldir = bdir.join("many");
+    fs::create_dir_all(&ldir).unwrap();
+    let t = Instant::now();
+    for i in 0..n {
+        let name = format!("k{:08}", (i as u64).wrapping_mul(2_654_435_761) % 100_000_000);
+        fast.put_object("bench", &format!("many/{name}"), PutObjectRequest::default(), Body::Empty).await.unwrap();
+    }
+    println!("\n(created {n} keys in {:.1} s)", t.elapsed().as_secs_f64());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let count = fs::read_dir(&ldir).unwrap().count();
+    // Raw: readdir + sort (names only), and readdir + sort + stat each (what a listing must return).
+    reset_peak();
+    let t = Instant::now();
+    let mut names: Vec<String> =
+        fs::read_dir(&ldir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort_unstable();
+    let t_raw = t.elapsed();
+    let raw_peak = peak_mib();
+    let t = Instant::now();
+    let mut sz = 0;
+    for nm in &names {
+        sz += fs::metadata(ldir.join(nm)).unwrap().len();
+    }
+    std::hint::black_box(sz);
+    let t_raw_stat = t_raw + t.elapsed();
+    drop(names);
+    reset_peak();
+    let mut listed = 0;
+    let t = Instant::now();
+    let mut sa = None;
+    let mut pages = 0;
+    loop {
+        let p = fast
+            .list_objects(
+                "bench",
+                ListObjectsRequest {
+                    prefix: "many/".into(),
+                    start_after: sa.clone(),
+                    max_keys: 1000,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        listed += p.objects.len();
+        pages += 1;
+        if !p.is_truncated {
+            break;
+        }
+        sa = p.next_marker;
+    }
+    let t_list = t.elapsed();
+    let list_peak = peak_mib();
+    assert_eq!(listed, count, "listing lost keys");
+    println!("\n| listing {count} keys in one directory | time | peak RSS |");
+    println!("|---|---|---|");
+    println!(
+        "| PosixStore, {pages} pages of 1000 (stat + xattr per key) | {:.0} ms | {list_peak:.0} MiB |",
+        t_list.as_secs_f64() * 1e3
+    );
+    println!("| raw readdir + sort | {:.0} ms | {raw_peak:.0} MiB |", t_raw.as_secs_f64() * 1e3);
+    println!("| raw readdir + sort + stat each | {:.0} ms | |", t_raw_stat.as_secs_f64() * 1e3);
+    println!(
+        "\nlisting / (readdir+sort) = {:.2}x (target <= 2x); listing / (readdir+sort+stat) = {:.2}x",
+        t_list.as_secs_f64() / t_raw.as_secs_f64(),
+        t_list.as_secs_f64() / t_raw_stat.as_secs_f64()
+    );
+}
+
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}

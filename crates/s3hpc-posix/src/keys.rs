@@ -1,0 +1,98 @@
+//! Key to path mapping and the path-safety rules: a key can never name anything outside its
+//! bucket, nor the internal directory.
+
+use std::path::PathBuf;
+
+use s3hpc_core::{Error, ErrorCode, Result, names};
+
+/// Name of the hidden per-bucket internal directory; never a key segment.
+pub const INTERNAL: &str = ".s3hpc";
+/// Longest file name most POSIX file systems accept.
+pub const NAME_MAX: usize = 255;
+
+/// A validated key: its relative path inside the bucket and whether it is a directory object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyPath {
+    pub rel: PathBuf,
+    pub dir: bool,
+}
+
+fn bad(key: &str, why: &str) -> Error {
+    Error::new(ErrorCode::InvalidArgument, format!("Object key {key:?} cannot be stored on a POSIX file system: {why}"))
+        .with_resource(key.to_string())
+}
+
+/// Validate `key` and map it to a relative path.
+pub fn parse_key(key: &str) -> Result<KeyPath> {
+    names::validate_key(key)?;
+    if key.contains('\0') {
+        return Err(bad(key, "it contains a NUL byte"));
+    }
+    if key.starts_with('/') {
+        return Err(bad(key, "absolute keys (leading '/') are not allowed"));
+    }
+    let (body, dir) = match key.strip_suffix('/') {
+        Some(b) => (b, true),
+        None => (key, false),
+    };
+    let mut rel = PathBuf::new();
+    for seg in body.split('/') {
+        match seg {
+            "" => return Err(bad(key, "empty path segment ('//' or a lone '/')")),
+            "." | ".." => return Err(bad(key, "'.' and '..' segments are not allowed")),
+            INTERNAL => return Err(bad(key, "the segment '.s3hpc' is reserved for internal files")),
+            s if s.len() > NAME_MAX => {
+                return Err(Error::new(
+                    ErrorCode::KeyTooLongError,
+                    format!("a key segment is {} bytes; the file system allows {NAME_MAX}", s.len()),
+                )
+                .with_resource(key.to_string()));
+            }
+            s => rel.push(s),
+        }
+    }
+    Ok(KeyPath { rel, dir })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn good_keys() {
+        assert_eq!(parse_key("a/b/c").unwrap(), KeyPath { rel: "a/b/c".into(), dir: false });
+        assert_eq!(parse_key("a/b/").unwrap(), KeyPath { rel: "a/b".into(), dir: true });
+        assert_eq!(parse_key("...").unwrap().rel, PathBuf::from("..."));
+        assert_eq!(parse_key(".s3hpcx/y").unwrap().rel, PathBuf::from(".s3hpcx/y"));
+        assert!(parse_key(&"k".repeat(255)).is_ok());
+    }
+
+    #[test]
+    fn bad_keys() {
+        let cases: &[(&str, ErrorCode)] = &[
+            ("", ErrorCode::InvalidArgument),
+            ("/abs", ErrorCode::InvalidArgument),
+            ("/", ErrorCode::InvalidArgument),
+            ("a//b", ErrorCode::InvalidArgument),
+            ("a//", ErrorCode::InvalidArgument),
+            ("..", ErrorCode::InvalidArgument),
+            ("../x", ErrorCode::InvalidArgument),
+            ("a/../../x", ErrorCode::InvalidArgument),
+            ("a/..", ErrorCode::InvalidArgument),
+            ("./a", ErrorCode::InvalidArgument),
+            ("a/./b", ErrorCode::InvalidArgument),
+            ("a/.", ErrorCode::InvalidArgument),
+            ("a\0b", ErrorCode::InvalidArgument),
+            (".s3hpc", ErrorCode::InvalidArgument),
+            (".s3hpc/tmp/x", ErrorCode::InvalidArgument),
+            ("a/.s3hpc/b", ErrorCode::InvalidArgument),
+            ("a/.s3hpc/", ErrorCode::InvalidArgument),
+        ];
+        for (k, code) in cases {
+            assert_eq!(parse_key(k).unwrap_err().code, *code, "{k:?}");
+        }
+        assert_eq!(parse_key(&"k".repeat(256)).unwrap_err().code, ErrorCode::KeyTooLongError);
+        assert_eq!(parse_key(&format!("a/{}/b", "k".repeat(256))).unwrap_err().code, ErrorCode::KeyTooLongError);
+        assert_eq!(parse_key(&"k/".repeat(600)).unwrap_err().code, ErrorCode::KeyTooLongError);
+    }
+}

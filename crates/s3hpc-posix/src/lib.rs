@@ -1,0 +1,1771 @@
+//! The posix backend: S3 semantics over a POSIX file system.
+//!
+//! A root directory holds one directory per bucket; an object is a plain file at the path its
+//! key names, so files written by POSIX tools are objects and objects are ordinary files. Each
+//! object's S3 metadata lives in one extended attribute (`user.s3hpc`), or in a sidecar file
+//! under the bucket's hidden `.s3hpc/` directory where the file system refuses xattrs. Writes
+//! go to a uniquely named temp file in `.s3hpc/tmp/` and are published with one `rename`, so no
+//! reader ever sees a partial object. See `docs/SEMANTICS.md` for the full mapping.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use s3hpc_core::checksum::{self, BodyDigester, Digests, EtagMode};
+use s3hpc_core::memory::{check_part_number, multipart_checksum, validate_completion};
+use s3hpc_core::{Body, Error, ErrorCode, Result, Store, names};
+use s3hpc_core::{
+    BucketInfo, ByteRange, CompletePart, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
+    GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest,
+    ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput,
+    PutObjectRequest, Tags, UploadInfo, UploadPartRequest,
+};
+
+pub mod keys;
+mod meta;
+mod sys;
+mod walk;
+
+use keys::{INTERNAL, KeyPath};
+use meta::{Record, SIDECAR_POINTER};
+
+/// When a write is acknowledged relative to the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// fsync the file and the parent directory before acknowledging: the object survives a
+    /// power loss once acknowledged.
+    Strict,
+    /// fdatasync the file before the rename: a visible name never has torn content, even after
+    /// a power loss; the name itself (the last renames) may be lost.
+    #[default]
+    Relaxed,
+    /// No syncs: survives a process crash (the page cache has it), not a power loss.
+    None,
+}
+
+impl Durability {
+    /// "strict", "relaxed" or "none".
+    pub fn parse(s: &str) -> Option<Durability> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "strict" => Some(Durability::Strict),
+            "relaxed" => Some(Durability::Relaxed),
+            "none" => Some(Durability::None),
+            _ => None,
+        }
+    }
+}
+
+/// Options of [`PosixStore::open`].
+#[derive(Clone, Debug)]
+pub struct PosixOptions {
+    pub durability: Durability,
+    pub etag_mode: EtagMode,
+    /// Temp files and claimed upload directories older than this are removed by
+    /// [`PosixStore::cleanup_stale`] (run at open). Only age decides, so a live writer of
+    /// another process is never disturbed unless it stalls for this long.
+    pub stale_temp_age: Duration,
+}
+
+impl Default for PosixOptions {
+    fn default() -> Self {
+        PosixOptions {
+            durability: Durability::default(),
+            etag_mode: EtagMode::default(),
+            stale_temp_age: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// Where object metadata records are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaMode {
+    /// One `user.s3hpc` extended attribute per object (sidecar only for oversized records).
+    Xattr,
+    /// Sidecar files under `<bucket>/.s3hpc/meta/`.
+    Sidecar,
+}
+
+/// Largest content of a directory object (`key/`); it is kept inside the metadata record.
+pub const MAX_DIR_OBJECT_SIZE: usize = 1024;
+/// Streamed bodies are handed to the blocking writer in batches of about this size.
+const WRITE_BATCH: usize = 1 << 20;
+const LOCK_STRIPES: usize = 64;
+
+/// The posix backend. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct PosixStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    root: PathBuf,
+    /// The root directory, open: object reads resolve beneath it (`openat2`).
+    root_fd: File,
+    opts: PosixOptions,
+    mode: MetaMode,
+    host: String,
+    pid: u32,
+    cache: walk::DirCache,
+    locks: Vec<Mutex<()>>,
+}
+
+// ---------- small helpers ----------
+
+fn mtime_ns(md: &fs::Metadata) -> i64 {
+    md.mtime().saturating_mul(1_000_000_000).saturating_add(md.mtime_nsec())
+}
+
+fn to_time(ns: i64) -> SystemTime {
+    if ns >= 0 { UNIX_EPOCH + Duration::from_nanos(ns as u64) } else { UNIX_EPOCH }
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
+fn is_missing(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR)
+}
+
+fn rand_hex(bytes: usize) -> String {
+    use rand::RngCore;
+    let mut b = vec![0u8; bytes];
+    rand::rng().fill_bytes(&mut b);
+    hex::encode(b)
+}
+
+/// ETag of a file that has no (valid) s3hpc record: stable while inode, size and mtime stay,
+/// and with a '-' so no client mistakes it for an MD5.
+fn derived_etag(md: &fs::Metadata) -> String {
+    let mut b = [0u8; 24];
+    b[..8].copy_from_slice(&md.ino().to_le_bytes());
+    b[8..16].copy_from_slice(&md.len().to_le_bytes());
+    b[16..].copy_from_slice(&mtime_ns(md).to_le_bytes());
+    format!("{:032x}-1", xxhash_rust::xxh3::xxh3_128(&b))
+}
+
+fn conflict(key: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidRequest,
+        format!(
+            "Object key {key:?} conflicts with an existing object: on a POSIX file system a name cannot be both an \
+             object and a directory of other keys (e.g. 'a' and 'a/b')"
+        ),
+    )
+    .with_resource(key.to_string())
+}
+
+fn check_source(c: &Conditions, etag: &str, lm: SystemTime) -> Result<()> {
+    c.check_read(Some((etag, lm)))
+        .map_err(|e| if e.code == ErrorCode::NotModified { Error::code(ErrorCode::PreconditionFailed) } else { e })
+}
+
+fn valid_upload_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+fn part_name(n: u32) -> String {
+    format!("p{n:05}")
+}
+
+/// A temp file that is removed unless it was published.
+struct Temp {
+    path: PathBuf,
+    file: File,
+    armed: bool,
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Object content as it was opened for reading.
+enum Content {
+    File(File),
+    Inline(Vec<u8>),
+}
+
+/// An opened object: info, tags, content, and whether it had a valid s3hpc record.
+struct Opened {
+    info: ObjectInfo,
+    tags: Tags,
+    content: Content,
+    has_record: bool,
+}
+
+enum Target<'a> {
+    File(&'a File),
+    Path(&'a Path),
+}
+
+impl Inner {
+    fn bucket_dir(&self, bucket: &str) -> Result<PathBuf> {
+        names::check_bucket_name_for_access(bucket)?;
+        Ok(self.root.join(bucket))
+    }
+
+    fn bucket_exists(&self, bdir: &Path) -> bool {
+        fs::metadata(bdir).is_ok_and(|m| m.is_dir())
+    }
+
+    fn require_bucket(&self, bdir: &Path, bucket: &str) -> Result<()> {
+        if self.bucket_exists(bdir) { Ok(()) } else { Err(Error::no_such_bucket(bucket)) }
+    }
+
+    /// The error for a path that does not exist: the bucket or the key is missing.
+    fn missing(&self, bdir: &Path, bucket: &str, key: &str) -> Error {
+        if self.bucket_exists(bdir) { Error::no_such_key(bucket, key) } else { Error::no_such_bucket(bucket) }
+    }
+
+    fn lock(&self, p: &Path) -> MutexGuard<'_, ()> {
+        let h = xxhash_rust::xxh3::xxh3_64(p.as_os_str().as_encoded_bytes()) as usize % LOCK_STRIPES;
+        self.locks[h].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn temp_name(&self) -> String {
+        format!("{}.{}.{}", self.host, self.pid, rand_hex(8))
+    }
+
+    /// A new temp file in the bucket's internal tmp dir (same file system as the objects).
+    fn create_temp(&self, bdir: &Path, bucket: &str) -> Result<Temp> {
+        let dir = bdir.join(INTERNAL).join("tmp");
+        for _ in 0..2 {
+            let path = dir.join(self.temp_name());
+            match OpenOptions::new().read(true).write(true).create_new(true).mode(0o644).open(&path) {
+                Ok(file) => return Ok(Temp { path, file, armed: true }),
+                Err(e) if is_missing(&e) => {
+                    self.require_bucket(bdir, bucket)?;
+                    fs::create_dir_all(&dir)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::internal("cannot create temp file"))
+    }
+
+    fn sidecar_path(&self, bdir: &Path, key: &str, ino: u64) -> PathBuf {
+        let h = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(key.as_bytes()));
+        bdir.join(INTERNAL).join("meta").join(&h[..2]).join(format!("{h}.{ino:x}"))
+    }
+
+    fn write_sidecar(&self, path: &Path, rec: &Record) -> io::Result<()> {
+        let dir = path.parent().expect("sidecar has a parent");
+        let tmp = dir.join(format!(".{}.tmp", self.temp_name()));
+        let write = |tmp: &Path| -> io::Result<()> {
+            let mut f = File::create(tmp)?;
+            f.write_all(&rec.encode())?;
+            match self.opts.durability {
+                Durability::Strict => f.sync_all()?,
+                Durability::Relaxed => f.sync_data()?,
+                Durability::None => {}
+            }
+            Ok(())
+        };
+        if let Err(e) = write(&tmp) {
+            if !is_missing(&e) {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+            fs::create_dir_all(dir)?;
+            write(&tmp).inspect_err(|_| {
+                let _ = fs::remove_file(&tmp);
+            })?;
+        }
+        fs::rename(&tmp, path).inspect_err(|_| {
+            let _ = fs::remove_file(&tmp);
+        })
+    }
+
+    fn read_sidecar(&self, path: &Path) -> io::Result<Option<Record>> {
+        match fs::read(path) {
+            Ok(b) => Ok(Record::decode(&b)),
+            Err(e) if is_missing(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Store `rec` for the file/dir `t`, in its xattr or (fallback) the sidecar `sidecar`.
+    fn set_record(&self, t: Target, sidecar: &Path, rec: &Record) -> io::Result<()> {
+        if self.mode == MetaMode::Sidecar {
+            return self.write_sidecar(sidecar, rec);
+        }
+        let enc = rec.encode();
+        let r = match t {
+            Target::File(f) => sys::fset_xattr(f, &enc),
+            Target::Path(p) => sys::set_xattr(p, &enc),
+        };
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) if sys::is_too_big(&e) => {
+                self.write_sidecar(sidecar, rec)?;
+                match t {
+                    Target::File(f) => sys::fset_xattr(f, SIDECAR_POINTER),
+                    Target::Path(p) => sys::set_xattr(p, SIDECAR_POINTER),
+                }
+            }
+            Err(e) if sys::is_unsupported(&e) => self.write_sidecar(sidecar, rec),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn get_record(&self, t: Target, sidecar: &Path) -> io::Result<Option<Record>> {
+        self.get_record_with(t, || sidecar.to_path_buf())
+    }
+
+    /// Like `get_record`, computing the sidecar path only when it is needed.
+    fn get_record_with(&self, t: Target, sidecar: impl FnOnce() -> PathBuf) -> io::Result<Option<Record>> {
+        if self.mode == MetaMode::Sidecar {
+            return self.read_sidecar(&sidecar());
+        }
+        let r = match t {
+            Target::File(f) => sys::fget_xattr(f),
+            Target::Path(p) => sys::get_xattr(p),
+        };
+        match r {
+            Ok(Some(v)) if v == SIDECAR_POINTER => self.read_sidecar(&sidecar()),
+            Ok(Some(v)) => Ok(Record::decode(&v)),
+            Ok(None) => Ok(None),
+            Err(e) if sys::is_unsupported(&e) => self.read_sidecar(&sidecar()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The record of `md`'s file if it still describes it (a POSIX tool may have rewritten
+    /// the file: then size/mtime/inode differ and the record is ignored).
+    fn valid_record(&self, t: Target, bdir: &Path, key: &str, md: &fs::Metadata) -> io::Result<Option<Record>> {
+        let rec = self.get_record_with(t, || self.sidecar_path(bdir, key, md.ino()))?;
+        Ok(rec.filter(|r| r.ino == md.ino() && (md.is_dir() || (r.size == md.len() && r.mtime_ns == mtime_ns(md)))))
+    }
+
+    fn info_from(&self, key: &str, md: &fs::Metadata, rec: Option<&Record>) -> ObjectInfo {
+        match rec {
+            Some(r) => ObjectInfo {
+                key: key.to_string(),
+                size: if md.is_dir() { r.inline.as_ref().map_or(0, |b| b.len() as u64) } else { md.len() },
+                etag: r.etag.clone(),
+                last_modified: to_time(r.mtime_ns),
+                meta: r.meta.clone(),
+                checksum: r.checksum.clone(),
+                part_sizes: r.part_sizes.clone(),
+                tag_count: r.tags.len(),
+            },
+            None => ObjectInfo {
+                key: key.to_string(),
+                size: md.len(),
+                etag: derived_etag(md),
+                last_modified: to_time(mtime_ns(md)),
+                meta: ObjectMeta { content_type: Some("binary/octet-stream".into()), ..Default::default() },
+                checksum: None,
+                part_sizes: Vec::new(),
+                tag_count: 0,
+            },
+        }
+    }
+
+    /// Open an object for reading: the file is opened first and then fstat'ed, so size, ETag
+    /// and content belong to the same inode even if the key is replaced meanwhile.
+    fn open_object(&self, bdir: &Path, bucket: &str, key: &str, kp: &KeyPath) -> Result<Opened> {
+        let path = bdir.join(&kp.rel);
+        if kp.dir {
+            let md = match fs::metadata(&path) {
+                Ok(m) if m.is_dir() => m,
+                Ok(_) => return Err(Error::no_such_key(bucket, key)),
+                Err(e) if is_missing(&e) => return Err(self.missing(bdir, bucket, key)),
+                Err(e) => return Err(e.into()),
+            };
+            let rec = self.valid_record(Target::Path(&path), bdir, key, &md)?;
+            let Some(rec) = rec else { return Err(Error::no_such_key(bucket, key)) };
+            let info = self.info_from(key, &md, Some(&rec));
+            return Ok(Opened {
+                info,
+                tags: rec.tags,
+                content: Content::Inline(rec.inline.unwrap_or_default()),
+                has_record: true,
+            });
+        }
+        let rel = path.strip_prefix(&self.root).unwrap_or(&path);
+        let file = match sys::open_beneath(&self.root_fd, rel, &path) {
+            Ok(f) => f,
+            Err(e) if is_missing(&e) => return Err(self.missing(bdir, bucket, key)),
+            Err(e) => return Err(e.into()),
+        };
+        let md = file.metadata()?;
+        if !md.is_file() {
+            return Err(Error::no_such_key(bucket, key));
+        }
+        let rec = self.valid_record(Target::File(&file), bdir, key, &md)?;
+        let info = self.info_from(key, &md, rec.as_ref());
+        let has_record = rec.is_some();
+        Ok(Opened { info, tags: rec.map(|r| r.tags).unwrap_or_default(), content: Content::File(file), has_record })
+    }
+
+    /// Info and tag count of an object without opening it: `stat` + one metadata read. If the
+    /// record does not match the stat (the key was replaced in between, or a POSIX tool wrote
+    /// the file), fall back to open + fstat so info always describes one inode.
+    fn head_info(&self, bdir: &Path, bucket: &str, key: &str, kp: &KeyPath) -> Result<ObjectInfo> {
+        if !kp.dir {
+            let path = bdir.join(&kp.rel);
+            match fs::metadata(&path) {
+                Ok(md) if md.is_file() => {
+                    if let Ok(Some(rec)) = self.valid_record(Target::Path(&path), bdir, key, &md) {
+                        return Ok(self.info_from(key, &md, Some(&rec)));
+                    }
+                }
+                Ok(_) => return Err(Error::no_such_key(bucket, key)),
+                Err(e) if is_missing(&e) => return Err(self.missing(bdir, bucket, key)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(self.open_object(bdir, bucket, key, kp)?.info)
+    }
+
+    /// ETag and mtime of the current object at `kp`, for write conditions.
+    fn current(&self, bdir: &Path, key: &str, kp: &KeyPath) -> Result<Option<(String, SystemTime)>> {
+        match self.head_info(bdir, "", key, kp) {
+            Ok(o) => Ok(Some((o.etag, o.last_modified))),
+            Err(e) if matches!(e.code, ErrorCode::NoSuchKey | ErrorCode::NoSuchBucket) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn sync_file(&self, f: &File) -> io::Result<()> {
+        match self.opts.durability {
+            Durability::Strict => f.sync_all(),
+            Durability::Relaxed => f.sync_data(),
+            Durability::None => Ok(()),
+        }
+    }
+
+    fn sync_dir(&self, dir: &Path) {
+        if self.opts.durability == Durability::Strict
+            && let Ok(d) = File::open(dir)
+        {
+            let _ = d.sync_all();
+        }
+    }
+
+    /// Create the parent directories of an object path inside the bucket.
+    ///
+    /// A concurrent delete (here or in another process) may prune an empty ancestor while the
+    /// chain is being created, which shows as ENOENT; that is retried while the bucket exists.
+    fn make_parents(&self, bdir: &Path, bucket: &str, key: &str, parent: &Path) -> Result<()> {
+        let mut attempts = 0;
+        loop {
+            match fs::create_dir_all(parent) {
+                Ok(()) => return Ok(()),
+                Err(e)
+                    if e.kind() == io::ErrorKind::AlreadyExists
+                        || e.raw_os_error() == Some(libc::ENOTDIR)
+                        || e.raw_os_error() == Some(libc::EEXIST) =>
+                {
+                    return Err(conflict(key));
+                }
+                Err(e) if is_missing(&e) => {
+                    attempts += 1;
+                    if attempts < 16 && self.bucket_exists(bdir) {
+                        continue;
+                    }
+                    return Err(self.missing(bdir, bucket, key));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// An exclusive lock that holds across processes and hosts (flock on a lock file under the
+    /// bucket's internal directory, one of 4096 stripes chosen by key), for the check-then-rename
+    /// of conditional writes. On NFS flock maps to POSIX byte-range locks; Lustre needs the
+    /// `flock` mount option for it to be cluster-wide (see docs/SEMANTICS.md).
+    fn cross_process_lock(&self, bdir: &Path, key: &str) -> Result<fs::File> {
+        let stripe = xxhash_rust::xxh3::xxh3_64(key.as_bytes()) % 4096;
+        let dir = bdir.join(INTERNAL).join("locks");
+        let path = dir.join(format!("{stripe:03x}"));
+        let open = || OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o644).open(&path);
+        let f = match open() {
+            Ok(f) => f,
+            Err(e) if is_missing(&e) => {
+                fs::create_dir_all(&dir)?;
+                open()?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // SAFETY: flock on a descriptor we own; it is released when the file is closed.
+        let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error().into());
+        }
+        Ok(f)
+    }
+
+    /// Is `dir` a directory that is not a directory object? (Then it may be removed when empty.)
+    fn removable_dir(&self, bdir: &Path, dir: &Path) -> bool {
+        let Ok(md) = fs::metadata(dir) else { return false };
+        if !md.is_dir() {
+            return false;
+        }
+        let key = dir_key(bdir, dir);
+        !matches!(self.valid_record(Target::Path(dir), bdir, &key, &md), Ok(Some(_)) | Err(_))
+    }
+
+    /// Is `dir` a directory object (a directory with a valid record)?
+    fn is_dir_object(&self, bdir: &Path, dir: &Path) -> bool {
+        let Ok(md) = fs::metadata(dir) else { return false };
+        md.is_dir() && matches!(self.valid_record(Target::Path(dir), bdir, &dir_key(bdir, dir), &md), Ok(Some(_)))
+    }
+
+    /// Publish `tmp` at `dst` with one rename (create-only with RENAME_NOREPLACE).
+    fn rename_into_place(
+        &self,
+        tmp: &Path,
+        dst: &Path,
+        bdir: &Path,
+        bucket: &str,
+        key: &str,
+        create_only: bool,
+    ) -> Result<()> {
+        for _ in 0..8 {
+            let r = if create_only { sys::rename_noreplace(tmp, dst) } else { fs::rename(tmp, dst) };
+            let e = match r {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            match e.raw_os_error() {
+                Some(libc::ENOENT) => {
+                    if !tmp.exists() {
+                        return Err(Error::internal("temp file vanished before publish (removed as stale?)"));
+                    }
+                    self.make_parents(bdir, bucket, key, dst.parent().expect("object path has a parent"))?;
+                }
+                Some(libc::EEXIST) | Some(libc::EISDIR) | Some(libc::ENOTEMPTY) => {
+                    if fs::metadata(dst).is_ok_and(|m| m.is_dir()) {
+                        if self.removable_dir(bdir, dst) && fs::remove_dir(dst).is_ok() {
+                            continue;
+                        }
+                        return Err(conflict(key));
+                    }
+                    if create_only {
+                        return Err(Error::code(ErrorCode::PreconditionFailed).with_resource(key.to_string()));
+                    }
+                    return Err(e.into());
+                }
+                Some(libc::ENOTDIR) => return Err(conflict(key)),
+                _ => return Err(e.into()),
+            }
+        }
+        Err(Error::internal("could not publish the object (directories kept changing)"))
+    }
+
+    /// Give the temp file its record, sync it, check the write conditions and rename it into
+    /// place. The temp file is removed on any failure.
+    #[allow(clippy::too_many_arguments)]
+    fn publish(
+        &self,
+        bdir: &Path,
+        bucket: &str,
+        key: &str,
+        kp: &KeyPath,
+        mut t: Temp,
+        mut rec: Record,
+        conditions: &Conditions,
+    ) -> Result<PutObjectOutput> {
+        let md = t.file.metadata()?;
+        rec.size = md.len();
+        rec.mtime_ns = mtime_ns(&md);
+        rec.ino = md.ino();
+        let sidecar = self.sidecar_path(bdir, key, md.ino());
+        self.set_record(Target::File(&t.file), &sidecar, &rec)?;
+        self.sync_file(&t.file)?;
+        let dst = bdir.join(&kp.rel);
+        let old_ino =
+            if self.mode == MetaMode::Sidecar { fs::symlink_metadata(&dst).ok().map(|m| m.ino()) } else { None };
+        let create_only = conditions.if_none_match.as_deref().map(str::trim) == Some("*");
+        {
+            let _g = (!conditions.is_empty()).then(|| self.lock(&dst));
+            let _flock = if conditions.is_empty() { None } else { Some(self.cross_process_lock(bdir, key)?) };
+            if !conditions.is_empty() {
+                let cur = self.current(bdir, key, kp)?;
+                conditions.check_write(cur.as_ref().map(|(e, t)| (e.as_str(), *t)))?;
+            }
+            let r = self.rename_into_place(&t.path, &dst, bdir, bucket, key, create_only);
+            if r.is_err() && self.mode == MetaMode::Sidecar {
+                let _ = fs::remove_file(&sidecar);
+            }
+            r?;
+        }
+        t.armed = false;
+        if let Some(old) = old_ino.filter(|o| *o != rec.ino) {
+            let _ = fs::remove_file(self.sidecar_path(bdir, key, old));
+        }
+        if self.opts.durability == Durability::Strict
+            && let Some(p) = dst.parent()
+        {
+            self.sync_dir(p);
+        }
+        Ok(PutObjectOutput {
+            etag: rec.etag,
+            checksum: rec.checksum,
+            size: rec.size,
+            last_modified: to_time(rec.mtime_ns),
+        })
+    }
+
+    /// Publish a directory object (`key/`): the directory itself, with its record (and its
+    /// small content) in the directory's xattr/sidecar.
+    #[allow(clippy::too_many_arguments)]
+    fn publish_dir(
+        &self,
+        bdir: &Path,
+        bucket: &str,
+        key: &str,
+        kp: &KeyPath,
+        data: Vec<u8>,
+        mut rec: Record,
+        conditions: &Conditions,
+    ) -> Result<PutObjectOutput> {
+        self.require_bucket(bdir, bucket)?;
+        let path = bdir.join(&kp.rel);
+        let _g = self.lock(&path);
+        if !conditions.is_empty() {
+            let cur = self.current(bdir, key, kp)?;
+            conditions.check_write(cur.as_ref().map(|(e, t)| (e.as_str(), *t)))?;
+        }
+        match fs::create_dir_all(&path) {
+            Ok(()) => {}
+            Err(_) if fs::metadata(&path).is_ok_and(|m| m.is_dir()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ENOTDIR) => {
+                return Err(conflict(key));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let md = fs::metadata(&path)?;
+        if !md.is_dir() {
+            return Err(conflict(key));
+        }
+        rec.size = data.len() as u64;
+        rec.mtime_ns = now_ns();
+        rec.ino = md.ino();
+        rec.inline = (!data.is_empty()).then_some(data);
+        self.set_record(Target::Path(&path), &self.sidecar_path(bdir, key, md.ino()), &rec)?;
+        self.sync_dir(&path);
+        if let Some(p) = path.parent() {
+            self.sync_dir(p);
+        }
+        Ok(PutObjectOutput {
+            etag: rec.etag,
+            checksum: rec.checksum,
+            size: rec.size,
+            last_modified: to_time(rec.mtime_ns),
+        })
+    }
+
+    /// Remove empty directories from `dir` up to (not including) the bucket, stopping at a
+    /// directory object.
+    fn prune(&self, bdir: &Path, mut dir: PathBuf) {
+        while dir != bdir && dir.starts_with(bdir) {
+            if !self.removable_dir(bdir, &dir) || fs::remove_dir(&dir).is_err() {
+                return;
+            }
+            match dir.parent() {
+                Some(p) => dir = p.to_path_buf(),
+                None => return,
+            }
+        }
+    }
+
+    fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        let kp = keys::parse_key(key)?;
+        let bdir = self.bucket_dir(bucket)?;
+        let path = bdir.join(&kp.rel);
+        let md = match fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if is_missing(&e) => return self.require_bucket(&bdir, bucket),
+            Err(e) => return Err(e.into()),
+        };
+        if kp.dir {
+            if !md.is_dir() {
+                return Ok(());
+            }
+            let _g = self.lock(&path);
+            match self.mode {
+                MetaMode::Xattr => match sys::remove_xattr(&path) {
+                    Err(e) if sys::is_unsupported(&e) => {}
+                    r => r?,
+                },
+                MetaMode::Sidecar => {}
+            }
+            let _ = fs::remove_file(self.sidecar_path(&bdir, key, md.ino()));
+            self.prune(&bdir, path);
+            return Ok(());
+        }
+        if md.is_dir() {
+            return Ok(());
+        }
+        let sidecar = match self.mode {
+            MetaMode::Sidecar => true,
+            MetaMode::Xattr => !matches!(sys::get_xattr(&path), Ok(Some(v)) if v != SIDECAR_POINTER),
+        };
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if is_missing(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if sidecar {
+            let _ = fs::remove_file(self.sidecar_path(&bdir, key, md.ino()));
+        }
+        if let Some(p) = path.parent() {
+            self.prune(&bdir, p.to_path_buf());
+        }
+        Ok(())
+    }
+
+    fn cleanup_stale(&self) -> usize {
+        let age = self.opts.stale_temp_age;
+        let old = |p: &Path| {
+            fs::symlink_metadata(p)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| SystemTime::now().duration_since(t).is_ok_and(|d| d > age))
+        };
+        let mut n = 0;
+        let Ok(rd) = fs::read_dir(&self.root) else { return 0 };
+        for b in rd.flatten() {
+            let name = b.file_name();
+            if name.to_str().is_none_or(|s| names::check_bucket_name_for_access(s).is_err()) {
+                continue;
+            }
+            let internal = b.path().join(INTERNAL);
+            if let Ok(rd) = fs::read_dir(internal.join("tmp")) {
+                for t in rd.flatten() {
+                    if old(&t.path()) && fs::remove_file(t.path()).is_ok() {
+                        n += 1;
+                    }
+                }
+            }
+            if let Ok(rd) = fs::read_dir(internal.join("uploads")) {
+                for u in rd.flatten() {
+                    let claimed = u.file_name().to_str().is_some_and(|s| s.starts_with(".claimed-"));
+                    if claimed && old(&u.path()) && fs::remove_dir_all(u.path()).is_ok() {
+                        n += 1;
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    // ---- multipart ----
+
+    fn uploads_dir(&self, bdir: &Path) -> PathBuf {
+        bdir.join(INTERNAL).join("uploads")
+    }
+
+    /// The staging directory and record of an upload; `NoSuchUpload` unless it exists for this key.
+    fn upload(&self, bdir: &Path, bucket: &str, key: &str, id: &str) -> Result<(PathBuf, Record)> {
+        if !valid_upload_id(id) {
+            self.require_bucket(bdir, bucket)?;
+            return Err(Error::no_such_upload(id));
+        }
+        let dir = self.uploads_dir(bdir).join(id);
+        match fs::read(dir.join("info")) {
+            Ok(b) => match Record::decode(&b) {
+                Some(r) if r.key == key => Ok((dir, r)),
+                _ => Err(Error::no_such_upload(id)),
+            },
+            Err(e) if is_missing(&e) => {
+                self.require_bucket(bdir, bucket)?;
+                Err(Error::no_such_upload(id))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn part_info(&self, updir: &Path, n: u32) -> Result<Option<PartInfo>> {
+        let path = updir.join(part_name(n));
+        let md = match fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if is_missing(&e) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let sidecar = updir.join(format!("m{n:05}.{:x}", md.ino()));
+        let rec = self.get_record(Target::Path(&path), &sidecar)?;
+        Ok(rec.filter(|r| r.ino == md.ino() && r.size == md.len() && r.mtime_ns == mtime_ns(&md)).map(|r| PartInfo {
+            part_number: n,
+            etag: r.etag,
+            size: r.size,
+            last_modified: to_time(r.mtime_ns),
+            checksum: r.checksum,
+        }))
+    }
+
+    fn publish_part(&self, updir: &Path, id: &str, n: u32, t: Temp, d: Digests) -> Result<PartInfo> {
+        let mut t = t;
+        let md = t.file.metadata()?;
+        let rec = Record {
+            size: md.len(),
+            mtime_ns: mtime_ns(&md),
+            ino: md.ino(),
+            etag: d.etag,
+            checksum: d.checksum,
+            ..Default::default()
+        };
+        let sidecar = updir.join(format!("m{n:05}.{:x}", md.ino()));
+        let r = self.set_record(Target::File(&t.file), &sidecar, &rec);
+        if let Err(e) = r {
+            return Err(if is_missing(&e) { Error::no_such_upload(id) } else { e.into() });
+        }
+        self.sync_file(&t.file)?;
+        if !updir.join("info").exists() {
+            return Err(Error::no_such_upload(id));
+        }
+        match fs::rename(&t.path, updir.join(part_name(n))) {
+            Ok(()) => t.armed = false,
+            Err(e) if is_missing(&e) => return Err(Error::no_such_upload(id)),
+            Err(e) => return Err(e.into()),
+        }
+        self.sync_dir(updir);
+        Ok(PartInfo {
+            part_number: n,
+            etag: rec.etag,
+            size: rec.size,
+            last_modified: to_time(rec.mtime_ns),
+            checksum: rec.checksum,
+        })
+    }
+}
+
+/// The key of a directory inside the bucket (`a/b/`).
+fn dir_key(bdir: &Path, dir: &Path) -> String {
+    let rel = dir.strip_prefix(bdir).unwrap_or(dir);
+    let mut k = rel.to_string_lossy().into_owned();
+    k.push('/');
+    k
+}
+
+/// Write `data` into the temp file while feeding the digester.
+fn write_hashing(t: &mut Temp, d: &mut BodyDigester, data: &[u8]) -> io::Result<()> {
+    d.update(data);
+    t.file.write_all(data)
+}
+
+/// Copy `len` bytes of `src` from `off` into `t`, hashing them.
+fn copy_hashing(src: &File, mut off: u64, len: u64, t: &mut Temp, d: &mut BodyDigester) -> io::Result<()> {
+    let mut buf = vec![0u8; (len as usize).clamp(1, WRITE_BATCH)];
+    let mut left = len;
+    while left > 0 {
+        let want = (left as usize).min(buf.len());
+        let n = src.read_at(&mut buf[..want], off)?;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "source object shrank while copying"));
+        }
+        write_hashing(t, d, &buf[..n])?;
+        off += n as u64;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+impl PosixStore {
+    /// Open (creating it if needed) a store rooted at `root`. Probes whether the file system
+    /// takes `user.*` extended attributes (else sidecar files are used) and removes stale
+    /// temp files older than `opts.stale_temp_age`.
+    pub fn open(root: impl AsRef<Path>, opts: PosixOptions) -> Result<PosixStore> {
+        Self::open_inner(root.as_ref(), opts, None)
+    }
+
+    /// Like [`open`](Self::open), but always keeps metadata in sidecar files (as on file
+    /// systems without xattrs). For tests and for file systems whose xattrs are slow.
+    pub fn open_with_sidecars(root: impl AsRef<Path>, opts: PosixOptions) -> Result<PosixStore> {
+        Self::open_inner(root.as_ref(), opts, Some(MetaMode::Sidecar))
+    }
+
+    fn open_inner(root: &Path, opts: PosixOptions, mode: Option<MetaMode>) -> Result<PosixStore> {
+        fs::create_dir_all(root)?;
+        let root = root.canonicalize()?;
+        let host = sys::hostname();
+        let pid = std::process::id();
+        let mode = match mode {
+            Some(m) => m,
+            None => {
+                let probe = root.join(format!(".s3hpc-probe.{host}.{pid}.{}", rand_hex(8)));
+                let f = File::create(&probe)?;
+                let r = sys::fset_xattr(&f, b"probe");
+                drop(f);
+                let _ = fs::remove_file(&probe);
+                match r {
+                    Ok(()) => MetaMode::Xattr,
+                    Err(e) if sys::is_unsupported(&e) => MetaMode::Sidecar,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
+        let root_fd = File::open(&root)?;
+        let inner = Inner {
+            root_fd,
+            root,
+            opts,
+            mode,
+            host,
+            pid,
+            cache: walk::DirCache::default(),
+            locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+        };
+        inner.cleanup_stale();
+        Ok(PosixStore { inner: Arc::new(inner) })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    pub fn meta_mode(&self) -> MetaMode {
+        self.inner.mode
+    }
+
+    pub fn options(&self) -> &PosixOptions {
+        &self.inner.opts
+    }
+
+    /// Remove temp files and claimed upload directories older than `stale_temp_age`; returns
+    /// how many were removed.
+    pub fn cleanup_stale(&self) -> usize {
+        self.inner.cleanup_stale()
+    }
+
+    /// Number of directory listings currently cached (for tests and diagnostics).
+    pub fn cached_dirs(&self) -> usize {
+        self.inner.cache.len()
+    }
+
+    async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| Error::internal(format!("blocking task failed: {e}")))?
+    }
+
+    /// Receive a body into a new temp file of bucket `bdir`, hashing it on the way.
+    async fn receive(&self, bdir: PathBuf, bucket: String, body: Body, mut d: BodyDigester) -> Result<(Temp, Digests)> {
+        match body {
+            Body::Empty => self.run(move |s| Ok((s.create_temp(&bdir, &bucket)?, d.finish()))).await,
+            Body::Bytes(b) => {
+                self.run(move |s| {
+                    let mut t = s.create_temp(&bdir, &bucket)?;
+                    write_hashing(&mut t, &mut d, &b)?;
+                    Ok((t, d.finish()))
+                })
+                .await
+            }
+            Body::File { file, offset, len } => {
+                self.run(move |s| {
+                    let mut t = s.create_temp(&bdir, &bucket)?;
+                    copy_hashing(&file, offset, len, &mut t, &mut d)?;
+                    Ok((t, d.finish()))
+                })
+                .await
+            }
+            Body::Stream(mut stream) => {
+                // One blocking writer per body, fed ~1 MiB batches through a small channel.
+                let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+                let inner = self.inner.clone();
+                let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, BodyDigester)> {
+                    let mut t = inner.create_temp(&bdir, &bucket)?;
+                    while let Some(b) = rx.blocking_recv() {
+                        write_hashing(&mut t, &mut d, &b)?;
+                    }
+                    Ok((t, d))
+                });
+                let mut buf = BytesMut::new();
+                let mut failed: Option<io::Error> = None;
+                while let Some(item) = stream.next().await {
+                    match item {
+                        Ok(c) => {
+                            let batch = if buf.is_empty() && c.len() >= WRITE_BATCH {
+                                Some(c)
+                            } else {
+                                buf.extend_from_slice(&c);
+                                (buf.len() >= WRITE_BATCH).then(|| buf.split().freeze())
+                            };
+                            if let Some(b) = batch
+                                && tx.send(b).await.is_err()
+                            {
+                                break; // the writer failed; its error is reported below
+                            }
+                        }
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                if let Some(e) = failed {
+                    drop(tx);
+                    let _ = writer.await; // the temp file is removed when dropped
+                    return Err(e.into());
+                }
+                if !buf.is_empty() {
+                    let _ = tx.send(buf.freeze()).await;
+                }
+                drop(tx);
+                let (t, d) = writer.await.map_err(|e| Error::internal(format!("writer failed: {e}")))??;
+                Ok((t, d.finish()))
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Store for PosixStore {
+    async fn create_bucket(&self, bucket: &str) -> Result<()> {
+        names::validate_bucket_name(bucket)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let b = bucket.to_string();
+        self.run(move |s| {
+            match fs::create_dir(&bdir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Err(Error::code(ErrorCode::BucketAlreadyOwnedByYou).with_resource(b));
+                }
+                Err(e) => return Err(e.into()),
+            }
+            let internal = bdir.join(INTERNAL);
+            fs::create_dir_all(internal.join("tmp"))?;
+            let tmp = internal.join(format!("created.{}", s.temp_name()));
+            fs::write(&tmp, now_ns().to_string())?;
+            fs::rename(&tmp, internal.join("created"))?;
+            s.sync_dir(&s.root);
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_bucket(&self, bucket: &str) -> Result<()> {
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let b = bucket.to_string();
+        self.run(move |s| {
+            s.require_bucket(&bdir, &b)?;
+            let req = ListObjectsRequest { max_keys: 1, ..Default::default() };
+            let page = walk::walk(
+                &s.cache,
+                &bdir,
+                &req,
+                |p, k| {
+                    Some(ObjectSummary { key: k.into(), size: 0, etag: String::new(), last_modified: UNIX_EPOCH })
+                        .filter(|_| p.exists())
+                },
+                |p, k| {
+                    s.is_dir_object(&bdir, p).then(|| ObjectSummary {
+                        key: k.into(),
+                        size: 0,
+                        etag: String::new(),
+                        last_modified: UNIX_EPOCH,
+                    })
+                },
+            )?;
+            if !page.objects.is_empty() || page.is_truncated {
+                return Err(Error::code(ErrorCode::BucketNotEmpty).with_resource(b));
+            }
+            // Only empty directories (no objects) and the internal dir remain.
+            let _ = fs::remove_dir_all(bdir.join(INTERNAL));
+            fn rm_empty(d: &Path) {
+                if let Ok(rd) = fs::read_dir(d) {
+                    for e in rd.flatten() {
+                        if e.file_type().is_ok_and(|t| t.is_dir()) {
+                            rm_empty(&e.path());
+                            let _ = fs::remove_dir(e.path());
+                        }
+                    }
+                }
+            }
+            rm_empty(&bdir);
+            match fs::remove_dir(&bdir) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) || e.raw_os_error() == Some(libc::EEXIST) => {
+                    return Err(Error::new(
+                        ErrorCode::BucketNotEmpty,
+                        "The bucket holds files that are not objects (or an object arrived meanwhile)",
+                    )
+                    .with_resource(b));
+                }
+                Err(e) if is_missing(&e) => return Err(Error::no_such_bucket(&b)),
+                Err(e) => return Err(e.into()),
+            }
+            s.sync_dir(&s.root);
+            Ok(())
+        })
+        .await
+    }
+
+    async fn head_bucket(&self, bucket: &str) -> Result<()> {
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let b = bucket.to_string();
+        self.run(move |s| s.require_bucket(&bdir, &b)).await
+    }
+
+    async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
+        self.run(|s| {
+            let mut out = Vec::new();
+            for e in fs::read_dir(&s.root)? {
+                let e = e?;
+                let Some(name) = e.file_name().to_str().map(str::to_string) else { continue };
+                if names::check_bucket_name_for_access(&name).is_err() {
+                    continue;
+                }
+                let Ok(md) = fs::metadata(e.path()) else { continue };
+                if !md.is_dir() {
+                    continue;
+                }
+                let created = fs::read_to_string(e.path().join(INTERNAL).join("created"))
+                    .ok()
+                    .and_then(|s| s.trim().parse::<i64>().ok())
+                    .map(to_time)
+                    .unwrap_or_else(|| to_time(mtime_ns(&md)));
+                out.push(BucketInfo { name, created });
+            }
+            out.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let b = bucket.to_string();
+        self.run(move |s| match fs::read(bdir.join(INTERNAL).join("tags")) {
+            Ok(v) => Record::decode(&v).map(|r| r.tags).ok_or_else(|| Error::internal("corrupt bucket tag file")),
+            Err(e) if is_missing(&e) => {
+                s.require_bucket(&bdir, &b)?;
+                Err(Error::code(ErrorCode::NoSuchTagSet).with_resource(b))
+            }
+            Err(e) => Err(e.into()),
+        })
+        .await
+    }
+
+    async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
+        let bdir = self.inner.bucket_dir(bucket)?;
+        names::validate_tags(&tags, names::MAX_BUCKET_TAGS)?;
+        let b = bucket.to_string();
+        self.run(move |s| {
+            s.require_bucket(&bdir, &b)?;
+            let internal = bdir.join(INTERNAL);
+            fs::create_dir_all(&internal)?;
+            let tmp = internal.join(format!("tags.{}", s.temp_name()));
+            fs::write(&tmp, Record { tags, ..Default::default() }.encode())?;
+            fs::rename(&tmp, internal.join("tags")).inspect_err(|_| {
+                let _ = fs::remove_file(&tmp);
+            })?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let b = bucket.to_string();
+        self.run(move |s| {
+            s.require_bucket(&bdir, &b)?;
+            match fs::remove_file(bdir.join(INTERNAL).join("tags")) {
+                Err(e) if !is_missing(&e) => Err(e.into()),
+                _ => Ok(()),
+            }
+        })
+        .await
+    }
+
+    async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
+        let kp = keys::parse_key(key)?;
+        names::validate_meta(&req.meta)?;
+        names::validate_tags(&req.tags, names::MAX_OBJECT_TAGS)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let d = BodyDigester::new(
+            self.inner.opts.etag_mode,
+            req.content_md5.is_some(),
+            req.checksum.as_ref().map(|c| c.algorithm),
+        );
+        fn rec(req: &PutObjectRequest, d: &Digests) -> Record {
+            Record {
+                etag: d.etag.clone(),
+                checksum: d.checksum.clone(),
+                meta: req.meta.clone(),
+                tags: req.tags.clone(),
+                ..Default::default()
+            }
+        }
+        if kp.dir {
+            let data = body.collect_limited(MAX_DIR_OBJECT_SIZE).await.map_err(|e| {
+                if e.code == ErrorCode::MaxMessageLengthExceeded {
+                    Error::new(
+                        ErrorCode::EntityTooLarge,
+                        format!("directory objects (keys ending in '/') hold at most {MAX_DIR_OBJECT_SIZE} bytes here"),
+                    )
+                } else {
+                    e
+                }
+            })?;
+            let mut d = d;
+            d.update(&data);
+            let dg = d.finish();
+            dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
+            let (b, k, r, c) = (bucket.to_string(), key.to_string(), rec(&req, &dg), req.conditions.clone());
+            return self.run(move |s| s.publish_dir(&bdir, &b, &k, &kp, data.to_vec(), r, &c)).await;
+        }
+        if let Body::Bytes(_) | Body::Empty = &body {
+            // In-memory body: write, verify and publish in one blocking call.
+            let (b, k) = (bucket.to_string(), key.to_string());
+            return self
+                .run(move |s| {
+                    let mut t = s.create_temp(&bdir, &b)?;
+                    let mut d = d;
+                    if let Body::Bytes(data) = &body {
+                        write_hashing(&mut t, &mut d, data)?;
+                    }
+                    let dg = d.finish();
+                    dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
+                    let r = rec(&req, &dg);
+                    s.publish(&bdir, &b, &k, &kp, t, r, &req.conditions)
+                })
+                .await;
+        }
+        let (t, dg) = self.receive(bdir.clone(), bucket.to_string(), body, d).await?;
+        dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
+        let (b, k, r, c) = (bucket.to_string(), key.to_string(), rec(&req, &dg), req.conditions.clone());
+        self.run(move |s| s.publish(&bdir, &b, &k, &kp, t, r, &c)).await
+    }
+
+    async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
+        let kp = keys::parse_key(key)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k) = (bucket.to_string(), key.to_string());
+        self.run(move |s| {
+            let o = s.open_object(&bdir, &b, &k, &kp)?;
+            req.conditions.check_read(Some((&o.info.etag, o.info.last_modified)))?;
+            let range = match (req.range, req.part_number) {
+                (Some(_), Some(_)) => {
+                    return Err(Error::new(
+                        ErrorCode::InvalidRequest,
+                        "Cannot specify both Range header and partNumber",
+                    ));
+                }
+                (Some(r), None) => Some(r.resolve(o.info.size)?),
+                (None, Some(n)) => Some(o.info.part_range(n)?),
+                (None, None) => None,
+            };
+            let (off, len) = range.unwrap_or((0, o.info.size));
+            let body = match o.content {
+                _ if len == 0 => Body::Empty,
+                Content::File(file) => Body::File { file, offset: off, len },
+                Content::Inline(v) => Body::from(Bytes::from(v).slice(off as usize..(off + len) as usize)),
+            };
+            Ok(GetObjectOutput { info: o.info, range, body })
+        })
+        .await
+    }
+
+    async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
+        let kp = keys::parse_key(key)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k) = (bucket.to_string(), key.to_string());
+        self.run(move |s| {
+            let info = s.head_info(&bdir, &b, &k, &kp)?;
+            req.conditions.check_read(Some((&info.etag, info.last_modified)))?;
+            match (req.range, req.part_number) {
+                (Some(_), Some(_)) => {
+                    return Err(Error::new(
+                        ErrorCode::InvalidRequest,
+                        "Cannot specify both Range header and partNumber",
+                    ));
+                }
+                (Some(r), None) => {
+                    r.resolve(info.size)?;
+                }
+                (None, Some(n)) => {
+                    info.part_range(n)?;
+                }
+                (None, None) => {}
+            }
+            Ok(info)
+        })
+        .await
+    }
+
+    async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        let (b, k) = (bucket.to_string(), key.to_string());
+        self.run(move |s| s.delete_object(&b, &k)).await
+    }
+
+    async fn copy_object(
+        &self,
+        src_bucket: &str,
+        src_key: &str,
+        dst_bucket: &str,
+        dst_key: &str,
+        req: CopyObjectRequest,
+    ) -> Result<PutObjectOutput> {
+        let skp = keys::parse_key(src_key)?;
+        let dkp = keys::parse_key(dst_key)?;
+        if let Directive::Replace(m) = &req.metadata {
+            names::validate_meta(m)?;
+        }
+        if let Directive::Replace(t) = &req.tagging {
+            names::validate_tags(t, names::MAX_OBJECT_TAGS)?;
+        }
+        let sb = self.inner.bucket_dir(src_bucket)?;
+        let db = self.inner.bucket_dir(dst_bucket)?;
+        let (sbn, skn, dbn, dkn) =
+            (src_bucket.to_string(), src_key.to_string(), dst_bucket.to_string(), dst_key.to_string());
+        self.run(move |s| {
+            let o = s.open_object(&sb, &sbn, &skn, &skp)?;
+            check_source(&req.source_conditions, &o.info.etag, o.info.last_modified)?;
+            if sbn == dbn && skn == dkn && req.metadata == Directive::Copy {
+                return Err(Error::new(
+                    ErrorCode::InvalidRequest,
+                    "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
+                ));
+            }
+            s.require_bucket(&db, &dbn)?;
+            let meta = match req.metadata {
+                Directive::Copy => o.info.meta.clone(),
+                Directive::Replace(m) => m,
+            };
+            let tags = match req.tagging {
+                Directive::Copy => o.tags.clone(),
+                Directive::Replace(t) => t,
+            };
+            // The ETag (and checksum) carry over for single-part objects with a record, so the
+            // bytes can move in the kernel (copy_file_range / reflink); otherwise hash them.
+            let rehash = req.checksum_algorithm.is_some() || !o.info.part_sizes.is_empty() || !o.has_record;
+            let mut d = BodyDigester::new(s.opts.etag_mode, false, req.checksum_algorithm);
+            let size = o.info.size;
+            if dkp.dir {
+                let data = match o.content {
+                    Content::Inline(v) => v,
+                    Content::File(f) => {
+                        if size > MAX_DIR_OBJECT_SIZE as u64 {
+                            return Err(Error::new(
+                                ErrorCode::EntityTooLarge,
+                                format!("directory objects hold at most {MAX_DIR_OBJECT_SIZE} bytes here"),
+                            ));
+                        }
+                        let mut v = vec![0u8; size as usize];
+                        f.read_exact_at(&mut v, 0)?;
+                        v
+                    }
+                };
+                d.update(&data);
+                let dg = d.finish();
+                let (etag, checksum) = if rehash { (dg.etag, dg.checksum) } else { (o.info.etag, o.info.checksum) };
+                let rec = Record { etag, checksum, meta, tags, ..Default::default() };
+                return s.publish_dir(&db, &dbn, &dkn, &dkp, data, rec, &req.conditions);
+            }
+            let mut t = s.create_temp(&db, &dbn)?;
+            let (etag, checksum) = match o.content {
+                Content::Inline(v) => {
+                    write_hashing(&mut t, &mut d, &v)?;
+                    let dg = d.finish();
+                    if rehash { (dg.etag, dg.checksum) } else { (o.info.etag, o.info.checksum) }
+                }
+                Content::File(f) if rehash => {
+                    copy_hashing(&f, 0, size, &mut t, &mut d)?;
+                    let dg = d.finish();
+                    (dg.etag, dg.checksum)
+                }
+                Content::File(f) => {
+                    sys::copy_range(&f, 0, &t.file, 0, size)?;
+                    (o.info.etag, o.info.checksum)
+                }
+            };
+            let rec = Record { etag, checksum, meta, tags, ..Default::default() };
+            s.publish(&db, &dbn, &dkn, &dkp, t, rec, &req.conditions)
+        })
+        .await
+    }
+
+    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
+        let kp = keys::parse_key(key)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k) = (bucket.to_string(), key.to_string());
+        self.run(move |s| Ok(s.open_object(&bdir, &b, &k, &kp)?.tags)).await
+    }
+
+    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
+        let kp = keys::parse_key(key)?;
+        names::validate_tags(&tags, names::MAX_OBJECT_TAGS)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k) = (bucket.to_string(), key.to_string());
+        self.run(move |s| {
+            let path = bdir.join(&kp.rel);
+            let _g = s.lock(&path);
+            let o = s.open_object(&bdir, &b, &k, &kp)?;
+            let (md, target_file) = match &o.content {
+                Content::File(f) => (f.metadata()?, Some(f)),
+                Content::Inline(_) => (fs::metadata(&path)?, None),
+            };
+            let mut rec = match &target_file {
+                Some(f) => s.valid_record(Target::File(f), &bdir, &k, &md)?,
+                None => s.valid_record(Target::Path(&path), &bdir, &k, &md)?,
+            }
+            .unwrap_or_else(|| Record {
+                // A file written by a POSIX tool gets a record now; its derived ETag is kept.
+                size: md.len(),
+                mtime_ns: mtime_ns(&md),
+                ino: md.ino(),
+                etag: o.info.etag.clone(),
+                meta: o.info.meta.clone(),
+                ..Default::default()
+            });
+            rec.tags = tags;
+            let sidecar = s.sidecar_path(&bdir, &k, md.ino());
+            match target_file {
+                Some(f) => s.set_record(Target::File(f), &sidecar, &rec)?,
+                None => s.set_record(Target::Path(&path), &sidecar, &rec)?,
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
+        self.put_object_tagging(bucket, key, Vec::new()).await
+    }
+
+    async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let b = bucket.to_string();
+        self.run(move |s| {
+            let file_summary = |p: &Path, key: &str| {
+                let md = fs::metadata(p).ok().filter(|m| m.is_file())?;
+                let rec = s.valid_record(Target::Path(p), &bdir, key, &md).ok().flatten();
+                Some(ObjectSummary {
+                    key: key.to_string(),
+                    size: md.len(),
+                    etag: rec.map(|r| r.etag).unwrap_or_else(|| derived_etag(&md)),
+                    last_modified: to_time(mtime_ns(&md)),
+                })
+            };
+            let dir_object = |p: &Path, key: &str| {
+                let md = fs::metadata(p).ok()?;
+                let rec = s.valid_record(Target::Path(p), &bdir, key, &md).ok().flatten()?;
+                Some(ObjectSummary {
+                    key: key.to_string(),
+                    size: rec.inline.as_ref().map_or(0, |v| v.len() as u64),
+                    etag: rec.etag,
+                    last_modified: to_time(rec.mtime_ns),
+                })
+            };
+            match walk::walk(&s.cache, &bdir, &req, file_summary, dir_object) {
+                Ok(p) => Ok(p),
+                Err(e) if is_missing(&e) => Err(Error::no_such_bucket(&b)),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
+    }
+
+    async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
+        keys::parse_key(key)?;
+        names::validate_meta(&req.meta)?;
+        names::validate_tags(&req.tags, names::MAX_OBJECT_TAGS)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k) = (bucket.to_string(), key.to_string());
+        self.run(move |s| {
+            s.require_bucket(&bdir, &b)?;
+            let id = rand_hex(16);
+            let dir = s.uploads_dir(&bdir).join(&id);
+            fs::create_dir_all(&dir)?;
+            let rec = Record {
+                key: k,
+                mtime_ns: now_ns(),
+                meta: req.meta,
+                tags: req.tags,
+                algorithm: req.checksum_algorithm,
+                ..Default::default()
+            };
+            let tmp = dir.join("info.tmp");
+            let mut f = File::create(&tmp)?;
+            f.write_all(&rec.encode())?;
+            s.sync_file(&f)?;
+            fs::rename(&tmp, dir.join("info"))?;
+            s.sync_dir(&dir);
+            Ok(id)
+        })
+        .await
+    }
+
+    async fn upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        req: UploadPartRequest,
+        body: Body,
+    ) -> Result<PartInfo> {
+        check_part_number(part_number)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k, id) = (bucket.to_string(), key.to_string(), upload_id.to_string());
+        let (updir, urec) = {
+            let (bdir, b, k, id) = (bdir.clone(), b.clone(), k.clone(), id.clone());
+            self.run(move |s| s.upload(&bdir, &b, &k, &id)).await?
+        };
+        let alg = req.checksum.as_ref().map(|c| c.algorithm).or(urec.algorithm);
+        let d = BodyDigester::new(self.inner.opts.etag_mode, req.content_md5.is_some(), alg);
+        let (t, dg) = self.receive(bdir, b, body, d).await?;
+        dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
+        self.run(move |s| s.publish_part(&updir, &id, part_number, t, dg)).await
+    }
+
+    async fn upload_part_copy(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        src_bucket: &str,
+        src_key: &str,
+        src_range: Option<ByteRange>,
+        src_conditions: Conditions,
+    ) -> Result<PartInfo> {
+        check_part_number(part_number)?;
+        let skp = keys::parse_key(src_key)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let sb = self.inner.bucket_dir(src_bucket)?;
+        let (b, k, id, sbn, skn) =
+            (bucket.to_string(), key.to_string(), upload_id.to_string(), src_bucket.to_string(), src_key.to_string());
+        self.run(move |s| {
+            let (updir, urec) = s.upload(&bdir, &b, &k, &id)?;
+            let o = s.open_object(&sb, &sbn, &skn, &skp)?;
+            check_source(&src_conditions, &o.info.etag, o.info.last_modified)?;
+            let (off, len) = match src_range {
+                Some(r) => r.resolve(o.info.size)?,
+                None => (0, o.info.size),
+            };
+            let mut d = BodyDigester::new(s.opts.etag_mode, false, urec.algorithm);
+            let mut t = s.create_temp(&bdir, &b)?;
+            match &o.content {
+                Content::File(f) => copy_hashing(f, off, len, &mut t, &mut d)?,
+                Content::Inline(v) => write_hashing(&mut t, &mut d, &v[off as usize..(off + len) as usize])?,
+            }
+            s.publish_part(&updir, &id, part_number, t, d.finish())
+        })
+        .await
+    }
+
+    async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        req: ListPartsRequest,
+    ) -> Result<ListPartsPage> {
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k, id) = (bucket.to_string(), key.to_string(), upload_id.to_string());
+        self.run(move |s| {
+            let (updir, urec) = s.upload(&bdir, &b, &k, &id)?;
+            let mut nums: Vec<u32> = fs::read_dir(&updir)?
+                .flatten()
+                .filter_map(|e| {
+                    let n = e.file_name();
+                    let n = n.to_str()?.strip_prefix('p')?;
+                    (n.len() == 5).then(|| n.parse::<u32>().ok()).flatten()
+                })
+                .collect();
+            nums.sort_unstable();
+            let max = if req.max_parts == 0 { 1000 } else { req.max_parts.min(1000) };
+            let after = req.part_number_marker.unwrap_or(0);
+            let mut parts = Vec::new();
+            for n in nums.into_iter().filter(|n| *n > after) {
+                if parts.len() > max {
+                    break;
+                }
+                if let Some(p) = s.part_info(&updir, n)? {
+                    parts.push(p);
+                }
+            }
+            let is_truncated = parts.len() > max;
+            parts.truncate(max);
+            let next = if is_truncated { parts.last().map(|p| p.part_number) } else { None };
+            Ok(ListPartsPage { parts, is_truncated, next_part_number_marker: next, checksum_algorithm: urec.algorithm })
+        })
+        .await
+    }
+
+    async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let b = bucket.to_string();
+        self.run(move |s| {
+            s.require_bucket(&bdir, &b)?;
+            let mut all: Vec<(String, String, SystemTime)> = Vec::new();
+            if let Ok(rd) = fs::read_dir(s.uploads_dir(&bdir)) {
+                for e in rd.flatten() {
+                    let Some(id) = e.file_name().to_str().map(str::to_string) else { continue };
+                    if !valid_upload_id(&id) {
+                        continue;
+                    }
+                    let Ok(v) = fs::read(e.path().join("info")) else { continue };
+                    let Some(r) = Record::decode(&v) else { continue };
+                    if r.key.starts_with(req.prefix.as_str()) {
+                        all.push((r.key, id, to_time(r.mtime_ns)));
+                    }
+                }
+            }
+            all.sort_by(|a, b| (&a.0, a.2, &a.1).cmp(&(&b.0, b.2, &b.1)));
+            let times: HashMap<String, SystemTime> = all.iter().map(|(_, id, t)| (id.clone(), *t)).collect();
+            let max = if req.max_uploads == 0 { 1000 } else { req.max_uploads.min(1000) };
+            let mut page = ListUploadsPage::default();
+            let mut count = 0;
+            let delim = req.delimiter.as_deref().filter(|d| !d.is_empty());
+            for (key, id, initiated) in all {
+                if let Some(km) = &req.key_marker {
+                    match &req.upload_id_marker {
+                        Some(um) if &key == km => {
+                            if let Some(mt) = times.get(um)
+                                && (initiated, id.as_str()) <= (*mt, um.as_str())
+                            {
+                                continue;
+                            }
+                        }
+                        _ if key.as_str() <= km.as_str() => continue,
+                        _ => {}
+                    }
+                }
+                if let Some(d) = delim
+                    && let Some(i) = key[req.prefix.len()..].find(d)
+                {
+                    let cp = key[..req.prefix.len() + i + d.len()].to_string();
+                    if page.common_prefixes.last() == Some(&cp) {
+                        continue;
+                    }
+                    if count == max {
+                        page.is_truncated = true;
+                        break;
+                    }
+                    count += 1;
+                    page.common_prefixes.push(cp);
+                    continue;
+                }
+                if count == max {
+                    page.is_truncated = true;
+                    break;
+                }
+                count += 1;
+                page.uploads.push(UploadInfo { key, upload_id: id, initiated });
+            }
+            if page.is_truncated
+                && let Some(last) = page.uploads.last()
+            {
+                page.next_key_marker = Some(last.key.clone());
+                page.next_upload_id_marker = Some(last.upload_id.clone());
+            }
+            Ok(page)
+        })
+        .await
+    }
+
+    async fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: Vec<CompletePart>,
+        conditions: Conditions,
+    ) -> Result<PutObjectOutput> {
+        let kp = keys::parse_key(key)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k, id) = (bucket.to_string(), key.to_string(), upload_id.to_string());
+        self.run(move |s| {
+            let (updir, urec) = s.upload(&bdir, &b, &k, &id)?;
+            let read_infos = |dir: &Path| -> Result<HashMap<u32, PartInfo>> {
+                let mut m = HashMap::new();
+                for p in &parts {
+                    if let Some(i) = s.part_info(dir, p.part_number)? {
+                        m.insert(p.part_number, i);
+                    }
+                }
+                Ok(m)
+            };
+            let infos = read_infos(&updir)?;
+            validate_completion(&parts, |n| infos.get(&n))?;
+            // Claim the upload: a concurrent complete or abort now finds NoSuchUpload.
+            let claimed = s.uploads_dir(&bdir).join(format!(".claimed-{id}-{}", rand_hex(8)));
+            match fs::rename(&updir, &claimed) {
+                Ok(()) => {}
+                Err(e) if is_missing(&e) => return Err(Error::no_such_upload(&id)),
+                Err(e) => return Err(e.into()),
+            }
+            let result = (|| -> Result<PutObjectOutput> {
+                let infos = read_infos(&claimed)?;
+                let chosen = validate_completion(&parts, |n| infos.get(&n))?;
+                let etag = checksum::multipart_etag(chosen.iter().map(|p| p.etag.as_str()));
+                let cks = multipart_checksum(urec.algorithm, &chosen)?;
+                let rec = Record {
+                    etag,
+                    checksum: cks,
+                    part_sizes: chosen.iter().map(|p| p.size).collect(),
+                    meta: urec.meta.clone(),
+                    tags: urec.tags.clone(),
+                    ..Default::default()
+                };
+                if kp.dir {
+                    let total: u64 = chosen.iter().map(|p| p.size).sum();
+                    if total > MAX_DIR_OBJECT_SIZE as u64 {
+                        return Err(Error::new(
+                            ErrorCode::EntityTooLarge,
+                            format!("directory objects hold at most {MAX_DIR_OBJECT_SIZE} bytes here"),
+                        ));
+                    }
+                    let mut data = Vec::new();
+                    for p in &chosen {
+                        data.extend(fs::read(claimed.join(part_name(p.part_number)))?);
+                    }
+                    return s.publish_dir(&bdir, &b, &k, &kp, data, rec, &conditions);
+                }
+                let t = s.create_temp(&bdir, &b)?;
+                let mut off = 0;
+                for p in &chosen {
+                    let f = File::open(claimed.join(part_name(p.part_number)))?;
+                    sys::copy_range(&f, 0, &t.file, off, p.size)?;
+                    off += p.size;
+                }
+                s.publish(&bdir, &b, &k, &kp, t, rec, &conditions)
+            })();
+            match &result {
+                Ok(_) => {
+                    let _ = fs::remove_dir_all(&claimed);
+                }
+                Err(_) => {
+                    // Failed completions leave the upload as it was.
+                    let _ = fs::rename(&claimed, &updir);
+                }
+            }
+            result
+        })
+        .await
+    }
+
+    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k, id) = (bucket.to_string(), key.to_string(), upload_id.to_string());
+        self.run(move |s| {
+            let (updir, _) = s.upload(&bdir, &b, &k, &id)?;
+            let claimed = s.uploads_dir(&bdir).join(format!(".claimed-{id}-{}", rand_hex(8)));
+            match fs::rename(&updir, &claimed) {
+                Ok(()) => {}
+                Err(e) if is_missing(&e) => return Err(Error::no_such_upload(&id)),
+                Err(e) => return Err(e.into()),
+            }
+            fs::remove_dir_all(&claimed)?;
+            Ok(())
+        })
+        .await
+    }
+}

@@ -1,0 +1,251 @@
+//! The ordered, lazy walk behind ListObjects: directories are read one at a time, their entries
+//! sorted in S3 key order (a directory sorts as `name/`, so `a-b` < `a/x` < `a0`), the walk
+//! seeks straight to the start marker and skips whole subtrees the [`Lister`] rolls up. Sorted
+//! entry lists of large directories are cached (keyed by path + mtime + inode, bounded LRU), so
+//! paginating a 100k-entry directory reads and sorts it once.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering as AtOrd};
+use std::sync::{Arc, Mutex};
+
+use s3hpc_core::listing::{Flow, Lister};
+use s3hpc_core::{ListObjectsPage, ListObjectsRequest, ObjectSummary};
+
+use crate::keys::INTERNAL;
+
+/// One directory entry as the walk sees it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub name: Box<str>,
+    pub dir: bool,
+}
+
+fn sort_key(e: &Entry) -> impl Iterator<Item = u8> + '_ {
+    e.name.bytes().chain(e.dir.then_some(b'/'))
+}
+
+fn cmp_to(e: &Entry, r: &str) -> Ordering {
+    sort_key(e).cmp(r.bytes())
+}
+
+/// Directories smaller than this are not worth caching.
+const CACHE_MIN_ENTRIES: usize = 256;
+/// At most this many directories are cached...
+const CACHE_MAX_DIRS: usize = 64;
+/// ...holding at most this many names in total.
+const CACHE_MAX_NAMES: usize = 2_000_000;
+/// A listing read less than this long after the directory's last change is not cached: file
+/// system timestamps can be coarse (a jiffy on Linux; whole seconds on ext4 with small inodes,
+/// some NFS servers and other file systems), so a change within the same tick could leave the
+/// mtime unchanged. Two seconds covers one-second granularity with margin for clock skew
+/// between hosts of a shared file system.
+const RACY_NS: i64 = 2_000_000_000;
+
+struct Cached {
+    stamp: (i64, u64),
+    entries: Arc<Vec<Entry>>,
+    used: u64,
+}
+
+/// Bounded LRU of sorted directory listings.
+#[derive(Default)]
+pub struct DirCache {
+    map: Mutex<HashMap<PathBuf, Cached>>,
+    tick: AtomicU64,
+}
+
+fn mtime_ns(md: &fs::Metadata) -> i64 {
+    md.mtime().saturating_mul(1_000_000_000).saturating_add(md.mtime_nsec())
+}
+
+impl DirCache {
+    /// The entries of `dir` in key order, without the internal directory and without names
+    /// that are not UTF-8 or not regular files/directories.
+    pub fn read_sorted(&self, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
+        let md = fs::metadata(dir)?;
+        let stamp = (mtime_ns(&md), md.ino());
+        let tick = self.tick.fetch_add(1, AtOrd::Relaxed);
+        {
+            let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(c) = map.get_mut(dir) {
+                if c.stamp == stamp {
+                    c.used = tick;
+                    return Ok(c.entries.clone());
+                }
+                map.remove(dir);
+            }
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0);
+        let mut v = Vec::new();
+        for de in fs::read_dir(dir)? {
+            let de = de?;
+            let name = de.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name == INTERNAL {
+                continue;
+            }
+            let ft = de.file_type()?;
+            let is_dir = if ft.is_dir() {
+                true
+            } else if ft.is_file() {
+                false
+            } else if ft.is_symlink() {
+                // Symlinks to files are objects; symlinked directories are not followed
+                // (no loops, no escaping the bucket through the walk).
+                match fs::metadata(de.path()) {
+                    Ok(m) if m.is_file() => false,
+                    _ => continue,
+                }
+            } else {
+                continue;
+            };
+            v.push(Entry { name: name.into(), dir: is_dir });
+        }
+        v.sort_unstable_by(|a, b| sort_key(a).cmp(sort_key(b)));
+        let v = Arc::new(v);
+        if v.len() >= CACHE_MIN_ENTRIES && now - stamp.0 > RACY_NS {
+            let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+            map.insert(dir.to_path_buf(), Cached { stamp, entries: v.clone(), used: tick });
+            loop {
+                let names: usize = map.values().map(|c| c.entries.len()).sum();
+                if map.len() <= CACHE_MAX_DIRS && names <= CACHE_MAX_NAMES {
+                    break;
+                }
+                let oldest = map.iter().min_by_key(|(_, c)| c.used).map(|(k, _)| k.clone());
+                match oldest {
+                    Some(k) => map.remove(&k),
+                    None => break,
+                };
+            }
+        }
+        Ok(v)
+    }
+
+    /// Number of cached directories (for tests).
+    pub fn len(&self) -> usize {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+struct Frame {
+    /// Key prefix of this directory: "" for the bucket, "a/b/" below.
+    rel: String,
+    path: PathBuf,
+    entries: Arc<Vec<Entry>>,
+    idx: usize,
+    /// The directory's own key (`a/b/`, a directory object) has not been offered yet.
+    self_pending: bool,
+}
+
+fn read_or_empty(cache: &DirCache, p: &Path) -> io::Result<Arc<Vec<Entry>>> {
+    match cache.read_sorted(p) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) => {
+            Ok(Arc::new(Vec::new()))
+        }
+        r => r,
+    }
+}
+
+/// One listing page of the bucket at `bdir`. `file_summary` is called for returned file keys
+/// only (one stat + one metadata read each); `dir_object` for each directory the walk enters
+/// (is it a directory object?).
+pub fn walk(
+    cache: &DirCache,
+    bdir: &Path,
+    req: &ListObjectsRequest,
+    file_summary: impl Fn(&Path, &str) -> Option<ObjectSummary>,
+    dir_object: impl Fn(&Path, &str) -> Option<ObjectSummary>,
+) -> io::Result<ListObjectsPage> {
+    let mut lister = Lister::new(req);
+    if lister.is_done() {
+        // Still report a missing bucket.
+        fs::metadata(bdir)?;
+        return Ok(lister.finish());
+    }
+    let prefix = req.prefix.as_str();
+    let (mut r, incl) = match &req.start_after {
+        Some(sa) if sa.as_str() >= prefix => (sa.as_str(), false),
+        _ => (prefix, true),
+    };
+
+    // Seek: descend along the bound, leaving each level positioned after it.
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut rel = String::new();
+    let mut path = bdir.to_path_buf();
+    loop {
+        let entries = if stack.is_empty() { cache.read_sorted(&path)? } else { read_or_empty(cache, &path)? };
+        let idx = entries.partition_point(|e| match cmp_to(e, r) {
+            Ordering::Less => true,
+            Ordering::Equal => !incl,
+            Ordering::Greater => false,
+        });
+        let descend = (idx > 0).then(|| &entries[idx - 1]).filter(|e| {
+            e.dir && r.len() > e.name.len() && r.as_bytes()[e.name.len()] == b'/' && r.starts_with(&*e.name)
+        });
+        let next = descend.map(|e| e.name.clone());
+        stack.push(Frame { rel: rel.clone(), path: path.clone(), entries, idx, self_pending: false });
+        let Some(name) = next else { break };
+        rel = format!("{rel}{name}/");
+        path = path.join(&*name);
+        r = &r[name.len() + 1..];
+    }
+
+    let mut skip: Option<String> = None;
+    while let Some(top) = stack.last_mut() {
+        let flow = if top.self_pending {
+            top.self_pending = false;
+            let key = top.rel.clone();
+            match dir_object(&top.path, &key) {
+                Some(s) => lister.offer(&key, || Some(s)),
+                None => continue,
+            }
+        } else {
+            let Some(e) = top.entries.get(top.idx) else {
+                stack.pop();
+                continue;
+            };
+            top.idx += 1;
+            let key = if e.dir { format!("{}{}/", top.rel, e.name) } else { format!("{}{}", top.rel, e.name) };
+            if let Some(p) = &skip {
+                if key.starts_with(p.as_str()) {
+                    continue;
+                }
+                if !(e.dir && p.starts_with(&key)) {
+                    skip = None;
+                }
+            }
+            if !(key.starts_with(prefix) || e.dir && prefix.starts_with(&key)) {
+                if key.as_str() > prefix {
+                    break;
+                }
+                continue;
+            }
+            let path = top.path.join(&*e.name);
+            if e.dir {
+                let entries = read_or_empty(cache, &path)?;
+                stack.push(Frame { rel: key, path, entries, idx: 0, self_pending: true });
+                continue;
+            }
+            lister.offer(&key, || file_summary(&path, &key))
+        };
+        match flow {
+            Flow::Continue => {}
+            Flow::SkipPrefix(p) => {
+                while stack.last().is_some_and(|f| !f.rel.is_empty() && f.rel.starts_with(p.as_str())) {
+                    stack.pop();
+                }
+                skip = Some(p);
+            }
+            Flow::Done => break,
+        }
+    }
+    Ok(lister.finish())
+}

@@ -1,0 +1,50 @@
+//! The shared conformance suite and the memory-oracle property harness against PosixStore,
+//! in xattr mode and in (forced) sidecar mode, with MD5 and fast ETags.
+
+use std::sync::Arc;
+
+use s3hpc_conformance::{Caps, oracle, run_all};
+use s3hpc_core::EtagMode;
+use s3hpc_posix::{Durability, MetaMode, PosixOptions, PosixStore};
+
+fn opts(etag_mode: EtagMode) -> PosixOptions {
+    PosixOptions { durability: Durability::None, etag_mode, ..Default::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_xattr_md5() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = PosixStore::open(dir.path(), opts(EtagMode::Md5)).unwrap();
+    assert_eq!(s.meta_mode(), MetaMode::Xattr, "this test needs a file system with user xattrs");
+    run_all(Arc::new(s), Caps { etag_md5: true, file_and_dir_same_name: false }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_sidecar_md5() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = PosixStore::open_with_sidecars(dir.path(), opts(EtagMode::Md5)).unwrap();
+    assert_eq!(s.meta_mode(), MetaMode::Sidecar);
+    run_all(Arc::new(s), Caps { etag_md5: true, file_and_dir_same_name: false }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_xattr_fast_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = PosixOptions { durability: Durability::Strict, etag_mode: EtagMode::Fast, ..Default::default() };
+    let s = PosixStore::open(dir.path(), o).unwrap();
+    run_all(Arc::new(s), Caps { etag_md5: false, file_and_dir_same_name: false }).await;
+}
+
+#[test]
+fn oracle_xattr() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = PosixStore::open(dir.path(), opts(EtagMode::Md5)).unwrap();
+    oracle::check(48, Caps::default(), move || Arc::new(s.clone()));
+}
+
+#[test]
+fn oracle_sidecar() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = PosixStore::open_with_sidecars(dir.path(), opts(EtagMode::Md5)).unwrap();
+    oracle::check(32, Caps::default(), move || Arc::new(s.clone()));
+}

@@ -1,0 +1,703 @@
+//! Backend-specific tests: path safety, key conflicts, files written by POSIX tools, the hidden
+//! internal directory, directory pruning, sidecar fallback, listing cache, stale cleanup,
+//! concurrency (many writers, create-only races, complete vs abort), and multi-process tests
+//! (two processes on one root; kill -9 in the middle of puts and multipart completes).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use s3hpc_core::*;
+use s3hpc_posix::{Durability, MetaMode, PosixOptions, PosixStore};
+
+fn opts() -> PosixOptions {
+    PosixOptions { durability: Durability::None, ..Default::default() }
+}
+
+async fn setup() -> (tempfile::TempDir, PathBuf, PosixStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let s = PosixStore::open(&root, opts()).unwrap();
+    s.create_bucket("bkt").await.unwrap();
+    (dir, root, s)
+}
+
+async fn put(s: &PosixStore, k: &str, data: impl Into<Bytes>) -> Result<PutObjectOutput> {
+    s.put_object("bkt", k, PutObjectRequest::default(), Body::from(data.into())).await
+}
+
+async fn get(s: &PosixStore, k: &str) -> Result<(ObjectInfo, Bytes)> {
+    let o = s.get_object("bkt", k, GetObjectRequest::default()).await?;
+    Ok((o.info, o.body.collect().await?))
+}
+
+async fn keys(s: &PosixStore, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut sa = None;
+    loop {
+        let p = s
+            .list_objects(
+                "bkt",
+                ListObjectsRequest {
+                    prefix: prefix.into(),
+                    start_after: sa.clone(),
+                    max_keys: 1000,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        out.extend(p.objects.into_iter().map(|o| o.key));
+        if !p.is_truncated {
+            return out;
+        }
+        sa = p.next_marker;
+    }
+}
+
+fn tree(p: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    fn rec(base: &Path, p: &Path, v: &mut Vec<String>) {
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            v.push(e.path().strip_prefix(base).unwrap().to_string_lossy().into_owned());
+            if e.file_type().unwrap().is_dir() {
+                rec(base, &e.path(), v);
+            }
+        }
+    }
+    rec(p, p, &mut v);
+    v.sort();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn path_safety_rejects_every_escape() {
+    let (dir, root, s) = setup().await;
+    std::fs::write(dir.path().join("outside"), b"secret").unwrap();
+    let bad: &[(&str, ErrorCode)] = &[
+        ("../outside", ErrorCode::InvalidArgument),
+        ("../../etc/passwd", ErrorCode::InvalidArgument),
+        ("a/../../outside", ErrorCode::InvalidArgument),
+        ("..", ErrorCode::InvalidArgument),
+        (".", ErrorCode::InvalidArgument),
+        ("./x", ErrorCode::InvalidArgument),
+        ("a/./b", ErrorCode::InvalidArgument),
+        ("/abs", ErrorCode::InvalidArgument),
+        ("/", ErrorCode::InvalidArgument),
+        ("a//b", ErrorCode::InvalidArgument),
+        ("//", ErrorCode::InvalidArgument),
+        ("a\0b", ErrorCode::InvalidArgument),
+        (".s3hpc", ErrorCode::InvalidArgument),
+        (".s3hpc/tmp/x", ErrorCode::InvalidArgument),
+        (".s3hpc/", ErrorCode::InvalidArgument),
+        ("x/.s3hpc/y", ErrorCode::InvalidArgument),
+        ("", ErrorCode::InvalidArgument),
+    ];
+    let long_seg = "s".repeat(256);
+    let long_key = format!("ok/{long_seg}");
+    let mut all: Vec<(&str, ErrorCode)> = bad.to_vec();
+    all.push((&long_key, ErrorCode::KeyTooLongError));
+    for (k, code) in &all {
+        let e = put(&s, k, "x").await.unwrap_err();
+        assert_eq!(e.code, *code, "put {k:?}: {e}");
+        assert_eq!(s.get_object("bkt", k, GetObjectRequest::default()).await.unwrap_err().code, *code, "get {k:?}");
+        assert_eq!(s.head_object("bkt", k, GetObjectRequest::default()).await.unwrap_err().code, *code, "head {k:?}");
+        assert_eq!(s.delete_object("bkt", k).await.unwrap_err().code, *code, "delete {k:?}");
+        assert_eq!(s.get_object_tagging("bkt", k).await.unwrap_err().code, *code, "tagging {k:?}");
+        let cr = CreateMultipartRequest::default();
+        assert_eq!(s.create_multipart_upload("bkt", k, cr).await.unwrap_err().code, *code, "mpu {k:?}");
+        let e = s.copy_object("bkt", k, "bkt", "dst", CopyObjectRequest::default()).await.unwrap_err();
+        assert_eq!(e.code, *code, "copy from {k:?}");
+        let e = s.copy_object("bkt", "dst", "bkt", k, CopyObjectRequest::default()).await.unwrap_err();
+        assert_eq!(e.code, *code, "copy to {k:?}");
+    }
+    // 255-byte segments are fine.
+    put(&s, &format!("ok/{}", "s".repeat(255)), "fine").await.unwrap();
+    // Bad bucket names never reach the file system.
+    for b in ["..", "../root", ".s3hpc", ".hidden", "a/b", "bkt/../bkt", "x\0y", "", "ab"] {
+        let e = s.put_object(b, "k", PutObjectRequest::default(), Body::from("x")).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidBucketName, "bucket {b:?}");
+        assert_eq!(s.head_bucket(b).await.unwrap_err().code, ErrorCode::InvalidBucketName, "head bucket {b:?}");
+        let e = s.list_objects(b, ListObjectsRequest { max_keys: 10, ..Default::default() }).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidBucketName, "list {b:?}");
+        assert_eq!(s.create_bucket(b).await.unwrap_err().code, ErrorCode::InvalidBucketName, "create {b:?}");
+        assert_eq!(s.delete_bucket(b).await.unwrap_err().code, ErrorCode::InvalidBucketName, "delete bucket {b:?}");
+    }
+    assert_eq!(std::fs::read(dir.path().join("outside")).unwrap(), b"secret");
+    assert_eq!(tree(dir.path()).iter().filter(|p| !p.starts_with("root")).count(), 1, "{:?}", tree(dir.path()));
+    // Upload ids are never used as paths unless they are 32 lower-case hex digits.
+    for id in ["../../x", "..", "0123", "ZZ", &"a".repeat(32).replace('a', "G")] {
+        let e = s.upload_part("bkt", "k", id, 1, UploadPartRequest::default(), Body::from("x")).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::NoSuchUpload, "{id}");
+    }
+    assert!(root.join("bkt").join(".s3hpc").is_dir());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_conflicts_are_clear_errors_and_lose_nothing() {
+    let (_d, _root, s) = setup().await;
+    put(&s, "a", "file a").await.unwrap();
+    let e = put(&s, "a/b", "under a").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest, "{e}");
+    assert!(e.message.contains("conflicts"), "{e}");
+    let e = put(&s, "a/", "").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest);
+    put(&s, "d/x", "in d").await.unwrap();
+    let e = put(&s, "d", "file d").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest);
+    let cr = PutObjectRequest {
+        conditions: Conditions { if_none_match: Some("*".into()), ..Default::default() },
+        ..Default::default()
+    };
+    let e = s.put_object("bkt", "d", cr, Body::from("x")).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest);
+    // Copy and multipart complete hit the same rule.
+    let e = s.copy_object("bkt", "a", "bkt", "a/c", CopyObjectRequest::default()).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest);
+    let id = s.create_multipart_upload("bkt", "d", CreateMultipartRequest::default()).await.unwrap();
+    let p = s.upload_part("bkt", "d", &id, 1, UploadPartRequest::default(), Body::from("x")).await.unwrap();
+    let parts = vec![CompletePart { part_number: 1, etag: p.etag, checksum: None }];
+    let e = s.complete_multipart_upload("bkt", "d", &id, parts.clone(), Conditions::default()).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest);
+    // The failed completion left the upload in place.
+    assert_eq!(s.list_parts("bkt", "d", &id, ListPartsRequest::default()).await.unwrap().parts.len(), 1);
+    assert_eq!(get(&s, "a").await.unwrap().1, "file a");
+    assert_eq!(get(&s, "d/x").await.unwrap().1, "in d");
+    assert_eq!(keys(&s, "").await, vec!["a", "d/x"]);
+    // A key under a file, and a file path read as a directory object, are simply absent.
+    assert_eq!(get(&s, "a/b").await.unwrap_err().code, ErrorCode::NoSuchKey);
+    assert_eq!(get(&s, "a/").await.unwrap_err().code, ErrorCode::NoSuchKey);
+    assert_eq!(get(&s, "d").await.unwrap_err().code, ErrorCode::NoSuchKey);
+    s.delete_object("bkt", "d").await.unwrap();
+    assert_eq!(get(&s, "d/x").await.unwrap().1, "in d");
+    // Once the directory is gone the name is free again.
+    s.delete_object("bkt", "d/x").await.unwrap();
+    s.complete_multipart_upload("bkt", "d", &id, parts, Conditions::default()).await.unwrap();
+    assert_eq!(get(&s, "d").await.unwrap().1, "x");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_written_by_posix_tools_are_objects() {
+    let (_d, root, s) = setup().await;
+    let b = root.join("bkt");
+    std::fs::create_dir_all(b.join("dir/sub")).unwrap();
+    std::fs::write(b.join("dir/sub/plain.txt"), b"written by cp").unwrap();
+    std::fs::write(b.join("top"), b"top").unwrap();
+    assert_eq!(keys(&s, "").await, vec!["dir/sub/plain.txt", "top"]);
+    let (info, data) = get(&s, "dir/sub/plain.txt").await.unwrap();
+    assert_eq!(data, "written by cp");
+    assert!(info.etag.contains('-'), "derived etag {}", info.etag);
+    assert_eq!(info.meta.content_type.as_deref(), Some("binary/octet-stream"));
+    let again = s.head_object("bkt", "dir/sub/plain.txt", GetObjectRequest::default()).await.unwrap();
+    assert_eq!(again.etag, info.etag, "derived etag must be stable");
+    let listed = s.list_objects("bkt", ListObjectsRequest { max_keys: 10, ..Default::default() }).await.unwrap();
+    assert_eq!(listed.objects[0].etag, info.etag);
+
+    // An object modified by a POSIX tool loses its stored ETag and metadata.
+    let mut meta = ObjectMeta { content_type: Some("text/x-stored".into()), ..Default::default() };
+    meta.user.insert("m".into(), "1".into());
+    let req = PutObjectRequest { meta, ..Default::default() };
+    let out = s.put_object("bkt", "obj", req, Body::from("original")).await.unwrap();
+    assert_eq!(out.etag, s3hpc_core::checksum::md5_hex(b"original"));
+    std::thread::sleep(Duration::from_millis(20));
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(b.join("obj")).unwrap();
+        f.write_all(b" + appended").unwrap();
+    }
+    let h = s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
+    assert_ne!(h.etag, out.etag, "stale ETag served after a POSIX write");
+    assert!(h.etag.contains('-'));
+    assert_eq!(h.size, "original + appended".len() as u64);
+    assert!(h.meta.user.is_empty());
+    // Same size rewrite (only mtime differs) is noticed too.
+    let out = put(&s, "obj2", "aaaa").await.unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(b.join("obj2"), b"bbbb").unwrap();
+    let h = s.head_object("bkt", "obj2", GetObjectRequest::default()).await.unwrap();
+    assert_ne!(h.etag, out.etag);
+    // Tagging a foreign file keeps its derived ETag.
+    s.put_object_tagging("bkt", "top", vec![("t".into(), "v".into())]).await.unwrap();
+    let before = info.etag.clone();
+    let _ = before;
+    let top = s.head_object("bkt", "top", GetObjectRequest::default()).await.unwrap();
+    assert_eq!(top.tag_count, 1);
+    assert!(top.etag.contains('-'));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn internal_directory_is_hidden_and_root_entries_filtered() {
+    let (_d, root, s) = setup().await;
+    put(&s, "k", "v").await.unwrap();
+    let _ = s.create_multipart_upload("bkt", "up", CreateMultipartRequest::default()).await.unwrap();
+    s.put_bucket_tagging("bkt", vec![("a".into(), "b".into())]).await.unwrap();
+    assert!(root.join("bkt/.s3hpc/uploads").is_dir());
+    assert_eq!(keys(&s, "").await, vec!["k"]);
+    assert_eq!(keys(&s, ".").await, Vec::<String>::new());
+    let p = s
+        .list_objects("bkt", ListObjectsRequest { delimiter: Some("/".into()), max_keys: 100, ..Default::default() })
+        .await
+        .unwrap();
+    assert!(p.common_prefixes.is_empty(), "{:?}", p.common_prefixes);
+    // Root-level config dir, stray files and invalid names are not buckets.
+    std::fs::create_dir_all(root.join(".s3hpc")).unwrap();
+    std::fs::write(root.join("afile"), b"x").unwrap();
+    std::fs::create_dir_all(root.join("bad name")).unwrap();
+    std::fs::create_dir_all(root.join("manual-bucket")).unwrap();
+    let names: Vec<String> = s.list_buckets().await.unwrap().into_iter().map(|b| b.name).collect();
+    assert_eq!(names, vec!["bkt", "manual-bucket"]);
+    // A bucket made with mkdir works without its internal dir.
+    s.put_object("manual-bucket", "x/y", PutObjectRequest::default(), Body::from("z")).await.unwrap();
+    assert_eq!(std::fs::read(root.join("manual-bucket/x/y")).unwrap(), b"z");
+    // Multipart uploads do not keep a bucket from being deleted; objects do.
+    assert_eq!(s.delete_bucket("bkt").await.unwrap_err().code, ErrorCode::BucketNotEmpty);
+    s.delete_object("bkt", "k").await.unwrap();
+    s.delete_bucket("bkt").await.unwrap();
+    assert!(!root.join("bkt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_prune_empty_dirs_but_keep_directory_objects() {
+    let (_d, root, s) = setup().await;
+    let b = root.join("bkt");
+    put(&s, "e/f/g/h", "x").await.unwrap();
+    s.delete_object("bkt", "e/f/g/h").await.unwrap();
+    assert!(!b.join("e").exists(), "empty parents left behind");
+    put(&s, "d/", "").await.unwrap();
+    put(&s, "d/sub/x", "x").await.unwrap();
+    s.delete_object("bkt", "d/sub/x").await.unwrap();
+    assert!(!b.join("d/sub").exists());
+    assert!(b.join("d").is_dir(), "directory object removed");
+    assert_eq!(keys(&s, "").await, vec!["d/"]);
+    s.delete_object("bkt", "d/").await.unwrap();
+    assert!(!b.join("d").exists());
+    assert_eq!(tree(&b), vec![".s3hpc", ".s3hpc/created", ".s3hpc/tmp"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_records_fall_back_to_a_sidecar() {
+    let (_d, root, s) = setup().await;
+    assert_eq!(s.meta_mode(), MetaMode::Xattr);
+    // 10 tags of 128 + 256 two-byte characters: ~7.7 KB, more than ext4 keeps in xattrs.
+    let tags: Tags = (0..10).map(|i| (format!("{i}{}", "é".repeat(127)), "ü".repeat(256))).collect();
+    let req = PutObjectRequest { tags: tags.clone(), ..Default::default() };
+    let out = s.put_object("bkt", "big-meta", req, Body::from("data")).await.unwrap();
+    assert_eq!(s.get_object_tagging("bkt", "big-meta").await.unwrap(), tags);
+    let h = s.head_object("bkt", "big-meta", GetObjectRequest::default()).await.unwrap();
+    assert_eq!(h.etag, out.etag);
+    let meta_dir = root.join("bkt/.s3hpc/meta");
+    let count = |d: &Path| tree(d).iter().filter(|p| p.contains('.') && !p.ends_with(".tmp")).count();
+    let used_sidecar = meta_dir.exists() && count(&meta_dir) > 0;
+    s.delete_object("bkt", "big-meta").await.unwrap();
+    if used_sidecar {
+        assert_eq!(count(&meta_dir), 0, "sidecar left after delete: {:?}", tree(&meta_dir));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sidecar_mode_keeps_metadata_off_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = PosixStore::open_with_sidecars(dir.path(), opts()).unwrap();
+    s.create_bucket("bkt").await.unwrap();
+    let mut meta = ObjectMeta::default();
+    meta.user.insert("k".into(), "v".into());
+    let req = PutObjectRequest { meta: meta.clone(), ..Default::default() };
+    let out = s.put_object("bkt", "a/b", req, Body::from("hello")).await.unwrap();
+    let f = dir.path().canonicalize().unwrap().join("bkt/a/b");
+    let has_xattr = std::process::Command::new("getfattr").arg("-d").arg(&f).output().ok().map(|o| o.stdout);
+    if let Some(out) = has_xattr {
+        assert!(!String::from_utf8_lossy(&out).contains("s3hpc"), "xattr written in sidecar mode");
+    }
+    let h = s.head_object("bkt", "a/b", GetObjectRequest::default()).await.unwrap();
+    assert_eq!((h.etag, h.meta), (out.etag.clone(), meta));
+    // Overwrite: the old sidecar goes away, one remains.
+    put(&s, "a/b", "again").await.unwrap();
+    let n = tree(&dir.path().join("bkt/.s3hpc/meta")).iter().filter(|p| p.matches('/').count() == 1).count();
+    assert_eq!(n, 1);
+    s.delete_object("bkt", "a/b").await.unwrap();
+    let n = tree(&dir.path().join("bkt/.s3hpc/meta")).iter().filter(|p| p.matches('/').count() == 1).count();
+    assert_eq!(n, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_bodies_leave_no_temp_files() {
+    let (_d, root, s) = setup().await;
+    let chunks: Vec<std::io::Result<Bytes>> = vec![
+        Ok(Bytes::from(vec![1u8; 3 << 20])),
+        Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "client went away")),
+    ];
+    let body = Body::Stream(Box::pin(futures::stream::iter(chunks)));
+    assert!(s.put_object("bkt", "broken", PutObjectRequest::default(), body).await.is_err());
+    let req = PutObjectRequest { content_length: Some(10), ..Default::default() };
+    let e = s.put_object("bkt", "short", req, Body::from("abc")).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::IncompleteBody);
+    let req = PutObjectRequest { content_md5: Some([0; 16]), ..Default::default() };
+    assert_eq!(s.put_object("bkt", "md5", req, Body::from("abc")).await.unwrap_err().code, ErrorCode::BadDigest);
+    assert!(keys(&s, "").await.is_empty());
+    let tmp: Vec<_> = std::fs::read_dir(root.join("bkt/.s3hpc/tmp")).unwrap().collect();
+    assert!(tmp.is_empty(), "temp files left: {tmp:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_temp_cleanup_goes_by_age_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = PosixOptions { stale_temp_age: Duration::from_secs(3600), ..opts() };
+    let s = PosixStore::open(dir.path(), o.clone()).unwrap();
+    s.create_bucket("bkt").await.unwrap();
+    let tmp = s.root().join("bkt/.s3hpc/tmp");
+    let old = tmp.join("otherhost.1.dead");
+    let fresh = tmp.join("otherhost.2.live");
+    std::fs::write(&old, b"x").unwrap();
+    std::fs::write(&fresh, b"y").unwrap();
+    let f = std::fs::File::options().write(true).open(&old).unwrap();
+    f.set_modified(SystemTime::now() - Duration::from_secs(7200)).unwrap();
+    drop(f);
+    assert_eq!(s.cleanup_stale(), 1);
+    assert!(!old.exists() && fresh.exists());
+    // Opening a second store on the root runs the cleanup too, and still spares live files.
+    let _s2 = PosixStore::open(dir.path(), o).unwrap();
+    assert!(fresh.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_directory_listing_is_cached_and_correct() {
+    let (_d, root, s) = setup().await;
+    let b = root.join("bkt/big");
+    std::fs::create_dir_all(&b).unwrap();
+    let n = 3000;
+    for i in 0..n {
+        std::fs::write(b.join(format!("f{:05}{}", (i * 7919) % n, if i % 3 == 0 { "-x" } else { "" })), b"").unwrap();
+    }
+    std::fs::create_dir(b.join("f00010.d")).unwrap();
+    std::fs::write(b.join("f00010.d/inner"), b"").unwrap();
+    // Listings are cached only once the directory is 2 s past its last change (coarse mtimes).
+    std::thread::sleep(Duration::from_millis(2100));
+    let mut want: Vec<String> = std::fs::read_dir(&b)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| format!("big/{}", e.file_name().to_string_lossy()))
+        .collect();
+    want.push("big/f00010.d/inner".into());
+    want.sort();
+    let got = keys(&s, "").await;
+    assert_eq!(got.len(), want.len());
+    assert_eq!(got, want);
+    assert!(s.cached_dirs() >= 1, "large directory was not cached");
+    // A change to the directory invalidates the cached listing.
+    std::fs::write(b.join("f00000-new"), b"").unwrap();
+    let got2 = keys(&s, "big/").await;
+    assert_eq!(got2.len(), want.len() + 1);
+    assert!(got2.contains(&"big/f00000-new".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_writers_one_key_readers_never_see_torn_data() {
+    let (_d, _root, s) = setup().await;
+    let s = Arc::new(s);
+    let len = 256 * 1024;
+    put(&s, "hot", vec![0u8; len]).await.unwrap();
+    let mut tasks = Vec::new();
+    for w in 1..=6u8 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..8 {
+                // Streamed in uneven chunks so writes interleave at many points.
+                let chunks: Vec<std::io::Result<Bytes>> =
+                    vec![w; len].chunks(10_007).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+                let body = Body::Stream(Box::pin(futures::stream::iter(chunks)));
+                s.put_object("bkt", "hot", PutObjectRequest::default(), body).await.unwrap();
+            }
+        }));
+    }
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        let s = s.clone();
+        readers.push(tokio::spawn(async move {
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..60 {
+                let (info, data) = get(&s, "hot").await.unwrap();
+                assert_eq!(data.len(), len, "short read");
+                assert_eq!(info.size, len as u64);
+                let b = data[0];
+                assert!(data.iter().all(|x| *x == b), "torn object: mixed bytes");
+                assert_eq!(info.etag, s3hpc_core::checksum::md5_hex(&data), "etag from another version");
+                seen.insert(b);
+            }
+            seen.len()
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    for r in readers {
+        assert!(r.await.unwrap() >= 1);
+    }
+    let (_, data) = get(&s, "hot").await.unwrap();
+    assert!(data.iter().all(|x| *x == data[0]) && data[0] != 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn create_only_race_has_one_winner() {
+    let (_d, _root, s) = setup().await;
+    let s = Arc::new(s);
+    let mut tasks = Vec::new();
+    for w in 0..8u8 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let req = PutObjectRequest {
+                conditions: Conditions { if_none_match: Some("*".into()), ..Default::default() },
+                ..Default::default()
+            };
+            s.put_object("bkt", "once", req, Body::from(vec![w; 4096])).await.map(|_| w)
+        }));
+    }
+    let mut winners = Vec::new();
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(w) => winners.push(w),
+            Err(e) => assert_eq!(e.code, ErrorCode::PreconditionFailed),
+        }
+    }
+    assert_eq!(winners.len(), 1, "winners {winners:?}");
+    let (_, data) = get(&s, "once").await.unwrap();
+    assert!(data.iter().all(|b| *b == winners[0]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_complete_and_abort_is_safe() {
+    let (_d, _root, s) = setup().await;
+    let s = Arc::new(s);
+    for round in 0..6 {
+        let key = format!("mp{round}");
+        let id = s.create_multipart_upload("bkt", &key, CreateMultipartRequest::default()).await.unwrap();
+        let p = s.upload_part("bkt", &key, &id, 1, UploadPartRequest::default(), Body::from(vec![7u8; 5000])).await;
+        let parts = vec![CompletePart { part_number: 1, etag: p.unwrap().etag, checksum: None }];
+        let (s1, s2, s3) = (s.clone(), s.clone(), s.clone());
+        let (k1, k2, k3, i1, i2, i3) = (key.clone(), key.clone(), key.clone(), id.clone(), id.clone(), id.clone());
+        let pc = parts.clone();
+        let c1 =
+            tokio::spawn(async move { s1.complete_multipart_upload("bkt", &k1, &i1, pc, Conditions::default()).await });
+        let c2 =
+            tokio::spawn(
+                async move { s2.complete_multipart_upload("bkt", &k2, &i2, parts, Conditions::default()).await },
+            );
+        let a = tokio::spawn(async move { s3.abort_multipart_upload("bkt", &k3, &i3).await });
+        let results = [c1.await.unwrap().map(|_| ()), c2.await.unwrap().map(|_| ()), a.await.unwrap()];
+        let oks = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(oks, 1, "exactly one of complete/complete/abort wins: {results:?}");
+        for r in results.iter().filter_map(|r| r.as_ref().err()) {
+            assert_eq!(r.code, ErrorCode::NoSuchUpload);
+        }
+        match get(&s, &key).await {
+            Ok((_, d)) => assert_eq!(d, vec![7u8; 5000]),
+            Err(e) => assert_eq!(e.code, ErrorCode::NoSuchKey),
+        }
+        let ups = s.list_multipart_uploads("bkt", ListUploadsRequest::default()).await.unwrap();
+        assert!(ups.uploads.is_empty());
+    }
+}
+
+#[test]
+fn durability_parse() {
+    assert_eq!(Durability::parse("strict"), Some(Durability::Strict));
+    assert_eq!(Durability::parse("Relaxed"), Some(Durability::Relaxed));
+    assert_eq!(Durability::parse("none"), Some(Durability::None));
+    assert_eq!(Durability::parse("fsync"), None);
+    assert_eq!(Durability::default(), Durability::Relaxed);
+}
+
+// ---------- multi-process tests ----------
+
+const CHILD_ENV: &str = "S3HPC_POSIX_TEST_CHILD";
+
+/// Size and fill byte of object `i` written by child `c`.
+fn spec(c: u32, i: u32) -> (usize, u8) {
+    (((i as usize * 37_813) % (300 * 1024)) + 1, (c * 50 + i % 47 + 1) as u8)
+}
+
+/// Body of a child process (run by the tests below, never on its own): writes objects and
+/// multipart uploads and prints one `ACK <key> <len> <byte>` line per acknowledged write.
+#[test]
+#[ignore = "child process of the multi-process tests"]
+fn child_writer() {
+    let Ok(cfg) = std::env::var(CHILD_ENV) else { return };
+    let mut it = cfg.split(',');
+    let root = it.next().unwrap().to_string();
+    let cid: u32 = it.next().unwrap().parse().unwrap();
+    let count: u32 = it.next().unwrap().parse().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async move {
+        use std::io::Write;
+        let s = PosixStore::open(&root, PosixOptions { durability: Durability::None, ..Default::default() }).unwrap();
+        let _ = s.create_bucket("bkt").await;
+        let mut out = std::io::stdout();
+        for i in 0..count {
+            let (len, byte) = spec(cid, i);
+            if i % 5 == 4 {
+                // Multipart: one 5 MiB part plus a small one.
+                let key = format!("mp/{cid}/{i}");
+                let id = s.create_multipart_upload("bkt", &key, CreateMultipartRequest::default()).await.unwrap();
+                let mut parts = Vec::new();
+                for (n, l) in [(1u32, 5 << 20), (2, len)] {
+                    let p = s
+                        .upload_part("bkt", &key, &id, n, UploadPartRequest::default(), Body::from(vec![byte; l]))
+                        .await
+                        .unwrap();
+                    parts.push(CompletePart { part_number: n, etag: p.etag, checksum: None });
+                }
+                s.complete_multipart_upload("bkt", &key, &id, parts, Conditions::default()).await.unwrap();
+                writeln!(out, "ACK {key} {} {byte}", (5 << 20) + len).unwrap();
+            } else {
+                let key = format!("obj/{cid}/{i}");
+                let chunks: Vec<std::io::Result<Bytes>> =
+                    vec![byte; len].chunks(50_000).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+                let body = Body::Stream(Box::pin(futures::stream::iter(chunks)));
+                s.put_object("bkt", &key, PutObjectRequest::default(), body).await.unwrap();
+                // A shared key both processes fight over.
+                s.put_object("bkt", "shared", PutObjectRequest::default(), Body::from(vec![byte; len])).await.unwrap();
+                writeln!(out, "ACK {key} {len} {byte}").unwrap();
+            }
+            out.flush().unwrap();
+        }
+        writeln!(out, "DONE").unwrap();
+    });
+}
+
+fn spawn_child(root: &Path, cid: u32, count: u32) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_writer", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{},{cid},{count}", root.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+/// Every object in the bucket is whole (one repeated byte, the right length for its key).
+async fn check_all_whole(s: &PosixStore) -> usize {
+    let all = keys(s, "").await;
+    for k in &all {
+        let (info, data) = get(s, k).await.unwrap();
+        assert_eq!(info.size as usize, data.len());
+        assert!(!data.is_empty());
+        assert!(data.iter().all(|b| *b == data[0]), "{k}: partial or mixed content");
+        let parts: Vec<&str> = k.split('/').collect();
+        if parts.len() == 3 {
+            let (c, i): (u32, u32) = (parts[1].parse().unwrap(), parts[2].parse().unwrap());
+            let (len, byte) = spec(c, i);
+            let want = if parts[0] == "mp" { (5 << 20) + len } else { len };
+            assert_eq!((data.len(), data[0]), (want, byte), "{k}");
+        }
+    }
+    all.len()
+}
+
+fn read_acks(child: &mut std::process::Child, stop_after: Option<usize>) -> Vec<(String, usize, u8)> {
+    let out = child.stdout.take().unwrap();
+    let mut acks = Vec::new();
+    let mut lines = BufReader::new(out).lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        // The test harness may print "test child_writer ... " in front of the first line.
+        if let Some(rest) = line.find("ACK ").map(|i| &line[i + 4..]) {
+            let v: Vec<&str> = rest.split(' ').collect();
+            acks.push((v[0].to_string(), v[1].parse().unwrap(), v[2].parse().unwrap()));
+            if stop_after.is_some_and(|n| acks.len() >= n) {
+                // Keep draining so the child never blocks or fails on a full/closed pipe.
+                std::thread::spawn(move || for _ in lines {});
+                return acks;
+            }
+        }
+    }
+    acks
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_writes_leaves_only_whole_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let mut acked = Vec::new();
+    for (round, stop) in [(0u32, 3usize), (1, 7), (2, 12)] {
+        let mut child = spawn_child(&root, round, 1000);
+        let acks = tokio::task::spawn_blocking(move || {
+            let a = read_acks(&mut child, Some(stop));
+            // Let it get into the next write (a put or a multipart completion), then kill -9.
+            std::thread::sleep(Duration::from_millis(15 + 20 * stop as u64));
+            child.kill().unwrap();
+            child.wait().unwrap();
+            a
+        })
+        .await
+        .unwrap();
+        assert!(acks.len() >= stop);
+        acked.extend(acks);
+    }
+    let s = PosixStore::open(&root, opts()).unwrap();
+    for (k, len, byte) in &acked {
+        let (_, data) = get(&s, k).await.unwrap_or_else(|e| panic!("acknowledged {k} lost: {e}"));
+        assert_eq!(data.len(), *len, "{k}");
+        assert!(data.iter().all(|b| b == byte), "{k} corrupted");
+    }
+    let n = check_all_whole(&s).await;
+    assert!(n >= acked.len());
+    // The killed writers' temp files are invisible; cleanup by age removes them.
+    let s0 = PosixStore::open(&root, PosixOptions { stale_temp_age: Duration::ZERO, ..opts() }).unwrap();
+    std::thread::sleep(Duration::from_millis(10));
+    s0.cleanup_stale();
+    let tmp: Vec<_> = std::fs::read_dir(root.join("bkt/.s3hpc/tmp")).unwrap().collect();
+    assert!(tmp.is_empty(), "{tmp:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_share_one_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let s = PosixStore::open(&root, opts()).unwrap();
+    s.create_bucket("bkt").await.unwrap();
+    let children: Vec<_> = (1..=2).map(|c| spawn_child(&root, c, 12)).collect();
+    let acks = tokio::task::spawn_blocking(move || {
+        let mut all = Vec::new();
+        for mut c in children {
+            all.extend(read_acks(&mut c, None));
+            assert!(c.wait().unwrap().success());
+        }
+        all
+    })
+    .await
+    .unwrap();
+    assert_eq!(acks.len(), 24);
+    for (k, len, byte) in &acks {
+        let (_, data) = get(&s, k).await.unwrap();
+        assert_eq!((data.len(), data[0]), (*len, *byte), "{k}");
+    }
+    assert_eq!(check_all_whole(&s).await, 25);
+    assert!(std::fs::read_dir(root.join("bkt/.s3hpc/tmp")).unwrap().next().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symlinks_cannot_leak_files_outside_the_root() {
+    let (dir, root, s) = setup().await;
+    let outside = dir.path().join("secret-dir");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret"), b"secret").unwrap();
+    let b = root.join("bkt");
+    std::os::unix::fs::symlink(&outside, b.join("dirlink")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret"), b.join("filelink")).unwrap();
+    std::os::unix::fs::symlink("../../secret-dir/secret", b.join("rellink")).unwrap();
+    for k in ["dirlink/secret", "filelink", "rellink"] {
+        let e = s.get_object("bkt", k, GetObjectRequest::default()).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::AccessDenied, "{k}: {e}");
+        let e = s.copy_object("bkt", k, "bkt", "copy", CopyObjectRequest::default()).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::AccessDenied, "copy {k}: {e}");
+    }
+    // A symlink that stays inside the root is served.
+    put(&s, "real", "inside").await.unwrap();
+    std::os::unix::fs::symlink("real", b.join("alias")).unwrap();
+    assert_eq!(get(&s, "alias").await.unwrap().1, "inside");
+    // Symlinked directories are not walked by listings.
+    assert!(!keys(&s, "").await.iter().any(|k| k.starts_with("dirlink")));
+}
