@@ -1,0 +1,318 @@
+//! Server side: checking a request's `Authorization` header or presigned query.
+
+use std::time::{Duration, SystemTime};
+
+use s3hpc_core::{CredentialSet, Error, ErrorCode};
+
+use crate::encode::{parse_amz_date, percent_decode};
+use crate::signer::*;
+use crate::{ChunkContext, Payload, Verified};
+
+/// Allowed difference between the request time and the server clock for header auth.
+pub const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
+/// Longest validity of a presigned URL (7 days).
+pub const MAX_PRESIGN_EXPIRES: u64 = 604_800;
+
+fn malformed(msg: impl Into<String>) -> Error {
+    Error::new(ErrorCode::AuthorizationHeaderMalformed, msg)
+}
+
+fn query_error(msg: impl Into<String>) -> Error {
+    Error::new(ErrorCode::AuthorizationQueryParametersError, msg)
+}
+
+/// The parsed `Credential=AK/date/region/s3/aws4_request`.
+struct Credential<'a> {
+    access_key: &'a str,
+    date: &'a str,
+    region: &'a str,
+}
+
+fn parse_credential(c: &str) -> Option<Credential<'_>> {
+    // The access key itself never holds '/', so split from the right: the scope has 4 parts.
+    let mut it = c.rsplitn(5, '/');
+    let (term, service, region, date, access_key) = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
+    if term != "aws4_request"
+        || service != "s3"
+        || access_key.is_empty()
+        || region.is_empty()
+        || date.len() != 8
+        || !date.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    Some(Credential { access_key, date, region })
+}
+
+fn valid_signed_headers(s: &str) -> Option<Vec<&str>> {
+    if s.is_empty() {
+        return None;
+    }
+    let v: Vec<&str> = s.split(';').collect();
+    if v.iter().any(|h| h.is_empty() || h.bytes().any(|b| b.is_ascii_uppercase() || b <= b' ')) {
+        return None;
+    }
+    Some(v)
+}
+
+fn is_hex64(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The payload mode promised by `x-amz-content-sha256`.
+fn payload_mode(v: Option<&str>, presigned: bool) -> Result<Payload, Error> {
+    let Some(v) = v else {
+        return if presigned {
+            Ok(Payload::Unsigned)
+        } else {
+            Err(Error::new(ErrorCode::InvalidRequest, "Missing required header for this request: x-amz-content-sha256"))
+        };
+    };
+    Ok(match v {
+        UNSIGNED_PAYLOAD => Payload::Unsigned,
+        STREAMING_SIGNED => Payload::Streaming { signed_chunks: true, trailer: false },
+        STREAMING_SIGNED_TRAILER => Payload::Streaming { signed_chunks: true, trailer: true },
+        STREAMING_UNSIGNED_TRAILER => Payload::Streaming { signed_chunks: false, trailer: true },
+        v if is_hex64(v) => Payload::Sha256(v.to_ascii_lowercase()),
+        v if v.starts_with("STREAMING-AWS4-ECDSA") => {
+            return Err(Error::not_implemented("SigV4a (ECDSA) streaming payloads are not supported"));
+        }
+        _ => {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, \
+                 STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER or a valid sha256 value.",
+            ));
+        }
+    })
+}
+
+fn header_str<'a>(parts: &'a http::request::Parts, name: &str) -> Result<Option<&'a str>, Error> {
+    match parts.headers.get(name) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .map(|s| Some(s.trim()))
+            .map_err(|_| Error::new(ErrorCode::InvalidArgument, format!("header {name} is not valid text"))),
+    }
+}
+
+/// Find a query parameter by exact (decoded) name; the value decoded.
+fn query_param(raw: &str, name: &str) -> Option<String> {
+    raw.split('&').find_map(|p| {
+        let (k, v) = p.split_once('=').unwrap_or((p, ""));
+        (percent_decode(k).as_ref() == name.as_bytes())
+            .then(|| String::from_utf8_lossy(&percent_decode(v)).into_owned())
+    })
+}
+
+fn signed_time(parts: &http::request::Parts) -> Result<(String, SystemTime), Error> {
+    if let Some(d) = header_str(parts, "x-amz-date")? {
+        let t = parse_amz_date(d).ok_or_else(|| {
+            Error::new(ErrorCode::AccessDenied, "AWS authentication requires a valid Date or x-amz-date header")
+        })?;
+        return Ok((d.to_string(), t));
+    }
+    if let Some(d) = header_str(parts, "date")? {
+        let t = httpdate::parse_http_date(d).map_err(|_| {
+            Error::new(ErrorCode::AccessDenied, "AWS authentication requires a valid Date or x-amz-date header")
+        })?;
+        return Ok((crate::encode::amz_date(t), t));
+    }
+    Err(Error::new(ErrorCode::AccessDenied, "AWS authentication requires a valid Date or x-amz-date header"))
+}
+
+fn abs_diff(a: SystemTime, b: SystemTime) -> Duration {
+    a.duration_since(b).or_else(|_| b.duration_since(a)).unwrap_or_default()
+}
+
+pub fn verify(parts: &http::request::Parts, creds: &CredentialSet, now: SystemTime) -> Result<Verified, Error> {
+    let auth = header_str(parts, "authorization")?;
+    let query = parts.uri.query().unwrap_or("");
+    let presigned = query.contains("X-Amz-Algorithm=") || query.contains("X-Amz-Signature=");
+    match (auth, presigned) {
+        (Some(_), true) => Err(Error::invalid_argument(
+            "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified",
+        )),
+        (Some(a), false) => verify_header(parts, a, creds, now),
+        (None, true) => verify_presigned(parts, query, creds, now),
+        (None, false) => {
+            if query.contains("Signature=") && query.contains("AWSAccessKeyId=") {
+                return Err(Error::new(
+                    ErrorCode::InvalidRequest,
+                    "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.",
+                ));
+            }
+            Err(Error::new(ErrorCode::AccessDenied, "Access Denied: anonymous requests are not allowed"))
+        }
+    }
+}
+
+fn host_of(parts: &http::request::Parts) -> Option<&str> {
+    parts.uri.authority().map(|a| a.as_str())
+}
+
+fn verify_header(
+    parts: &http::request::Parts,
+    auth: &str,
+    creds: &CredentialSet,
+    now: SystemTime,
+) -> Result<Verified, Error> {
+    let Some(rest) = auth.strip_prefix(ALGORITHM) else {
+        if auth.starts_with("AWS ") {
+            return Err(Error::new(
+                ErrorCode::InvalidRequest,
+                "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.",
+            ));
+        }
+        return Err(malformed("The authorization header is malformed; unsupported algorithm."));
+    };
+    if !rest.starts_with(' ') {
+        return Err(malformed("The authorization header is malformed; unsupported algorithm."));
+    }
+    let (mut cred, mut signed, mut sig) = (None, None, None);
+    for field in rest.split(',') {
+        let field = field.trim();
+        if field.is_empty() {
+            continue;
+        }
+        let (k, v) = field.split_once('=').ok_or_else(|| {
+            malformed(format!("The authorization header is malformed; '{field}' is not a key=value pair."))
+        })?;
+        let slot = match k.trim() {
+            "Credential" => &mut cred,
+            "SignedHeaders" => &mut signed,
+            "Signature" => &mut sig,
+            other => return Err(malformed(format!("The authorization header is malformed; unknown field '{other}'."))),
+        };
+        if slot.replace(v.trim()).is_some() {
+            return Err(malformed(format!("The authorization header is malformed; '{}' appears twice.", k.trim())));
+        }
+    }
+    let cred = cred.ok_or_else(|| malformed("The authorization header is malformed; missing Credential."))?;
+    let signed = signed.ok_or_else(|| malformed("The authorization header is malformed; missing SignedHeaders."))?;
+    let sig = sig.ok_or_else(|| malformed("The authorization header is malformed; missing Signature."))?;
+    let cred = parse_credential(cred).ok_or_else(|| {
+        malformed("The authorization header is malformed; the Credential is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".")
+    })?;
+    let signed_list = valid_signed_headers(signed)
+        .ok_or_else(|| malformed("The authorization header is malformed; invalid SignedHeaders."))?;
+    if !signed_list.contains(&"host") {
+        return Err(malformed("The authorization header is malformed; the host header must be signed."));
+    }
+    let secret = creds.secret_for(cred.access_key).ok_or_else(|| Error::code(ErrorCode::InvalidAccessKeyId))?;
+    let (amz_date, t) = signed_time(parts)?;
+    if !amz_date.starts_with(cred.date) {
+        return Err(malformed(format!(
+            "The authorization header is malformed; Invalid credential date \"{}\". This date is not the same as X-Amz-Date: \"{}\".",
+            cred.date,
+            &amz_date[..8]
+        )));
+    }
+    if abs_diff(t, now) > MAX_SKEW {
+        return Err(Error::code(ErrorCode::RequestTimeTooSkewed));
+    }
+    let content_sha = header_str(parts, "x-amz-content-sha256")?;
+    let payload = payload_mode(content_sha, false)?;
+    let key = signing_key(secret, cred.date, cred.region);
+    let scope = scope(cred.date, cred.region);
+    let creq = canonical_request_hash(&CanonicalInput {
+        method: parts.method.as_str(),
+        raw_path: parts.uri.path(),
+        raw_query: parts.uri.query(),
+        skip_param: None,
+        signed_headers: &signed_list,
+        headers: &parts.headers,
+        fallback_host: host_of(parts),
+        payload_hash: content_sha.unwrap_or(UNSIGNED_PAYLOAD),
+    })
+    .map_err(|h| Error::new(ErrorCode::AccessDenied, format!("Signed header '{h}' is missing from the request")))?;
+    let want = request_signature(&key, &amz_date, &scope, &creq);
+    if !sig_eq(&want, sig) {
+        return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
+    }
+    let chunk_ctx = match &payload {
+        Payload::Streaming { .. } => {
+            let decoded_len = match header_str(parts, "x-amz-decoded-content-length")? {
+                None => None,
+                Some(v) => Some(v.parse::<u64>().map_err(|_| {
+                    Error::invalid_argument("x-amz-decoded-content-length must be a non-negative integer")
+                })?),
+            };
+            Some(ChunkContext { key, amz_date, scope, seed: want, decoded_len })
+        }
+        _ => None,
+    };
+    Ok(Verified { access_key: cred.access_key.to_string(), payload, chunk_ctx })
+}
+
+fn verify_presigned(
+    parts: &http::request::Parts,
+    query: &str,
+    creds: &CredentialSet,
+    now: SystemTime,
+) -> Result<Verified, Error> {
+    let get = |name: &str| query_param(query, name);
+    let alg = get("X-Amz-Algorithm").ok_or_else(|| query_error("X-Amz-Algorithm is missing"))?;
+    if alg != ALGORITHM {
+        return Err(query_error("X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\""));
+    }
+    let cred_s = get("X-Amz-Credential").ok_or_else(|| query_error("X-Amz-Credential is missing"))?;
+    let date_s = get("X-Amz-Date").ok_or_else(|| query_error("X-Amz-Date is missing"))?;
+    let expires_s = get("X-Amz-Expires").ok_or_else(|| query_error("X-Amz-Expires is missing"))?;
+    let signed_s = get("X-Amz-SignedHeaders").ok_or_else(|| query_error("X-Amz-SignedHeaders is missing"))?;
+    let sig = get("X-Amz-Signature").ok_or_else(|| query_error("X-Amz-Signature is missing"))?;
+    let cred = parse_credential(&cred_s).ok_or_else(|| {
+        query_error("Error parsing the X-Amz-Credential parameter; the Credential is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".")
+    })?;
+    let t = parse_amz_date(&date_s)
+        .ok_or_else(|| query_error("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\""))?;
+    let expires: u64 = expires_s.parse().map_err(|_| query_error("X-Amz-Expires should be a number"))?;
+    if expires == 0 {
+        return Err(query_error("X-Amz-Expires must be non-negative"));
+    }
+    if expires > MAX_PRESIGN_EXPIRES {
+        return Err(query_error("X-Amz-Expires must be less than a week (in seconds) that is 604800"));
+    }
+    if !date_s.starts_with(cred.date) {
+        return Err(query_error(format!(
+            "Error parsing the X-Amz-Credential parameter; Invalid credential date \"{}\". This date is not the same as X-Amz-Date: \"{}\".",
+            cred.date,
+            &date_s[..8]
+        )));
+    }
+    let signed_list = valid_signed_headers(&signed_s).ok_or_else(|| query_error("X-Amz-SignedHeaders is invalid"))?;
+    if !signed_list.contains(&"host") {
+        return Err(query_error("X-Amz-SignedHeaders must include host"));
+    }
+    let secret = creds.secret_for(cred.access_key).ok_or_else(|| Error::code(ErrorCode::InvalidAccessKeyId))?;
+    if t > now + MAX_SKEW {
+        return Err(Error::new(ErrorCode::AccessDenied, "Request is not valid yet"));
+    }
+    if now > t + Duration::from_secs(expires) {
+        return Err(Error::new(ErrorCode::AccessDenied, "Request has expired"));
+    }
+    let content_sha = header_str(parts, "x-amz-content-sha256")?;
+    let payload = payload_mode(content_sha, true)?;
+    if matches!(payload, Payload::Streaming { .. }) {
+        return Err(Error::new(ErrorCode::InvalidRequest, "aws-chunked payloads need header authentication"));
+    }
+    let key = signing_key(secret, cred.date, cred.region);
+    let scope = scope(cred.date, cred.region);
+    let creq = canonical_request_hash(&CanonicalInput {
+        method: parts.method.as_str(),
+        raw_path: parts.uri.path(),
+        raw_query: parts.uri.query(),
+        skip_param: Some("X-Amz-Signature"),
+        signed_headers: &signed_list,
+        headers: &parts.headers,
+        fallback_host: host_of(parts),
+        payload_hash: content_sha.unwrap_or(UNSIGNED_PAYLOAD),
+    })
+    .map_err(|h| Error::new(ErrorCode::AccessDenied, format!("Signed header '{h}' is missing from the request")))?;
+    let want = request_signature(&key, &date_s, &scope, &creq);
+    if !sig_eq(&want, &sig) {
+        return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
+    }
+    Ok(Verified { access_key: cred.access_key.to_string(), payload, chunk_ctx: None })
+}
