@@ -1,8 +1,7 @@
-//! `s3hpc bench` (owned by the benchmark work).
+//! `s3hpc bench`: the command line and the workloads live in the `s3hpc-bench` crate.
 
-#[derive(clap::Args)]
-pub struct BenchArgs {}
+pub use s3hpc_bench::cli::BenchArgs;
 
-pub fn run(_args: BenchArgs) -> anyhow::Result<()> {
-    anyhow::bail!("the benchmark is not built yet")
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    s3hpc_bench::cli::run(args)
 }

@@ -1,8 +1,288 @@
-//! `s3hpc serve` (owned by the gateway work).
+//! `s3hpc serve`: the S3 HTTP gateway over a directory (or the memory / noop backends).
 
-#[derive(clap::Args)]
-pub struct ServeArgs {}
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
-pub fn run(_args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("the gateway is not built yet")
+use anyhow::{Context, bail};
+use s3hpc_core::{CredentialSet, Credentials, DynStore, EtagMode};
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Directory holding the buckets (posix backend); also where generated credentials are kept.
+    #[arg(default_value = "./data")]
+    pub root: PathBuf,
+    /// Address to listen on; port 0 picks a free port (the bound address is printed).
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    pub listen: String,
+    /// Storage backend.
+    #[arg(long, default_value = "posix", value_parser = ["posix", "memory", "noop"])]
+    pub backend: String,
+    /// posix backend durability: strict (fsync file and directory), relaxed (fdatasync), none.
+    #[arg(long, default_value = "relaxed")]
+    pub durability: String,
+    /// ETag of single PUTs: md5 (as AWS) or fast (XXH3, opaque to clients).
+    #[arg(long, default_value = "md5")]
+    pub etag: String,
+    /// Access key of a user (with --secret-key).
+    #[arg(long, env = "S3HPC_ACCESS_KEY")]
+    pub access_key: Option<String>,
+    /// Secret key of that user.
+    #[arg(long, env = "S3HPC_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+    /// TOML file with users: `[[users]]` tables with `access_key` and `secret_key`.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Base domain for virtual-host-style requests (BUCKET.DOMAIN); path style always works.
+    #[arg(long)]
+    pub domain: Option<String>,
+    /// Region reported to clients.
+    #[arg(long, default_value = "us-east-1")]
+    pub region: String,
+    /// Log one line per request (tracing target s3hpc::access).
+    #[arg(long)]
+    pub access_log: bool,
+    /// Async worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Large uploads streamed at once (more wait; bounds memory under many concurrent PUTs).
+    #[arg(long, default_value_t = 64)]
+    pub max_uploads: usize,
+    /// Object size the noop backend serves on GET.
+    #[arg(long, default_value_t = 0)]
+    pub noop_object_size: usize,
+    /// Also serve the node-local binary protocol here (repeatable): `unix:///run/s3hpc.sock` or
+    /// `tcp://127.0.0.1:PORT` (port 0 picks one; the bound URL is printed). See docs/PROTOCOL.md.
+    #[arg(long = "binary", value_name = "URL")]
+    pub binary: Vec<String>,
+    /// On binary-protocol Unix sockets, peers running as this uid (kernel peer credentials) may
+    /// authenticate with their access key alone, without proving the secret (repeatable).
+    #[arg(long = "binary-trusted-uid", value_name = "UID")]
+    pub binary_trusted_uid: Vec<u32>,
+    /// Serve only the binary protocol (with --binary), no HTTP.
+    #[arg(long, requires = "binary")]
+    pub no_http: bool,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, Default)]
+struct UsersFile {
+    #[serde(default)]
+    users: Vec<User>,
+}
+
+#[derive(serde::Deserialize, serde::Serialize)]
+struct User {
+    access_key: String,
+    secret_key: String,
+}
+
+fn read_users(path: &Path) -> anyhow::Result<Vec<Credentials>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let f: UsersFile = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(f.users.into_iter().map(|u| Credentials::new(u.access_key, u.secret_key)).collect())
+}
+
+/// Store a generated key create-only: the file is written under a unique temp name and linked
+/// into place, so gateways starting together on one root agree on one key. Returns false when
+/// another process stored its key first (the caller then reads that one).
+fn write_credentials(path: &Path, c: &Credentials) -> anyhow::Result<bool> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let dir = path.parent().expect("credentials path has a parent");
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let text = toml::to_string(&UsersFile {
+        users: vec![User { access_key: c.access_key.clone(), secret_key: c.secret_key.clone() }],
+    })?;
+    let tmp = dir.join(format!(".credentials.{}.{}.tmp", std::process::id(), Credentials::generate().access_key));
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+    let written = f
+        .write_all(format!("# s3hpc credentials (generated); keep this file private\n{text}").as_bytes())
+        .and_then(|_| f.sync_all())
+        .and_then(|_| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match written {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Users from flags/env and the config file; without any, the stored (or a newly generated)
+/// root key under `<root>/.s3hpc/credentials.toml`. Returns the set and, when a key was just
+/// generated, that key (to print).
+fn credentials(args: &ServeArgs) -> anyhow::Result<(CredentialSet, Option<Credentials>, Vec<String>)> {
+    let mut set = CredentialSet::default();
+    let mut keys = Vec::new();
+    let nonempty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+    match (nonempty(&args.access_key), nonempty(&args.secret_key)) {
+        (Some(a), Some(s)) => {
+            keys.push(a.clone());
+            set.insert(Credentials::new(a, s));
+        }
+        (None, None) => {}
+        _ => bail!("--access-key and --secret-key (S3HPC_ACCESS_KEY / S3HPC_SECRET_KEY) go together"),
+    }
+    if let Some(cfg) = &args.config {
+        for c in read_users(cfg)? {
+            keys.push(c.access_key.clone());
+            set.insert(c);
+        }
+    }
+    if !set.is_empty() {
+        return Ok((set, None, keys));
+    }
+    let path = args.root.join(".s3hpc").join("credentials.toml");
+    if !path.exists() {
+        let c = Credentials::generate();
+        let stored =
+            write_credentials(&path, &c).with_context(|| format!("storing credentials in {}", path.display()))?;
+        if stored {
+            keys.push(c.access_key.clone());
+            set.insert(c.clone());
+            return Ok((set, Some(c), keys));
+        }
+    }
+    {
+        for c in read_users(&path)? {
+            keys.push(c.access_key.clone());
+            set.insert(c);
+        }
+        if set.is_empty() {
+            bail!("{} lists no users", path.display());
+        }
+        Ok((set, None, keys))
+    }
+}
+
+fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
+    Ok(match args.backend.as_str() {
+        "memory" => Arc::new(s3hpc_core::memory::MemoryStore::new()),
+        "noop" => Arc::new(s3hpc_core::noop::NoopStore::new(args.noop_object_size)),
+        _ => {
+            let durability = s3hpc_posix::Durability::parse(&args.durability)
+                .with_context(|| format!("--durability {}: expected strict, relaxed or none", args.durability))?;
+            let etag_mode =
+                EtagMode::parse(&args.etag).with_context(|| format!("--etag {}: expected md5 or fast", args.etag))?;
+            let opts = s3hpc_posix::PosixOptions { durability, etag_mode, ..Default::default() };
+            Arc::new(
+                s3hpc_posix::PosixStore::open(&args.root, opts)
+                    .map_err(|e| anyhow::anyhow!("opening {}: {e}", args.root.display()))?,
+            )
+        }
+    })
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if args.access_log { "warn,s3hpc::access=info" } else { "warn" })
+    });
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all().thread_name("s3hpc-serve");
+    if let Some(n) = args.threads {
+        rt.worker_threads(n.max(1));
+    }
+    let rt = rt.build()?;
+    rt.block_on(serve(args))
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.root).with_context(|| format!("creating {}", args.root.display()))?;
+    let (creds, generated, keys) = credentials(&args)?;
+    let store = open_store(&args)?;
+    let creds = Arc::new(creds);
+    let listener = if args.no_http {
+        None
+    } else {
+        Some(
+            tokio::net::TcpListener::bind(&args.listen)
+                .await
+                .with_context(|| format!("listening on {}", args.listen))?,
+        )
+    };
+    let mut wire = Vec::new();
+    for url in &args.binary {
+        let opts = s3hpc_wire::ServerOptions {
+            trusted_uids: (!args.binary_trusted_uid.is_empty()).then(|| args.binary_trusted_uid.clone()),
+            ..Default::default()
+        };
+        let server = s3hpc_wire::bind(url, store.clone(), creds.clone(), opts)
+            .await
+            .with_context(|| format!("binary protocol on {url}"))?;
+        wire.push(server);
+    }
+    let shown = listener.as_ref().map(|l| l.local_addr()).transpose()?.map(|a: SocketAddr| format!("http://{a}"));
+    let endpoint = shown.clone().unwrap_or_else(|| wire[0].url().to_string());
+    let mut out = std::io::stdout().lock();
+    if let Some(http) = &shown {
+        writeln!(out, "s3hpc: listening on {http} (backend {}, root {})", args.backend, args.root.display())?;
+    }
+    for w in &wire {
+        writeln!(
+            out,
+            "s3hpc: binary protocol on {} (backend {}, root {})",
+            w.url(),
+            args.backend,
+            args.root.display()
+        )?;
+    }
+    match &generated {
+        Some(c) => {
+            writeln!(out, "s3hpc: generated credentials (stored in {}/.s3hpc/credentials.toml):", args.root.display())?;
+            writeln!(out, "  access key: {}", c.access_key)?;
+            writeln!(out, "  secret key: {}", c.secret_key)?;
+            if shown.is_some() {
+                writeln!(
+                    out,
+                    "  try: AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY='{}' aws --endpoint-url {endpoint} s3 ls",
+                    c.access_key, c.secret_key
+                )?;
+            }
+        }
+        None => writeln!(out, "s3hpc: {} user(s): {}", keys.len(), keys.join(", "))?,
+    }
+    out.flush()?;
+    drop(out);
+
+    // One signal stops every front end.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for w in wire {
+        let stop = stopped(stop_rx.clone());
+        tasks.spawn(async move { w.run(stop).await.context("binary protocol server") });
+    }
+    if let Some(listener) = listener {
+        let mut cfg = s3hpc_http::Config::new(store, (*creds).clone());
+        cfg.region = args.region.clone();
+        cfg.domain = args.domain.clone();
+        cfg.access_log = args.access_log;
+        cfg.max_concurrent_uploads = args.max_uploads;
+        cfg.shutdown_grace = Duration::from_secs(20);
+        let stop = stopped(stop_rx.clone());
+        tasks.spawn(async move { s3hpc_http::serve(listener, cfg, stop).await.context("HTTP server") });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    println!("s3hpc: stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
 }

@@ -1,0 +1,470 @@
+//! The `s3hpc bench` command line (clap), shared with the `s3hpc` binary.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::runner::RunOpts;
+use crate::stats::BenchRun;
+use crate::target::TargetOpts;
+use crate::workloads::*;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub cmd: BenchCmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCmd {
+    /// PUT, GET and HEAD throughput and ops/s across object sizes.
+    Sweep {
+        #[command(flatten)]
+        common: Common,
+        /// Object sizes, comma separated (B, KiB, MiB, GiB; K/M/G are binary too).
+        #[arg(long, default_value = "1KiB,4KiB,64KiB,1MiB,16MiB,128MiB", value_parser = parse_sizes)]
+        sizes: SizeList,
+        /// Objects per size (default: 256 MiB / size, between 2 and 1000).
+        #[arg(long)]
+        count: Option<u64>,
+        /// Time per size and operation instead of a count (e.g. 5s, 500ms).
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+        /// Skip the HEAD phase.
+        #[arg(long)]
+        no_head: bool,
+    },
+    /// MinIO-like autotune: rounds of PUT then GET, concurrency x1.5 until GET gains < 2.5%.
+    Speedtest {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long, default_value = "16MiB", value_parser = parse_size)]
+        size: u64,
+        /// Length of the PUT and of the GET part of each round.
+        #[arg(long, default_value = "2s", value_parser = parse_duration)]
+        round: Duration,
+        /// Concurrency of the first round (then x1.5 per round).
+        #[arg(long, default_value_t = 1)]
+        start_concurrency: usize,
+        #[arg(long, default_value_t = 10)]
+        max_rounds: usize,
+    },
+    /// OSSperf steps: create bucket, upload, list, download, delete objects, delete bucket.
+    Crud {
+        #[command(flatten)]
+        common: Common,
+        /// Number of objects (OSSperf -n).
+        #[arg(long, short = 'n', default_value_t = 20)]
+        count: u64,
+        /// Object size (OSSperf -s).
+        #[arg(long, short = 's', default_value = "64KiB", value_parser = parse_size)]
+        size: u64,
+        /// Upload, download and delete with --concurrency tasks (OSSperf -p).
+        #[arg(long, short = 'p')]
+        parallel: bool,
+        /// Print OSSperf's 13-column result line.
+        #[arg(long)]
+        ossperf: bool,
+    },
+    /// IO500 phases mapped to S3 (IOR easy/hard, mdtest easy/hard, find) and the IO500 score.
+    Io500 {
+        #[command(flatten)]
+        common: Common,
+        /// Write phases stop after this long (IO500's rule: 300s).
+        #[arg(long, default_value = "3s", value_parser = parse_duration)]
+        stonewall: Duration,
+        /// IOR easy: `fragment` (every 2 MiB transfer one object) or `whole` (objects of --ior-easy-block).
+        #[arg(long, default_value = "fragment")]
+        ior_easy_mode: String,
+        #[arg(long, default_value = "2MiB", value_parser = parse_size)]
+        ior_easy_xfer: u64,
+        #[arg(long, default_value = "32MiB", value_parser = parse_size)]
+        ior_easy_block: u64,
+        #[arg(long, default_value_t = 47008)]
+        ior_hard_xfer: u64,
+        #[arg(long, default_value_t = 3901)]
+        mdtest_hard_size: u64,
+        /// Cap on the bytes of each IOR write phase.
+        #[arg(long, default_value = "2GiB", value_parser = parse_size)]
+        max_bytes: u64,
+        /// Cap on the objects of each mdtest write phase.
+        #[arg(long, default_value_t = 200_000)]
+        max_files: u64,
+    },
+    /// md-workbench: precreate, then per iteration create one object, read+stat+delete an older one.
+    Mdworkbench {
+        #[command(flatten)]
+        common: Common,
+        /// Objects each task creates first.
+        #[arg(long, default_value_t = 50)]
+        precreate: u64,
+        #[arg(long, default_value_t = 3901)]
+        size: u64,
+        /// Benchmark iterations per task.
+        #[arg(long, default_value_t = 200)]
+        iterations: u64,
+        /// Run the benchmark phase for this long instead.
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+    },
+    /// HEAD (or GET of tiny objects) request rate at rising concurrency 1, 2, 4, ...
+    Rate {
+        #[command(flatten)]
+        common: Common,
+        /// GET tiny objects instead of HEAD.
+        #[arg(long)]
+        get: bool,
+        #[arg(long, default_value = "1", value_parser = parse_size)]
+        size: u64,
+        #[arg(long, default_value_t = 64)]
+        max_concurrency: usize,
+        /// Time per concurrency step.
+        #[arg(long, default_value = "1s", value_parser = parse_duration)]
+        step: Duration,
+    },
+    /// GET/PUT/HEAD/DELETE/LIST mix by percentages for a duration.
+    Mixed {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long, default_value = "get=45,put=15,head=20,delete=10,list=10")]
+        mix: String,
+        #[arg(long, default_value_t = 100)]
+        objects: u64,
+        #[arg(long, default_value = "16KiB", value_parser = parse_size)]
+        size: u64,
+        #[arg(long, default_value = "3s", value_parser = parse_duration)]
+        duration: Duration,
+    },
+    /// Differences between two `--json` results.
+    Compare { a: PathBuf, b: PathBuf },
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// Target: http(s)://HOST:PORT, file://ROOT (embedded), posix://DIR (raw POSIX baseline),
+    /// unix://SOCKET or tcp://HOST:PORT (binary protocol), memory://, noop://[SIZE]. Repeat to compare.
+    #[arg(long = "target", short = 't', required = true)]
+    pub targets: Vec<String>,
+    /// Bucket to use (default: a fresh `s3hpc-bench-<id>`, deleted afterwards).
+    #[arg(long)]
+    pub bucket: Option<String>,
+    /// Concurrent requests (tasks) per rank.
+    #[arg(long, short = 'c', default_value_t = 4)]
+    pub concurrency: usize,
+    /// Timeout of every single request.
+    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Count errors and continue instead of stopping at the first.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Verify the content of everything read back (deterministic per-object pattern).
+    #[arg(long)]
+    pub verify: bool,
+    /// Keep the objects and bucket the run created.
+    #[arg(long)]
+    pub keep: bool,
+    /// Write every figure as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write every figure as CSV.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Write SVG plots and index.html into this directory.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    #[arg(long, env = "AWS_ACCESS_KEY_ID", hide_env_values = true)]
+    pub access_key: Option<String>,
+    #[arg(long, env = "AWS_SECRET_ACCESS_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+    /// Profile of ~/.aws/credentials to take keys from when none are given.
+    #[arg(long, env = "AWS_PROFILE")]
+    pub profile: Option<String>,
+    #[arg(long, env = "AWS_REGION", default_value = "us-east-1")]
+    pub region: String,
+    /// Virtual-hosted-style addressing (bucket.host) instead of path style.
+    #[arg(long)]
+    pub virtual_host: bool,
+    /// Durability of file:// targets: strict, relaxed or none (default: the backend's).
+    #[arg(long)]
+    pub durability: Option<String>,
+}
+
+pub type SizeList = Vec<u64>;
+
+/// `4096`, `4KiB`, `4K`, `1.5MiB`, `2G` (all binary multiples).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let i = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(i);
+    let v: f64 = num.parse().map_err(|_| format!("bad size {s:?}"))?;
+    let m = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1u64,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        u => return Err(format!("bad size unit {u:?} in {s:?}")),
+    };
+    Ok((v * m as f64).round() as u64)
+}
+
+fn parse_sizes(s: &str) -> Result<SizeList, String> {
+    let v: Result<Vec<u64>, String> = s.split(',').filter(|p| !p.trim().is_empty()).map(parse_size).collect();
+    let v = v?;
+    if v.is_empty() {
+        return Err("no sizes given".into());
+    }
+    Ok(v)
+}
+
+/// `5`, `5s`, `500ms`, `2m`, `1.5s`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, mul) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("bad duration {s:?}"))?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(format!("bad duration {s:?}"));
+    }
+    Ok(Duration::from_secs_f64(v * mul))
+}
+
+impl Common {
+    pub fn run_opts(&self) -> RunOpts {
+        RunOpts {
+            concurrency: self.concurrency.max(1),
+            timeout: self.timeout,
+            keep_going: self.keep_going,
+            verify: self.verify,
+            keep: self.keep,
+            progress: !self.quiet,
+        }
+    }
+
+    /// Keys from the flags/environment, else from the `~/.aws/credentials` profile.
+    pub fn target_opts(&self) -> TargetOpts {
+        let credentials = match (&self.access_key, &self.secret_key) {
+            (Some(a), Some(s)) => Some(s3hpc_core::Credentials::new(a, s)),
+            _ => {
+                let profile = self.profile.clone().unwrap_or_else(|| "default".into());
+                std::env::var_os("HOME")
+                    .map(|h| PathBuf::from(h).join(".aws/credentials"))
+                    .and_then(|p| std::fs::read_to_string(p).ok())
+                    .and_then(|t| crate::target::profile_credentials(&t, &profile))
+            }
+        };
+        TargetOpts {
+            credentials,
+            region: self.region.clone(),
+            virtual_host: self.virtual_host,
+            durability: self.durability.clone(),
+        }
+    }
+}
+
+fn workload_of(cmd: &BenchCmd) -> anyhow::Result<(Common, Workload)> {
+    Ok(match cmd {
+        BenchCmd::Sweep { common, sizes, count, duration, no_head } => (
+            common.clone(),
+            Workload::Sweep(SweepOpts { sizes: sizes.clone(), count: *count, duration: *duration, head: !no_head }),
+        ),
+        BenchCmd::Speedtest { common, size, round, start_concurrency, max_rounds } => (
+            common.clone(),
+            Workload::Speedtest(SpeedtestOpts {
+                size: *size,
+                round: *round,
+                start_concurrency: *start_concurrency,
+                max_rounds: *max_rounds,
+                ..Default::default()
+            }),
+        ),
+        BenchCmd::Crud { common, count, size, parallel, .. } => {
+            (common.clone(), Workload::Crud(CrudOpts { count: *count, size: *size, parallel: *parallel }))
+        }
+        BenchCmd::Io500 {
+            common,
+            stonewall,
+            ior_easy_mode,
+            ior_easy_xfer,
+            ior_easy_block,
+            ior_hard_xfer,
+            mdtest_hard_size,
+            max_bytes,
+            max_files,
+        } => {
+            let mode = match ior_easy_mode.as_str() {
+                "fragment" => IorEasyMode::Fragment,
+                "whole" => IorEasyMode::Whole,
+                m => anyhow::bail!("--ior-easy-mode {m:?}: expected fragment or whole"),
+            };
+            if *ior_easy_xfer == 0 || *ior_hard_xfer == 0 || *ior_easy_block == 0 {
+                anyhow::bail!("transfer and block sizes must be positive");
+            }
+            (
+                common.clone(),
+                Workload::Io500(Io500Opts {
+                    stonewall: *stonewall,
+                    ior_easy_xfer: *ior_easy_xfer,
+                    ior_easy_mode: mode,
+                    ior_easy_block: *ior_easy_block,
+                    ior_hard_xfer: *ior_hard_xfer,
+                    mdtest_hard_size: *mdtest_hard_size,
+                    max_bytes: *max_bytes,
+                    max_files: *max_files,
+                }),
+            )
+        }
+        BenchCmd::Mdworkbench { common, precreate, size, iterations, duration } => (
+            common.clone(),
+            Workload::MdWorkbench(MdWorkbenchOpts {
+                precreate: *precreate,
+                size: *size,
+                iterations: *iterations,
+                duration: *duration,
+            }),
+        ),
+        BenchCmd::Rate { common, get, size, max_concurrency, step } => (
+            common.clone(),
+            Workload::Rate(RateOpts { get: *get, size: *size, max_concurrency: *max_concurrency, step: *step }),
+        ),
+        BenchCmd::Mixed { common, mix, objects, size, duration } => (
+            common.clone(),
+            Workload::Mixed(MixedOpts { mix: parse_mix(mix)?, objects: *objects, size: *size, duration: *duration }),
+        ),
+        BenchCmd::Compare { .. } => unreachable!("handled by run"),
+    })
+}
+
+/// Run every target of `common` one after another with the same workload.
+pub async fn run_targets(common: &Common, wl: &Workload, command: &str) -> BenchRun {
+    let started_unix =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let topts = common.target_opts();
+    let mut results = Vec::new();
+    for t in &common.targets {
+        let r = match crate::target::open(t, &topts).await {
+            Ok(store) => run_target(store, t, common.run_opts(), common.bucket.as_deref(), wl).await,
+            Err(e) => crate::stats::TargetResult {
+                target: t.clone(),
+                workload: wl.name().to_string(),
+                phases: Vec::new(),
+                summary: Default::default(),
+                errors: 1,
+                error_samples: vec![e.to_string()],
+                aborted: Some(e.to_string()),
+            },
+        };
+        if let Some(a) = &r.aborted {
+            eprintln!("s3hpc bench: {a}");
+        }
+        results.push(r);
+    }
+    BenchRun {
+        tool: "s3hpc bench".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        started_unix,
+        command: command.to_string(),
+        workload: wl.name().to_string(),
+        results,
+    }
+}
+
+/// Write the outputs a run asked for.
+pub fn write_outputs(common: &Common, run: &BenchRun) -> anyhow::Result<()> {
+    if let Some(p) = &common.json {
+        std::fs::write(p, crate::output::to_json(run))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+    }
+    if let Some(p) = &common.csv {
+        std::fs::write(p, crate::output::to_csv(run))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+    }
+    if let Some(d) = &common.report {
+        crate::report::write_report(run, d).map_err(|e| anyhow::anyhow!("report {}: {e}", d.display()))?;
+    }
+    Ok(())
+}
+
+fn date_time(unix: u64) -> (String, String) {
+    // Civil date from days since the epoch (UTC), Howard Hinnant's algorithm.
+    let days = (unix / 86400) as i64;
+    let secs = unix % 86400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    (format!("{y:04}-{m:02}-{d:02}"), format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60))
+}
+
+/// Entry point of `s3hpc bench`.
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if let BenchCmd::Compare { a, b } = &args.cmd {
+        let read = |p: &PathBuf| -> anyhow::Result<BenchRun> {
+            let t = std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
+            crate::output::from_json(&t)
+                .map_err(|e| anyhow::anyhow!("{}: not an s3hpc bench JSON result: {e}", p.display()))
+        };
+        print!("{}", crate::output::compare(&read(a)?, &read(b)?));
+        return Ok(());
+    }
+    let (common, wl) = workload_of(&args.cmd)?;
+    let command: Vec<String> = std::env::args().collect();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let run = rt.block_on(run_targets(&common, &wl, &command.join(" ")));
+    rt.shutdown_timeout(Duration::from_secs(1));
+    print!("{}", crate::output::table(&run));
+    if let BenchCmd::Crud { ossperf: true, .. } = &args.cmd {
+        let (d, t) = date_time(run.started_unix);
+        println!("\n{OSSPERF_HEADER}");
+        for r in &run.results {
+            match ossperf_line(&r.summary, &d, &t) {
+                Some(l) => println!("{l}"),
+                None => println!("# {}: incomplete run, no OSSperf line", r.target),
+            }
+        }
+    }
+    write_outputs(&common, &run)?;
+    let aborted: Vec<&str> = run.results.iter().filter_map(|r| r.aborted.as_deref()).collect();
+    if !aborted.is_empty() {
+        anyhow::bail!("{} of {} targets did not complete: {}", aborted.len(), run.results.len(), aborted.join("; "));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("4KiB").unwrap(), 4096);
+        assert_eq!(parse_size("1.5M").unwrap(), 3 << 19);
+        assert!(parse_size("4XB").is_err());
+        assert_eq!(parse_sizes("1KiB, 2KiB").unwrap(), vec![1024, 2048]);
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+        assert!(parse_duration("x").is_err());
+        assert_eq!(date_time(0), ("1970-01-01".to_string(), "00:00:00".to_string()));
+        assert_eq!(date_time(1_763_769_600 + 3661).0, "2025-11-22");
+    }
+}

@@ -1,0 +1,157 @@
+//! Target specifications (`--target`) and how each is opened as a [`DynStore`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use s3hpc_core::{Credentials, DynStore};
+
+/// Credentials and connection options for network targets.
+#[derive(Debug, Clone, Default)]
+pub struct TargetOpts {
+    pub credentials: Option<Credentials>,
+    pub region: String,
+    pub virtual_host: bool,
+    /// Durability of the embedded posix backend (`strict`, `relaxed`, `none`); its default if unset.
+    pub durability: Option<String>,
+}
+
+/// The kinds of target a spec can name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetSpec {
+    /// In-process memory backend (tests of the benchmark itself).
+    Memory,
+    /// In-process noop backend: GETs return `n` zero bytes, PUTs are discarded.
+    Noop(usize),
+    /// Raw POSIX baseline ([`crate::rawfs::RawFsStore`]).
+    RawPosix(PathBuf),
+    /// The embedded s3hpc posix backend.
+    File(PathBuf),
+    /// An S3 endpoint over HTTP(S).
+    Http(String),
+    /// The node-local binary protocol over a unix socket or TCP.
+    Wire(String),
+}
+
+impl TargetSpec {
+    pub fn parse(s: &str) -> anyhow::Result<TargetSpec> {
+        let (scheme, rest) = s
+            .split_once("://")
+            .ok_or_else(|| anyhow::anyhow!("target {s:?}: expected SCHEME://..., e.g. http://127.0.0.1:9000, file:///data, posix:///scratch, memory://"))?;
+        let path = |what: &str| -> anyhow::Result<PathBuf> {
+            if rest.is_empty() {
+                anyhow::bail!("target {s:?}: {what}:// needs a directory");
+            }
+            Ok(PathBuf::from(rest))
+        };
+        Ok(match scheme {
+            "memory" | "mem" => TargetSpec::Memory,
+            "noop" => TargetSpec::Noop(if rest.is_empty() {
+                4096
+            } else {
+                crate::cli::parse_size(rest).map_err(|e| anyhow::anyhow!("target {s:?}: {e}"))? as usize
+            }),
+            "posix" => TargetSpec::RawPosix(path("posix")?),
+            "file" => TargetSpec::File(path("file")?),
+            "http" | "https" => TargetSpec::Http(s.to_string()),
+            "unix" | "tcp" => TargetSpec::Wire(s.to_string()),
+            other => anyhow::bail!(
+                "target {s:?}: unknown scheme {other:?} (memory, noop, posix, file, http, https, unix, tcp)"
+            ),
+        })
+    }
+}
+
+/// Open a target.
+pub async fn open(spec: &str, opts: &TargetOpts) -> anyhow::Result<DynStore> {
+    let creds = || {
+        opts.credentials.clone().ok_or_else(|| {
+            anyhow::anyhow!(
+                "target {spec}: no credentials: give --access-key/--secret-key, set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or use --profile with ~/.aws/credentials"
+            )
+        })
+    };
+    Ok(match TargetSpec::parse(spec)? {
+        TargetSpec::Memory => Arc::new(s3hpc_core::memory::MemoryStore::new()),
+        TargetSpec::Noop(n) => Arc::new(s3hpc_core::noop::NoopStore::new(n)),
+        TargetSpec::RawPosix(dir) => {
+            Arc::new(crate::rawfs::RawFsStore::open(&dir).map_err(|e| anyhow::anyhow!("target {spec}: {e}"))?)
+        }
+        TargetSpec::File(root) => {
+            let mut po = s3hpc_posix::PosixOptions::default();
+            if let Some(d) = &opts.durability {
+                po.durability = s3hpc_posix::Durability::parse(d)
+                    .ok_or_else(|| anyhow::anyhow!("--durability {d:?}: expected strict, relaxed or none"))?;
+            }
+            std::fs::create_dir_all(&root)
+                .map_err(|e| anyhow::anyhow!("target {spec}: cannot create {}: {e}", root.display()))?;
+            Arc::new(s3hpc_posix::PosixStore::open(&root, po).map_err(|e| anyhow::anyhow!("target {spec}: {e}"))?)
+        }
+        TargetSpec::Http(endpoint) => {
+            let cfg = s3hpc_client::ClientConfig {
+                endpoint,
+                credentials: creds()?,
+                region: if opts.region.is_empty() { "us-east-1".into() } else { opts.region.clone() },
+                virtual_host: opts.virtual_host,
+            };
+            Arc::new(s3hpc_client::S3Client::new(cfg).map_err(|e| anyhow::anyhow!("target {spec}: {e}"))?)
+        }
+        TargetSpec::Wire(url) => {
+            let c = s3hpc_wire::client::WireClient::connect(&url, creds()?)
+                .await
+                .map_err(|e| anyhow::anyhow!("target {spec}: connect failed: {e}"))?;
+            Arc::new(c)
+        }
+    })
+}
+
+/// Read `aws_access_key_id` / `aws_secret_access_key` of `profile` from an AWS credentials file.
+pub fn profile_credentials(text: &str, profile: &str) -> Option<Credentials> {
+    let mut cur = String::new();
+    let (mut ak, mut sk) = (None, None);
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            cur = name.trim().trim_start_matches("profile ").trim().to_string();
+            continue;
+        }
+        if cur != profile {
+            continue;
+        }
+        if let Some((k, v)) = line.split_once('=') {
+            match k.trim() {
+                "aws_access_key_id" => ak = Some(v.trim().to_string()),
+                "aws_secret_access_key" => sk = Some(v.trim().to_string()),
+                _ => {}
+            }
+        }
+    }
+    Some(Credentials::new(ak?, sk?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_specs() {
+        assert_eq!(TargetSpec::parse("memory://").unwrap(), TargetSpec::Memory);
+        assert_eq!(TargetSpec::parse("noop://1KiB").unwrap(), TargetSpec::Noop(1024));
+        assert_eq!(TargetSpec::parse("posix:///tmp/x").unwrap(), TargetSpec::RawPosix("/tmp/x".into()));
+        assert_eq!(TargetSpec::parse("file://data").unwrap(), TargetSpec::File("data".into()));
+        assert!(matches!(TargetSpec::parse("http://127.0.0.1:9000").unwrap(), TargetSpec::Http(_)));
+        assert!(TargetSpec::parse("ftp://x").is_err());
+        assert!(TargetSpec::parse("nothing").is_err());
+        assert!(TargetSpec::parse("posix://").is_err());
+    }
+
+    #[test]
+    fn credentials_file() {
+        let text = "[default]\naws_access_key_id = A1\naws_secret_access_key=S1\n\n[profile other]\naws_access_key_id=A2\naws_secret_access_key=S2\n";
+        assert_eq!(profile_credentials(text, "default").unwrap(), Credentials::new("A1", "S1"));
+        assert_eq!(profile_credentials(text, "other").unwrap(), Credentials::new("A2", "S2"));
+        assert!(profile_credentials(text, "none").is_none());
+    }
+}

@@ -1,0 +1,1100 @@
+//! The workloads. Each runs against one [`Ctx`] (one target) and appends its phases and
+//! summary figures to a [`WorkOut`]; on an error without `--keep-going` it returns early and
+//! what was measured so far is kept.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::runner::{Ctx, Iter, Limit, op_fn};
+use crate::stats::{OpStats, Phase};
+
+pub const KIB: u64 = 1024;
+pub const MIB: u64 = 1024 * 1024;
+pub const GIB: u64 = 1024 * 1024 * 1024;
+
+/// What a workload measured.
+#[derive(Default, Debug)]
+pub struct WorkOut {
+    pub phases: Vec<Phase>,
+    pub summary: BTreeMap<String, f64>,
+}
+
+impl WorkOut {
+    fn push_all(&mut self, p: Vec<Phase>) {
+        self.phases.extend(p);
+    }
+}
+
+/// Geometric mean; 0 when any value is 0 or the list is empty.
+pub fn geo_mean(v: &[f64]) -> f64 {
+    if v.is_empty() || v.iter().any(|x| *x <= 0.0) {
+        return 0.0;
+    }
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+}
+
+/// A single-task phase measured as a whole (no per-operation latencies).
+fn one_phase(name: &str, op: &str, size: u64, ops: u64, bytes: u64, errors: u64, secs: f64) -> Phase {
+    let s = OpStats { ops, bytes, errors, ..Default::default() };
+    let mut p = Phase::from_stats(name, op, size, 1, &s, secs);
+    p.latency = None;
+    p
+}
+
+// ------------------------------------------------------------------------------------------
+// sweep
+
+/// Upper bound of the bytes a duration-limited write phase may store (a PUT phase then ends at
+/// the duration or at this many bytes, whichever comes first).
+pub const MAX_STORED: u64 = 2 * GIB;
+
+#[derive(Debug, Clone)]
+pub struct SweepOpts {
+    pub sizes: Vec<u64>,
+    /// Objects per size (default: 256 MiB / size, between 2 and 1000).
+    pub count: Option<u64>,
+    /// Time per size and operation instead of a count.
+    pub duration: Option<Duration>,
+    pub head: bool,
+}
+
+impl Default for SweepOpts {
+    fn default() -> Self {
+        SweepOpts {
+            sizes: vec![KIB, 4 * KIB, 64 * KIB, MIB, 16 * MIB, 128 * MIB],
+            count: None,
+            duration: None,
+            head: true,
+        }
+    }
+}
+
+pub async fn sweep(ctx: &Ctx, o: &SweepOpts, out: &mut WorkOut) -> anyhow::Result<()> {
+    let conc = ctx.opts.concurrency;
+    for &size in &o.sizes {
+        let default_count = (256 * MIB / size.max(1)).clamp(2, 1000);
+        let mut limit = Limit::of(o.count, o.duration, default_count);
+        if limit.count.is_none() {
+            // Duration mode: still bound what one size may store (memory targets).
+            limit.count = Some((MAX_STORED / size.max(1)).max(2));
+        }
+        let c = ctx.clone();
+        let put = ctx
+            .run_phase(
+                "put",
+                size,
+                conc,
+                limit.clone(),
+                op_fn(move |it: Iter| {
+                    let c = c.clone();
+                    async move { vec![c.put("put", c.key(&format!("sweep/{size}/{}", it.g)), size).await] }
+                }),
+            )
+            .await?;
+        let n = put.total_iters().max(1);
+        out.push_all(put.phases);
+        let c = ctx.clone();
+        let get = ctx
+            .run_phase(
+                "get",
+                size,
+                conc,
+                limit.clone(),
+                op_fn(move |it: Iter| {
+                    let c = c.clone();
+                    async move { vec![c.get("get", c.key(&format!("sweep/{size}/{}", it.g % n)), size).await] }
+                }),
+            )
+            .await?;
+        out.push_all(get.phases);
+        if o.head {
+            let c = ctx.clone();
+            let head = ctx
+                .run_phase(
+                    "head",
+                    size,
+                    conc,
+                    limit.clone(),
+                    op_fn(move |it: Iter| {
+                        let c = c.clone();
+                        async move {
+                            vec![c.head("head", c.key(&format!("sweep/{size}/{}", it.g % n)), Some(size)).await]
+                        }
+                    }),
+                )
+                .await?;
+            out.push_all(head.phases);
+        }
+        let c = ctx.clone();
+        let del = ctx
+            .run_phase(
+                "delete",
+                size,
+                conc,
+                Limit::count(n),
+                op_fn(move |it: Iter| {
+                    let c = c.clone();
+                    async move { vec![c.delete("delete", c.key(&format!("sweep/{size}/{}", it.g))).await] }
+                }),
+            )
+            .await?;
+        out.push_all(del.phases);
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// speedtest
+
+#[derive(Debug, Clone)]
+pub struct SpeedtestOpts {
+    pub size: u64,
+    /// Length of the PUT and of the GET part of each round.
+    pub round: Duration,
+    pub start_concurrency: usize,
+    pub max_rounds: usize,
+    pub max_concurrency: usize,
+}
+
+impl Default for SpeedtestOpts {
+    fn default() -> Self {
+        SpeedtestOpts {
+            size: 16 * MIB,
+            round: Duration::from_secs(2),
+            start_concurrency: 1,
+            max_rounds: 10,
+            max_concurrency: 512,
+        }
+    }
+}
+
+pub async fn speedtest(ctx: &Ctx, o: &SpeedtestOpts, out: &mut WorkOut) -> anyhow::Result<()> {
+    let mut conc = o.start_concurrency.max(1);
+    let mut best: Option<(f64, f64, usize)> = None; // (get MiB/s, put MiB/s, concurrency)
+    let size = o.size;
+    for round in 1..=o.max_rounds {
+        let prefix = format!("speedtest/r{round}/");
+        let c = ctx.clone();
+        let p = prefix.clone();
+        let put = ctx
+            .run_phase(
+                &format!("round{round}-put"),
+                size,
+                conc,
+                Limit { count: Some((MAX_STORED / size.max(1)).max(1)), duration: Some(o.round), per_task: None },
+                op_fn(move |it: Iter| {
+                    let (c, p) = (c.clone(), p.clone());
+                    async move { vec![c.put("put", c.key(&format!("{p}{}", it.g)), size).await] }
+                }),
+            )
+            .await?;
+        let n = put.total_iters().max(1);
+        let put_mib: f64 = put.phases.iter().map(|p| p.mib_per_sec).sum();
+        let put_err: u64 = put.phases.iter().map(|p| p.errors).sum();
+        out.push_all(put.phases);
+        let c = ctx.clone();
+        let p = prefix.clone();
+        let get = ctx
+            .run_phase(
+                &format!("round{round}-get"),
+                size,
+                conc,
+                Limit::duration(o.round),
+                op_fn(move |it: Iter| {
+                    let (c, p) = (c.clone(), p.clone());
+                    async move { vec![c.get("get", c.key(&format!("{p}{}", it.g % n)), size).await] }
+                }),
+            )
+            .await?;
+        let get_mib: f64 = get.phases.iter().map(|p| p.mib_per_sec).sum();
+        let get_err: u64 = get.phases.iter().map(|p| p.errors).sum();
+        out.push_all(get.phases);
+        out.summary.insert(format!("round{round}_concurrency"), conc as f64);
+        if !ctx.opts.keep {
+            ctx.delete_prefix(&ctx.key(&prefix)).await;
+        }
+        let improved = match best {
+            None => true,
+            Some((b, _, _)) => get_mib >= b * 1.025,
+        };
+        if get_err + put_err > 0 {
+            out.summary.insert("stopped_on_errors".into(), 1.0);
+            break;
+        }
+        if !improved {
+            break;
+        }
+        best = Some((get_mib, put_mib, conc));
+        let next = ((conc as f64) * 1.5).ceil() as usize;
+        conc = next.max(conc + 1);
+        if conc > o.max_concurrency {
+            break;
+        }
+    }
+    if let Some((g, p, c)) = best {
+        out.summary.insert("best_get_mib_s".into(), g);
+        out.summary.insert("best_put_mib_s".into(), p);
+        out.summary.insert("best_concurrency".into(), c as f64);
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// crud (OSSperf)
+
+#[derive(Debug, Clone)]
+pub struct CrudOpts {
+    pub count: u64,
+    pub size: u64,
+    /// Upload/download/delete with `--concurrency` tasks (OSSperf `-p`); else one at a time.
+    pub parallel: bool,
+}
+
+impl Default for CrudOpts {
+    fn default() -> Self {
+        CrudOpts { count: 20, size: 64 * KIB, parallel: false }
+    }
+}
+
+/// The OSSperf steps, each timed. Creates and deletes the bucket itself (steps 1 and 6).
+pub async fn crud(ctx: &Ctx, o: &CrudOpts, out: &mut WorkOut) -> anyhow::Result<()> {
+    let conc = if o.parallel { ctx.opts.concurrency } else { 1 };
+    let size = o.size;
+    let store = ctx.store.clone();
+    let bucket = ctx.bucket.clone();
+    let (p, _) = ctx
+        .once("create-bucket", "create-bucket", async { store.create_bucket(&bucket).await.map(|_| (0, None)) })
+        .await?;
+    let t_create = p.seconds;
+    out.phases.push(p);
+    let c = ctx.clone();
+    let up = ctx
+        .run_phase(
+            "upload",
+            size,
+            conc,
+            Limit::count(o.count),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move { vec![c.put("put", c.key(&format!("ossperf/{:06}", it.g)), size).await] }
+            }),
+        )
+        .await?;
+    let t_up = up.seconds;
+    out.push_all(up.phases);
+    let t0 = Instant::now();
+    let listed = ctx.list_keys(&ctx.key("ossperf/")).await;
+    let t_list = t0.elapsed().as_secs_f64();
+    let listed = match listed {
+        Ok(v) => v.len() as u64,
+        Err(e) => anyhow::bail!("target {}: list: list failed: {e}", ctx.target),
+    };
+    if listed != o.count && !ctx.opts.keep_going {
+        anyhow::bail!("target {}: list: listing returned {listed} objects, {} were uploaded", ctx.target, o.count);
+    }
+    out.phases.push(one_phase("list", "list", 0, 1, 0, (listed != o.count) as u64, t_list));
+    let c = ctx.clone();
+    let down = ctx
+        .run_phase(
+            "download",
+            size,
+            conc,
+            Limit::count(o.count),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move { vec![c.get("get", c.key(&format!("ossperf/{:06}", it.g)), size).await] }
+            }),
+        )
+        .await?;
+    let t_down = down.seconds;
+    out.push_all(down.phases);
+    if ctx.opts.keep {
+        out.summary.insert("kept".into(), 1.0);
+        return Ok(());
+    }
+    let c = ctx.clone();
+    let del = ctx
+        .run_phase(
+            "delete-objects",
+            size,
+            conc,
+            Limit::count(o.count),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move { vec![c.delete("delete", c.key(&format!("ossperf/{:06}", it.g))).await] }
+            }),
+        )
+        .await?;
+    let t_del = del.seconds;
+    out.push_all(del.phases);
+    let (p, _) = ctx
+        .once("delete-bucket", "delete-bucket", async { store.delete_bucket(&bucket).await.map(|_| (0, None)) })
+        .await?;
+    let t_rb = p.seconds;
+    out.phases.push(p);
+    let bits = (o.count * o.size) as f64 * 8.0 / 1e6;
+    let s = &mut out.summary;
+    s.insert("num_files".into(), o.count as f64);
+    s.insert("size_files".into(), o.size as f64);
+    s.insert("time_create_bucket".into(), t_create);
+    s.insert("time_objects_upload".into(), t_up);
+    s.insert("time_objects_list".into(), t_list);
+    s.insert("time_objects_download".into(), t_down);
+    s.insert("time_erase_objects".into(), t_del);
+    s.insert("time_erase_bucket".into(), t_rb);
+    s.insert("time_sum".into(), t_create + t_up + t_list + t_down + t_del + t_rb);
+    s.insert("bandwidth_objects_upload_mbps".into(), bits / t_up.max(1e-9));
+    s.insert("bandwidth_objects_download_mbps".into(), bits / t_down.max(1e-9));
+    Ok(())
+}
+
+/// OSSperf's 13-column result line (the format of its `-o` output file):
+/// `DATE TIME NUM_FILES SIZE_FILES TIME_CREATE_BUCKET TIME_OBJECTS_UPLOAD TIME_OBJECTS_LIST
+/// TIME_OBJECTS_DOWNLOAD TIME_ERASE_OBJECTS TIME_ERASE_BUCKET TIME_SUM BANDWIDTH_OBJECTS_UPLOAD
+/// BANDWIDTH_OBJECTS_DOWNLOAD` (times in s with 3 decimals, bandwidths in Mbit/s).
+pub fn ossperf_line(summary: &BTreeMap<String, f64>, date: &str, time: &str) -> Option<String> {
+    let g = |k: &str| summary.get(k).copied();
+    Some(format!(
+        "{date} {time} {} {} {:.3} {:.3} {:.3} {:.3} {:.3} {:.3} {:.3} {:.3} {:.3}",
+        g("num_files")? as u64,
+        g("size_files")? as u64,
+        g("time_create_bucket")?,
+        g("time_objects_upload")?,
+        g("time_objects_list")?,
+        g("time_objects_download")?,
+        g("time_erase_objects")?,
+        g("time_erase_bucket")?,
+        g("time_sum")?,
+        g("bandwidth_objects_upload_mbps")?,
+        g("bandwidth_objects_download_mbps")?,
+    ))
+}
+
+pub const OSSPERF_HEADER: &str = "DATE TIME NUM_FILES SIZE_FILES TIME_CREATE_BUCKET TIME_OBJECTS_UPLOAD TIME_OBJECTS_LIST TIME_OBJECTS_DOWNLOAD TIME_ERASE_OBJECTS TIME_ERASE_BUCKET TIME_SUM BANDWIDTH_OBJECTS_UPLOAD BANDWIDTH_OBJECTS_DOWNLOAD";
+
+// ------------------------------------------------------------------------------------------
+// io500
+
+/// How an IOR easy "file per process" maps to objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IorEasyMode {
+    /// Every 2 MiB transfer is its own object `ior-easy/r<rank>t<task>/x<n>`.
+    Fragment,
+    /// Each process writes whole objects of `ior_easy_block` bytes, streamed in transfers.
+    Whole,
+}
+
+#[derive(Debug, Clone)]
+pub struct Io500Opts {
+    /// Write phases stop after this long (IO500's rule is 300 s).
+    pub stonewall: Duration,
+    pub ior_easy_xfer: u64,
+    pub ior_easy_mode: IorEasyMode,
+    pub ior_easy_block: u64,
+    pub ior_hard_xfer: u64,
+    pub mdtest_hard_size: u64,
+    /// Cap on bytes written by each ior write phase (keeps memory targets bounded).
+    pub max_bytes: u64,
+    /// Cap on objects created by each mdtest write phase.
+    pub max_files: u64,
+}
+
+impl Default for Io500Opts {
+    fn default() -> Self {
+        Io500Opts {
+            stonewall: Duration::from_secs(3),
+            ior_easy_xfer: 2 * MIB,
+            ior_easy_mode: IorEasyMode::Fragment,
+            ior_easy_block: 32 * MIB,
+            ior_hard_xfer: 47008,
+            mdtest_hard_size: 3901,
+            max_bytes: 2 * GIB,
+            max_files: 200_000,
+        }
+    }
+}
+
+/// IO500 phase order; `true` marks bandwidth phases, `false` metadata phases.
+pub const IO500_PHASES: &[(&str, bool)] = &[
+    ("ior-easy-write", true),
+    ("mdtest-easy-write", false),
+    ("ior-hard-write", true),
+    ("mdtest-hard-write", false),
+    ("find", false),
+    ("ior-easy-read", true),
+    ("mdtest-easy-stat", false),
+    ("ior-hard-read", true),
+    ("mdtest-hard-stat", false),
+    ("mdtest-easy-delete", false),
+    ("mdtest-hard-read", false),
+    ("mdtest-hard-delete", false),
+];
+
+/// Tasks read/stat the data of task `(t + 1) % T` (IOR `-C`, mdtest `-N 1`): no task reads what it
+/// wrote itself, defeating client caches.
+fn shifted(per_task: &[u64]) -> Vec<u64> {
+    let t = per_task.len();
+    (0..t).map(|i| per_task[(i + 1) % t]).collect()
+}
+
+pub async fn io500(ctx: &Ctx, o: &Io500Opts, out: &mut WorkOut) -> anyhow::Result<()> {
+    let conc = ctx.opts.concurrency;
+    let rank = ctx.coord.rank();
+    let ranks = ctx.coord.size() as u64;
+    let sw = Some(o.stonewall);
+    let (easy_obj, easy_key): (u64, fn(usize, usize, u64) -> String) = match o.ior_easy_mode {
+        IorEasyMode::Fragment => (o.ior_easy_xfer, |r, t, i| format!("ior-easy/r{r}t{t}/x{i:08}")),
+        IorEasyMode::Whole => (o.ior_easy_block, |r, t, i| format!("ior-easy/r{r}t{t}/b{i:06}")),
+    };
+    let easy_name = move |r: usize, t: usize, i: u64| easy_key(r, t, i);
+    let hard_xfer = o.ior_hard_xfer;
+    let hard_key = move |r: usize, t: usize, tasks: usize, i: u64| {
+        let off = (i * ranks * tasks as u64 + (r * tasks + t) as u64) * hard_xfer;
+        format!("ior-hard/file/{off:016}")
+    };
+    let md_easy = |r: usize, t: usize, i: u64| format!("mdt-easy/r{r}t{t}/f{i}");
+    let md_hard = |r: usize, t: usize, i: u64| format!("mdt-hard/f{r}.{t}.{i}");
+    let hsize = o.mdtest_hard_size;
+    let mut secs: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut rate: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut record = |out: &mut WorkOut, name: &'static str, phases: Vec<Phase>, bw: bool| {
+        let ops: u64 = phases.iter().map(|p| p.ops).sum();
+        let bytes: u64 = phases.iter().map(|p| p.bytes).sum();
+        let s = phases.first().map(|p| p.seconds).unwrap_or(0.0).max(1e-9);
+        let v = if bw { bytes as f64 / s / GIB as f64 } else { ops as f64 / s / 1000.0 };
+        rate.insert(name, v);
+        secs.insert(name, s);
+        out.push_all(phases);
+    };
+
+    // ior-easy-write
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "ior-easy-write",
+            easy_obj,
+            conc,
+            Limit { count: Some((o.max_bytes / easy_obj.max(1)).max(1)), duration: sw, per_task: None },
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move { vec![c.put("put", c.key(&easy_name(rank, it.task, it.i)), easy_obj).await] }
+            }),
+        )
+        .await?;
+    let easy_n = p.per_task.clone();
+    record(out, "ior-easy-write", p.phases, true);
+
+    // mdtest-easy-write
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "mdtest-easy-write",
+            0,
+            conc,
+            Limit { count: Some(o.max_files), duration: sw, per_task: None },
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move { vec![c.put("put", c.key(&md_easy(rank, it.task, it.i)), 0).await] }
+            }),
+        )
+        .await?;
+    let mde_n = p.per_task.clone();
+    record(out, "mdtest-easy-write", p.phases, false);
+
+    // ior-hard-write
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "ior-hard-write",
+            hard_xfer,
+            conc,
+            Limit { count: Some((o.max_bytes / hard_xfer.max(1)).max(1)), duration: sw, per_task: None },
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move { vec![c.put("put", c.key(&hard_key(rank, it.task, it.tasks, it.i)), hard_xfer).await] }
+            }),
+        )
+        .await?;
+    let hard_n = p.per_task.clone();
+    record(out, "ior-hard-write", p.phases, true);
+
+    // mdtest-hard-write
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "mdtest-hard-write",
+            hsize,
+            conc,
+            Limit { count: Some(o.max_files), duration: sw, per_task: None },
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move { vec![c.put("put", c.key(&md_hard(rank, it.task, it.i)), hsize).await] }
+            }),
+        )
+        .await?;
+    let mdh_n = p.per_task.clone();
+    record(out, "mdtest-hard-write", p.phases, false);
+
+    // find: list everything mdtest created, matching the hard files by size.
+    ctx.coord.barrier().await;
+    let t0 = Instant::now();
+    let listed = tokio::time::timeout(ctx.opts.timeout * 10, ctx.list_keys(&ctx.key("mdt-"))).await;
+    let t = t0.elapsed().as_secs_f64();
+    let (scanned, found, errors) = match listed {
+        Ok(Ok(v)) => (v.len() as u64, v.iter().filter(|(_, s)| *s == hsize).count() as u64, 0),
+        Ok(Err(e)) if ctx.opts.keep_going => {
+            eprintln!("target {}: find: list failed: {e}", ctx.target);
+            (0, 0, 1)
+        }
+        Ok(Err(e)) => anyhow::bail!("target {}: find: list failed: {e}", ctx.target),
+        Err(_) => anyhow::bail!("target {}: find: list got no answer in time", ctx.target),
+    };
+    out.summary.insert("find_matched".into(), found as f64);
+    record(out, "find", vec![one_phase("find", "list", 0, scanned, 0, errors, t)], false);
+
+    // ior-easy-read
+    let c = ctx.clone();
+    let verify_size = easy_obj;
+    let p = ctx
+        .run_phase(
+            "ior-easy-read",
+            easy_obj,
+            conc,
+            Limit::per_task(shifted(&easy_n)),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                let src = (it.task + 1) % it.tasks;
+                async move { vec![c.get("get", c.key(&easy_name(rank, src, it.i)), verify_size).await] }
+            }),
+        )
+        .await?;
+    record(out, "ior-easy-read", p.phases, true);
+
+    // mdtest-easy-stat
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "mdtest-easy-stat",
+            0,
+            conc,
+            Limit::per_task(shifted(&mde_n)),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                let src = (it.task + 1) % it.tasks;
+                async move { vec![c.head("head", c.key(&md_easy(rank, src, it.i)), Some(0)).await] }
+            }),
+        )
+        .await?;
+    record(out, "mdtest-easy-stat", p.phases, false);
+
+    // mdtest-easy-read (not an IO500 phase; reported, not scored)
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "mdtest-easy-read",
+            0,
+            conc,
+            Limit::per_task(shifted(&mde_n)),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                let src = (it.task + 1) % it.tasks;
+                async move { vec![c.get("get", c.key(&md_easy(rank, src, it.i)), 0).await] }
+            }),
+        )
+        .await?;
+    out.push_all(p.phases);
+
+    // ior-hard-read
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "ior-hard-read",
+            hard_xfer,
+            conc,
+            Limit::per_task(shifted(&hard_n)),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                let src = (it.task + 1) % it.tasks;
+                async move { vec![c.get("get", c.key(&hard_key(rank, src, it.tasks, it.i)), hard_xfer).await] }
+            }),
+        )
+        .await?;
+    record(out, "ior-hard-read", p.phases, true);
+
+    // mdtest-hard-stat
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "mdtest-hard-stat",
+            hsize,
+            conc,
+            Limit::per_task(shifted(&mdh_n)),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                let src = (it.task + 1) % it.tasks;
+                async move { vec![c.head("head", c.key(&md_hard(rank, src, it.i)), Some(hsize)).await] }
+            }),
+        )
+        .await?;
+    record(out, "mdtest-hard-stat", p.phases, false);
+
+    // mdtest-easy-delete
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "mdtest-easy-delete",
+            0,
+            conc,
+            Limit::per_task(shifted(&mde_n)),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                let src = (it.task + 1) % it.tasks;
+                async move { vec![c.delete("delete", c.key(&md_easy(rank, src, it.i))).await] }
+            }),
+        )
+        .await?;
+    record(out, "mdtest-easy-delete", p.phases, false);
+
+    // mdtest-hard-read
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "mdtest-hard-read",
+            hsize,
+            conc,
+            Limit::per_task(shifted(&mdh_n)),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                let src = (it.task + 1) % it.tasks;
+                async move { vec![c.get("get", c.key(&md_hard(rank, src, it.i)), hsize).await] }
+            }),
+        )
+        .await?;
+    record(out, "mdtest-hard-read", p.phases, false);
+
+    // mdtest-hard-delete
+    let c = ctx.clone();
+    let p = ctx
+        .run_phase(
+            "mdtest-hard-delete",
+            hsize,
+            conc,
+            Limit::per_task(shifted(&mdh_n)),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                let src = (it.task + 1) % it.tasks;
+                async move { vec![c.delete("delete", c.key(&md_hard(rank, src, it.i))).await] }
+            }),
+        )
+        .await?;
+    record(out, "mdtest-hard-delete", p.phases, false);
+
+    let bw: Vec<f64> =
+        IO500_PHASES.iter().filter(|(_, b)| *b).map(|(n, _)| rate.get(n).copied().unwrap_or(0.0)).collect();
+    let md: Vec<f64> =
+        IO500_PHASES.iter().filter(|(_, b)| !*b).map(|(n, _)| rate.get(n).copied().unwrap_or(0.0)).collect();
+    for (n, b) in IO500_PHASES {
+        let unit = if *b { "gib_s" } else { "kiops" };
+        out.summary.insert(format!("{n}_{unit}"), rate.get(n).copied().unwrap_or(0.0));
+        out.summary.insert(format!("{n}_seconds"), secs.get(n).copied().unwrap_or(0.0));
+    }
+    let (bw, md) = (geo_mean(&bw), geo_mean(&md));
+    out.summary.insert("score_bw_gib_s".into(), bw);
+    out.summary.insert("score_md_kiops".into(), md);
+    out.summary.insert("score_total".into(), (bw * md).sqrt());
+    out.summary.insert("stonewall_seconds".into(), o.stonewall.as_secs_f64());
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// md-workbench
+
+#[derive(Debug, Clone)]
+pub struct MdWorkbenchOpts {
+    /// Objects each task creates before the benchmark phase.
+    pub precreate: u64,
+    pub size: u64,
+    /// Benchmark iterations per task (ignored when `duration` is set).
+    pub iterations: u64,
+    pub duration: Option<Duration>,
+}
+
+impl Default for MdWorkbenchOpts {
+    fn default() -> Self {
+        MdWorkbenchOpts { precreate: 50, size: 3901, iterations: 200, duration: None }
+    }
+}
+
+pub async fn mdworkbench(ctx: &Ctx, o: &MdWorkbenchOpts, out: &mut WorkOut) -> anyhow::Result<()> {
+    let conc = ctx.opts.concurrency;
+    let rank = ctx.coord.rank();
+    let size = o.size;
+    let key = move |t: usize, i: u64| format!("mdwb/r{rank}t{t}/o{i:08}");
+    let c = ctx.clone();
+    let pre = ctx
+        .run_phase(
+            "precreate",
+            size,
+            conc,
+            Limit::per_task(vec![o.precreate; conc]),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move { vec![c.put("create", c.key(&key(it.task, it.i)), size).await] }
+            }),
+        )
+        .await?;
+    let created = pre.per_task.clone();
+    out.push_all(pre.phases);
+    let p = o.precreate;
+    let c = ctx.clone();
+    let limit = match o.duration {
+        Some(d) => Limit { duration: Some(d), per_task: Some(Arc::new(vec![u64::MAX; conc])), count: None },
+        None => Limit::per_task(vec![o.iterations; conc]),
+    };
+    let bench = ctx
+        .run_phase(
+            "benchmark",
+            size,
+            conc,
+            limit,
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move {
+                    let mut v = Vec::with_capacity(4);
+                    v.push(c.put("create", c.key(&key(it.task, p + it.i)), size).await);
+                    let old = c.key(&key(it.task, it.i));
+                    v.push(c.get("read", old.clone(), size).await);
+                    v.push(c.head("stat", old.clone(), Some(size)).await);
+                    v.push(c.delete("delete", old).await);
+                    v
+                }
+            }),
+        )
+        .await?;
+    let done = bench.per_task.clone();
+    let total_ops: u64 = bench.phases.iter().map(|p| p.ops).sum();
+    out.summary.insert("benchmark_iops".into(), total_ops as f64 / bench.seconds.max(1e-9));
+    out.summary.insert("benchmark_seconds".into(), bench.seconds);
+    out.push_all(bench.phases);
+    let c = ctx.clone();
+    let left: Vec<u64> = (0..conc).map(|t| created[t].min(p)).collect();
+    let cleanup = ctx
+        .run_phase(
+            "cleanup",
+            size,
+            conc,
+            Limit::per_task(left),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                let start = done.get(it.task).copied().unwrap_or(0);
+                async move { vec![c.delete("delete", c.key(&key(it.task, start + it.i))).await] }
+            }),
+        )
+        .await?;
+    out.push_all(cleanup.phases);
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// rate
+
+#[derive(Debug, Clone)]
+pub struct RateOpts {
+    /// GET tiny objects instead of HEAD.
+    pub get: bool,
+    pub size: u64,
+    pub max_concurrency: usize,
+    pub step: Duration,
+}
+
+impl Default for RateOpts {
+    fn default() -> Self {
+        RateOpts { get: false, size: 1, max_concurrency: 64, step: Duration::from_secs(1) }
+    }
+}
+
+pub async fn rate(ctx: &Ctx, o: &RateOpts, out: &mut WorkOut) -> anyhow::Result<()> {
+    let size = o.size;
+    let objects = o.max_concurrency.max(1) as u64;
+    let c = ctx.clone();
+    let pre = ctx
+        .run_phase(
+            "prepare",
+            size,
+            ctx.opts.concurrency,
+            Limit::count(objects),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move { vec![c.put("put", c.key(&format!("rate/{}", it.g)), size).await] }
+            }),
+        )
+        .await?;
+    out.push_all(pre.phases);
+    let mut conc = 1usize;
+    let mut best = (0.0f64, 0usize);
+    while conc <= o.max_concurrency.max(1) {
+        let c = ctx.clone();
+        let get = o.get;
+        let r = ctx
+            .run_phase(
+                &format!("c{conc}"),
+                size,
+                conc,
+                Limit::duration(o.step),
+                op_fn(move |it: Iter| {
+                    let c = c.clone();
+                    async move {
+                        let k = c.key(&format!("rate/{}", it.task as u64 % objects));
+                        if get { vec![c.get("get", k, size).await] } else { vec![c.head("head", k, Some(size)).await] }
+                    }
+                }),
+            )
+            .await?;
+        let ops: f64 = r.phases.iter().map(|p| p.ops_per_sec).sum();
+        if ops > best.0 {
+            best = (ops, conc);
+        }
+        out.push_all(r.phases);
+        conc *= 2;
+    }
+    out.summary.insert("best_ops_per_sec".into(), best.0);
+    out.summary.insert("best_concurrency".into(), best.1 as f64);
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// mixed
+
+#[derive(Debug, Clone)]
+pub struct MixedOpts {
+    /// Percentages of get, put, head, delete, list (summing to 100).
+    pub mix: [u32; 5],
+    pub objects: u64,
+    pub size: u64,
+    pub duration: Duration,
+}
+
+impl Default for MixedOpts {
+    fn default() -> Self {
+        MixedOpts { mix: [45, 15, 20, 10, 10], objects: 100, size: 16 * KIB, duration: Duration::from_secs(3) }
+    }
+}
+
+/// Parse `get=45,put=15,head=20,delete=10,list=10` (missing entries are 0; must sum to 100).
+pub fn parse_mix(s: &str) -> anyhow::Result<[u32; 5]> {
+    let mut mix = [0u32; 5];
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').ok_or_else(|| anyhow::anyhow!("mix entry {part:?}: expected op=percent"))?;
+        let v: u32 = v.trim().parse().map_err(|_| anyhow::anyhow!("mix entry {part:?}: bad percentage"))?;
+        let i = match k.trim().to_ascii_lowercase().as_str() {
+            "get" => 0,
+            "put" => 1,
+            "head" => 2,
+            "delete" => 3,
+            "list" => 4,
+            other => anyhow::bail!("mix: unknown operation {other:?} (get, put, head, delete, list)"),
+        };
+        mix[i] = v;
+    }
+    let sum: u32 = mix.iter().sum();
+    if sum != 100 {
+        anyhow::bail!("mix percentages sum to {sum}, not 100");
+    }
+    Ok(mix)
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[derive(Default)]
+struct MixTask {
+    next: u64,
+    live: VecDeque<u64>,
+}
+
+pub async fn mixed(ctx: &Ctx, o: &MixedOpts, out: &mut WorkOut) -> anyhow::Result<()> {
+    let size = o.size;
+    let n = o.objects.max(1);
+    let c = ctx.clone();
+    let pre = ctx
+        .run_phase(
+            "populate",
+            size,
+            ctx.opts.concurrency,
+            Limit::count(n),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                async move { vec![c.put("put", c.key(&format!("mixed/base/{}", it.g)), size).await] }
+            }),
+        )
+        .await?;
+    out.push_all(pre.phases);
+    let conc = ctx.opts.concurrency;
+    let state: Arc<Vec<Mutex<MixTask>>> = Arc::new((0..conc).map(|_| Mutex::default()).collect());
+    let mix = o.mix;
+    let c = ctx.clone();
+    let st = state.clone();
+    let r = ctx
+        .run_phase(
+            "mixed",
+            size,
+            conc,
+            Limit::duration(o.duration),
+            op_fn(move |it: Iter| {
+                let c = c.clone();
+                let st = st.clone();
+                async move {
+                    let r = splitmix(it.g);
+                    let pick = (r % 100) as u32;
+                    let k = (r >> 32) % n;
+                    let mut acc = 0;
+                    let mut op = 4;
+                    for (i, p) in mix.iter().enumerate() {
+                        acc += p;
+                        if pick < acc {
+                            op = i;
+                            break;
+                        }
+                    }
+                    let base = c.key(&format!("mixed/base/{k}"));
+                    if op == 3 {
+                        let victim = st[it.task].lock().unwrap().live.pop_front();
+                        match victim {
+                            Some(v) => {
+                                return vec![c.delete("delete", c.key(&format!("mixed/w/{}/{v}", it.task))).await];
+                            }
+                            None => op = 1,
+                        }
+                    }
+                    match op {
+                        0 => vec![c.get("get", base, size).await],
+                        1 => {
+                            let seq = {
+                                let mut s = st[it.task].lock().unwrap();
+                                s.next += 1;
+                                s.next - 1
+                            };
+                            let s = c.put("put", c.key(&format!("mixed/w/{}/{seq}", it.task)), size).await;
+                            if s.err.is_none() {
+                                st[it.task].lock().unwrap().live.push_back(seq);
+                            }
+                            vec![s]
+                        }
+                        2 => vec![c.head("head", base, Some(size)).await],
+                        _ => vec![c.list_page("list", c.key("mixed/base/"), 100).await],
+                    }
+                }
+            }),
+        )
+        .await?;
+    let total: u64 = r.phases.iter().map(|p| p.ops).sum();
+    out.summary.insert("total_ops_per_sec".into(), total as f64 / r.seconds.max(1e-9));
+    out.push_all(r.phases);
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// driver
+
+/// A workload with its parameters.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    Sweep(SweepOpts),
+    Speedtest(SpeedtestOpts),
+    Crud(CrudOpts),
+    Io500(Io500Opts),
+    MdWorkbench(MdWorkbenchOpts),
+    Rate(RateOpts),
+    Mixed(MixedOpts),
+}
+
+impl Workload {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::Sweep(_) => "sweep",
+            Workload::Speedtest(_) => "speedtest",
+            Workload::Crud(_) => "crud",
+            Workload::Io500(_) => "io500",
+            Workload::MdWorkbench(_) => "mdworkbench",
+            Workload::Rate(_) => "rate",
+            Workload::Mixed(_) => "mixed",
+        }
+    }
+
+    async fn run(&self, ctx: &Ctx, out: &mut WorkOut) -> anyhow::Result<()> {
+        match self {
+            Workload::Sweep(o) => sweep(ctx, o, out).await,
+            Workload::Speedtest(o) => speedtest(ctx, o, out).await,
+            Workload::Crud(o) => crud(ctx, o, out).await,
+            Workload::Io500(o) => io500(ctx, o, out).await,
+            Workload::MdWorkbench(o) => mdworkbench(ctx, o, out).await,
+            Workload::Rate(o) => rate(ctx, o, out).await,
+            Workload::Mixed(o) => mixed(ctx, o, out).await,
+        }
+    }
+}
+
+/// A fresh run id: 8 hex digits.
+pub fn run_id() -> String {
+    format!("{:08x}", rand::random::<u32>())
+}
+
+/// Run `wl` against one store: set up the bucket, run, clean up (unless `--keep`), and collect
+/// everything into a [`crate::stats::TargetResult`]. Never fails: errors end up in `aborted`.
+pub async fn run_target(
+    store: s3hpc_core::DynStore,
+    target: &str,
+    opts: crate::runner::RunOpts,
+    bucket: Option<&str>,
+    wl: &Workload,
+) -> crate::stats::TargetResult {
+    let id = run_id();
+    let (bucket, prefix) = match bucket {
+        Some(b) => (b.to_string(), format!("s3hpc-bench-{id}/")),
+        None => (format!("s3hpc-bench-{id}"), String::new()),
+    };
+    let ctx = Ctx::new(store.clone(), target, &bucket, &prefix, opts.clone());
+    let mut out = WorkOut::default();
+    let own_bucket = matches!(wl, Workload::Crud(_));
+    let mut created = false;
+    let mut aborted = None;
+    if !own_bucket {
+        match ctx.ensure_bucket().await {
+            Ok(c) => created = c,
+            Err(e) => aborted = Some(e.to_string()),
+        }
+    }
+    if aborted.is_none()
+        && let Err(e) = wl.run(&ctx, &mut out).await
+    {
+        aborted = Some(e.to_string());
+        created |= own_bucket;
+    }
+    let mut samples = ctx.error_samples();
+    if !opts.keep {
+        // Clean up whatever this run left behind (everything, when it ended early).
+        if (created || !own_bucket) && store.head_bucket(&bucket).await.is_ok() {
+            let failed = ctx.delete_prefix(&prefix).await;
+            if failed > 0 {
+                samples.push(format!("target {target}: cleanup: {failed} objects could not be deleted"));
+            }
+            if created && let Err(e) = store.delete_bucket(&bucket).await {
+                samples.push(format!("target {target}: cleanup: delete-bucket {bucket} failed: {e}"));
+            }
+        }
+    }
+    crate::stats::TargetResult {
+        target: target.to_string(),
+        workload: wl.name().to_string(),
+        phases: out.phases,
+        summary: out.summary,
+        errors: ctx.error_count(),
+        error_samples: samples,
+        aborted,
+    }
+}

@@ -1,0 +1,230 @@
+//! The s3hpc S3 HTTP gateway: a hyper HTTP/1.1 server that maps S3 REST requests onto any
+//! [`s3hpc_core::Store`].
+//!
+//! ```ignore
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let cfg = Config::new(store, creds);
+//! s3hpc_http::serve(listener, cfg, shutdown_signal).await?;
+//! ```
+//!
+//! Requests are authenticated with SigV4 ([`s3hpc_sigv4::verify`]); bodies stream straight into
+//! the store through [`s3hpc_sigv4::verified_body`]; every error is an S3 XML error document
+//! carrying the request id.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use http::{HeaderValue, Method, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use s3hpc_core::{CredentialSet, DynStore, Error};
+use tokio::net::TcpListener;
+
+pub mod body;
+mod handler;
+pub mod util;
+pub mod xml;
+
+pub use body::RespBody;
+
+/// How requests are authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// SigV4 header or presigned-URL authentication (the only mode `s3hpc serve` uses).
+    SigV4,
+    /// No authentication at all. For in-process tests of routing only.
+    DisabledForTests,
+}
+
+/// Gateway configuration.
+#[derive(Clone)]
+pub struct Config {
+    pub store: DynStore,
+    pub creds: CredentialSet,
+    pub auth: Auth,
+    /// Region reported by GetBucketLocation / HeadBucket.
+    pub region: String,
+    /// Base domain for virtual-host-style requests (`bucket.DOMAIN`); path style always works.
+    pub domain: Option<String>,
+    /// Emit one access-log line per request (tracing target `s3hpc::access`, level info).
+    pub access_log: bool,
+    /// A request body that delivers nothing for this long is aborted (RequestTimeout).
+    pub body_idle_timeout: Duration,
+    /// Time allowed to receive a request's headers.
+    pub header_timeout: Duration,
+    /// How long shutdown waits for requests in flight.
+    pub shutdown_grace: Duration,
+    /// Large uploads (PUT / UploadPart bodies above 256 KiB) streamed at once; more wait, their
+    /// bytes held back by TCP. Bounds memory under many concurrent uploads.
+    pub max_concurrent_uploads: usize,
+}
+
+impl Config {
+    pub fn new(store: DynStore, creds: CredentialSet) -> Self {
+        Config {
+            store,
+            creds,
+            auth: Auth::SigV4,
+            region: "us-east-1".into(),
+            domain: None,
+            access_log: false,
+            body_idle_timeout: Duration::from_secs(60),
+            header_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(20),
+            max_concurrent_uploads: 64,
+        }
+    }
+}
+
+/// Shared server state.
+pub(crate) struct State {
+    pub cfg: Config,
+    /// Lower-cased `.domain` suffix for virtual-host matching.
+    pub domain_suffix: Option<String>,
+    next_id: AtomicU64,
+    id_seed: u64,
+    pub uploads: Arc<tokio::sync::Semaphore>,
+}
+
+impl State {
+    fn new(cfg: Config) -> Self {
+        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let id_seed = (seed.as_nanos() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(std::process::id());
+        State {
+            uploads: Arc::new(tokio::sync::Semaphore::new(cfg.max_concurrent_uploads.max(1))),
+            domain_suffix: cfg.domain.as_ref().map(|d| format!(".{}", d.to_ascii_lowercase())),
+            cfg,
+            next_id: AtomicU64::new(1),
+            id_seed,
+        }
+    }
+
+    fn request_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed).wrapping_mul(0xA24B_AED4_963E_E407) ^ self.id_seed
+    }
+}
+
+/// Serve S3 on `listener` until `shutdown` completes, then stop accepting and wait (up to
+/// `shutdown_grace`) for the requests in flight.
+pub async fn serve(listener: TcpListener, cfg: Config, shutdown: impl Future<Output = ()>) -> io::Result<()> {
+    let state = Arc::new(State::new(cfg));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.keep_alive(true).timer(TokioTimer::new()).header_read_timeout(state.cfg.header_timeout).max_headers(200);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            acc = listener.accept() => {
+                let stream = match acc {
+                    Ok((s, _)) => s,
+                    Err(e) => {
+                        // EMFILE and friends: back off instead of spinning.
+                        tracing::warn!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let st = state.clone();
+                let svc = service_fn(move |req| {
+                    let st = st.clone();
+                    async move { Ok::<_, Infallible>(handle(st, req).await) }
+                });
+                let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!("connection ended: {e}");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    tokio::select! {
+        _ = graceful.shutdown() => {}
+        _ = tokio::time::sleep(state.cfg.shutdown_grace) => tracing::warn!("shutdown grace period over; closing"),
+    }
+    Ok(())
+}
+
+async fn handle(state: Arc<State>, req: http::Request<Incoming>) -> Response<RespBody> {
+    let start = Instant::now();
+    let rid = state.request_id();
+    let (parts, body) = req.into_parts();
+    let mut op = "Unknown";
+    let result = handler::dispatch(&state, &parts, body, &mut op).await;
+    let is_head = parts.method == Method::HEAD;
+    let mut resp = match result {
+        Ok(r) => r,
+        Err(e) => error_response(&e, is_head, parts.uri.path(), rid),
+    };
+    let id = HeaderValue::from_str(&format!("{rid:016X}")).expect("hex is a valid header value");
+    let h = resp.headers_mut();
+    h.insert("x-amz-id-2", id.clone());
+    h.insert("x-amz-request-id", id);
+    h.insert(http::header::SERVER, HeaderValue::from_static("s3hpc"));
+    if state.cfg.access_log {
+        let bytes_out = resp.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).unwrap_or("-");
+        let bytes_in = parts.headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).unwrap_or("-");
+        tracing::info!(
+            target: "s3hpc::access",
+            "{rid:016X} {} {} {op} {} in={bytes_in} out={bytes_out} {}us",
+            parts.method,
+            parts.uri.path(),
+            resp.status().as_u16(),
+            start.elapsed().as_micros()
+        );
+    }
+    resp
+}
+
+/// The S3 error document for `e` (no body for HEAD requests and 304).
+pub(crate) fn error_response(e: &Error, is_head: bool, path: &str, rid: u64) -> Response<RespBody> {
+    error_response_raw(e.code.http_status(), e.code.as_str(), &e.message, e.resource.as_deref(), is_head, path, rid)
+}
+
+pub(crate) fn error_response_raw(
+    status: u16,
+    code: &str,
+    message: &str,
+    resource: Option<&str>,
+    is_head: bool,
+    path: &str,
+    rid: u64,
+) -> Response<RespBody> {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut b = Response::builder().status(status);
+    if is_head || status == StatusCode::NOT_MODIFIED {
+        if status != StatusCode::NOT_MODIFIED {
+            b = b.header(http::header::CONTENT_LENGTH, "0");
+        }
+        return b.body(RespBody::Empty).expect("valid response");
+    }
+    let mut s = String::with_capacity(256);
+    s.push_str(xml::DECL);
+    s.push_str("<Error>");
+    xml::elem(&mut s, "Code", code);
+    xml::elem(&mut s, "Message", message);
+    match resource {
+        Some(r) => xml::elem(&mut s, "Resource", &format!("/{}", r.trim_start_matches('/'))),
+        None => xml::elem(&mut s, "Resource", path),
+    }
+    xml::elem(&mut s, "RequestId", &format!("{rid:016X}"));
+    xml::elem(&mut s, "HostId", &format!("{rid:016X}"));
+    s.push_str("</Error>");
+    b.header(http::header::CONTENT_TYPE, "application/xml")
+        .header(http::header::CONTENT_LENGTH, s.len())
+        .body(RespBody::full(s))
+        .expect("valid response")
+}
+
+/// Turn any error into the S3 error it carries.
+pub(crate) fn to_s3(e: io::Error) -> Error {
+    Error::from(e)
+}

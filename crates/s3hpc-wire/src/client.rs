@@ -1,0 +1,769 @@
+//! [`WireClient`]: a [`Store`] that speaks the binary protocol, multiplexing any number of
+//! concurrent calls over a small pool of connections.
+
+use std::collections::HashMap;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use s3hpc_core::{
+    Body, BucketInfo, ByteRange, ChecksumRequest, CompletePart, Conditions, CopyObjectRequest, CreateMultipartRequest,
+    Credentials, Error, ErrorCode, Expected, GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest,
+    ListPartsPage, ListPartsRequest, ListUploadsPage, ListUploadsRequest, ObjectInfo, PartInfo, PutObjectOutput,
+    PutObjectRequest, Result, Store, Tags, UploadPartRequest,
+};
+use tokio::io::AsyncReadExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+
+use crate::codec::{Dec, Enc, Request, UploadFields, WireChecksum, WireExpected};
+use crate::frame::{self, FrameDecoder, HEADER_LEN, Header, INLINE_MAX, Limits, flag, ty};
+use crate::server::{Out, OutTx, credit_frame, frame_bytes};
+use crate::sys::{Endpoint, ReadHalf, auth_proof};
+
+/// Client tuning.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Connections in the pool; calls are spread over them round-robin. Each carries many
+    /// concurrent requests, so 1-4 is plenty.
+    pub connections: usize,
+    pub connect_timeout: Duration,
+    /// On Unix sockets: accept large GET bodies as a passed file descriptor (zero copy).
+    pub fd_passing: bool,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions { connections: 2, connect_timeout: Duration::from_secs(10), fd_passing: true }
+    }
+}
+
+/// A [`Store`] over the binary protocol.
+pub struct WireClient {
+    endpoint: Endpoint,
+    creds: Credentials,
+    opts: ClientOptions,
+    slots: Vec<Slot>,
+    next: AtomicUsize,
+}
+
+struct Slot {
+    conn: Mutex<Option<Arc<ClientConn>>>,
+    reconnect: tokio::sync::Mutex<()>,
+}
+
+fn conn_lost(msg: impl std::fmt::Display) -> Error {
+    Error::new(ErrorCode::InternalError, format!("binary protocol connection lost: {msg}"))
+}
+
+impl WireClient {
+    /// Connect to `unix:///path` or `tcp://host:port` with the default options.
+    pub async fn connect(url: &str, creds: Credentials) -> Result<WireClient> {
+        Self::connect_with(url, creds, ClientOptions::default()).await
+    }
+
+    /// Connect with explicit options. All connections are opened (and authenticated) now, so a
+    /// wrong URL or key fails here.
+    pub async fn connect_with(url: &str, creds: Credentials, opts: ClientOptions) -> Result<WireClient> {
+        let endpoint = Endpoint::parse(url).map_err(|e| Error::invalid_argument(e.to_string()))?;
+        let n = opts.connections.max(1);
+        let mut slots = Vec::with_capacity(n);
+        for _ in 0..n {
+            let c = ClientConn::open(&endpoint, &creds, &opts).await?;
+            slots.push(Slot { conn: Mutex::new(Some(c)), reconnect: tokio::sync::Mutex::new(()) });
+        }
+        Ok(WireClient { endpoint, creds, opts, slots, next: AtomicUsize::new(0) })
+    }
+
+    async fn conn(&self) -> Result<Arc<ClientConn>> {
+        let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
+        if let Some(c) = slot.conn.lock().unwrap().as_ref()
+            && !c.dead.load(Ordering::Acquire)
+        {
+            return Ok(c.clone());
+        }
+        let _g = slot.reconnect.lock().await;
+        if let Some(c) = slot.conn.lock().unwrap().as_ref()
+            && !c.dead.load(Ordering::Acquire)
+        {
+            return Ok(c.clone());
+        }
+        let c = ClientConn::open(&self.endpoint, &self.creds, &self.opts).await?;
+        *slot.conn.lock().unwrap() = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn call(&self, req: Request, body: Option<Body>, deferred: Option<Arc<OnceLock<String>>>) -> Result<Resp> {
+        self.conn().await?.call(req, body, deferred).await
+    }
+
+    async fn call_unit(&self, req: Request) -> Result<()> {
+        let r = self.call(req, None, None).await?;
+        Dec::new(&r.payload[1..]).end()
+    }
+}
+
+/// A response: header, payload, the body channel (BODY_STREAM) or the passed file (BODY_FD).
+type RespMsg = Result<(Header, Bytes, Option<mpsc::UnboundedReceiver<io::Result<Bytes>>>, Option<std::fs::File>)>;
+
+struct Pending {
+    resp: Option<oneshot::Sender<RespMsg>>,
+    body: Option<mpsc::UnboundedSender<io::Result<Bytes>>>,
+    upload_credit: Option<Arc<Semaphore>>,
+    _permit: OwnedSemaphorePermit,
+}
+
+struct ClientConn {
+    out: OutTx,
+    pending: Mutex<HashMap<u32, Pending>>,
+    dead: AtomicBool,
+    dead_reason: Mutex<Option<String>>,
+    limits: Limits,
+    inflight: Arc<Semaphore>,
+    next_id: AtomicU32,
+}
+
+struct Resp {
+    /// The RESPONSE payload, status byte included (always 0 here).
+    payload: Bytes,
+    /// Where the fields end and an inline body starts is known only to the caller's decoder.
+    inline: bool,
+    stream: Option<ClientBody>,
+    file: Option<std::fs::File>,
+}
+
+impl ClientConn {
+    async fn open(ep: &Endpoint, creds: &Credentials, opts: &ClientOptions) -> Result<Arc<ClientConn>> {
+        let timeout = opts.connect_timeout;
+        let pflags = if opts.fd_passing && matches!(ep, Endpoint::Unix(_)) { frame::PREAMBLE_FD_PASSING } else { 0 };
+        let fut = async {
+            let stream = ep.connect().await.map_err(|e| conn_lost(format!("connect: {e}")))?;
+            let (mut r, mut w) = stream.split();
+            let io_err = |e: io::Error| conn_lost(format!("handshake: {e}"));
+            w.write_all(&frame::client_preamble(pflags)).await.map_err(io_err)?;
+            let mut sp = [0u8; frame::SERVER_PREAMBLE_LEN];
+            r.read_exact(&mut sp).await.map_err(io_err)?;
+            if sp[..4] != frame::MAGIC {
+                return Err(conn_lost("the server does not speak the s3hpc binary protocol"));
+            }
+            let version = u16::from_le_bytes([sp[4], sp[5]]);
+            if version != frame::VERSION {
+                // The server follows a refusal with GOAWAY; report its reason when it arrives.
+                if let Ok(e) = read_goaway(&mut r).await {
+                    return Err(e);
+                }
+                return Err(conn_lost(format!("server refused protocol version {}", frame::VERSION)));
+            }
+            let nonce: [u8; 32] = sp[8..40].try_into().unwrap();
+            let mut e = Enc::new();
+            e.str(&creds.access_key);
+            e.bytes(&auth_proof(&creds.secret_key, &nonce, &creds.access_key));
+            w.write_all(&frame_bytes(ty::AUTH, 0, 0, &e.finish())).await.map_err(io_err)?;
+            let mut hdr = [0u8; HEADER_LEN];
+            r.read_exact(&mut hdr).await.map_err(io_err)?;
+            let h = Header::decode(&hdr, frame::MAX_DATA_FRAME_HARD).map_err(conn_lost)?;
+            let mut p = vec![0u8; h.len as usize];
+            r.read_exact(&mut p).await.map_err(io_err)?;
+            match h.ty {
+                ty::AUTH_OK => {
+                    let limits = Limits::decode(&p).ok_or_else(|| conn_lost("bad limits in AUTH_OK"))?;
+                    Ok((r, w, limits))
+                }
+                ty::GOAWAY => Err(Dec::new(&p).error()?),
+                t => Err(conn_lost(format!("unexpected frame {t:#04x} in the handshake"))),
+            }
+        };
+        let (r, w, limits) =
+            tokio::time::timeout(timeout, fut).await.map_err(|_| conn_lost("handshake timed out"))??;
+        let (out, drain) = crate::writer::writer(w);
+        tokio::spawn(async move {
+            if let Err(e) = drain.await {
+                tracing::debug!(error = %e, "binary protocol client writer stopped");
+            }
+        });
+        let conn = Arc::new(ClientConn {
+            out,
+            pending: Mutex::new(HashMap::new()),
+            dead: AtomicBool::new(false),
+            dead_reason: Mutex::new(None),
+            limits,
+            inflight: Arc::new(Semaphore::new(limits.max_inflight as usize)),
+            next_id: AtomicU32::new(1),
+        });
+        let weak = Arc::downgrade(&conn);
+        tokio::spawn(async move {
+            let reason = reader_task(r, &weak, limits).await;
+            if let Some(c) = weak.upgrade() {
+                c.fail_all(reason);
+            }
+        });
+        Ok(conn)
+    }
+
+    fn fail_all(&self, reason: String) {
+        self.dead.store(true, Ordering::Release);
+        *self.dead_reason.lock().unwrap() = Some(reason.clone());
+        let drained: Vec<Pending> = self.pending.lock().unwrap().drain().map(|(_, p)| p).collect();
+        for p in drained {
+            if let Some(r) = p.resp {
+                let _ = r.send(Err(conn_lost(&reason)));
+            }
+            if let Some(b) = p.body {
+                let _ = b.send(Err(io::Error::new(io::ErrorKind::ConnectionAborted, conn_lost(&reason))));
+            }
+            if let Some(c) = p.upload_credit {
+                c.close();
+            }
+        }
+        let _ = self.out.send(Out::Close);
+    }
+
+    fn on_frame(
+        &self,
+        h: Header,
+        payload: Bytes,
+        fds: &mut std::collections::VecDeque<std::os::fd::OwnedFd>,
+    ) -> std::result::Result<(), String> {
+        let file = if h.ty == ty::RESPONSE && h.flags & flag::BODY_FD != 0 {
+            match fds.pop_front() {
+                Some(fd) => Some(std::fs::File::from(fd)),
+                None => return Err("BODY_FD response without a descriptor".into()),
+            }
+        } else {
+            None
+        };
+        let mut pending = self.pending.lock().unwrap();
+        match h.ty {
+            ty::RESPONSE => {
+                let Some(p) = pending.get_mut(&h.id) else { return Ok(()) };
+                let Some(resp) = p.resp.take() else {
+                    return Err(format!("second RESPONSE for request {}", h.id));
+                };
+                if h.flags & flag::BODY_STREAM != 0 {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    p.body = Some(tx);
+                    let _ = resp.send(Ok((h, payload, Some(rx), None)));
+                } else {
+                    if let Some(c) = &p.upload_credit {
+                        c.close();
+                    }
+                    pending.remove(&h.id);
+                    let _ = resp.send(Ok((h, payload, None, file)));
+                }
+            }
+            ty::DATA => {
+                if let Some(Pending { body: Some(b), .. }) = pending.get(&h.id) {
+                    let _ = b.send(Ok(payload));
+                }
+            }
+            ty::END => {
+                pending.remove(&h.id);
+            }
+            ty::ABORT => {
+                if let Some(p) = pending.remove(&h.id)
+                    && let Some(b) = p.body
+                {
+                    let e = Dec::new(&payload).error().unwrap_or_else(|e| e);
+                    let _ = b.send(Err(e.into()));
+                }
+            }
+            ty::CREDIT => {
+                if let Some(Pending { upload_credit: Some(c), .. }) = pending.get(&h.id) {
+                    c.add_permits(u32::from_le_bytes(payload[..4].try_into().unwrap()) as usize);
+                }
+            }
+            ty::GOAWAY => {
+                let e = Dec::new(&payload).error().unwrap_or_else(|e| e);
+                return Err(format!("server closed the connection: {e}"));
+            }
+            t => return Err(format!("unexpected frame type {t:#04x} from the server")),
+        }
+        Ok(())
+    }
+
+    async fn call(
+        self: Arc<Self>,
+        req: Request,
+        body: Option<Body>,
+        deferred: Option<Arc<OnceLock<String>>>,
+    ) -> Result<Resp> {
+        let permit = self.inflight.clone().acquire_owned().await.map_err(|_| conn_lost("closed"))?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut e = Enc::new();
+        req.encode(&mut e);
+        let (flags, stream_body) = match body {
+            None | Some(Body::Empty) => (0, None),
+            Some(Body::Bytes(b)) if b.len() <= INLINE_MAX && deferred.is_none() => {
+                e.buf.extend_from_slice(&b);
+                (flag::BODY_INLINE, None)
+            }
+            Some(b) => (flag::BODY_STREAM, Some(b)),
+        };
+        let (tx, rx) = oneshot::channel();
+        let credit = stream_body.as_ref().map(|_| Arc::new(Semaphore::new(self.limits.initial_window as usize)));
+        {
+            let mut pending = self.pending.lock().unwrap();
+            if self.dead.load(Ordering::Acquire) {
+                let reason = self.dead_reason.lock().unwrap().clone().unwrap_or_default();
+                return Err(conn_lost(reason));
+            }
+            pending.insert(id, Pending { resp: Some(tx), body: None, upload_credit: credit.clone(), _permit: permit });
+        }
+        if self.out.send(Out::Frames(frame_bytes(ty::REQUEST, flags, id, &e.finish()))).is_err() {
+            self.pending.lock().unwrap().remove(&id);
+            return Err(conn_lost("writer stopped"));
+        }
+        let msg = match (stream_body, credit) {
+            (Some(body), Some(credit)) => {
+                let upload = upload(&self.out, id, body, credit, deferred, self.limits.max_data_frame);
+                tokio::pin!(upload);
+                let mut rx = rx;
+                let mut uploaded = false;
+                let r = loop {
+                    tokio::select! {
+                        r = &mut rx => break r,
+                        _ = &mut upload, if !uploaded => uploaded = true,
+                    }
+                };
+                if !uploaded {
+                    // The server answered before the body was complete: stop sending.
+                    let _ = self.out.send(Out::Frames(frame_bytes(ty::ABORT, 0, id, &[])));
+                }
+                r
+            }
+            _ => rx.await,
+        };
+        let (h, payload, body_rx, file) = match msg {
+            Ok(m) => m?,
+            Err(_) => {
+                let reason = self.dead_reason.lock().unwrap().clone().unwrap_or_else(|| "closed".into());
+                return Err(conn_lost(reason));
+            }
+        };
+        if payload.is_empty() {
+            return Err(conn_lost("empty RESPONSE"));
+        }
+        if payload[0] != 0 {
+            let mut d = Dec::new(&payload[1..]);
+            return Err(d.error()?);
+        }
+        let stream = body_rx.map(|rx| ClientBody {
+            rx,
+            conn: self.clone(),
+            id,
+            ungranted: 0,
+            window: self.limits.initial_window,
+            done: false,
+        });
+        Ok(Resp { payload, inline: h.flags & flag::BODY_INLINE != 0, stream, file })
+    }
+}
+
+async fn read_goaway(r: &mut ReadHalf) -> Result<Error> {
+    let mut hdr = [0u8; HEADER_LEN];
+    r.read_exact(&mut hdr).await.map_err(|e| conn_lost(e.to_string()))?;
+    let h = Header::decode(&hdr, frame::MAX_DATA_FRAME_HARD).map_err(conn_lost)?;
+    if h.ty != ty::GOAWAY {
+        return Err(conn_lost("expected GOAWAY"));
+    }
+    let mut p = vec![0u8; h.len as usize];
+    r.read_exact(&mut p).await.map_err(|e| conn_lost(e.to_string()))?;
+    Dec::new(&p).error()
+}
+
+async fn reader_task(mut r: ReadHalf, conn: &std::sync::Weak<ClientConn>, limits: Limits) -> String {
+    let dec = FrameDecoder { max_data: limits.max_data_frame };
+    let mut buf = BytesMut::with_capacity(256 << 10);
+    let mut fds = std::collections::VecDeque::new();
+    loop {
+        loop {
+            match dec.decode(&mut buf) {
+                Ok(Some((h, payload))) => {
+                    let Some(c) = conn.upgrade() else { return "client dropped".into() };
+                    if let Err(e) = c.on_frame(h, payload, &mut fds) {
+                        return e;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return format!("bad frame from the server: {e}"),
+            }
+        }
+        if buf.capacity() - buf.len() < 64 << 10 {
+            buf.reserve(256 << 10);
+        }
+        match r.read_with_fds(&mut buf, &mut fds).await {
+            Ok(0) => return "the server closed the connection".into(),
+            Ok(_) => {}
+            Err(e) => return format!("read failed: {e}"),
+        }
+    }
+}
+
+/// Send a streamed request body within the server's credit. Body errors become ABORT frames
+/// carrying the error, so the server's store sees an `Err` item and publishes nothing.
+async fn upload(
+    out: &OutTx,
+    id: u32,
+    body: Body,
+    credit: Arc<Semaphore>,
+    deferred: Option<Arc<OnceLock<String>>>,
+    max_frame: u32,
+) {
+    let mut s = body.into_stream();
+    while let Some(chunk) = s.next().await {
+        let mut chunk = match chunk {
+            Ok(c) => c,
+            Err(err) => {
+                let mut e = Enc::new();
+                e.error(&Error::from(err));
+                let _ = out.send(Out::Frames(frame_bytes(ty::ABORT, 0, id, &e.finish())));
+                return;
+            }
+        };
+        while !chunk.is_empty() {
+            let n = (chunk.len() as u32).min(max_frame);
+            let Ok(p) = credit.acquire_many(n).await else { return };
+            p.forget();
+            let header = Header { ty: ty::DATA, flags: 0, id, len: n }.encode();
+            if out.send(Out::Data { header, payload: chunk.split_to(n as usize) }).is_err() {
+                return;
+            }
+        }
+    }
+    let mut e = Enc::new();
+    if let Some(v) = deferred.as_ref().and_then(|c| c.get()) {
+        e.str(v);
+    }
+    let _ = out.send(Out::Frames(frame_bytes(ty::END, 0, id, &e.finish())));
+}
+
+/// A response body arriving in DATA frames; grants credit as it is consumed and cancels the
+/// transfer when dropped early.
+struct ClientBody {
+    rx: mpsc::UnboundedReceiver<io::Result<Bytes>>,
+    conn: Arc<ClientConn>,
+    id: u32,
+    ungranted: u32,
+    window: u32,
+    done: bool,
+}
+
+impl futures::Stream for ClientBody {
+    type Item = io::Result<Bytes>;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        match this.rx.poll_recv(cx) {
+            Poll::Ready(Some(Ok(b))) => {
+                this.ungranted += b.len() as u32;
+                if this.ungranted >= this.window / 4 {
+                    let n = std::mem::take(&mut this.ungranted);
+                    let _ = this.conn.out.send(Out::Frames(credit_frame(this.id, n)));
+                }
+                Poll::Ready(Some(Ok(b)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.done = true;
+                Poll::Ready(Some(Err(e)))
+            }
+            Poll::Ready(None) => {
+                this.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for ClientBody {
+    fn drop(&mut self) {
+        if !self.done && self.conn.pending.lock().unwrap().remove(&self.id).is_some() {
+            let _ = self.conn.out.send(Out::Frames(frame_bytes(ty::ABORT, 0, self.id, &[])));
+        }
+    }
+}
+
+fn upload_fields(
+    content_md5: Option<[u8; 16]>,
+    checksum: Option<&ChecksumRequest>,
+    content_length: Option<u64>,
+) -> (UploadFields, Option<Arc<OnceLock<String>>>) {
+    let mut deferred = None;
+    let checksum = checksum.map(|c| WireChecksum {
+        algorithm: c.algorithm,
+        expected: match &c.expected {
+            None => WireExpected::None,
+            Some(Expected::Known(v)) => WireExpected::Known(v.clone()),
+            Some(Expected::Deferred(cell)) => match cell.get() {
+                Some(v) => WireExpected::Known(v.clone()),
+                None => {
+                    deferred = Some(cell.clone());
+                    WireExpected::Deferred
+                }
+            },
+        },
+    });
+    (UploadFields { content_md5, checksum, content_length }, deferred)
+}
+
+fn fields(r: &Resp) -> Dec<'_> {
+    Dec::new(&r.payload[1..])
+}
+
+#[async_trait]
+impl Store for WireClient {
+    async fn create_bucket(&self, bucket: &str) -> Result<()> {
+        self.call_unit(Request::CreateBucket { bucket: bucket.into() }).await
+    }
+    async fn delete_bucket(&self, bucket: &str) -> Result<()> {
+        self.call_unit(Request::DeleteBucket { bucket: bucket.into() }).await
+    }
+    async fn head_bucket(&self, bucket: &str) -> Result<()> {
+        self.call_unit(Request::HeadBucket { bucket: bucket.into() }).await
+    }
+    async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
+        let r = self.call(Request::ListBuckets, None, None).await?;
+        let mut d = fields(&r);
+        let v = d.buckets()?;
+        d.end()?;
+        Ok(v)
+    }
+    async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
+        let r = self.call(Request::GetBucketTagging { bucket: bucket.into() }, None, None).await?;
+        let mut d = fields(&r);
+        let t = d.tags()?;
+        d.end()?;
+        Ok(t)
+    }
+    async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
+        self.call_unit(Request::PutBucketTagging { bucket: bucket.into(), tags }).await
+    }
+    async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
+        self.call_unit(Request::DeleteBucketTagging { bucket: bucket.into() }).await
+    }
+
+    async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
+        let (upload, deferred) = upload_fields(req.content_md5, req.checksum.as_ref(), req.content_length);
+        let r = Request::PutObject {
+            bucket: bucket.into(),
+            key: key.into(),
+            meta: req.meta,
+            tags: req.tags,
+            conditions: req.conditions,
+            upload,
+        };
+        let r = self.call(r, Some(body), deferred).await?;
+        let mut d = fields(&r);
+        let o = d.put_output()?;
+        d.end()?;
+        Ok(o)
+    }
+
+    async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
+        let r =
+            self.call(Request::GetObject { bucket: bucket.into(), key: key.into(), req: (&req).into() }, None, None);
+        let mut r = r.await?;
+        let (file, stream) = (r.file.take(), r.stream.take());
+        let mut d = fields(&r);
+        let (info, range) = d.get_output()?;
+        let at = 1 + d.pos();
+        let body = if let Some(file) = file {
+            let (offset, len) = (d.var()?, d.var()?);
+            d.end()?;
+            if offset.checked_add(len).is_none() {
+                return Err(conn_lost("bad file region"));
+            }
+            Body::File { file, offset, len }
+        } else if r.inline {
+            Body::from(r.payload.slice(at..))
+        } else {
+            d.end()?;
+            match stream {
+                Some(s) => Body::Stream(Box::pin(s)),
+                None => Body::Empty,
+            }
+        };
+        Ok(GetObjectOutput { info, range, body })
+    }
+
+    async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
+        let r = Request::HeadObject { bucket: bucket.into(), key: key.into(), req: (&req).into() };
+        let r = self.call(r, None, None).await?;
+        let mut d = fields(&r);
+        let i = d.object_info()?;
+        d.end()?;
+        Ok(i)
+    }
+
+    async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        self.call_unit(Request::DeleteObject { bucket: bucket.into(), key: key.into() }).await
+    }
+
+    async fn copy_object(
+        &self,
+        src_bucket: &str,
+        src_key: &str,
+        dst_bucket: &str,
+        dst_key: &str,
+        req: CopyObjectRequest,
+    ) -> Result<PutObjectOutput> {
+        let r = Request::CopyObject {
+            src_bucket: src_bucket.into(),
+            src_key: src_key.into(),
+            dst_bucket: dst_bucket.into(),
+            dst_key: dst_key.into(),
+            req: (&req).into(),
+        };
+        let r = self.call(r, None, None).await?;
+        let mut d = fields(&r);
+        let o = d.put_output()?;
+        d.end()?;
+        Ok(o)
+    }
+
+    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
+        let r = self.call(Request::GetObjectTagging { bucket: bucket.into(), key: key.into() }, None, None).await?;
+        let mut d = fields(&r);
+        let t = d.tags()?;
+        d.end()?;
+        Ok(t)
+    }
+    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
+        self.call_unit(Request::PutObjectTagging { bucket: bucket.into(), key: key.into(), tags }).await
+    }
+    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
+        self.call_unit(Request::DeleteObjectTagging { bucket: bucket.into(), key: key.into() }).await
+    }
+
+    async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
+        let r = self.call(Request::ListObjects { bucket: bucket.into(), req }, None, None).await?;
+        let mut d = fields(&r);
+        let p = d.list_page()?;
+        d.end()?;
+        Ok(p)
+    }
+
+    async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
+        let r = Request::CreateMultipart {
+            bucket: bucket.into(),
+            key: key.into(),
+            meta: req.meta,
+            tags: req.tags,
+            checksum_algorithm: req.checksum_algorithm,
+        };
+        let r = self.call(r, None, None).await?;
+        let mut d = fields(&r);
+        let id = d.str()?;
+        d.end()?;
+        Ok(id)
+    }
+
+    async fn upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        req: UploadPartRequest,
+        body: Body,
+    ) -> Result<PartInfo> {
+        let (upload, deferred) = upload_fields(req.content_md5, req.checksum.as_ref(), req.content_length);
+        let r = Request::UploadPart {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+            part_number,
+            upload,
+        };
+        let r = self.call(r, Some(body), deferred).await?;
+        let mut d = fields(&r);
+        let p = d.part_info()?;
+        d.end()?;
+        Ok(p)
+    }
+
+    async fn upload_part_copy(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        src_bucket: &str,
+        src_key: &str,
+        src_range: Option<ByteRange>,
+        src_conditions: Conditions,
+    ) -> Result<PartInfo> {
+        let r = Request::UploadPartCopy {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+            part_number,
+            src_bucket: src_bucket.into(),
+            src_key: src_key.into(),
+            src_range,
+            src_conditions,
+        };
+        let r = self.call(r, None, None).await?;
+        let mut d = fields(&r);
+        let p = d.part_info()?;
+        d.end()?;
+        Ok(p)
+    }
+
+    async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        req: ListPartsRequest,
+    ) -> Result<ListPartsPage> {
+        let r = Request::ListParts { bucket: bucket.into(), key: key.into(), upload_id: upload_id.into(), req };
+        let r = self.call(r, None, None).await?;
+        let mut d = fields(&r);
+        let p = d.parts_page()?;
+        d.end()?;
+        Ok(p)
+    }
+
+    async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
+        let r = self.call(Request::ListUploads { bucket: bucket.into(), req }, None, None).await?;
+        let mut d = fields(&r);
+        let p = d.uploads_page()?;
+        d.end()?;
+        Ok(p)
+    }
+
+    async fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: Vec<CompletePart>,
+        conditions: Conditions,
+    ) -> Result<PutObjectOutput> {
+        let r = Request::CompleteMultipart {
+            bucket: bucket.into(),
+            key: key.into(),
+            upload_id: upload_id.into(),
+            parts,
+            conditions,
+        };
+        let r = self.call(r, None, None).await?;
+        let mut d = fields(&r);
+        let o = d.put_output()?;
+        d.end()?;
+        Ok(o)
+    }
+
+    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+        self.call_unit(Request::AbortMultipart { bucket: bucket.into(), key: key.into(), upload_id: upload_id.into() })
+            .await
+    }
+}

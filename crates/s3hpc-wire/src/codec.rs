@@ -1,0 +1,1208 @@
+//! Field encoding: LEB128 varints, length-prefixed UTF-8 strings, presence bytes, and the
+//! request/response bodies of every opcode. Every length is checked against a limit.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use s3hpc_core::{
+    BucketInfo, ByteRange, Checksum, ChecksumAlgorithm, CompletePart, Conditions, CopyObjectRequest, Directive, Error,
+    ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest, ListUploadsPage,
+    ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput, Result, Tags, UploadInfo,
+};
+
+use crate::frame::{MAX_LIST, MAX_STR};
+
+/// Malformed field data: a protocol error.
+pub fn malformed(what: impl std::fmt::Display) -> Error {
+    Error::new(ErrorCode::InvalidRequest, format!("malformed frame: {what}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// primitives
+
+#[derive(Default)]
+pub struct Enc {
+    pub buf: BytesMut,
+}
+
+impl Enc {
+    pub fn new() -> Self {
+        Enc { buf: BytesMut::with_capacity(128) }
+    }
+    pub fn u8(&mut self, v: u8) {
+        self.buf.put_u8(v);
+    }
+    pub fn u16(&mut self, v: u16) {
+        self.buf.put_u16_le(v);
+    }
+    pub fn var(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.buf.put_u8((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.buf.put_u8(v as u8);
+    }
+    pub fn str(&mut self, s: &str) {
+        self.var(s.len() as u64);
+        self.buf.put_slice(s.as_bytes());
+    }
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.var(b.len() as u64);
+        self.buf.put_slice(b);
+    }
+    pub fn opt_str(&mut self, s: Option<&str>) {
+        match s {
+            None => self.u8(0),
+            Some(s) => {
+                self.u8(1);
+                self.str(s);
+            }
+        }
+    }
+    pub fn opt_var(&mut self, v: Option<u64>) {
+        match v {
+            None => self.u8(0),
+            Some(v) => {
+                self.u8(1);
+                self.var(v);
+            }
+        }
+    }
+    pub fn time(&mut self, t: SystemTime) {
+        let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        self.var(d.as_secs());
+        self.var(d.subsec_nanos() as u64);
+    }
+    pub fn opt_time(&mut self, t: Option<SystemTime>) {
+        match t {
+            None => self.u8(0),
+            Some(t) => {
+                self.u8(1);
+                self.time(t);
+            }
+        }
+    }
+    pub fn tags(&mut self, t: &Tags) {
+        self.var(t.len() as u64);
+        for (k, v) in t {
+            self.str(k);
+            self.str(v);
+        }
+    }
+    pub fn meta(&mut self, m: &ObjectMeta) {
+        for f in [&m.content_type, &m.content_encoding, &m.content_disposition, &m.content_language, &m.cache_control] {
+            self.opt_str(f.as_deref());
+        }
+        self.opt_str(m.expires.as_deref());
+        self.var(m.user.len() as u64);
+        for (k, v) in &m.user {
+            self.str(k);
+            self.str(v);
+        }
+    }
+    pub fn alg(&mut self, a: Option<ChecksumAlgorithm>) {
+        self.u8(match a {
+            None => 0,
+            Some(a) => ChecksumAlgorithm::ALL.iter().position(|x| *x == a).unwrap() as u8 + 1,
+        });
+    }
+    pub fn checksum(&mut self, c: Option<&Checksum>) {
+        match c {
+            None => self.u8(0),
+            Some(c) => {
+                self.alg(Some(c.algorithm));
+                self.str(&c.value);
+            }
+        }
+    }
+    pub fn conditions(&mut self, c: &Conditions) {
+        let mask = c.if_match.is_some() as u8
+            | (c.if_none_match.is_some() as u8) << 1
+            | (c.if_modified_since.is_some() as u8) << 2
+            | (c.if_unmodified_since.is_some() as u8) << 3;
+        self.u8(mask);
+        if let Some(s) = &c.if_match {
+            self.str(s);
+        }
+        if let Some(s) = &c.if_none_match {
+            self.str(s);
+        }
+        if let Some(t) = c.if_modified_since {
+            self.time(t);
+        }
+        if let Some(t) = c.if_unmodified_since {
+            self.time(t);
+        }
+    }
+    pub fn range(&mut self, r: Option<ByteRange>) {
+        match r {
+            None => self.u8(0),
+            Some(ByteRange::FromTo(a, b)) => {
+                self.u8(1);
+                self.var(a);
+                self.var(b);
+            }
+            Some(ByteRange::From(a)) => {
+                self.u8(2);
+                self.var(a);
+            }
+            Some(ByteRange::Suffix(n)) => {
+                self.u8(3);
+                self.var(n);
+            }
+        }
+    }
+    pub fn md5(&mut self, m: Option<[u8; 16]>) {
+        match m {
+            None => self.u8(0),
+            Some(m) => {
+                self.u8(1);
+                self.buf.put_slice(&m);
+            }
+        }
+    }
+    pub fn error(&mut self, e: &Error) {
+        let idx = ErrorCode::ALL.iter().position(|c| *c == e.code).unwrap_or(0) as u16;
+        self.u16(idx);
+        self.str(truncate(&e.message, 4096));
+        self.opt_str(e.resource.as_deref().map(|r| truncate(r, 4096)));
+    }
+    pub fn object_info(&mut self, i: &ObjectInfo) {
+        self.str(&i.key);
+        self.var(i.size);
+        self.str(&i.etag);
+        self.time(i.last_modified);
+        self.meta(&i.meta);
+        self.checksum(i.checksum.as_ref());
+        self.var(i.part_sizes.len() as u64);
+        for s in &i.part_sizes {
+            self.var(*s);
+        }
+        self.var(i.tag_count as u64);
+    }
+    pub fn put_output(&mut self, o: &PutObjectOutput) {
+        self.str(&o.etag);
+        self.checksum(o.checksum.as_ref());
+        self.var(o.size);
+        self.time(o.last_modified);
+    }
+    pub fn part_info(&mut self, p: &PartInfo) {
+        self.var(p.part_number as u64);
+        self.str(&p.etag);
+        self.var(p.size);
+        self.time(p.last_modified);
+        self.checksum(p.checksum.as_ref());
+    }
+    pub fn finish(self) -> BytesMut {
+        self.buf
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+pub struct Dec<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Dec<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Dec { buf, pos: 0 }
+    }
+    pub fn rest(&self) -> &'a [u8] {
+        &self.buf[self.pos..]
+    }
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+    pub fn is_empty(&self) -> bool {
+        self.pos == self.buf.len()
+    }
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.buf.len() - self.pos < n {
+            return Err(malformed(format!("field runs past the end of the frame ({n} bytes wanted)")));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    pub fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    pub fn u16(&mut self) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap()))
+    }
+    pub fn var(&mut self) -> Result<u64> {
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            let b = self.u8()?;
+            if i == 9 && b > 1 {
+                return Err(malformed("varint overflows 64 bits"));
+            }
+            v |= ((b & 0x7f) as u64) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(malformed("varint longer than 10 bytes"))
+    }
+    pub fn var_u32(&mut self) -> Result<u32> {
+        u32::try_from(self.var()?).map_err(|_| malformed("value does not fit 32 bits"))
+    }
+    pub fn len(&mut self, max: usize, what: &str) -> Result<usize> {
+        let n = self.var()?;
+        if n > max as u64 {
+            return Err(malformed(format!("{what} length {n} exceeds the limit of {max}")));
+        }
+        Ok(n as usize)
+    }
+    pub fn bool(&mut self) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(malformed(format!("presence byte {b} is not 0 or 1"))),
+        }
+    }
+    pub fn str(&mut self) -> Result<String> {
+        let n = self.len(MAX_STR, "string")?;
+        let b = self.take(n)?;
+        String::from_utf8(b.to_vec()).map_err(|_| malformed("string is not UTF-8"))
+    }
+    pub fn bytes(&mut self, max: usize) -> Result<&'a [u8]> {
+        let n = self.len(max, "byte string")?;
+        self.take(n)
+    }
+    pub fn opt_str(&mut self) -> Result<Option<String>> {
+        Ok(if self.bool()? { Some(self.str()?) } else { None })
+    }
+    pub fn opt_var(&mut self) -> Result<Option<u64>> {
+        Ok(if self.bool()? { Some(self.var()?) } else { None })
+    }
+    pub fn time(&mut self) -> Result<SystemTime> {
+        let s = self.var()?;
+        let n = self.var()?;
+        if n >= 1_000_000_000 {
+            return Err(malformed("nanoseconds out of range"));
+        }
+        SystemTime::UNIX_EPOCH
+            .checked_add(Duration::new(s, n as u32))
+            .ok_or_else(|| malformed("timestamp out of range"))
+    }
+    pub fn opt_time(&mut self) -> Result<Option<SystemTime>> {
+        Ok(if self.bool()? { Some(self.time()?) } else { None })
+    }
+    pub fn tags(&mut self) -> Result<Tags> {
+        let n = self.len(MAX_LIST, "tag list")?;
+        let mut t = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            t.push((self.str()?, self.str()?));
+        }
+        Ok(t)
+    }
+    pub fn meta(&mut self) -> Result<ObjectMeta> {
+        let mut m = ObjectMeta {
+            content_type: self.opt_str()?,
+            content_encoding: self.opt_str()?,
+            content_disposition: self.opt_str()?,
+            content_language: self.opt_str()?,
+            cache_control: self.opt_str()?,
+            expires: self.opt_str()?,
+            user: BTreeMap::new(),
+        };
+        let n = self.len(MAX_LIST, "metadata list")?;
+        for _ in 0..n {
+            let k = self.str()?;
+            let v = self.str()?;
+            m.user.insert(k, v);
+        }
+        Ok(m)
+    }
+    pub fn alg(&mut self) -> Result<Option<ChecksumAlgorithm>> {
+        match self.u8()? {
+            0 => Ok(None),
+            n if (n as usize) <= ChecksumAlgorithm::ALL.len() => Ok(Some(ChecksumAlgorithm::ALL[n as usize - 1])),
+            n => Err(malformed(format!("unknown checksum algorithm {n}"))),
+        }
+    }
+    pub fn checksum(&mut self) -> Result<Option<Checksum>> {
+        Ok(match self.alg()? {
+            None => None,
+            Some(algorithm) => Some(Checksum { algorithm, value: self.str()? }),
+        })
+    }
+    pub fn conditions(&mut self) -> Result<Conditions> {
+        let mask = self.u8()?;
+        if mask & !0x0f != 0 {
+            return Err(malformed("unknown condition bits"));
+        }
+        Ok(Conditions {
+            if_match: if mask & 1 != 0 { Some(self.str()?) } else { None },
+            if_none_match: if mask & 2 != 0 { Some(self.str()?) } else { None },
+            if_modified_since: if mask & 4 != 0 { Some(self.time()?) } else { None },
+            if_unmodified_since: if mask & 8 != 0 { Some(self.time()?) } else { None },
+        })
+    }
+    pub fn range(&mut self) -> Result<Option<ByteRange>> {
+        Ok(match self.u8()? {
+            0 => None,
+            1 => Some(ByteRange::FromTo(self.var()?, self.var()?)),
+            2 => Some(ByteRange::From(self.var()?)),
+            3 => Some(ByteRange::Suffix(self.var()?)),
+            k => return Err(malformed(format!("unknown range kind {k}"))),
+        })
+    }
+    pub fn md5(&mut self) -> Result<Option<[u8; 16]>> {
+        Ok(if self.bool()? { Some(self.take(16)?.try_into().unwrap()) } else { None })
+    }
+    pub fn error(&mut self) -> Result<Error> {
+        let idx = self.u16()? as usize;
+        let code = ErrorCode::ALL.get(idx).copied().unwrap_or(ErrorCode::InternalError);
+        let message = self.str()?;
+        let resource = self.opt_str()?;
+        Ok(Error { code, message, resource })
+    }
+    pub fn object_info(&mut self) -> Result<ObjectInfo> {
+        let key = self.str()?;
+        let size = self.var()?;
+        let etag = self.str()?;
+        let last_modified = self.time()?;
+        let meta = self.meta()?;
+        let checksum = self.checksum()?;
+        let n = self.len(MAX_LIST, "part size list")?;
+        let mut part_sizes = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            part_sizes.push(self.var()?);
+        }
+        let tag_count = self.var()? as usize;
+        Ok(ObjectInfo { key, size, etag, last_modified, meta, checksum, part_sizes, tag_count })
+    }
+    pub fn put_output(&mut self) -> Result<PutObjectOutput> {
+        Ok(PutObjectOutput {
+            etag: self.str()?,
+            checksum: self.checksum()?,
+            size: self.var()?,
+            last_modified: self.time()?,
+        })
+    }
+    pub fn part_info(&mut self) -> Result<PartInfo> {
+        Ok(PartInfo {
+            part_number: self.var_u32()?,
+            etag: self.str()?,
+            size: self.var()?,
+            last_modified: self.time()?,
+            checksum: self.checksum()?,
+        })
+    }
+    pub fn end(&self) -> Result<()> {
+        if !self.is_empty() {
+            return Err(malformed(format!("{} unexpected trailing bytes", self.buf.len() - self.pos)));
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// opcodes
+
+pub mod op {
+    pub const CREATE_BUCKET: u8 = 1;
+    pub const DELETE_BUCKET: u8 = 2;
+    pub const HEAD_BUCKET: u8 = 3;
+    pub const LIST_BUCKETS: u8 = 4;
+    pub const GET_BUCKET_TAGGING: u8 = 5;
+    pub const PUT_BUCKET_TAGGING: u8 = 6;
+    pub const DELETE_BUCKET_TAGGING: u8 = 7;
+    pub const PUT_OBJECT: u8 = 16;
+    pub const GET_OBJECT: u8 = 17;
+    pub const HEAD_OBJECT: u8 = 18;
+    pub const DELETE_OBJECT: u8 = 19;
+    pub const COPY_OBJECT: u8 = 20;
+    pub const GET_OBJECT_TAGGING: u8 = 21;
+    pub const PUT_OBJECT_TAGGING: u8 = 22;
+    pub const DELETE_OBJECT_TAGGING: u8 = 23;
+    pub const LIST_OBJECTS: u8 = 32;
+    pub const CREATE_MULTIPART: u8 = 48;
+    pub const UPLOAD_PART: u8 = 49;
+    pub const UPLOAD_PART_COPY: u8 = 50;
+    pub const LIST_PARTS: u8 = 51;
+    pub const LIST_UPLOADS: u8 = 52;
+    pub const COMPLETE_MULTIPART: u8 = 53;
+    pub const ABORT_MULTIPART: u8 = 54;
+}
+
+/// How the expected checksum of an upload travels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WireExpected {
+    None,
+    Known(String),
+    /// The value arrives in the END frame (a trailer).
+    Deferred,
+}
+
+/// Checksum part of an upload request, as on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireChecksum {
+    pub algorithm: ChecksumAlgorithm,
+    pub expected: WireExpected,
+}
+
+/// The fields common to PutObject and UploadPart bodies.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UploadFields {
+    pub content_md5: Option<[u8; 16]>,
+    pub checksum: Option<WireChecksum>,
+    pub content_length: Option<u64>,
+}
+
+impl Enc {
+    pub fn upload_fields(&mut self, u: &UploadFields) {
+        self.md5(u.content_md5);
+        match &u.checksum {
+            None => self.u8(0),
+            Some(c) => {
+                self.alg(Some(c.algorithm));
+                match &c.expected {
+                    WireExpected::None => self.u8(0),
+                    WireExpected::Known(v) => {
+                        self.u8(1);
+                        self.str(v);
+                    }
+                    WireExpected::Deferred => self.u8(2),
+                }
+            }
+        }
+        self.opt_var(u.content_length);
+    }
+}
+
+impl Dec<'_> {
+    pub fn upload_fields(&mut self) -> Result<UploadFields> {
+        let content_md5 = self.md5()?;
+        let checksum = match self.alg()? {
+            None => None,
+            Some(algorithm) => {
+                let expected = match self.u8()? {
+                    0 => WireExpected::None,
+                    1 => WireExpected::Known(self.str()?),
+                    2 => WireExpected::Deferred,
+                    k => return Err(malformed(format!("unknown expected-checksum kind {k}"))),
+                };
+                Some(WireChecksum { algorithm, expected })
+            }
+        };
+        Ok(UploadFields { content_md5, checksum, content_length: self.opt_var()? })
+    }
+}
+
+/// A decoded request (everything but the body).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    CreateBucket {
+        bucket: String,
+    },
+    DeleteBucket {
+        bucket: String,
+    },
+    HeadBucket {
+        bucket: String,
+    },
+    ListBuckets,
+    GetBucketTagging {
+        bucket: String,
+    },
+    PutBucketTagging {
+        bucket: String,
+        tags: Tags,
+    },
+    DeleteBucketTagging {
+        bucket: String,
+    },
+    PutObject {
+        bucket: String,
+        key: String,
+        meta: ObjectMeta,
+        tags: Tags,
+        conditions: Conditions,
+        upload: UploadFields,
+    },
+    GetObject {
+        bucket: String,
+        key: String,
+        req: WireGet,
+    },
+    HeadObject {
+        bucket: String,
+        key: String,
+        req: WireGet,
+    },
+    DeleteObject {
+        bucket: String,
+        key: String,
+    },
+    CopyObject {
+        src_bucket: String,
+        src_key: String,
+        dst_bucket: String,
+        dst_key: String,
+        req: WireCopy,
+    },
+    GetObjectTagging {
+        bucket: String,
+        key: String,
+    },
+    PutObjectTagging {
+        bucket: String,
+        key: String,
+        tags: Tags,
+    },
+    DeleteObjectTagging {
+        bucket: String,
+        key: String,
+    },
+    ListObjects {
+        bucket: String,
+        req: ListObjectsRequest,
+    },
+    CreateMultipart {
+        bucket: String,
+        key: String,
+        meta: ObjectMeta,
+        tags: Tags,
+        checksum_algorithm: Option<ChecksumAlgorithm>,
+    },
+    UploadPart {
+        bucket: String,
+        key: String,
+        upload_id: String,
+        part_number: u32,
+        upload: UploadFields,
+    },
+    UploadPartCopy {
+        bucket: String,
+        key: String,
+        upload_id: String,
+        part_number: u32,
+        src_bucket: String,
+        src_key: String,
+        src_range: Option<ByteRange>,
+        src_conditions: Conditions,
+    },
+    ListParts {
+        bucket: String,
+        key: String,
+        upload_id: String,
+        req: ListPartsRequest,
+    },
+    ListUploads {
+        bucket: String,
+        req: ListUploadsRequest,
+    },
+    CompleteMultipart {
+        bucket: String,
+        key: String,
+        upload_id: String,
+        parts: Vec<CompletePart>,
+        conditions: Conditions,
+    },
+    AbortMultipart {
+        bucket: String,
+        key: String,
+        upload_id: String,
+    },
+}
+
+/// GetObjectRequest in a comparable form.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WireGet {
+    pub range: Option<ByteRange>,
+    pub part_number: Option<u32>,
+    pub conditions: Conditions,
+}
+
+impl From<&GetObjectRequest> for WireGet {
+    fn from(r: &GetObjectRequest) -> Self {
+        WireGet { range: r.range, part_number: r.part_number, conditions: r.conditions.clone() }
+    }
+}
+
+impl From<WireGet> for GetObjectRequest {
+    fn from(r: WireGet) -> Self {
+        GetObjectRequest { range: r.range, part_number: r.part_number, conditions: r.conditions }
+    }
+}
+
+/// CopyObjectRequest in a comparable form.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WireCopy {
+    pub metadata: Directive<ObjectMeta>,
+    pub tagging: Directive<Tags>,
+    pub source_conditions: Conditions,
+    pub conditions: Conditions,
+    pub checksum_algorithm: Option<ChecksumAlgorithm>,
+}
+
+impl From<&CopyObjectRequest> for WireCopy {
+    fn from(r: &CopyObjectRequest) -> Self {
+        WireCopy {
+            metadata: r.metadata.clone(),
+            tagging: r.tagging.clone(),
+            source_conditions: r.source_conditions.clone(),
+            conditions: r.conditions.clone(),
+            checksum_algorithm: r.checksum_algorithm,
+        }
+    }
+}
+
+impl From<WireCopy> for CopyObjectRequest {
+    fn from(r: WireCopy) -> Self {
+        CopyObjectRequest {
+            metadata: r.metadata,
+            tagging: r.tagging,
+            source_conditions: r.source_conditions,
+            conditions: r.conditions,
+            checksum_algorithm: r.checksum_algorithm,
+        }
+    }
+}
+
+impl Enc {
+    fn get(&mut self, r: &WireGet) {
+        self.range(r.range);
+        self.opt_var(r.part_number.map(u64::from));
+        self.conditions(&r.conditions);
+    }
+}
+
+impl Dec<'_> {
+    fn get(&mut self) -> Result<WireGet> {
+        let range = self.range()?;
+        let part_number = match self.opt_var()? {
+            None => None,
+            Some(n) => Some(u32::try_from(n).map_err(|_| malformed("part number does not fit 32 bits"))?),
+        };
+        Ok(WireGet { range, part_number, conditions: self.conditions()? })
+    }
+}
+
+impl Request {
+    pub fn opcode(&self) -> u8 {
+        use Request::*;
+        match self {
+            CreateBucket { .. } => op::CREATE_BUCKET,
+            DeleteBucket { .. } => op::DELETE_BUCKET,
+            HeadBucket { .. } => op::HEAD_BUCKET,
+            ListBuckets => op::LIST_BUCKETS,
+            GetBucketTagging { .. } => op::GET_BUCKET_TAGGING,
+            PutBucketTagging { .. } => op::PUT_BUCKET_TAGGING,
+            DeleteBucketTagging { .. } => op::DELETE_BUCKET_TAGGING,
+            PutObject { .. } => op::PUT_OBJECT,
+            GetObject { .. } => op::GET_OBJECT,
+            HeadObject { .. } => op::HEAD_OBJECT,
+            DeleteObject { .. } => op::DELETE_OBJECT,
+            CopyObject { .. } => op::COPY_OBJECT,
+            GetObjectTagging { .. } => op::GET_OBJECT_TAGGING,
+            PutObjectTagging { .. } => op::PUT_OBJECT_TAGGING,
+            DeleteObjectTagging { .. } => op::DELETE_OBJECT_TAGGING,
+            ListObjects { .. } => op::LIST_OBJECTS,
+            CreateMultipart { .. } => op::CREATE_MULTIPART,
+            UploadPart { .. } => op::UPLOAD_PART,
+            UploadPartCopy { .. } => op::UPLOAD_PART_COPY,
+            ListParts { .. } => op::LIST_PARTS,
+            ListUploads { .. } => op::LIST_UPLOADS,
+            CompleteMultipart { .. } => op::COMPLETE_MULTIPART,
+            AbortMultipart { .. } => op::ABORT_MULTIPART,
+        }
+    }
+
+    /// Whether this opcode carries a body (PutObject, UploadPart).
+    pub fn takes_body(&self) -> bool {
+        matches!(self, Request::PutObject { .. } | Request::UploadPart { .. })
+    }
+
+    /// Encode opcode and fields (the body, if inline, is appended by the caller).
+    pub fn encode(&self, e: &mut Enc) {
+        use Request::*;
+        e.u8(self.opcode());
+        match self {
+            CreateBucket { bucket }
+            | DeleteBucket { bucket }
+            | HeadBucket { bucket }
+            | GetBucketTagging { bucket }
+            | DeleteBucketTagging { bucket } => e.str(bucket),
+            ListBuckets => {}
+            PutBucketTagging { bucket, tags } => {
+                e.str(bucket);
+                e.tags(tags);
+            }
+            PutObject { bucket, key, meta, tags, conditions, upload } => {
+                e.str(bucket);
+                e.str(key);
+                e.meta(meta);
+                e.tags(tags);
+                e.conditions(conditions);
+                e.upload_fields(upload);
+            }
+            GetObject { bucket, key, req } | HeadObject { bucket, key, req } => {
+                e.str(bucket);
+                e.str(key);
+                e.get(req);
+            }
+            DeleteObject { bucket, key } | GetObjectTagging { bucket, key } | DeleteObjectTagging { bucket, key } => {
+                e.str(bucket);
+                e.str(key);
+            }
+            CopyObject { src_bucket, src_key, dst_bucket, dst_key, req } => {
+                e.str(src_bucket);
+                e.str(src_key);
+                e.str(dst_bucket);
+                e.str(dst_key);
+                match &req.metadata {
+                    Directive::Copy => e.u8(0),
+                    Directive::Replace(m) => {
+                        e.u8(1);
+                        e.meta(m);
+                    }
+                }
+                match &req.tagging {
+                    Directive::Copy => e.u8(0),
+                    Directive::Replace(t) => {
+                        e.u8(1);
+                        e.tags(t);
+                    }
+                }
+                e.conditions(&req.source_conditions);
+                e.conditions(&req.conditions);
+                e.alg(req.checksum_algorithm);
+            }
+            PutObjectTagging { bucket, key, tags } => {
+                e.str(bucket);
+                e.str(key);
+                e.tags(tags);
+            }
+            ListObjects { bucket, req } => {
+                e.str(bucket);
+                e.str(&req.prefix);
+                e.opt_str(req.delimiter.as_deref());
+                e.opt_str(req.start_after.as_deref());
+                e.var(req.max_keys as u64);
+            }
+            CreateMultipart { bucket, key, meta, tags, checksum_algorithm } => {
+                e.str(bucket);
+                e.str(key);
+                e.meta(meta);
+                e.tags(tags);
+                e.alg(*checksum_algorithm);
+            }
+            UploadPart { bucket, key, upload_id, part_number, upload } => {
+                e.str(bucket);
+                e.str(key);
+                e.str(upload_id);
+                e.var(*part_number as u64);
+                e.upload_fields(upload);
+            }
+            UploadPartCopy { bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions } => {
+                e.str(bucket);
+                e.str(key);
+                e.str(upload_id);
+                e.var(*part_number as u64);
+                e.str(src_bucket);
+                e.str(src_key);
+                e.range(*src_range);
+                e.conditions(src_conditions);
+            }
+            ListParts { bucket, key, upload_id, req } => {
+                e.str(bucket);
+                e.str(key);
+                e.str(upload_id);
+                e.opt_var(req.part_number_marker.map(u64::from));
+                e.var(req.max_parts as u64);
+            }
+            ListUploads { bucket, req } => {
+                e.str(bucket);
+                e.str(&req.prefix);
+                e.opt_str(req.delimiter.as_deref());
+                e.opt_str(req.key_marker.as_deref());
+                e.opt_str(req.upload_id_marker.as_deref());
+                e.var(req.max_uploads as u64);
+            }
+            CompleteMultipart { bucket, key, upload_id, parts, conditions } => {
+                e.str(bucket);
+                e.str(key);
+                e.str(upload_id);
+                e.var(parts.len() as u64);
+                for p in parts {
+                    e.var(p.part_number as u64);
+                    e.str(&p.etag);
+                    e.checksum(p.checksum.as_ref());
+                }
+                e.conditions(conditions);
+            }
+            AbortMultipart { bucket, key, upload_id } => {
+                e.str(bucket);
+                e.str(key);
+                e.str(upload_id);
+            }
+        }
+    }
+
+    /// Decode opcode and fields; the decoder is left at the start of an inline body (if any).
+    pub fn decode(d: &mut Dec<'_>) -> Result<Request> {
+        use Request::*;
+        let opcode = d.u8()?;
+        let r = match opcode {
+            op::CREATE_BUCKET => CreateBucket { bucket: d.str()? },
+            op::DELETE_BUCKET => DeleteBucket { bucket: d.str()? },
+            op::HEAD_BUCKET => HeadBucket { bucket: d.str()? },
+            op::LIST_BUCKETS => ListBuckets,
+            op::GET_BUCKET_TAGGING => GetBucketTagging { bucket: d.str()? },
+            op::PUT_BUCKET_TAGGING => PutBucketTagging { bucket: d.str()?, tags: d.tags()? },
+            op::DELETE_BUCKET_TAGGING => DeleteBucketTagging { bucket: d.str()? },
+            op::PUT_OBJECT => PutObject {
+                bucket: d.str()?,
+                key: d.str()?,
+                meta: d.meta()?,
+                tags: d.tags()?,
+                conditions: d.conditions()?,
+                upload: d.upload_fields()?,
+            },
+            op::GET_OBJECT => GetObject { bucket: d.str()?, key: d.str()?, req: d.get()? },
+            op::HEAD_OBJECT => HeadObject { bucket: d.str()?, key: d.str()?, req: d.get()? },
+            op::DELETE_OBJECT => DeleteObject { bucket: d.str()?, key: d.str()? },
+            op::COPY_OBJECT => {
+                let (src_bucket, src_key, dst_bucket, dst_key) = (d.str()?, d.str()?, d.str()?, d.str()?);
+                let metadata = if d.bool()? { Directive::Replace(d.meta()?) } else { Directive::Copy };
+                let tagging = if d.bool()? { Directive::Replace(d.tags()?) } else { Directive::Copy };
+                let req = WireCopy {
+                    metadata,
+                    tagging,
+                    source_conditions: d.conditions()?,
+                    conditions: d.conditions()?,
+                    checksum_algorithm: d.alg()?,
+                };
+                CopyObject { src_bucket, src_key, dst_bucket, dst_key, req }
+            }
+            op::GET_OBJECT_TAGGING => GetObjectTagging { bucket: d.str()?, key: d.str()? },
+            op::PUT_OBJECT_TAGGING => PutObjectTagging { bucket: d.str()?, key: d.str()?, tags: d.tags()? },
+            op::DELETE_OBJECT_TAGGING => DeleteObjectTagging { bucket: d.str()?, key: d.str()? },
+            op::LIST_OBJECTS => ListObjects {
+                bucket: d.str()?,
+                req: ListObjectsRequest {
+                    prefix: d.str()?,
+                    delimiter: d.opt_str()?,
+                    start_after: d.opt_str()?,
+                    max_keys: d.var()?.min(u32::MAX as u64) as usize,
+                },
+            },
+            op::CREATE_MULTIPART => CreateMultipart {
+                bucket: d.str()?,
+                key: d.str()?,
+                meta: d.meta()?,
+                tags: d.tags()?,
+                checksum_algorithm: d.alg()?,
+            },
+            op::UPLOAD_PART => UploadPart {
+                bucket: d.str()?,
+                key: d.str()?,
+                upload_id: d.str()?,
+                part_number: d.var_u32()?,
+                upload: d.upload_fields()?,
+            },
+            op::UPLOAD_PART_COPY => UploadPartCopy {
+                bucket: d.str()?,
+                key: d.str()?,
+                upload_id: d.str()?,
+                part_number: d.var_u32()?,
+                src_bucket: d.str()?,
+                src_key: d.str()?,
+                src_range: d.range()?,
+                src_conditions: d.conditions()?,
+            },
+            op::LIST_PARTS => {
+                let (bucket, key, upload_id) = (d.str()?, d.str()?, d.str()?);
+                let part_number_marker = match d.opt_var()? {
+                    None => None,
+                    Some(n) => Some(u32::try_from(n).map_err(|_| malformed("part number marker too large"))?),
+                };
+                let max_parts = d.var()?.min(u32::MAX as u64) as usize;
+                ListParts { bucket, key, upload_id, req: ListPartsRequest { part_number_marker, max_parts } }
+            }
+            op::LIST_UPLOADS => ListUploads {
+                bucket: d.str()?,
+                req: ListUploadsRequest {
+                    prefix: d.str()?,
+                    delimiter: d.opt_str()?,
+                    key_marker: d.opt_str()?,
+                    upload_id_marker: d.opt_str()?,
+                    max_uploads: d.var()?.min(u32::MAX as u64) as usize,
+                },
+            },
+            op::COMPLETE_MULTIPART => {
+                let (bucket, key, upload_id) = (d.str()?, d.str()?, d.str()?);
+                let n = d.len(MAX_LIST, "part list")?;
+                let mut parts = Vec::with_capacity(n.min(1024));
+                for _ in 0..n {
+                    parts.push(CompletePart { part_number: d.var_u32()?, etag: d.str()?, checksum: d.checksum()? });
+                }
+                CompleteMultipart { bucket, key, upload_id, parts, conditions: d.conditions()? }
+            }
+            op::ABORT_MULTIPART => AbortMultipart { bucket: d.str()?, key: d.str()?, upload_id: d.str()? },
+            other => return Err(malformed(format!("unknown opcode {other}"))),
+        };
+        Ok(r)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// responses (the OK payloads; the first byte of a RESPONSE is 0 = ok, 1 = error)
+
+impl Enc {
+    pub fn buckets(&mut self, b: &[BucketInfo]) {
+        self.var(b.len() as u64);
+        for b in b {
+            self.str(&b.name);
+            self.time(b.created);
+        }
+    }
+    pub fn list_page(&mut self, p: &ListObjectsPage) {
+        self.var(p.objects.len() as u64);
+        for o in &p.objects {
+            self.str(&o.key);
+            self.var(o.size);
+            self.str(&o.etag);
+            self.time(o.last_modified);
+        }
+        self.var(p.common_prefixes.len() as u64);
+        for c in &p.common_prefixes {
+            self.str(c);
+        }
+        self.u8(p.is_truncated as u8);
+        self.opt_str(p.next_marker.as_deref());
+    }
+    pub fn parts_page(&mut self, p: &ListPartsPage) {
+        self.var(p.parts.len() as u64);
+        for part in &p.parts {
+            self.part_info(part);
+        }
+        self.u8(p.is_truncated as u8);
+        self.opt_var(p.next_part_number_marker.map(u64::from));
+        self.alg(p.checksum_algorithm);
+    }
+    pub fn uploads_page(&mut self, p: &ListUploadsPage) {
+        self.var(p.uploads.len() as u64);
+        for u in &p.uploads {
+            self.str(&u.key);
+            self.str(&u.upload_id);
+            self.time(u.initiated);
+        }
+        self.var(p.common_prefixes.len() as u64);
+        for c in &p.common_prefixes {
+            self.str(c);
+        }
+        self.u8(p.is_truncated as u8);
+        self.opt_str(p.next_key_marker.as_deref());
+        self.opt_str(p.next_upload_id_marker.as_deref());
+    }
+    /// GetObject answer header: info and the served range.
+    pub fn get_output(&mut self, info: &ObjectInfo, range: Option<(u64, u64)>) {
+        self.object_info(info);
+        match range {
+            None => self.u8(0),
+            Some((o, l)) => {
+                self.u8(1);
+                self.var(o);
+                self.var(l);
+            }
+        }
+    }
+}
+
+impl Dec<'_> {
+    pub fn buckets(&mut self) -> Result<Vec<BucketInfo>> {
+        let n = self.len(usize::MAX >> 1, "bucket list")?;
+        let mut v = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            v.push(BucketInfo { name: self.str()?, created: self.time()? });
+        }
+        Ok(v)
+    }
+    pub fn list_page(&mut self) -> Result<ListObjectsPage> {
+        let n = self.len(MAX_LIST, "object list")?;
+        let mut objects = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            objects.push(ObjectSummary {
+                key: self.str()?,
+                size: self.var()?,
+                etag: self.str()?,
+                last_modified: self.time()?,
+            });
+        }
+        let n = self.len(MAX_LIST, "prefix list")?;
+        let mut common_prefixes = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            common_prefixes.push(self.str()?);
+        }
+        Ok(ListObjectsPage { objects, common_prefixes, is_truncated: self.bool()?, next_marker: self.opt_str()? })
+    }
+    pub fn parts_page(&mut self) -> Result<ListPartsPage> {
+        let n = self.len(MAX_LIST, "part list")?;
+        let mut parts = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            parts.push(self.part_info()?);
+        }
+        let is_truncated = self.bool()?;
+        let next_part_number_marker = self.opt_var()?.map(|n| n as u32);
+        Ok(ListPartsPage { parts, is_truncated, next_part_number_marker, checksum_algorithm: self.alg()? })
+    }
+    pub fn uploads_page(&mut self) -> Result<ListUploadsPage> {
+        let n = self.len(MAX_LIST, "upload list")?;
+        let mut uploads = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            uploads.push(UploadInfo { key: self.str()?, upload_id: self.str()?, initiated: self.time()? });
+        }
+        let n = self.len(MAX_LIST, "prefix list")?;
+        let mut common_prefixes = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            common_prefixes.push(self.str()?);
+        }
+        Ok(ListUploadsPage {
+            uploads,
+            common_prefixes,
+            is_truncated: self.bool()?,
+            next_key_marker: self.opt_str()?,
+            next_upload_id_marker: self.opt_str()?,
+        })
+    }
+    pub fn get_output(&mut self) -> Result<(ObjectInfo, Option<(u64, u64)>)> {
+        let info = self.object_info()?;
+        let range = if self.bool()? { Some((self.var()?, self.var()?)) } else { None };
+        Ok((info, range))
+    }
+}
+
+/// Bytes of a payload as `Bytes`, sharing the frame buffer.
+pub fn tail(payload: &Bytes, from: usize) -> Bytes {
+    payload.slice(from..)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(r: Request) {
+        let mut e = Enc::new();
+        r.encode(&mut e);
+        let b = e.finish();
+        let mut d = Dec::new(&b);
+        assert_eq!(Request::decode(&mut d).unwrap(), r);
+        d.end().unwrap();
+        // every strict prefix fails cleanly
+        for cut in 0..b.len() {
+            let mut d = Dec::new(&b[..cut]);
+            assert!(Request::decode(&mut d).and_then(|_| d.end()).is_err(), "prefix {cut} of {r:?} decoded");
+        }
+    }
+
+    #[test]
+    fn requests_roundtrip() {
+        let t = SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 123);
+        let cond = Conditions {
+            if_match: Some("\"abc\"".into()),
+            if_none_match: None,
+            if_modified_since: Some(t),
+            if_unmodified_since: None,
+        };
+        let mut meta = ObjectMeta { content_type: Some("text/plain".into()), ..Default::default() };
+        meta.user.insert("k".into(), "v".into());
+        roundtrip(Request::ListBuckets);
+        roundtrip(Request::PutBucketTagging { bucket: "b".into(), tags: vec![("a".into(), "b".into())] });
+        roundtrip(Request::PutObject {
+            bucket: "b".into(),
+            key: "k/ü".into(),
+            meta: meta.clone(),
+            tags: vec![],
+            conditions: cond.clone(),
+            upload: UploadFields {
+                content_md5: Some([7; 16]),
+                checksum: Some(WireChecksum { algorithm: ChecksumAlgorithm::Crc32c, expected: WireExpected::Deferred }),
+                content_length: Some(5),
+            },
+        });
+        roundtrip(Request::GetObject {
+            bucket: "b".into(),
+            key: "k".into(),
+            req: WireGet { range: Some(ByteRange::Suffix(3)), part_number: Some(2), conditions: cond.clone() },
+        });
+        roundtrip(Request::CopyObject {
+            src_bucket: "a".into(),
+            src_key: "b".into(),
+            dst_bucket: "c".into(),
+            dst_key: "d".into(),
+            req: WireCopy {
+                metadata: Directive::Replace(meta),
+                tagging: Directive::Copy,
+                source_conditions: cond.clone(),
+                conditions: Conditions::default(),
+                checksum_algorithm: Some(ChecksumAlgorithm::Sha256),
+            },
+        });
+        roundtrip(Request::CompleteMultipart {
+            bucket: "b".into(),
+            key: "k".into(),
+            upload_id: "u".into(),
+            parts: vec![CompletePart {
+                part_number: 1,
+                etag: "e".into(),
+                checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAA".into() }),
+            }],
+            conditions: cond,
+        });
+    }
+
+    #[test]
+    fn error_numbers_match_protocol_md() {
+        // docs/PROTOCOL.md section 6 publishes these numbers; they must never change.
+        let fixed = [
+            (0, ErrorCode::AccessDenied),
+            (3, ErrorCode::BadDigest),
+            (10, ErrorCode::IncompleteBody),
+            (11, ErrorCode::InternalError),
+            (20, ErrorCode::InvalidRequest),
+            (29, ErrorCode::NoSuchBucket),
+            (30, ErrorCode::NoSuchKey),
+            (34, ErrorCode::NotModified),
+            (35, ErrorCode::PreconditionFailed),
+            (38, ErrorCode::SignatureDoesNotMatch),
+            (45, ErrorCode::RequestHeaderSectionTooLarge),
+        ];
+        for (n, c) in fixed {
+            assert_eq!(ErrorCode::ALL[n], c);
+            let mut e = Enc::new();
+            e.error(&Error::code(c));
+            let b = e.finish();
+            assert_eq!(u16::from_le_bytes([b[0], b[1]]) as usize, n);
+            assert_eq!(Dec::new(&b).error().unwrap().code, c);
+        }
+    }
+
+    #[test]
+    fn limits_are_enforced() {
+        let mut e = Enc::new();
+        e.u8(op::CREATE_BUCKET);
+        e.var((MAX_STR + 1) as u64);
+        let b = e.finish();
+        assert!(Request::decode(&mut Dec::new(&b)).is_err());
+        let mut d = Dec::new(&[0xff; 11]);
+        assert!(d.var().is_err());
+        assert!(Request::decode(&mut Dec::new(&[200])).is_err());
+    }
+}

@@ -1,0 +1,914 @@
+//! The binary-protocol server: accepts Unix or TCP connections, authenticates them, and runs
+//! every request of a connection concurrently against a [`DynStore`].
+//!
+//! Per connection: one reader (this task) decodes frames and routes body chunks, one writer task
+//! owns the socket's write side and coalesces small frames into single writes (and sends file
+//! regions with `sendfile`), and one task per request calls the store.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use rand::RngCore;
+use s3hpc_core::{
+    Body, ChecksumRequest, CredentialSet, DynStore, Error, ErrorCode, Expected, PutObjectRequest, UploadPartRequest,
+};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use crate::codec::{Dec, Enc, Request, UploadFields, WireExpected};
+use crate::frame::{self, FrameDecoder, HEADER_LEN, Header, INLINE_MAX, Limits, flag, put_frame, ty};
+use crate::sys::{Endpoint, ReadHalf, Stream, verify_proof};
+
+/// Server tuning and policy.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Largest DATA frame payload (at most 4 MiB).
+    pub max_data_frame: u32,
+    /// Per-request flow-control window, both directions (>= `max_data_frame`).
+    pub initial_window: u32,
+    /// Requests a client may have in flight on one connection.
+    pub max_inflight: u32,
+    /// Time a new connection gets to finish the handshake.
+    pub handshake_timeout: Duration,
+    /// On Unix sockets: peers whose uid (SO_PEERCRED) is listed may authenticate with the access
+    /// key alone (an empty proof). `None`: every peer must prove the secret.
+    pub trusted_uids: Option<Vec<u32>>,
+    /// On Unix sockets: refuse peers whose uid is not in `trusted_uids`, even with a valid proof.
+    pub require_trusted_uid: bool,
+    /// On Unix sockets, to clients that offer it: answer GETs of file-backed bodies larger than
+    /// the inline limit by passing the open file descriptor (SCM_RIGHTS) instead of the bytes.
+    pub fd_passing: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            max_data_frame: 1 << 20,
+            initial_window: 4 << 20,
+            max_inflight: 256,
+            handshake_timeout: Duration::from_secs(10),
+            trusted_uids: None,
+            require_trusted_uid: false,
+            fd_passing: true,
+        }
+    }
+}
+
+impl ServerOptions {
+    fn limits(&self) -> Limits {
+        let max_data_frame = self.max_data_frame.clamp(4096, frame::MAX_DATA_FRAME_HARD);
+        Limits {
+            max_data_frame,
+            initial_window: self.initial_window.max(max_data_frame),
+            max_inflight: self.max_inflight.max(1),
+        }
+    }
+}
+
+enum Listener {
+    Unix(UnixListener, std::path::PathBuf),
+    Tcp(TcpListener),
+}
+
+/// A bound, not yet running server (bind first to learn the address of port 0).
+pub struct WireServer {
+    listener: Listener,
+    url: String,
+    store: DynStore,
+    creds: Arc<CredentialSet>,
+    opts: Arc<ServerOptions>,
+}
+
+/// Bind a listener: `unix:///path` (a stale socket file at the path is replaced) or
+/// `tcp://host:port` (port 0 picks a free port; see [`WireServer::url`]).
+pub async fn bind(
+    listen: &str,
+    store: DynStore,
+    creds: Arc<CredentialSet>,
+    opts: ServerOptions,
+) -> io::Result<WireServer> {
+    let (listener, url) = match Endpoint::parse(listen)? {
+        Endpoint::Unix(path) => {
+            if let Ok(md) = std::fs::symlink_metadata(&path) {
+                use std::os::unix::fs::FileTypeExt;
+                if md.file_type().is_socket() {
+                    std::fs::remove_file(&path)?;
+                }
+            }
+            let l = UnixListener::bind(&path)?;
+            (Listener::Unix(l, path.clone()), format!("unix://{}", path.display()))
+        }
+        Endpoint::Tcp(addr) => {
+            let l = TcpListener::bind(&addr).await?;
+            let url = format!("tcp://{}", l.local_addr()?);
+            (Listener::Tcp(l), url)
+        }
+    };
+    Ok(WireServer { listener, url, store, creds, opts: Arc::new(opts) })
+}
+
+/// Serve until `shutdown` resolves: bind `listen` (`unix:///path` or `tcp://127.0.0.1:PORT`) and
+/// run. Open connections are closed at shutdown (uploads in progress publish nothing).
+pub async fn serve(
+    listen: &str,
+    store: DynStore,
+    creds: Arc<CredentialSet>,
+    opts: ServerOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> io::Result<()> {
+    bind(listen, store, creds, opts).await?.run(shutdown).await
+}
+
+impl WireServer {
+    /// The URL clients connect to (with the real port when bound to port 0).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Accept connections until `shutdown` resolves.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> io::Result<()> {
+        let WireServer { listener, url, store, creds, opts } = self;
+        tracing::info!(%url, "binary protocol server listening");
+        let mut conns = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            let accepted = tokio::select! {
+                _ = &mut shutdown => break,
+                Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+                a = accept(&listener) => a,
+            };
+            let stream = match accepted {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let (store, creds, opts) = (store.clone(), creds.clone(), opts.clone());
+            conns.spawn(async move {
+                if let Err(e) = handle_connection(stream, store, creds, opts).await {
+                    tracing::warn!(error = %e, "binary protocol connection closed with an error");
+                }
+            });
+        }
+        conns.shutdown().await;
+        if let Listener::Unix(_, path) = &listener {
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(())
+    }
+
+    /// Run on a background task; the handle stops it.
+    pub fn spawn(self) -> ServerHandle {
+        let url = self.url.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(self.run(async move {
+            let _ = rx.await;
+        }));
+        ServerHandle { url, stop: Some(tx), task }
+    }
+}
+
+/// A server running in the background.
+pub struct ServerHandle {
+    pub url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<io::Result<()>>,
+}
+
+impl ServerHandle {
+    /// Stop accepting, close every connection, and wait.
+    pub async fn shutdown(mut self) -> io::Result<()> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        (&mut self.task).await.map_err(io::Error::other)?
+    }
+}
+
+async fn accept(l: &Listener) -> io::Result<Stream> {
+    match l {
+        Listener::Unix(l, _) => Ok(Stream::Unix(l.accept().await?.0)),
+        Listener::Tcp(l) => {
+            let (s, _) = l.accept().await?;
+            s.set_nodelay(true)?;
+            Ok(Stream::Tcp(s))
+        }
+    }
+}
+
+pub(crate) use crate::writer::{Out, OutTx};
+
+pub(crate) fn frame_bytes(ty: u8, flags: u8, id: u32, payload: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(HEADER_LEN + payload.len());
+    put_frame(&mut b, ty, flags, id, payload);
+    b.freeze()
+}
+
+pub(crate) fn credit_frame(id: u32, n: u32) -> Bytes {
+    frame_bytes(ty::CREDIT, 0, id, &n.to_le_bytes())
+}
+
+fn goaway(e: &Error) -> Bytes {
+    let mut enc = Enc::new();
+    enc.error(e);
+    frame_bytes(ty::GOAWAY, 0, 0, &enc.finish())
+}
+
+// ---------------------------------------------------------------------------------------------
+// flow-controlled incoming bodies
+
+/// Credit accounting shared by the reader (which charges DATA frames) and the body consumer
+/// (which returns credit as it consumes).
+pub(crate) struct InCredit {
+    pub remaining: AtomicI64,
+    pub window: u32,
+}
+
+/// A received body as a stream that grants credit back as it is consumed.
+pub(crate) struct CreditedBody {
+    pub rx: mpsc::UnboundedReceiver<io::Result<Bytes>>,
+    pub credit: Arc<InCredit>,
+    pub out: OutTx,
+    pub id: u32,
+    pub ungranted: u32,
+}
+
+impl futures::Stream for CreditedBody {
+    type Item = io::Result<Bytes>;
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        match this.rx.poll_recv(cx) {
+            std::task::Poll::Ready(Some(Ok(b))) => {
+                this.ungranted += b.len() as u32;
+                if this.ungranted >= this.credit.window / 4 {
+                    let n = std::mem::take(&mut this.ungranted);
+                    this.credit.remaining.fetch_add(n as i64, Ordering::AcqRel);
+                    let _ = this.out.send(Out::Frames(credit_frame(this.id, n)));
+                }
+                std::task::Poll::Ready(Some(Ok(b)))
+            }
+            other => other,
+        }
+    }
+}
+
+enum Inbound {
+    Live {
+        tx: mpsc::UnboundedSender<io::Result<Bytes>>,
+        credit: Arc<InCredit>,
+        deferred: Option<Arc<OnceLock<String>>>,
+    },
+    /// The handler no longer wants the body: drop chunks until END/ABORT.
+    Discard { credit: Arc<InCredit> },
+}
+
+struct Active {
+    /// Credit for the response body (the client grants it).
+    credit: Arc<Semaphore>,
+}
+
+struct ConnShared {
+    active: Mutex<HashMap<u32, Active>>,
+    inflight: AtomicU32,
+}
+
+// ---------------------------------------------------------------------------------------------
+// a connection
+
+fn proto(msg: impl Into<String>) -> Error {
+    Error::new(ErrorCode::InvalidRequest, msg.into())
+}
+
+async fn read_exact_timeout<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8], t: Duration) -> io::Result<()> {
+    match tokio::time::timeout(t, r.read_exact(buf)).await {
+        Ok(res) => res.map(|_| ()),
+        Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "handshake timed out")),
+    }
+}
+
+async fn handle_connection(
+    stream: Stream,
+    store: DynStore,
+    creds: Arc<CredentialSet>,
+    opts: Arc<ServerOptions>,
+) -> io::Result<()> {
+    let peer_uid = stream.peer_uid();
+    let is_unix = matches!(stream, Stream::Unix(_));
+    let trusted = match (&opts.trusted_uids, peer_uid) {
+        (Some(list), Some(uid)) => list.contains(&uid),
+        _ => false,
+    };
+    let (mut r, mut w) = stream.split();
+    let limits = opts.limits();
+
+    // ---- handshake
+    let mut pre = [0u8; frame::CLIENT_PREAMBLE_LEN];
+    read_exact_timeout(&mut r, &mut pre, opts.handshake_timeout).await?;
+    let mut nonce = [0u8; 32];
+    rand::rng().fill_bytes(&mut nonce);
+    let mut sp = BytesMut::with_capacity(frame::SERVER_PREAMBLE_LEN);
+    sp.extend_from_slice(&frame::MAGIC);
+    let client_flags = frame::parse_client_preamble(&pre);
+    if let Err(msg) = client_flags {
+        sp.extend_from_slice(&0u16.to_le_bytes());
+        sp.extend_from_slice(&0u16.to_le_bytes());
+        sp.extend_from_slice(&nonce);
+        sp.extend_from_slice(&goaway(&proto(msg.clone())));
+        let _ = w.write_all(&sp).await;
+        w.shutdown_write();
+        return Err(io::Error::new(io::ErrorKind::InvalidData, msg));
+    }
+    let fd_ok = is_unix && opts.fd_passing && client_flags.unwrap_or(0) & frame::PREAMBLE_FD_PASSING != 0;
+    sp.extend_from_slice(&frame::VERSION.to_le_bytes());
+    sp.extend_from_slice(&(trusted as u16).to_le_bytes());
+    sp.extend_from_slice(&nonce);
+    w.write_all(&sp).await?;
+
+    let mut hdr = [0u8; HEADER_LEN];
+    read_exact_timeout(&mut r, &mut hdr, opts.handshake_timeout).await?;
+    let auth = match Header::decode(&hdr, limits.max_data_frame) {
+        Ok(h) if h.ty == ty::AUTH && h.len <= 4096 => {
+            let mut p = vec![0u8; h.len as usize];
+            read_exact_timeout(&mut r, &mut p, opts.handshake_timeout).await?;
+            check_auth(&p, &nonce, &creds, trusted, peer_uid, &opts)
+        }
+        Ok(h) => Err(proto(format!("expected an AUTH frame, got type {:#04x} of {} bytes", h.ty, h.len))),
+        Err(m) => Err(proto(m)),
+    };
+    let access_key = match auth {
+        Ok(ak) => ak,
+        Err(e) => {
+            let _ = w.write_all(&goaway(&e)).await;
+            w.shutdown_write();
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("handshake failed: {e}")));
+        }
+    };
+    w.write_all(&frame_bytes(ty::AUTH_OK, 0, 0, &limits.encode())).await?;
+    tracing::debug!(access_key, ?peer_uid, "binary protocol client authenticated");
+
+    // ---- frames
+    let (out, drain) = crate::writer::writer(w);
+    let writer = tokio::spawn(drain);
+    let shared = Arc::new(ConnShared { active: Mutex::new(HashMap::new()), inflight: AtomicU32::new(0) });
+    let mut conn = Conn { store, out: out.clone(), shared: shared.clone(), limits, inbound: HashMap::new(), fd_ok };
+    let res = conn.run(&mut r).await;
+
+    conn.teardown();
+    if let Err(e) = &res {
+        let _ = out.send(Out::Frames(goaway(e)));
+        let _ = out.send(Out::Close);
+    }
+    drop(conn);
+    drop(out);
+    match res {
+        Ok(()) => {
+            let _ = writer.await;
+            Ok(())
+        }
+        Err(e) => {
+            // Give the writer a moment to deliver GOAWAY, then drop the connection.
+            let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+            Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+        }
+    }
+}
+
+fn check_auth(
+    p: &[u8],
+    nonce: &[u8; 32],
+    creds: &CredentialSet,
+    trusted: bool,
+    peer_uid: Option<u32>,
+    opts: &ServerOptions,
+) -> Result<String, Error> {
+    let mut d = Dec::new(p);
+    let ak = d.str()?;
+    let proof = d.bytes(64)?;
+    d.end()?;
+    if opts.require_trusted_uid && peer_uid.is_some() && !trusted {
+        return Err(Error::new(ErrorCode::AccessDenied, format!("peer uid {peer_uid:?} is not allowed")));
+    }
+    let Some(secret) = creds.secret_for(&ak) else {
+        return Err(Error::code(ErrorCode::InvalidAccessKeyId));
+    };
+    if proof.is_empty() && trusted {
+        return Ok(ak);
+    }
+    if !verify_proof(secret, nonce, &ak, proof) {
+        return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
+    }
+    Ok(ak)
+}
+
+struct Conn {
+    store: DynStore,
+    out: OutTx,
+    shared: Arc<ConnShared>,
+    limits: Limits,
+    inbound: HashMap<u32, Inbound>,
+    /// The client accepts BODY_FD responses.
+    fd_ok: bool,
+}
+
+impl Drop for Conn {
+    /// Also when the connection task is aborted (server shutdown): a body must never see a clean
+    /// end that the client did not send.
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+impl Conn {
+    /// Whatever ended the connection, bodies still being received end in an error (never a clean
+    /// end, so the store publishes nothing), and response streams stop.
+    fn teardown(&mut self) {
+        for (_, ib) in self.inbound.drain() {
+            if let Inbound::Live { tx, .. } = ib {
+                let _ = tx.send(Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "binary protocol client vanished in the middle of a body",
+                )));
+            }
+        }
+        for (_, a) in self.shared.active.lock().unwrap().iter() {
+            a.credit.close();
+        }
+    }
+
+    async fn run(&mut self, r: &mut ReadHalf) -> Result<(), Error> {
+        let dec = FrameDecoder { max_data: self.limits.max_data_frame };
+        let mut buf = BytesMut::with_capacity(256 << 10);
+        loop {
+            while let Some((h, payload)) = dec.decode(&mut buf).map_err(proto)? {
+                self.on_frame(h, payload)?;
+            }
+            if buf.capacity() - buf.len() < 64 << 10 {
+                buf.reserve(256 << 10);
+            }
+            let n = r.read_buf(&mut buf).await.map_err(|e| proto(format!("read failed: {e}")))?;
+            if n == 0 {
+                if buf.is_empty() {
+                    return Ok(());
+                }
+                return Err(proto(format!("connection closed inside a frame ({} bytes pending)", buf.len())));
+            }
+        }
+    }
+
+    /// One frame. Errors are protocol violations: the connection is closed.
+    fn on_frame(&mut self, h: Header, payload: Bytes) -> Result<(), Error> {
+        match h.ty {
+            ty::REQUEST => self.on_request(h, payload),
+            ty::DATA => {
+                match self.inbound.get_mut(&h.id) {
+                    Some(Inbound::Live { tx, credit, .. }) => {
+                        if credit.remaining.fetch_sub(h.len as i64, Ordering::AcqRel) < h.len as i64 {
+                            return Err(proto(format!("request {}: DATA beyond the flow-control window", h.id)));
+                        }
+                        if tx.send(Ok(payload)).is_err() {
+                            let credit = credit.clone();
+                            self.inbound.insert(h.id, Inbound::Discard { credit });
+                        }
+                    }
+                    Some(Inbound::Discard { credit }) => {
+                        // The handler is done; the client may still send what the window allows.
+                        if credit.remaining.fetch_sub(h.len as i64, Ordering::AcqRel) < h.len as i64 {
+                            return Err(proto(format!("request {}: DATA beyond the flow-control window", h.id)));
+                        }
+                    }
+                    None => return Err(proto(format!("DATA for request {} which has no body open", h.id))),
+                }
+                Ok(())
+            }
+            ty::END => match self.inbound.remove(&h.id) {
+                Some(Inbound::Live { tx, deferred, .. }) => {
+                    if !payload.is_empty() {
+                        let mut d = Dec::new(&payload);
+                        let v = d.str()?;
+                        d.end()?;
+                        match deferred {
+                            Some(cell) => {
+                                let _ = cell.set(v);
+                            }
+                            None => {
+                                let _ = tx.send(Err(Error::new(
+                                    ErrorCode::InvalidRequest,
+                                    "END carries a checksum but none was announced as deferred",
+                                )
+                                .into()));
+                                return Ok(());
+                            }
+                        }
+                    }
+                    drop(tx);
+                    Ok(())
+                }
+                Some(Inbound::Discard { .. }) => Ok(()),
+                None => Err(proto(format!("END for request {} which has no body open", h.id))),
+            },
+            ty::ABORT => {
+                let err = if payload.is_empty() {
+                    Error::new(ErrorCode::IncompleteBody, "the client aborted the upload")
+                } else {
+                    let mut d = Dec::new(&payload);
+                    let e = d.error()?;
+                    d.end()?;
+                    e
+                };
+                match self.inbound.remove(&h.id) {
+                    Some(Inbound::Live { tx, .. }) => {
+                        let _ = tx.send(Err(err.into()));
+                    }
+                    Some(Inbound::Discard { .. }) => {}
+                    None => {
+                        // Cancel a response stream (the client dropped the body), if still running.
+                        if let Some(a) = self.shared.active.lock().unwrap().get(&h.id) {
+                            a.credit.close();
+                        }
+                    }
+                }
+                Ok(())
+            }
+            ty::CREDIT => {
+                let n = u32::from_le_bytes(payload[..4].try_into().unwrap());
+                if let Some(a) = self.shared.active.lock().unwrap().get(&h.id) {
+                    if a.credit.available_permits() + n as usize > (64usize << 30) {
+                        return Err(proto("credit overflow"));
+                    }
+                    a.credit.add_permits(n as usize);
+                }
+                Ok(())
+            }
+            t => Err(proto(format!("unexpected frame type {t:#04x} from a client"))),
+        }
+    }
+
+    fn on_request(&mut self, h: Header, payload: Bytes) -> Result<(), Error> {
+        let mut d = Dec::new(&payload);
+        let req = Request::decode(&mut d)?;
+        let inline_at = d.pos();
+        if h.flags != 0 && !req.takes_body() {
+            return Err(proto(format!("request {}: opcode {} carries no body", h.id, req.opcode())));
+        }
+        if h.flags & flag::BODY_INLINE == 0 {
+            d.end()?;
+        }
+        if self.inbound.contains_key(&h.id) {
+            return Err(proto(format!("request id {} is still in use", h.id)));
+        }
+        let credit = Arc::new(Semaphore::new(self.limits.initial_window as usize));
+        {
+            let mut active = self.shared.active.lock().unwrap();
+            if active.contains_key(&h.id) {
+                return Err(proto(format!("request id {} is still in use", h.id)));
+            }
+            // Tolerate 2x: a cancelled response may finish a moment after the client moved on.
+            if self.shared.inflight.load(Ordering::Acquire) >= self.limits.max_inflight.saturating_mul(2) {
+                return Err(proto(format!("more than {} requests in flight", self.limits.max_inflight)));
+            }
+            active.insert(h.id, Active { credit: credit.clone() });
+            self.shared.inflight.fetch_add(1, Ordering::AcqRel);
+        }
+
+        let mut deferred_cell = None;
+        let body = if h.flags & flag::BODY_INLINE != 0 {
+            Body::from(payload.slice(inline_at..))
+        } else if h.flags & flag::BODY_STREAM != 0 {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let in_credit = Arc::new(InCredit {
+                remaining: AtomicI64::new(self.limits.initial_window as i64),
+                window: self.limits.initial_window,
+            });
+            let deferred = match &req {
+                Request::PutObject { upload, .. } | Request::UploadPart { upload, .. }
+                    if upload.checksum.as_ref().is_some_and(|c| c.expected == WireExpected::Deferred) =>
+                {
+                    Some(Arc::new(OnceLock::new()))
+                }
+                _ => None,
+            };
+            deferred_cell = deferred.clone();
+            self.inbound.insert(h.id, Inbound::Live { tx, credit: in_credit.clone(), deferred });
+            Body::Stream(Box::pin(CreditedBody {
+                rx,
+                credit: in_credit,
+                out: self.out.clone(),
+                id: h.id,
+                ungranted: 0,
+            }))
+        } else {
+            Body::Empty
+        };
+
+        let (store, out, shared, limits, id, fd_ok) =
+            (self.store.clone(), self.out.clone(), self.shared.clone(), self.limits, h.id, self.fd_ok);
+        tokio::spawn(async move {
+            handle_request(&store, &out, id, req, body, deferred_cell, credit, limits, fd_ok).await;
+            shared.active.lock().unwrap().remove(&id);
+            shared.inflight.fetch_sub(1, Ordering::AcqRel);
+        });
+        Ok(())
+    }
+}
+
+fn upload_checksum(u: &UploadFields, deferred: Option<Arc<OnceLock<String>>>) -> Option<ChecksumRequest> {
+    u.checksum.as_ref().map(|c| ChecksumRequest {
+        algorithm: c.algorithm,
+        expected: match &c.expected {
+            WireExpected::None => None,
+            WireExpected::Known(v) => Some(Expected::Known(v.clone())),
+            WireExpected::Deferred => deferred.map(Expected::Deferred),
+        },
+    })
+}
+
+fn ok_frame(id: u32, flags: u8, e: Enc) -> Bytes {
+    frame_bytes(ty::RESPONSE, flags, id, &e.finish())
+}
+
+fn ok() -> Enc {
+    let mut e = Enc::new();
+    e.u8(0);
+    e
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn handle_request(
+    store: &DynStore,
+    out: &OutTx,
+    id: u32,
+    req: Request,
+    body: Body,
+    deferred: Option<Arc<OnceLock<String>>>,
+    credit: Arc<Semaphore>,
+    limits: Limits,
+    fd_ok: bool,
+) {
+    let result: Result<Option<(Enc, Body)>, Error> = async {
+        use Request::*;
+        let mut e = ok();
+        match req {
+            CreateBucket { bucket } => store.create_bucket(&bucket).await?,
+            DeleteBucket { bucket } => store.delete_bucket(&bucket).await?,
+            HeadBucket { bucket } => store.head_bucket(&bucket).await?,
+            ListBuckets => e.buckets(&store.list_buckets().await?),
+            GetBucketTagging { bucket } => e.tags(&store.get_bucket_tagging(&bucket).await?),
+            PutBucketTagging { bucket, tags } => store.put_bucket_tagging(&bucket, tags).await?,
+            DeleteBucketTagging { bucket } => store.delete_bucket_tagging(&bucket).await?,
+            PutObject { bucket, key, meta, tags, conditions, upload } => {
+                let r = PutObjectRequest {
+                    meta,
+                    tags,
+                    content_md5: upload.content_md5,
+                    checksum: upload_checksum(&upload, deferred),
+                    content_length: upload.content_length,
+                    conditions,
+                };
+                e.put_output(&store.put_object(&bucket, &key, r, body).await?)
+            }
+            GetObject { bucket, key, req } => {
+                let o = store.get_object(&bucket, &key, req.into()).await?;
+                e.get_output(&o.info, o.range);
+                return Ok(Some((e, o.body)));
+            }
+            HeadObject { bucket, key, req } => e.object_info(&store.head_object(&bucket, &key, req.into()).await?),
+            DeleteObject { bucket, key } => store.delete_object(&bucket, &key).await?,
+            CopyObject { src_bucket, src_key, dst_bucket, dst_key, req } => {
+                e.put_output(&store.copy_object(&src_bucket, &src_key, &dst_bucket, &dst_key, req.into()).await?)
+            }
+            GetObjectTagging { bucket, key } => e.tags(&store.get_object_tagging(&bucket, &key).await?),
+            PutObjectTagging { bucket, key, tags } => store.put_object_tagging(&bucket, &key, tags).await?,
+            DeleteObjectTagging { bucket, key } => store.delete_object_tagging(&bucket, &key).await?,
+            ListObjects { bucket, req } => e.list_page(&store.list_objects(&bucket, req).await?),
+            CreateMultipart { bucket, key, meta, tags, checksum_algorithm } => {
+                let r = s3hpc_core::CreateMultipartRequest { meta, tags, checksum_algorithm };
+                e.str(&store.create_multipart_upload(&bucket, &key, r).await?)
+            }
+            UploadPart { bucket, key, upload_id, part_number, upload } => {
+                let r = UploadPartRequest {
+                    content_md5: upload.content_md5,
+                    checksum: upload_checksum(&upload, deferred),
+                    content_length: upload.content_length,
+                };
+                e.part_info(&store.upload_part(&bucket, &key, &upload_id, part_number, r, body).await?)
+            }
+            UploadPartCopy { bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions } => e
+                .part_info(
+                    &store
+                        .upload_part_copy(
+                            &bucket,
+                            &key,
+                            &upload_id,
+                            part_number,
+                            &src_bucket,
+                            &src_key,
+                            src_range,
+                            src_conditions,
+                        )
+                        .await?,
+                ),
+            ListParts { bucket, key, upload_id, req } => {
+                e.parts_page(&store.list_parts(&bucket, &key, &upload_id, req).await?)
+            }
+            ListUploads { bucket, req } => e.uploads_page(&store.list_multipart_uploads(&bucket, req).await?),
+            CompleteMultipart { bucket, key, upload_id, parts, conditions } => {
+                e.put_output(&store.complete_multipart_upload(&bucket, &key, &upload_id, parts, conditions).await?)
+            }
+            AbortMultipart { bucket, key, upload_id } => {
+                store.abort_multipart_upload(&bucket, &key, &upload_id).await?
+            }
+        }
+        Ok(Some((e, Body::Empty)))
+    }
+    .await;
+
+    match result {
+        Err(err) => {
+            let mut e = Enc::new();
+            e.u8(1);
+            e.error(&err);
+            let _ = out.send(Out::Frames(frame_bytes(ty::RESPONSE, 0, id, &e.finish())));
+        }
+        Ok(None) => {}
+        Ok(Some((e, body))) => send_with_body(out, id, e, body, &credit, limits, fd_ok).await,
+    }
+}
+
+/// Send a response and its body: inline when small, else DATA frames within the client's credit
+/// (file regions with sendfile).
+async fn send_with_body(out: &OutTx, id: u32, mut e: Enc, body: Body, credit: &Semaphore, limits: Limits, fd_ok: bool) {
+    let small = body.known_len().is_some_and(|n| n <= INLINE_MAX as u64);
+    match body {
+        Body::Empty => {
+            let _ = out.send(Out::Frames(ok_frame(id, 0, e)));
+        }
+        Body::Bytes(b) if small => {
+            e.buf.extend_from_slice(&b);
+            let _ = out.send(Out::Frames(ok_frame(id, flag::BODY_INLINE, e)));
+        }
+        Body::File { file, offset, len } if small => {
+            let start = e.buf.len();
+            e.buf.resize(start + len as usize, 0);
+            match read_full_at(&file, &mut e.buf[start..], offset) {
+                Ok(()) => {
+                    let _ = out.send(Out::Frames(ok_frame(id, flag::BODY_INLINE, e)));
+                }
+                Err(err) => {
+                    let mut e = Enc::new();
+                    e.u8(1);
+                    e.error(&Error::from(err));
+                    let _ = out.send(Out::Frames(frame_bytes(ty::RESPONSE, 0, id, &e.finish())));
+                }
+            }
+        }
+        Body::File { file, offset, len } if fd_ok && read_only(&file) => {
+            // Node-local zero copy: the client reads the region from the page cache itself.
+            e.var(offset);
+            e.var(len);
+            let _ = out.send(Out::Fd { frame: ok_frame(id, flag::BODY_FD, e), file });
+        }
+        Body::File { file, offset, len } => {
+            if out.send(Out::Frames(ok_frame(id, flag::BODY_STREAM, e))).is_err() {
+                return;
+            }
+            let file = Arc::new(file);
+            let mut pos = 0u64;
+            while pos < len {
+                let n = ((len - pos) as u32).min(limits.max_data_frame);
+                let Ok(permit) = credit.acquire_many(n).await else { return };
+                permit.forget();
+                let header = Header { ty: ty::DATA, flags: 0, id, len: n }.encode();
+                if out.send(Out::File { header, file: file.clone(), offset: offset + pos, len: n }).is_err() {
+                    return;
+                }
+                pos += n as u64;
+            }
+            let _ = out.send(Out::Frames(frame_bytes(ty::END, 0, id, &[])));
+        }
+        body => {
+            if out.send(Out::Frames(ok_frame(id, flag::BODY_STREAM, e))).is_err() {
+                return;
+            }
+            let mut s = body.into_stream();
+            while let Some(chunk) = s.next().await {
+                let mut chunk = match chunk {
+                    Ok(c) => c,
+                    Err(err) => {
+                        let mut e = Enc::new();
+                        e.error(&Error::from(err));
+                        let _ = out.send(Out::Frames(frame_bytes(ty::ABORT, 0, id, &e.finish())));
+                        return;
+                    }
+                };
+                while !chunk.is_empty() {
+                    let n = (chunk.len() as u32).min(limits.max_data_frame);
+                    let Ok(permit) = credit.acquire_many(n).await else { return };
+                    permit.forget();
+                    let piece = chunk.split_to(n as usize);
+                    let header = Header { ty: ty::DATA, flags: 0, id, len: n }.encode();
+                    if out.send(Out::Data { header, payload: piece }).is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = out.send(Out::Frames(frame_bytes(ty::END, 0, id, &[])));
+        }
+    }
+}
+
+/// Only descriptors opened read-only are handed to clients (a backend might return a writable one).
+fn read_only(f: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: F_GETFL on a descriptor we own has no side effects.
+    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    fl >= 0 && fl & libc::O_ACCMODE == libc::O_RDONLY
+}
+
+fn read_full_at(f: &std::fs::File, mut buf: &mut [u8], mut off: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match f.read_at(buf, off) {
+            Ok(0) => {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "object file shorter than its recorded size"));
+            }
+            Ok(n) => {
+                buf = &mut buf[n..];
+                off += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Fuzzing entry point: feed arbitrary bytes (as received after a successful handshake) through
+/// the server's frame decoder and connection state machine, backed by a memory store, and run
+/// the spawned request handlers to completion. Protocol violations end the input like they end
+/// a connection. Must never panic.
+#[doc(hidden)]
+pub fn fuzz_connection(data: &[u8]) {
+    thread_local! {
+        static RT: tokio::runtime::Runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    }
+    RT.with(|rt| {
+        rt.block_on(async {
+            let store: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
+            let _ = store.create_bucket("bkt").await;
+            // The connection writes into one end of a socket pair; a sink drains the other.
+            let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+            a.set_nonblocking(true).unwrap();
+            b.set_nonblocking(true).unwrap();
+            let (_, w) = Stream::Unix(tokio::net::UnixStream::from_std(a).unwrap()).split();
+            let mut peer = tokio::net::UnixStream::from_std(b).unwrap();
+            let sink = tokio::spawn(async move {
+                let mut junk = vec![0u8; 64 << 10];
+                while matches!(peer.read(&mut junk).await, Ok(n) if n > 0) {}
+            });
+            let (out, drain) = crate::writer::writer(w);
+            let drain = tokio::spawn(drain);
+            let shared = Arc::new(ConnShared { active: Mutex::new(HashMap::new()), inflight: AtomicU32::new(0) });
+            let limits = Limits { max_data_frame: 4096, initial_window: 16384, max_inflight: 8 };
+            let mut conn = Conn { store, out, shared: shared.clone(), limits, inbound: HashMap::new(), fd_ok: false };
+            let dec = FrameDecoder { max_data: limits.max_data_frame };
+            let mut buf = BytesMut::from(data);
+            'frames: loop {
+                match dec.decode(&mut buf) {
+                    Ok(Some((h, payload))) => {
+                        if conn.on_frame(h, payload).is_err() {
+                            break 'frames;
+                        }
+                    }
+                    _ => break 'frames,
+                }
+                tokio::task::yield_now().await;
+            }
+            conn.teardown();
+            drop(conn);
+            for _ in 0..64 {
+                tokio::task::yield_now().await;
+                if shared.inflight.load(Ordering::Acquire) == 0 {
+                    break;
+                }
+            }
+            // Handlers still waiting (none should be, after teardown) are cut off with the runtime
+            // turn; the writer and the sink end once every sender is gone.
+            let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), sink).await;
+        })
+    })
+}

@@ -1,0 +1,366 @@
+//! Transports (Unix and TCP sockets behind one type), zero-copy `sendfile`, peer credentials, and
+//! the handshake proof.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use hmac::{KeyInit, Mac};
+use tokio::io::{AsyncRead, AsyncWriteExt, Interest, ReadBuf};
+use tokio::net::{TcpStream, UnixStream, tcp, unix};
+
+/// Where to listen or connect: `unix:///path` or `tcp://host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Unix(std::path::PathBuf),
+    Tcp(String),
+}
+
+impl Endpoint {
+    pub fn parse(url: &str) -> io::Result<Endpoint> {
+        if let Some(p) = url.strip_prefix("unix://") {
+            if p.is_empty() {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, "unix:// URL without a path"));
+            }
+            Ok(Endpoint::Unix(p.into()))
+        } else if let Some(a) = url.strip_prefix("tcp://") {
+            let a = a.trim_end_matches('/');
+            if a.is_empty() {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, "tcp:// URL without host:port"));
+            }
+            Ok(Endpoint::Tcp(a.to_string()))
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("binary protocol URL must be unix:///path or tcp://host:port, got {url:?}"),
+            ))
+        }
+    }
+
+    pub async fn connect(&self) -> io::Result<Stream> {
+        match self {
+            Endpoint::Unix(p) => Ok(Stream::Unix(UnixStream::connect(p).await?)),
+            Endpoint::Tcp(a) => {
+                let s = TcpStream::connect(a).await?;
+                s.set_nodelay(true)?;
+                Ok(Stream::Tcp(s))
+            }
+        }
+    }
+}
+
+/// A connected socket.
+pub enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    pub fn split(self) -> (ReadHalf, WriteHalf) {
+        match self {
+            Stream::Unix(s) => {
+                let (r, w) = s.into_split();
+                (ReadHalf::Unix(r), WriteHalf::Unix(w))
+            }
+            Stream::Tcp(s) => {
+                let (r, w) = s.into_split();
+                (ReadHalf::Tcp(r), WriteHalf::Tcp(w))
+            }
+        }
+    }
+
+    /// The peer's uid on a Unix socket (SO_PEERCRED), `None` on TCP.
+    pub fn peer_uid(&self) -> Option<u32> {
+        match self {
+            Stream::Unix(s) => s.peer_cred().ok().map(|c| c.uid()),
+            Stream::Tcp(_) => None,
+        }
+    }
+}
+
+pub enum ReadHalf {
+    Unix(unix::OwnedReadHalf),
+    Tcp(tcp::OwnedReadHalf),
+}
+
+impl AsyncRead for ReadHalf {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ReadHalf::Unix(r) => Pin::new(r).poll_read(cx, buf),
+            ReadHalf::Tcp(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
+pub enum WriteHalf {
+    Unix(unix::OwnedWriteHalf),
+    Tcp(tcp::OwnedWriteHalf),
+}
+
+impl WriteHalf {
+    /// Write everything, waiting for the socket as needed (used by the handshake).
+    pub async fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        match self {
+            WriteHalf::Unix(w) => w.write_all(b).await,
+            WriteHalf::Tcp(w) => w.write_all(b).await,
+        }
+    }
+
+    /// One non-blocking write.
+    pub fn try_write(&self, b: &[u8]) -> io::Result<usize> {
+        match self {
+            WriteHalf::Unix(w) => w.try_write(b),
+            WriteHalf::Tcp(w) => w.try_write(b),
+        }
+    }
+
+    async fn writable(&self) -> io::Result<()> {
+        match self {
+            WriteHalf::Unix(w) => w.as_ref().writable().await,
+            WriteHalf::Tcp(w) => w.as_ref().writable().await,
+        }
+    }
+
+    fn try_write_vectored(&self, b: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            WriteHalf::Unix(w) => w.try_write_vectored(b),
+            WriteHalf::Tcp(w) => w.try_write_vectored(b),
+        }
+    }
+
+    /// Write several buffers with vectored writes.
+    pub async fn write_all_vectored(&self, bufs: &mut [Bytes]) -> io::Result<()> {
+        let mut idx = 0;
+        loop {
+            while idx < bufs.len() && bufs[idx].is_empty() {
+                idx += 1;
+            }
+            if idx == bufs.len() {
+                return Ok(());
+            }
+            let slices: Vec<io::IoSlice<'_>> = bufs[idx..].iter().take(64).map(|b| io::IoSlice::new(b)).collect();
+            let mut n = match self.try_write_vectored(&slices) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    drop(slices);
+                    self.writable().await?;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            drop(slices);
+            while idx < bufs.len() && n >= bufs[idx].len() {
+                n -= bufs[idx].len();
+                idx += 1;
+            }
+            if n > 0 {
+                let rest = bufs[idx].slice(n..);
+                bufs[idx] = rest;
+            }
+        }
+    }
+
+    /// Close the write direction (the peer sees end of stream).
+    pub fn shutdown_write(&self) {
+        let fd = match self {
+            WriteHalf::Unix(w) => w.as_ref().as_raw_fd(),
+            WriteHalf::Tcp(w) => w.as_ref().as_raw_fd(),
+        };
+        // SAFETY: shutdown(2) on a descriptor we own; errors (already closed) are irrelevant.
+        unsafe {
+            libc::shutdown(fd, libc::SHUT_WR);
+        }
+    }
+
+    /// Write `data` with `fd` attached (SCM_RIGHTS) to its first byte. Unix sockets only.
+    pub async fn send_with_fd(&self, data: &[u8], fd: std::os::fd::RawFd) -> io::Result<()> {
+        let WriteHalf::Unix(w) = self else {
+            return Err(io::Error::new(io::ErrorKind::Unsupported, "descriptor passing needs a Unix socket"));
+        };
+        let sock: &UnixStream = w.as_ref();
+        let sent = loop {
+            sock.writable().await?;
+            match sock.try_io(Interest::WRITABLE, || sendmsg_fd(sock.as_raw_fd(), data, fd)) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        // The descriptor went with the first byte; the rest is plain data.
+        self.write_all_vectored(&mut [Bytes::copy_from_slice(&data[sent..])]).await
+    }
+
+    /// Send `len` bytes of `file` from `offset` straight from the page cache into the socket.
+    pub async fn sendfile(&self, file: &std::fs::File, offset: u64, len: u64) -> io::Result<()> {
+        match self {
+            WriteHalf::Unix(w) => sendfile_on(w.as_ref(), file, offset, len).await,
+            WriteHalf::Tcp(w) => sendfile_on(w.as_ref(), file, offset, len).await,
+        }
+    }
+}
+
+fn sendmsg_fd(sock: std::os::fd::RawFd, data: &[u8], fd: std::os::fd::RawFd) -> io::Result<usize> {
+    // SAFETY: plain sendmsg(2) with one iovec over `data` and a control buffer sized by
+    // CMSG_SPACE for one int, filled through the CMSG_* accessors.
+    unsafe {
+        let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
+        let space = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        let mut cbuf = vec![0u64; space.div_ceil(8)];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = space as _;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, fd);
+        let n = libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL);
+        if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+    }
+}
+
+impl ReadHalf {
+    /// Read into the spare capacity of `buf`; descriptors that arrive (SCM_RIGHTS, Unix sockets
+    /// only) are appended to `fds` in order.
+    pub async fn read_with_fds(
+        &mut self,
+        buf: &mut bytes::BytesMut,
+        fds: &mut std::collections::VecDeque<std::os::fd::OwnedFd>,
+    ) -> io::Result<usize> {
+        use tokio::io::AsyncReadExt;
+        let ReadHalf::Unix(r) = self else {
+            return self.read_buf(buf).await;
+        };
+        let sock: &UnixStream = r.as_ref();
+        if buf.capacity() == buf.len() {
+            buf.reserve(64 << 10);
+        }
+        loop {
+            sock.readable().await?;
+            match sock.try_io(Interest::READABLE, || recvmsg_fds(sock.as_raw_fd(), buf, fds)) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+fn recvmsg_fds(
+    sock: std::os::fd::RawFd,
+    buf: &mut bytes::BytesMut,
+    fds: &mut std::collections::VecDeque<std::os::fd::OwnedFd>,
+) -> io::Result<usize> {
+    use bytes::BufMut;
+    use std::os::fd::FromRawFd;
+    const MAX_FDS: usize = 16;
+    // SAFETY: recvmsg(2) writes at most `spare.len()` bytes into the spare capacity, which we
+    // then mark initialised; control messages are walked with the CMSG_* accessors and every
+    // received descriptor is wrapped in an OwnedFd exactly once.
+    unsafe {
+        let spare = buf.chunk_mut();
+        let mut iov = libc::iovec { iov_base: spare.as_mut_ptr() as *mut libc::c_void, iov_len: spare.len() };
+        let space = libc::CMSG_SPACE((MAX_FDS * std::mem::size_of::<libc::c_int>()) as u32) as usize;
+        let mut cbuf = vec![0u64; space.div_ceil(8)];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = space as _;
+        let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c) as *const libc::c_int;
+                let bytes = (*c).cmsg_len as usize - (data as usize - c as usize);
+                for i in 0..bytes / std::mem::size_of::<libc::c_int>() {
+                    fds.push_back(std::os::fd::OwnedFd::from_raw_fd(std::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "too many descriptors in one message"));
+        }
+        buf.advance_mut(n as usize);
+        Ok(n as usize)
+    }
+}
+
+trait Socketish: AsRawFd {
+    async fn writable(&self) -> io::Result<()>;
+    fn try_io<R>(&self, f: impl FnOnce() -> io::Result<R>) -> io::Result<R>;
+}
+
+impl Socketish for UnixStream {
+    async fn writable(&self) -> io::Result<()> {
+        UnixStream::writable(self).await
+    }
+    fn try_io<R>(&self, f: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+        UnixStream::try_io(self, Interest::WRITABLE, f)
+    }
+}
+
+impl Socketish for TcpStream {
+    async fn writable(&self) -> io::Result<()> {
+        TcpStream::writable(self).await
+    }
+    fn try_io<R>(&self, f: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+        TcpStream::try_io(self, Interest::WRITABLE, f)
+    }
+}
+
+async fn sendfile_on<S: Socketish>(sock: &S, file: &std::fs::File, offset: u64, len: u64) -> io::Result<()> {
+    let (out_fd, in_fd) = (sock.as_raw_fd(), file.as_raw_fd());
+    let mut off = offset as libc::off_t;
+    let end = offset + len;
+    while (off as u64) < end {
+        sock.writable().await?;
+        let want = ((end - off as u64) as usize).min(1 << 30);
+        match sock.try_io(|| {
+            // SAFETY: both descriptors are open for the duration of the call; `off` is a valid
+            // pointer to an off_t that the kernel advances by the bytes sent.
+            let n = unsafe { libc::sendfile(out_fd, in_fd, &mut off, want) };
+            if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+        }) {
+            Ok(0) => {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "object file shorter than its recorded size"));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Domain-separation label of the handshake proof.
+pub const AUTH_LABEL: &[u8] = b"s3hpc-wire-auth-v1";
+
+/// The handshake proof: HMAC-SHA256(secret, label || server nonce || access key).
+pub fn auth_proof(secret: &str, nonce: &[u8; 32], access_key: &str) -> [u8; 32] {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(AUTH_LABEL);
+    mac.update(nonce);
+    mac.update(access_key.as_bytes());
+    mac.finalize().into_bytes().into()
+}
+
+/// Constant-time check of a proof.
+pub fn verify_proof(secret: &str, nonce: &[u8; 32], access_key: &str, proof: &[u8]) -> bool {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(AUTH_LABEL);
+    mac.update(nonce);
+    mac.update(access_key.as_bytes());
+    mac.verify_slice(proof).is_ok()
+}

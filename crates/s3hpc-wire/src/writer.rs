@@ -1,0 +1,201 @@
+//! The write side of a connection, shared by every task of that connection.
+//!
+//! Small frames take a fast path: when nothing is queued and nobody is writing, the sending task
+//! writes them straight into the socket with one non-blocking `write` (saving a task hand-off per
+//! response). Everything else (a full socket buffer, a partial write, file regions, passed
+//! descriptors) goes through a queue that one background task drains, coalescing small frames
+//! into vectored writes. Frame order is preserved: the fast path is only taken with an empty
+//! queue, and the remainder of a partial write goes to the front of the queue.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+use crate::frame::HEADER_LEN;
+use crate::sys::WriteHalf;
+
+/// What the writer sends.
+pub(crate) enum Out {
+    /// Complete frames.
+    Frames(Bytes),
+    /// A DATA frame header followed by a file region sent with `sendfile`.
+    File { header: [u8; HEADER_LEN], file: Arc<std::fs::File>, offset: u64, len: u32 },
+    /// A RESPONSE frame sent together with a file descriptor (SCM_RIGHTS).
+    Fd { frame: Bytes, file: std::fs::File },
+    /// A DATA frame header followed by a large payload written without copying.
+    Data { header: [u8; HEADER_LEN], payload: Bytes },
+    /// Flush and close the write side.
+    Close,
+}
+
+struct State {
+    queue: VecDeque<Out>,
+    /// Someone (a fast-path sender or the drain task) is writing to the socket.
+    busy: bool,
+    /// No more frames are accepted (closed, or the socket failed).
+    closed: bool,
+}
+
+struct Shared {
+    sock: WriteHalf,
+    state: Mutex<State>,
+    wake: Notify,
+    senders: AtomicUsize,
+}
+
+/// A handle for sending frames; cheap to clone. When the last handle is dropped the drain task
+/// writes what is queued and closes the write side.
+pub(crate) struct OutTx(Arc<Shared>);
+
+impl Clone for OutTx {
+    fn clone(&self) -> Self {
+        self.0.senders.fetch_add(1, Ordering::AcqRel);
+        OutTx(self.0.clone())
+    }
+}
+
+impl Drop for OutTx {
+    fn drop(&mut self) {
+        if self.0.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.wake.notify_one();
+        }
+    }
+}
+
+const FAST_PATH_MAX: usize = 64 << 10;
+
+impl OutTx {
+    /// Queue (or directly write) one item. `Err` when the connection is closed.
+    pub(crate) fn send(&self, o: Out) -> Result<(), Out> {
+        let s = &*self.0;
+        let mut st = s.state.lock().unwrap();
+        if st.closed {
+            return Err(o);
+        }
+        let fast = !st.busy && st.queue.is_empty() && matches!(&o, Out::Frames(b) if b.len() <= FAST_PATH_MAX);
+        if !fast {
+            st.queue.push_back(o);
+            if !st.busy {
+                s.wake.notify_one();
+            }
+            return Ok(());
+        }
+        st.busy = true;
+        drop(st);
+        let Out::Frames(b) = o else { unreachable!() };
+        // WouldBlock, or an error the drain task will meet again and report: nothing written.
+        let written = s.sock.try_write(&b).unwrap_or_default();
+        let mut st = s.state.lock().unwrap();
+        st.busy = false;
+        if written < b.len() {
+            st.queue.push_front(Out::Frames(b.slice(written..)));
+        }
+        if !st.queue.is_empty() {
+            s.wake.notify_one();
+        }
+        Ok(())
+    }
+}
+
+/// Create the writer for a socket: the sending handle and the drain task to spawn.
+pub(crate) fn writer(sock: WriteHalf) -> (OutTx, impl Future<Output = io::Result<()>> + Send) {
+    let shared = Arc::new(Shared {
+        sock,
+        state: Mutex::new(State { queue: VecDeque::new(), busy: false, closed: false }),
+        wake: Notify::new(),
+        senders: AtomicUsize::new(1),
+    });
+    let task_shared = shared.clone();
+    (OutTx(shared), drain(task_shared))
+}
+
+async fn drain(s: Arc<Shared>) -> io::Result<()> {
+    let res = drain_inner(&s).await;
+    let mut st = s.state.lock().unwrap();
+    st.closed = true;
+    st.queue.clear();
+    drop(st);
+    s.sock.shutdown_write();
+    res
+}
+
+async fn drain_inner(s: &Shared) -> io::Result<()> {
+    let mut bufs: Vec<Bytes> = Vec::with_capacity(64);
+    loop {
+        let batch: Vec<Out> = {
+            let mut st = s.state.lock().unwrap();
+            if st.busy || st.queue.is_empty() {
+                None
+            } else {
+                st.busy = true;
+                Some(st.queue.drain(..).collect())
+            }
+        }
+        .unwrap_or_default();
+        if batch.is_empty() {
+            if s.senders.load(Ordering::Acquire) == 0 && s.state.lock().unwrap().queue.is_empty() {
+                return Ok(());
+            }
+            s.wake.notified().await;
+            continue;
+        }
+        let res = write_batch(s, batch, &mut bufs).await;
+        s.state.lock().unwrap().busy = false;
+        match res {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Write a batch; `Ok(true)` when it contained `Close`.
+async fn write_batch(s: &Shared, batch: Vec<Out>, bufs: &mut Vec<Bytes>) -> io::Result<bool> {
+    let mut pending = 0usize;
+    for item in batch {
+        match item {
+            Out::Frames(b) => {
+                pending += b.len();
+                bufs.push(b);
+            }
+            Out::Data { header, payload } => {
+                pending += HEADER_LEN + payload.len();
+                bufs.push(Bytes::copy_from_slice(&header));
+                bufs.push(payload);
+            }
+            Out::File { header, file, offset, len } => {
+                bufs.push(Bytes::copy_from_slice(&header));
+                s.sock.write_all_vectored(bufs).await?;
+                bufs.clear();
+                pending = 0;
+                s.sock.sendfile(&file, offset, len as u64).await?;
+            }
+            Out::Fd { frame, file } => {
+                s.sock.write_all_vectored(bufs).await?;
+                bufs.clear();
+                pending = 0;
+                use std::os::fd::AsRawFd;
+                s.sock.send_with_fd(&frame, file.as_raw_fd()).await?;
+            }
+            Out::Close => {
+                s.sock.write_all_vectored(bufs).await?;
+                bufs.clear();
+                return Ok(true);
+            }
+        }
+        if pending >= 256 << 10 || bufs.len() >= 64 {
+            s.sock.write_all_vectored(bufs).await?;
+            bufs.clear();
+            pending = 0;
+        }
+    }
+    if !bufs.is_empty() {
+        s.sock.write_all_vectored(bufs).await?;
+        bufs.clear();
+    }
+    Ok(false)
+}

@@ -1,0 +1,42 @@
+//! The lead's conformance suite through WireClient, over a Unix socket and over TCP, against a
+//! server backed by the posix backend (and the memory oracle over a Unix socket).
+
+mod common;
+
+use std::sync::Arc;
+
+use s3hpc_conformance::{Caps, run_all};
+use s3hpc_core::DynStore;
+use s3hpc_core::memory::MemoryStore;
+use s3hpc_wire::ServerOptions;
+
+async fn run(unix: bool, memory: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, caps): (DynStore, Caps) = if memory {
+        (Arc::new(MemoryStore::new()), Caps { etag_md5: true, file_and_dir_same_name: true })
+    } else {
+        let posix = s3hpc_posix::PosixStore::open(dir.path(), s3hpc_posix::PosixOptions::default()).unwrap();
+        (Arc::new(posix), Caps { etag_md5: true, file_and_dir_same_name: false })
+    };
+    // Small frames and windows so that multi-frame bodies and credit updates are exercised.
+    let opts = ServerOptions { max_data_frame: 64 << 10, initial_window: 256 << 10, ..Default::default() };
+    let r = common::start(store, unix, opts).await;
+    let client = common::client(&r.server.url).await;
+    run_all(Arc::new(client), caps).await;
+    r.server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_over_unix_socket_posix() {
+    run(true, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_over_tcp_posix() {
+    run(false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_over_unix_socket_memory() {
+    run(true, true).await;
+}
