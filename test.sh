@@ -17,10 +17,8 @@ cargo build --workspace --all-targets
 echo "== Rust tests (unit, conformance, property, concurrency, crash)"
 cargo test --workspace -- --test-threads=2
 
-if [ -f tests/c/Makefile ]; then
-  echo "== C tests (libs3 drop-in)"
-  make -C tests/c test
-fi
+echo "== C tests (libs3 drop-in: embedded and node-local modes)"
+make -C tests/c test
 
 echo "== integration tests: the real s3hpc binary driven by boto3, aws CLI, s3cmd, rclone"
 export S3HPC_BIN="$PWD/target/debug/s3hpc"
