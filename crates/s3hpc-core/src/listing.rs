@@ -135,6 +135,65 @@ impl Lister {
     }
 }
 
+/// One page of ListMultipartUploads from every upload of a bucket (key, upload id, initiation
+/// time): S3's order (key, then initiation), prefix, delimiter roll-up, key/upload-id markers and
+/// the 1000 cap. Shared by the backends so they page identically.
+pub fn page_uploads(
+    req: &crate::types::ListUploadsRequest,
+    mut all: Vec<(String, String, std::time::SystemTime)>,
+) -> crate::types::ListUploadsPage {
+    use crate::types::{ListUploadsPage, UploadInfo};
+    all.retain(|(k, _, _)| k.starts_with(req.prefix.as_str()));
+    all.sort_by(|a, b| (&a.0, a.2, &a.1).cmp(&(&b.0, b.2, &b.1)));
+    let marker_pos = req
+        .upload_id_marker
+        .as_ref()
+        .and_then(|um| all.iter().find(|(_, id, _)| id == um).map(|(_, id, t)| (*t, id.clone())));
+    let max = if req.max_uploads == 0 { MAX_KEYS } else { req.max_uploads.min(MAX_KEYS) };
+    let mut page = ListUploadsPage::default();
+    let mut count = 0;
+    let delim = req.delimiter.as_deref().filter(|d| !d.is_empty());
+    for (key, id, initiated) in all {
+        if let Some(km) = &req.key_marker {
+            match &marker_pos {
+                // Within the marker key, continue after the marker upload.
+                Some(mt) if &key == km && (initiated, id.as_str()) <= (mt.0, mt.1.as_str()) => continue,
+                Some(_) if &key == km => {}
+                _ if key.as_str() <= km.as_str() => continue,
+                _ => {}
+            }
+        }
+        if let Some(d) = delim
+            && let Some(i) = key[req.prefix.len()..].find(d)
+        {
+            let cp = key[..req.prefix.len() + i + d.len()].to_string();
+            if page.common_prefixes.last() == Some(&cp) {
+                continue;
+            }
+            if count == max {
+                page.is_truncated = true;
+                break;
+            }
+            count += 1;
+            page.common_prefixes.push(cp);
+            continue;
+        }
+        if count == max {
+            page.is_truncated = true;
+            break;
+        }
+        count += 1;
+        page.uploads.push(UploadInfo { key, upload_id: id, initiated });
+    }
+    if page.is_truncated
+        && let Some(last) = page.uploads.last()
+    {
+        page.next_key_marker = Some(last.key.clone());
+        page.next_upload_id_marker = Some(last.upload_id.clone());
+    }
+    page
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

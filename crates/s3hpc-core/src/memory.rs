@@ -454,62 +454,13 @@ impl Store for MemoryStore {
     async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
         self.with(|st| {
             st.bucket(bucket)?;
-            let max = if req.max_uploads == 0 { 1000 } else { req.max_uploads.min(1000) };
-            let mut all: Vec<(&String, &String, SystemTime)> = st
+            let all = st
                 .uploads
                 .iter()
-                .filter(|(_, u)| u.bucket == bucket && u.key.starts_with(req.prefix.as_str()))
-                .map(|(id, u)| (&u.key, id, u.initiated))
+                .filter(|(_, u)| u.bucket == bucket)
+                .map(|(id, u)| (u.key.clone(), id.clone(), u.initiated))
                 .collect();
-            all.sort_by(|a, b| (a.0, a.2, a.1).cmp(&(b.0, b.2, b.1)));
-            let mut page = ListUploadsPage::default();
-            let mut count = 0;
-            let delim = req.delimiter.as_deref().filter(|d| !d.is_empty());
-            for (key, id, initiated) in all {
-                if let Some(km) = &req.key_marker {
-                    match &req.upload_id_marker {
-                        Some(um) if key == km => {
-                            // Within the marker key, continue after the marker upload.
-                            let marker_time = st.uploads.get(um).map(|u| (u.initiated, um.as_str()));
-                            if let Some(mt) = marker_time
-                                && (initiated, id.as_str()) <= mt
-                            {
-                                continue;
-                            }
-                        }
-                        _ if key.as_str() <= km.as_str() => continue,
-                        _ => {}
-                    }
-                }
-                if let Some(d) = delim
-                    && let Some(i) = key[req.prefix.len()..].find(d)
-                {
-                    let cp = key[..req.prefix.len() + i + d.len()].to_string();
-                    if page.common_prefixes.last() == Some(&cp) {
-                        continue;
-                    }
-                    if count == max {
-                        page.is_truncated = true;
-                        break;
-                    }
-                    count += 1;
-                    page.common_prefixes.push(cp);
-                    continue;
-                }
-                if count == max {
-                    page.is_truncated = true;
-                    break;
-                }
-                count += 1;
-                page.uploads.push(UploadInfo { key: key.clone(), upload_id: id.clone(), initiated });
-            }
-            if page.is_truncated
-                && let Some(last) = page.uploads.last()
-            {
-                page.next_key_marker = Some(last.key.clone());
-                page.next_upload_id_marker = Some(last.upload_id.clone());
-            }
-            Ok(page)
+            Ok(crate::listing::page_uploads(&req, all))
         })
     }
 

@@ -25,7 +25,7 @@ use s3hpc_core::{
     BucketInfo, ByteRange, CompletePart, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
     GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest,
     ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput,
-    PutObjectRequest, Tags, UploadInfo, UploadPartRequest,
+    PutObjectRequest, Tags, UploadPartRequest,
 };
 
 pub mod keys;
@@ -1618,55 +1618,7 @@ impl Store for PosixStore {
                     }
                 }
             }
-            all.sort_by(|a, b| (&a.0, a.2, &a.1).cmp(&(&b.0, b.2, &b.1)));
-            let times: HashMap<String, SystemTime> = all.iter().map(|(_, id, t)| (id.clone(), *t)).collect();
-            let max = if req.max_uploads == 0 { 1000 } else { req.max_uploads.min(1000) };
-            let mut page = ListUploadsPage::default();
-            let mut count = 0;
-            let delim = req.delimiter.as_deref().filter(|d| !d.is_empty());
-            for (key, id, initiated) in all {
-                if let Some(km) = &req.key_marker {
-                    match &req.upload_id_marker {
-                        Some(um) if &key == km => {
-                            if let Some(mt) = times.get(um)
-                                && (initiated, id.as_str()) <= (*mt, um.as_str())
-                            {
-                                continue;
-                            }
-                        }
-                        _ if key.as_str() <= km.as_str() => continue,
-                        _ => {}
-                    }
-                }
-                if let Some(d) = delim
-                    && let Some(i) = key[req.prefix.len()..].find(d)
-                {
-                    let cp = key[..req.prefix.len() + i + d.len()].to_string();
-                    if page.common_prefixes.last() == Some(&cp) {
-                        continue;
-                    }
-                    if count == max {
-                        page.is_truncated = true;
-                        break;
-                    }
-                    count += 1;
-                    page.common_prefixes.push(cp);
-                    continue;
-                }
-                if count == max {
-                    page.is_truncated = true;
-                    break;
-                }
-                count += 1;
-                page.uploads.push(UploadInfo { key, upload_id: id, initiated });
-            }
-            if page.is_truncated
-                && let Some(last) = page.uploads.last()
-            {
-                page.next_key_marker = Some(last.key.clone());
-                page.next_upload_id_marker = Some(last.upload_id.clone());
-            }
-            Ok(page)
+            Ok(s3hpc_core::listing::page_uploads(&req, all))
         })
         .await
     }
@@ -1693,8 +1645,12 @@ impl Store for PosixStore {
                 }
                 Ok(m)
             };
-            let infos = read_infos(&updir)?;
-            validate_completion(&parts, |n| infos.get(&n))?;
+            // A concurrent complete or abort may claim the staging directory while we read it;
+            // then the parts look missing, and the answer is NoSuchUpload, not InvalidPart.
+            let gone = || !updir.exists();
+            let infos = read_infos(&updir).map_err(|e| if gone() { Error::no_such_upload(&id) } else { e })?;
+            validate_completion(&parts, |n| infos.get(&n))
+                .map_err(|e| if gone() { Error::no_such_upload(&id) } else { e })?;
             // Claim the upload: a concurrent complete or abort now finds NoSuchUpload.
             let claimed = s.uploads_dir(&bdir).join(format!(".claimed-{id}-{}", rand_hex(8)));
             match fs::rename(&updir, &claimed) {
