@@ -9,6 +9,7 @@ pub mod creds;
 pub mod error;
 pub mod listing;
 pub mod memory;
+pub mod multipart;
 pub mod names;
 pub mod noop;
 pub mod store;

@@ -169,6 +169,13 @@ impl Conditions {
         Ok(())
     }
 
+    /// Evaluate `x-amz-copy-source-if-*` against the copy source: as [`Conditions::check_read`],
+    /// but S3 answers 412 where a read would answer 304.
+    pub fn check_copy_source(&self, current: Option<(&str, SystemTime)>) -> Result<()> {
+        self.check_read(current)
+            .map_err(|e| if e.code == ErrorCode::NotModified { Error::code(ErrorCode::PreconditionFailed) } else { e })
+    }
+
     /// Evaluate for a write (PUT, CompleteMultipartUpload, copy destination): If-None-Match `*`
     /// fails with 412 when the key exists; If-Match fails with 412 when it is absent
     /// (S3 answers NoSuchKey there) or does not match.

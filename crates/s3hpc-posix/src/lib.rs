@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use s3hpc_core::checksum::{self, BodyDigester, Digests, EtagMode};
-use s3hpc_core::memory::{check_part_number, multipart_checksum, validate_completion};
+use s3hpc_core::multipart::{check_part_number, multipart_checksum, validate_completion};
 use s3hpc_core::{Body, Error, ErrorCode, Result, Store, names};
 use s3hpc_core::{
     BucketInfo, ByteRange, CompletePart, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
@@ -160,11 +160,6 @@ fn conflict(key: &str) -> Error {
         ),
     )
     .with_resource(key.to_string())
-}
-
-fn check_source(c: &Conditions, etag: &str, lm: SystemTime) -> Result<()> {
-    c.check_read(Some((etag, lm)))
-        .map_err(|e| if e.code == ErrorCode::NotModified { Error::code(ErrorCode::PreconditionFailed) } else { e })
 }
 
 fn valid_upload_id(id: &str) -> bool {
@@ -1325,7 +1320,7 @@ impl Store for PosixStore {
             (src_bucket.to_string(), src_key.to_string(), dst_bucket.to_string(), dst_key.to_string());
         self.run(move |s| {
             let o = s.open_object(&sb, &sbn, &skn, &skp)?;
-            check_source(&req.source_conditions, &o.info.etag, o.info.last_modified)?;
+            req.source_conditions.check_copy_source(Some((&o.info.etag, o.info.last_modified)))?;
             if sbn == dbn && skn == dkn && req.metadata == Directive::Copy {
                 return Err(Error::new(
                     ErrorCode::InvalidRequest,
@@ -1544,7 +1539,7 @@ impl Store for PosixStore {
         self.run(move |s| {
             let (updir, urec) = s.upload(&bdir, &b, &k, &id)?;
             let o = s.open_object(&sb, &sbn, &skn, &skp)?;
-            check_source(&src_conditions, &o.info.etag, o.info.last_modified)?;
+            src_conditions.check_copy_source(Some((&o.info.etag, o.info.last_modified)))?;
             let (off, len) = match src_range {
                 Some(r) => r.resolve(o.info.size)?,
                 None => (0, o.info.size),
