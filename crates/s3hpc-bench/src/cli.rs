@@ -1,10 +1,12 @@
 //! The `s3hpc bench` command line (clap), shared with the `s3hpc` binary.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
+use crate::coord::Ranks;
 use crate::runner::RunOpts;
 use crate::stats::BenchRun;
 use crate::target::TargetOpts;
@@ -144,8 +146,22 @@ pub enum BenchCmd {
 pub struct Common {
     /// Target: http(s)://HOST:PORT, file://ROOT (embedded), posix://DIR (raw POSIX baseline),
     /// unix://SOCKET or tcp://HOST:PORT (binary protocol), memory://, noop://[SIZE]. Repeat to compare.
+    /// A comma-separated list of endpoints is one target served by several gateways: each rank
+    /// uses one of them (see --spread).
     #[arg(long = "target", short = 't', required = true)]
     pub targets: Vec<String>,
+    /// Run N ranks as local processes (this program re-executed N times, same code path as MPI
+    /// ranks); rank 0 prints the merged report. Not with mpirun/srun (there the launcher decides).
+    #[arg(long, default_value_t = 1)]
+    pub procs: usize,
+    /// Which endpoint of a comma-separated target list a rank uses: `round-robin` (rank r uses
+    /// endpoint r mod n, as IOR's S3 backend does) or `local` (the first endpoint whose address
+    /// belongs to this host, e.g. the node-local gateway).
+    #[arg(long, default_value = "round-robin")]
+    pub spread: String,
+    /// With several ranks: how long a rank waits at a barrier for the others before failing.
+    #[arg(long, default_value = "600s", value_parser = parse_duration)]
+    pub barrier_timeout: Duration,
     /// Bucket to use (default: a fresh `s3hpc-bench-<id>`, deleted afterwards).
     #[arg(long)]
     pub bucket: Option<String>,
@@ -348,16 +364,67 @@ fn workload_of(cmd: &BenchCmd) -> anyhow::Result<(Common, Workload)> {
     })
 }
 
-/// Run every target of `common` one after another with the same workload.
-pub async fn run_targets(common: &Common, wl: &Workload, command: &str) -> BenchRun {
+/// The endpoint of `spec` (possibly a comma-separated list of endpoints of one target) that
+/// `rank` uses: `round-robin` = endpoint `rank mod n`; `local` = the first endpoint whose host
+/// address is assigned to this host (tested by binding to it), for node-local gateways.
+pub fn pick_endpoint(spec: &str, spread: &str, rank: usize) -> anyhow::Result<String> {
+    let list: Vec<&str> = spec.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+    if list.is_empty() {
+        anyhow::bail!("target {spec:?}: empty endpoint list");
+    }
+    match spread {
+        "round-robin" | "rr" => Ok(list[rank % list.len()].to_string()),
+        "local" => list
+            .iter()
+            .find(|e| endpoint_is_local(e))
+            .map(|e| e.to_string())
+            .ok_or_else(|| anyhow::anyhow!("--spread local: no endpoint of {spec:?} has an address of this host")),
+        other => anyhow::bail!("--spread {other:?}: expected round-robin or local"),
+    }
+}
+
+/// Whether the host of a `scheme://host:port/...` endpoint is an address of this host (or the
+/// endpoint is not a network one at all).
+fn endpoint_is_local(e: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    let Some((scheme, rest)) = e.split_once("://") else { return false };
+    if !matches!(scheme, "http" | "https" | "tcp") {
+        return true;
+    }
+    let hostport = rest.split('/').next().unwrap_or("");
+    let hostport = if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:80") };
+    let Ok(addrs) = hostport.to_socket_addrs() else { return false };
+    addrs.into_iter().any(|a| std::net::UdpSocket::bind((a.ip(), 0)).is_ok())
+}
+
+/// Run every target of `common` one after another with the same workload, as one rank of
+/// `coord` (every rank calls this; every rank gets the merged result).
+pub async fn run_targets(common: &Common, wl: &Workload, command: &str, coord: Arc<Ranks>) -> BenchRun {
     let started_unix =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let topts = common.target_opts();
     let mut results = Vec::new();
     for t in &common.targets {
-        let r = match crate::target::open(t, &topts).await {
-            Ok(store) => run_target(store, t, common.run_opts(), common.bucket.as_deref(), wl).await,
-            Err(e) => crate::stats::TargetResult {
+        let endpoint = pick_endpoint(t, &common.spread, coord.rank());
+        let opened = match &endpoint {
+            Ok(ep) => crate::target::open(ep, &topts).await,
+            Err(e) => Err(anyhow::anyhow!("{e}")),
+        };
+        // Every rank must take part in the same collectives: agree on whether all opened it.
+        let agreed = coord.agree(&format!("open {t}"), opened.as_ref().map(|_| ()).map_err(|e| e.to_string())).await;
+        let mut r = match (opened, agreed) {
+            (Ok(store), Ok(())) => {
+                crate::workloads::run_target_ranked(
+                    store,
+                    t,
+                    common.run_opts(),
+                    common.bucket.as_deref(),
+                    wl,
+                    coord.clone(),
+                )
+                .await
+            }
+            (_, Err(e)) | (Err(e), _) => crate::stats::TargetResult {
                 target: t.clone(),
                 workload: wl.name().to_string(),
                 phases: Vec::new(),
@@ -365,9 +432,32 @@ pub async fn run_targets(common: &Common, wl: &Workload, command: &str) -> Bench
                 errors: 1,
                 error_samples: vec![e.to_string()],
                 aborted: Some(e.to_string()),
+                ranks: Vec::new(),
             },
         };
-        if let Some(a) = &r.aborted {
+        if coord.size() > 1 && coord.broken().is_none() {
+            let ep = endpoint.unwrap_or_default();
+            let mine = format!("{}\n{ep}", std::process::id()).into_bytes();
+            if let Ok(all) = coord.allgather(&format!("endpoints {t}"), mine).await {
+                r.ranks = all
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| {
+                        let s = String::from_utf8_lossy(b);
+                        let (pid, ep) = s.split_once('\n').unwrap_or(("0", ""));
+                        crate::stats::RankInfo {
+                            rank: i,
+                            launcher: coord.kind().to_string(),
+                            pid: pid.parse().unwrap_or(0),
+                            endpoint: ep.to_string(),
+                        }
+                    })
+                    .collect();
+            }
+        }
+        if let Some(a) = &r.aborted
+            && coord.rank() == 0
+        {
             eprintln!("s3hpc bench: {a}");
         }
         results.push(r);
@@ -426,10 +516,33 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let (common, wl) = workload_of(&args.cmd)?;
+    let child = std::env::var_os(crate::procs::ENV_RANK).is_some();
+    if common.procs == 0 {
+        anyhow::bail!("--procs must be at least 1");
+    }
+    if common.procs > 1 && !child {
+        if let Some((n, var)) = crate::coord::launcher() {
+            anyhow::bail!(
+                "--procs {}: already started as one of {n} MPI ranks ({var}); use one or the other",
+                common.procs
+            );
+        }
+        return crate::procs::launch(common.procs);
+    }
+    let coord = Arc::new(crate::coord::from_env(common.barrier_timeout)?);
     let command: Vec<String> = std::env::args().collect();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let run = rt.block_on(run_targets(&common, &wl, &command.join(" ")));
+    let run = rt.block_on(run_targets(&common, &wl, &command.join(" "), coord.clone()));
+    rt.block_on(coord.finish());
     rt.shutdown_timeout(Duration::from_secs(1));
+    let aborted: Vec<&str> = run.results.iter().filter_map(|r| r.aborted.as_deref()).collect();
+    if coord.rank() != 0 {
+        // Rank 0 reports for everyone; the others only say whether they completed.
+        if !aborted.is_empty() {
+            anyhow::bail!("rank {}: {} of {} targets did not complete", coord.rank(), aborted.len(), run.results.len());
+        }
+        return Ok(());
+    }
     print!("{}", crate::output::table(&run));
     if let BenchCmd::Crud { ossperf: true, .. } = &args.cmd {
         let (d, t) = date_time(run.started_unix);
@@ -442,7 +555,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
     }
     write_outputs(&common, &run)?;
-    let aborted: Vec<&str> = run.results.iter().filter_map(|r| r.aborted.as_deref()).collect();
     if !aborted.is_empty() {
         anyhow::bail!("{} of {} targets did not complete: {}", aborted.len(), run.results.len(), aborted.join("; "));
     }
@@ -466,5 +578,21 @@ mod tests {
         assert!(parse_duration("x").is_err());
         assert_eq!(date_time(0), ("1970-01-01".to_string(), "00:00:00".to_string()));
         assert_eq!(date_time(1_763_769_600 + 3661).0, "2025-11-22");
+    }
+
+    #[test]
+    fn endpoint_spreading() {
+        let l = "http://10.0.0.1:9000, http://10.0.0.2:9000,http://10.0.0.3:9000";
+        let rr: Vec<String> = (0..5).map(|r| pick_endpoint(l, "round-robin", r).unwrap()).collect();
+        assert_eq!(rr[0], "http://10.0.0.1:9000");
+        assert_eq!(rr[1], "http://10.0.0.2:9000");
+        assert_eq!(rr[3], "http://10.0.0.1:9000");
+        assert_eq!(rr[4], "http://10.0.0.2:9000");
+        assert_eq!(pick_endpoint("memory://", "round-robin", 7).unwrap(), "memory://");
+        // 192.0.2.0/24 is TEST-NET-1: never an address of this host; loopback always is.
+        let mixed = "http://192.0.2.7:9000,http://127.0.0.1:9001";
+        assert_eq!(pick_endpoint(mixed, "local", 0).unwrap(), "http://127.0.0.1:9001");
+        assert!(pick_endpoint("http://192.0.2.7:9000", "local", 0).is_err());
+        assert!(pick_endpoint(l, "nearest", 0).is_err());
     }
 }

@@ -2,14 +2,17 @@
 //!
 //! One workload code path serves every target kind (embedded posix backend, raw POSIX baseline,
 //! HTTP gateway, binary protocol, in-process memory/noop). Workloads run as tokio tasks inside a
-//! rank; ranks are a first-class concept through [`coord::Coordinator`] (single-rank local
-//! implementation now; an MPI / multi-process coordinator plugs in there).
+//! rank; ranks are a first-class concept through [`coord::Coordinator`] (single rank, `--procs N`
+//! local processes, or MPI ranks with the `mpi` feature).
 
 pub mod cli;
 pub mod coord;
 pub mod data;
 pub mod fault;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod output;
+pub mod procs;
 pub mod rawfs;
 pub mod report;
 pub mod runner;

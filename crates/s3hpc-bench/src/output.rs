@@ -96,6 +96,7 @@ pub fn table(run: &BenchRun) -> String {
             let _ = writeln!(s, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
         }
     }
+    s.push_str(&rank_table(run));
     for r in &run.results {
         if !r.summary.is_empty() {
             let _ = writeln!(s, "\n{} [{}]:", r.target, r.workload);
@@ -109,6 +110,70 @@ pub fn table(run: &BenchRun) -> String {
         }
         if let Some(a) = &r.aborted {
             let _ = writeln!(s, "  ABORTED: {a}");
+        }
+    }
+    s
+}
+
+/// With several ranks: who ran where, each phase's balance (min / mean / max over ranks of the
+/// ops each rank did and of its own rate) and every rank's own figures.
+fn rank_table(run: &BenchRun) -> String {
+    let mut s = String::new();
+    for r in &run.results {
+        if r.ranks.is_empty() && r.phases.iter().all(|p| p.per_rank.is_empty()) {
+            continue;
+        }
+        let _ = writeln!(s, "\n{} [{}]: {} ranks", r.target, r.workload, r.ranks.len());
+        for i in &r.ranks {
+            let _ = writeln!(s, "  rank {:<3} {} pid {:<8} endpoint {}", i.rank, i.launcher, i.pid, i.endpoint);
+        }
+        let _ = writeln!(
+            s,
+            "  {:<26} {:>8} {:>5} {:>22} {:>30} {:>26}",
+            "balance: phase",
+            "size",
+            "ranks",
+            "ops/rank min/mean/max",
+            "ops/s/rank min/mean/max",
+            "MiB/s/rank min/mean/max"
+        );
+        for p in &r.phases {
+            let Some(b) = &p.balance else { continue };
+            let _ = writeln!(
+                s,
+                "  {:<26} {:>8} {:>5} {:>22} {:>30} {:>26}",
+                p.name,
+                if p.object_size > 0 { fmt_size(p.object_size) } else { "-".into() },
+                b.ranks,
+                format!("{}/{:.1}/{}", b.ops_min, b.ops_mean, b.ops_max),
+                format!("{:.1}/{:.1}/{:.1}", b.ops_per_sec_min, b.ops_per_sec_mean, b.ops_per_sec_max),
+                if p.bytes > 0 {
+                    format!("{:.1}/{:.1}/{:.1}", b.mib_per_sec_min, b.mib_per_sec_mean, b.mib_per_sec_max)
+                } else {
+                    "-".into()
+                },
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  {:<26} {:>8} {:>5} {:>10} {:>6} {:>9} {:>12} {:>10}",
+            "per rank: phase", "size", "rank", "ops", "err", "secs", "ops/s", "MiB/s"
+        );
+        for p in &r.phases {
+            for f in &p.per_rank {
+                let _ = writeln!(
+                    s,
+                    "  {:<26} {:>8} {:>5} {:>10} {:>6} {:>9.3} {:>12.1} {:>10}",
+                    p.name,
+                    if p.object_size > 0 { fmt_size(p.object_size) } else { "-".into() },
+                    f.rank,
+                    f.ops,
+                    f.errors,
+                    f.seconds,
+                    f.ops_per_sec,
+                    if f.bytes > 0 { format!("{:.1}", f.mib_per_sec) } else { "-".into() },
+                );
+            }
         }
     }
     s
@@ -130,9 +195,10 @@ fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
 }
 
-pub const CSV_HEADER: &str = "target,workload,phase,op,object_size,concurrency,ops,bytes,errors,seconds,ops_per_sec,mib_per_sec,lat_min_us,lat_q1_us,lat_p50_us,lat_q3_us,lat_p90_us,lat_p99_us,lat_p999_us,lat_max_us,lat_mean_us,ttfb_p50_us,ttfb_p90_us,ttfb_p99_us,ttfb_p999_us,ttfb_max_us,summary_key,summary_value";
+pub const CSV_HEADER: &str = "target,workload,phase,op,object_size,concurrency,ops,bytes,errors,seconds,ops_per_sec,mib_per_sec,lat_min_us,lat_q1_us,lat_p50_us,lat_q3_us,lat_p90_us,lat_p99_us,lat_p999_us,lat_max_us,lat_mean_us,ttfb_p50_us,ttfb_p90_us,ttfb_p99_us,ttfb_p999_us,ttfb_max_us,summary_key,summary_value,rank,ranks,rank_ops_per_sec_min,rank_ops_per_sec_mean,rank_ops_per_sec_max,rank_mib_per_sec_min,rank_mib_per_sec_mean,rank_mib_per_sec_max";
 
-/// One row per phase, then one row per summary figure (`phase` = `summary`).
+/// One row per phase (with several ranks followed by one row per rank, `rank` set), then one row
+/// per summary figure (`phase` = `summary`).
 pub fn to_csv(run: &BenchRun) -> String {
     let mut s = String::from(CSV_HEADER);
     s.push('\n');
@@ -168,14 +234,56 @@ pub fn to_csv(run: &BenchRun) -> String {
             f.extend(lat(&p.ttfb, false));
             f.push(String::new());
             f.push(String::new());
+            f.push(String::new());
+            match &p.balance {
+                Some(b) => {
+                    f.push(b.ranks.to_string());
+                    f.extend(
+                        [
+                            b.ops_per_sec_min,
+                            b.ops_per_sec_mean,
+                            b.ops_per_sec_max,
+                            b.mib_per_sec_min,
+                            b.mib_per_sec_mean,
+                            b.mib_per_sec_max,
+                        ]
+                        .iter()
+                        .map(|v| format!("{v:.3}")),
+                    );
+                }
+                None => f.extend(std::iter::repeat_n(String::new(), 7)),
+            }
             s.push_str(&f.join(","));
             s.push('\n');
+            // Each rank's own figures: the same phase with `rank` set (aggregate rows have it empty).
+            for rf in &p.per_rank {
+                let mut f = vec![
+                    csv_field(&r.target),
+                    csv_field(&r.workload),
+                    csv_field(&p.name),
+                    csv_field(&p.op),
+                    p.object_size.to_string(),
+                    p.concurrency.to_string(),
+                    rf.ops.to_string(),
+                    rf.bytes.to_string(),
+                    rf.errors.to_string(),
+                    format!("{:.6}", rf.seconds),
+                    format!("{:.3}", rf.ops_per_sec),
+                    format!("{:.3}", rf.mib_per_sec),
+                ];
+                f.extend(std::iter::repeat_n(String::new(), 16));
+                f.push(rf.rank.to_string());
+                f.extend(std::iter::repeat_n(String::new(), 7));
+                s.push_str(&f.join(","));
+                s.push('\n');
+            }
         }
         for (k, v) in &r.summary {
             let mut f = vec![csv_field(&r.target), csv_field(&r.workload), "summary".into(), String::new()];
             f.extend(std::iter::repeat_n(String::new(), 22));
             f.push(csv_field(k));
             f.push(format!("{v}"));
+            f.extend(std::iter::repeat_n(String::new(), 8));
             s.push_str(&f.join(","));
             s.push('\n');
         }
@@ -183,6 +291,7 @@ pub fn to_csv(run: &BenchRun) -> String {
         f.extend(std::iter::repeat_n(String::new(), 22));
         f.push("errors".into());
         f.push(r.errors.to_string());
+        f.extend(std::iter::repeat_n(String::new(), 8));
         s.push_str(&f.join(","));
         s.push('\n');
     }

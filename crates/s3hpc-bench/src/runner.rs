@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use s3hpc_core::{DynStore, Error, ErrorCode, GetObjectRequest, ListObjectsRequest, PutObjectRequest};
 
-use crate::coord::{Coordinator, LocalCoordinator, max_col};
+use crate::coord::Ranks;
 use crate::data::{Expect, Pattern, drain};
-use crate::stats::{Phase, Recorder};
+use crate::stats::{Balance, Phase, RankFig, RankPhase, Recorder};
 
 /// Options shared by every workload.
 #[derive(Debug, Clone)]
@@ -103,6 +103,8 @@ pub struct PhaseOutcome {
     /// Iterations completed by each task.
     pub per_task: Vec<u64>,
     pub seconds: f64,
+    /// The measurements merged over every rank (histograms included).
+    pub rec: Recorder,
 }
 
 impl PhaseOutcome {
@@ -125,10 +127,12 @@ pub struct Ctx {
     /// The target as the user named it (used in every message).
     pub target: String,
     pub bucket: String,
-    /// Prefix of every key this run writes (ends with `/`).
+    /// Prefix of this rank's own keys (ends with `/`; with several ranks `<shared>r<rank>/`).
     pub prefix: String,
+    /// Prefix every rank shares (objects several ranks write, like IOR's shared file).
+    pub shared_prefix: String,
     pub opts: RunOpts,
-    pub coord: Arc<dyn Coordinator>,
+    pub coord: Arc<Ranks>,
     pub pattern: Arc<Pattern>,
     errors: Arc<ErrLog>,
 }
@@ -140,21 +144,42 @@ impl Ctx {
             target: target.to_string(),
             bucket: bucket.to_string(),
             prefix: prefix.to_string(),
+            shared_prefix: prefix.to_string(),
             opts,
-            coord: Arc::new(LocalCoordinator),
+            coord: Arc::new(Ranks::default()),
             pattern: Pattern::global(),
             errors: Arc::default(),
         }
     }
 
-    pub fn with_coordinator(mut self, coord: Arc<dyn Coordinator>) -> Ctx {
+    /// Run as one of several ranks: own keys move under `r<rank>/`.
+    pub fn with_coordinator(mut self, coord: Arc<Ranks>) -> Ctx {
+        self.prefix = if coord.size() > 1 {
+            format!("{}r{}/", self.shared_prefix, coord.rank())
+        } else {
+            self.shared_prefix.clone()
+        };
         self.coord = coord;
         self
     }
 
-    /// Full key of a workload-relative name.
+    /// Full key of a workload-relative name, private to this rank.
     pub fn key(&self, name: &str) -> String {
         format!("{}{}", self.prefix, name)
+    }
+
+    /// Full key of a name private to rank `r` (another rank's data, for reads across ranks).
+    pub fn rank_key(&self, r: usize, name: &str) -> String {
+        if self.coord.size() > 1 {
+            format!("{}r{r}/{name}", self.shared_prefix)
+        } else {
+            format!("{}{name}", self.prefix)
+        }
+    }
+
+    /// Full key of a name every rank sees the same.
+    pub fn shared_key(&self, name: &str) -> String {
+        format!("{}{}", self.shared_prefix, name)
     }
 
     pub fn error_count(&self) -> u64 {
@@ -375,7 +400,8 @@ impl Ctx {
                 .count
                 .or_else(|| limit.per_task.as_ref().map(|v| v.iter().fold(0u64, |a, b| a.saturating_add(*b)))),
         };
-        self.coord.barrier().await;
+        self.coord.barrier(&format!("start {name}")).await?;
+        let wall_start = unix_now();
         let next = Arc::new(AtomicU64::new(0));
         let done = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
@@ -446,24 +472,90 @@ impl Ctx {
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        let all = self.coord.gather(vec![local]).await;
-        let seconds = max_col(&all, 0);
-        if let Some(msg) = self.errors.abort.lock().unwrap().take() {
-            anyhow::bail!(msg);
+        let abort = self.errors.abort.lock().unwrap().take();
+        let (phases, seconds, rec) =
+            self.gather_phase(name, object_size, concurrency, rec, (wall_start, unix_now(), local), abort).await?;
+        Ok(PhaseOutcome { phases, per_task, seconds, rec })
+    }
+
+    /// Combine every rank's measurements of one phase (every rank gets the same result): ops,
+    /// bytes and merged latency histograms summed over ranks, over the phase's wall time from
+    /// the first rank's start to the last rank's end (as IOR computes it); with several ranks
+    /// also each rank's own figures and their balance. Fails on every rank if any rank aborted.
+    /// `times` = (wall-clock start, wall-clock end, local elapsed seconds).
+    pub async fn gather_phase(
+        &self,
+        name: &str,
+        object_size: u64,
+        concurrency: usize,
+        rec: Recorder,
+        times: (f64, f64, f64),
+        abort: Option<String>,
+    ) -> anyhow::Result<(Vec<Phase>, f64, Recorder)> {
+        let (start, end, local) = times;
+        let pname = |op: &str, n: usize| if n == 1 { name.to_string() } else { format!("{name}:{op}") };
+        if self.coord.size() == 1 {
+            if let Some(msg) = abort {
+                anyhow::bail!(msg);
+            }
+            let phases = rec
+                .ops
+                .iter()
+                .map(|(op, s)| Phase::from_stats(&pname(op, rec.ops.len()), op, object_size, concurrency, s, local))
+                .collect();
+            return Ok((phases, local, rec));
         }
-        let phases = rec
+        let mine = RankPhase { start, end, abort, ops: rec.to_wire() };
+        let all = self.coord.allgather(&format!("end {name}"), serde_json::to_vec(&mine)?).await?;
+        let all: Vec<RankPhase> = all
+            .iter()
+            .enumerate()
+            .map(|(r, b)| serde_json::from_slice(b).map_err(|e| anyhow::anyhow!("rank {r}: bad phase result: {e}")))
+            .collect::<anyhow::Result<_>>()?;
+        let aborts: Vec<String> =
+            all.iter().enumerate().filter_map(|(r, p)| p.abort.as_ref().map(|a| format!("rank {r}: {a}"))).collect();
+        if !aborts.is_empty() {
+            anyhow::bail!(aborts.join("; "));
+        }
+        let recs: Vec<Recorder> = all.iter().map(|p| Recorder::from_wire(&p.ops)).collect::<anyhow::Result<_>>()?;
+        let mut merged = Recorder::default();
+        recs.iter().for_each(|r| merged.merge(r));
+        let first = all.iter().map(|p| p.start).fold(f64::INFINITY, f64::min);
+        let last = all.iter().map(|p| p.end).fold(0.0, f64::max);
+        let seconds = (last - first).max(0.0);
+        let phases = merged
             .ops
             .iter()
             .map(|(op, s)| {
-                let pname = if rec.ops.len() == 1 { name.to_string() } else { format!("{name}:{op}") };
-                Phase::from_stats(&pname, op, object_size, concurrency, s, seconds)
+                let mut p = Phase::from_stats(&pname(op, merged.ops.len()), op, object_size, concurrency, s, seconds);
+                p.per_rank = recs
+                    .iter()
+                    .zip(&all)
+                    .enumerate()
+                    .map(|(r, (rec, rp))| {
+                        let o = rec.ops.get(op);
+                        let secs = (rp.end - rp.start).max(1e-9);
+                        let (ops, bytes, errors) = o.map(|o| (o.ops, o.bytes, o.errors)).unwrap_or_default();
+                        RankFig {
+                            rank: r,
+                            ops,
+                            bytes,
+                            errors,
+                            seconds: rp.end - rp.start,
+                            ops_per_sec: ops as f64 / secs,
+                            mib_per_sec: bytes as f64 / secs / (1024.0 * 1024.0),
+                        }
+                    })
+                    .collect();
+                p.balance = Balance::of(&p.per_rank);
+                p
             })
             .collect();
-        Ok(PhaseOutcome { phases, per_task, seconds })
+        Ok((phases, seconds, merged))
     }
 
     fn progress_bar(&self, name: &str, count: Option<u64>) -> Option<indicatif::ProgressBar> {
-        if !self.opts.progress || !std::io::stderr().is_terminal() {
+        if !self.opts.progress || self.coord.rank() != 0 || !std::io::stderr().is_terminal() {
             return None;
         }
         let bar = match count {
@@ -479,6 +571,12 @@ impl Ctx {
         bar.set_message(name.to_string());
         Some(bar)
     }
+}
+
+/// Wall-clock time in seconds since the Unix epoch (comparable across ranks of one node; across
+/// nodes as good as their clock synchronisation).
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 /// Wrap an async block as an [`OpFn`].

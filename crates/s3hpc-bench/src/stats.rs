@@ -80,6 +80,9 @@ pub struct Lat {
     pub p999_us: f64,
     pub max_us: f64,
     pub mean_us: f64,
+    /// Number of samples (with several ranks: of the histogram merged across ranks).
+    #[serde(default)]
+    pub count: u64,
 }
 
 impl Lat {
@@ -98,6 +101,7 @@ impl Lat {
             p999_us: us(h.value_at_quantile(0.999)),
             max_us: us(h.max()),
             mean_us: h.mean() / 1000.0,
+            count: h.len(),
         })
     }
 }
@@ -122,6 +126,155 @@ pub struct Phase {
     pub latency: Option<Lat>,
     /// Time to first byte of GETs.
     pub ttfb: Option<Lat>,
+    /// With several ranks: each rank's own figures (its ops over its own phase time).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_rank: Vec<RankFig>,
+    /// With several ranks: min / mean / max of the per-rank figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balance: Option<Balance>,
+}
+
+/// One rank's share of a phase.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankFig {
+    pub rank: usize,
+    pub ops: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    /// This rank's own phase time.
+    pub seconds: f64,
+    pub ops_per_sec: f64,
+    pub mib_per_sec: f64,
+}
+
+/// Balance of a phase across ranks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Balance {
+    pub ranks: usize,
+    pub ops_min: u64,
+    pub ops_max: u64,
+    pub ops_mean: f64,
+    pub ops_per_sec_min: f64,
+    pub ops_per_sec_max: f64,
+    pub ops_per_sec_mean: f64,
+    pub mib_per_sec_min: f64,
+    pub mib_per_sec_max: f64,
+    pub mib_per_sec_mean: f64,
+}
+
+impl Balance {
+    pub fn of(per_rank: &[RankFig]) -> Option<Balance> {
+        if per_rank.is_empty() {
+            return None;
+        }
+        let n = per_rank.len() as f64;
+        let mm = |f: fn(&RankFig) -> f64| {
+            let v: Vec<f64> = per_rank.iter().map(f).collect();
+            (
+                v.iter().copied().fold(f64::INFINITY, f64::min),
+                v.iter().copied().fold(0.0, f64::max),
+                v.iter().sum::<f64>() / n,
+            )
+        };
+        let (ops_min, ops_max, ops_mean) = mm(|r| r.ops as f64);
+        let (a, b, c) = mm(|r| r.ops_per_sec);
+        let (d, e, f) = mm(|r| r.mib_per_sec);
+        Some(Balance {
+            ranks: per_rank.len(),
+            ops_min: ops_min as u64,
+            ops_max: ops_max as u64,
+            ops_mean,
+            ops_per_sec_min: a,
+            ops_per_sec_max: b,
+            ops_per_sec_mean: c,
+            mib_per_sec_min: d,
+            mib_per_sec_max: e,
+            mib_per_sec_mean: f,
+        })
+    }
+}
+
+/// One rank's measurements of one phase, as exchanged between ranks (histograms in the
+/// HdrHistogram V2 encoding, so rank 0 merges the full latency distributions).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RankPhase {
+    /// Wall-clock start and end (seconds since the Unix epoch).
+    pub start: f64,
+    pub end: f64,
+    /// Set when this rank stopped the phase on an error.
+    pub abort: Option<String>,
+    pub ops: Vec<WireOp>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireOp {
+    pub op: String,
+    pub ops: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub lat: Vec<u8>,
+    pub ttfb: Option<Vec<u8>>,
+}
+
+fn encode_hist(h: &Histogram<u64>) -> Vec<u8> {
+    let mut v = Vec::new();
+    use hdrhistogram::serialization::Serializer as _;
+    hdrhistogram::serialization::V2Serializer::new().serialize(h, &mut v).expect("in-memory serialisation");
+    v
+}
+
+fn decode_hist(b: &[u8]) -> anyhow::Result<Histogram<u64>> {
+    let h: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut &b[..])
+        .map_err(|e| anyhow::anyhow!("bad latency histogram from a rank: {e:?}"))?;
+    let mut out = hist();
+    out.add(&h).map_err(|e| anyhow::anyhow!("latency histogram from a rank does not fit: {e:?}"))?;
+    Ok(out)
+}
+
+/// Operation names live as `&'static str` in a [`Recorder`]; names received from other ranks are
+/// interned once each.
+fn intern(s: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut n = NAMES.lock().unwrap();
+    if let Some(v) = n.get(s) {
+        return v;
+    }
+    let v: &'static str = Box::leak(s.to_string().into_boxed_str());
+    n.insert(v);
+    v
+}
+
+impl Recorder {
+    pub fn to_wire(&self) -> Vec<WireOp> {
+        self.ops
+            .iter()
+            .map(|(k, v)| WireOp {
+                op: k.to_string(),
+                ops: v.ops,
+                bytes: v.bytes,
+                errors: v.errors,
+                lat: encode_hist(&v.lat),
+                ttfb: v.ttfb.as_ref().map(encode_hist),
+            })
+            .collect()
+    }
+
+    pub fn from_wire(w: &[WireOp]) -> anyhow::Result<Recorder> {
+        let mut r = Recorder::default();
+        for o in w {
+            let st = OpStats {
+                ops: o.ops,
+                bytes: o.bytes,
+                errors: o.errors,
+                lat: decode_hist(&o.lat)?,
+                ttfb: o.ttfb.as_deref().map(decode_hist).transpose()?,
+            };
+            r.op(intern(&o.op)).merge(&st);
+        }
+        Ok(r)
+    }
 }
 
 impl Phase {
@@ -140,6 +293,8 @@ impl Phase {
             mib_per_sec: s.bytes as f64 / secs / (1024.0 * 1024.0),
             latency: Lat::from_hist(&s.lat),
             ttfb: s.ttfb.as_ref().and_then(Lat::from_hist),
+            per_rank: Vec::new(),
+            balance: None,
         }
     }
 }
@@ -158,6 +313,20 @@ pub struct TargetResult {
     pub error_samples: Vec<String>,
     /// Set when the workload stopped early on an error (without `--keep-going`).
     pub aborted: Option<String>,
+    /// With several ranks: who ran where (launcher, endpoint each rank used).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankInfo>,
+}
+
+/// One rank of a multi-rank run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankInfo {
+    pub rank: usize,
+    /// `procs` or `mpi`.
+    pub launcher: String,
+    pub pid: u32,
+    /// The endpoint of the target list this rank used (see `--spread`).
+    pub endpoint: String,
 }
 
 /// A whole `s3hpc bench` invocation.
@@ -195,5 +364,14 @@ mod tests {
         assert!(a.ttfb.is_some());
         let p = Phase::from_stats("x", "put", 10, 1, &a, 2.0);
         assert_eq!(p.ops_per_sec, 100.0);
+        assert_eq!(p.latency.as_ref().unwrap().count, 200);
+        // Through the wire encoding and back: the same distribution.
+        let mut rec = Recorder::default();
+        rec.op("put").merge(&a);
+        let back = Recorder::from_wire(&rec.to_wire()).unwrap();
+        let b2 = &back.ops["put"];
+        assert_eq!((b2.ops, b2.bytes, b2.lat.len()), (200, 1000, 200));
+        assert_eq!(Lat::from_hist(&b2.lat), Lat::from_hist(&a.lat));
+        assert_eq!(b2.ttfb.as_ref().unwrap().len(), 100);
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::runner::{Ctx, Iter, Limit, op_fn};
+use crate::runner::{Ctx, Iter, Limit, PhaseOutcome, op_fn};
 use crate::stats::{OpStats, Phase};
 
 pub const KIB: u64 = 1024;
@@ -263,11 +263,22 @@ pub async fn crud(ctx: &Ctx, o: &CrudOpts, out: &mut WorkOut) -> anyhow::Result<
     let size = o.size;
     let store = ctx.store.clone();
     let bucket = ctx.bucket.clone();
-    let (p, _) = ctx
-        .once("create-bucket", "create-bucket", async { store.create_bucket(&bucket).await.map(|_| (0, None)) })
-        .await?;
-    let t_create = p.seconds;
-    out.phases.push(p);
+    // With several ranks rank 0 creates (and at the end deletes) the bucket; the others wait for
+    // it (and create their own where each rank has a private store, like memory://).
+    let rank = ctx.coord.rank();
+    let mut t_create = 0.0;
+    let mut r = Ok(());
+    if rank == 0 {
+        r = ctx
+            .once("create-bucket", "create-bucket", async { store.create_bucket(&bucket).await.map(|_| (0, None)) })
+            .await
+            .map(|(p, _)| {
+                t_create = p.seconds;
+                out.phases.push(p);
+            });
+    }
+    ctx.coord.agree("crud bucket", r.map_err(|e| e.to_string())).await?;
+    let own = if rank != 0 { ctx.ensure_bucket().await? } else { false };
     let c = ctx.clone();
     let up = ctx
         .run_phase(
@@ -328,11 +339,17 @@ pub async fn crud(ctx: &Ctx, o: &CrudOpts, out: &mut WorkOut) -> anyhow::Result<
         .await?;
     let t_del = del.seconds;
     out.push_all(del.phases);
-    let (p, _) = ctx
-        .once("delete-bucket", "delete-bucket", async { store.delete_bucket(&bucket).await.map(|_| (0, None)) })
-        .await?;
-    let t_rb = p.seconds;
-    out.phases.push(p);
+    ctx.coord.barrier("crud delete-bucket").await?;
+    let mut t_rb = 0.0;
+    if rank == 0 {
+        let (p, _) = ctx
+            .once("delete-bucket", "delete-bucket", async { store.delete_bucket(&bucket).await.map(|_| (0, None)) })
+            .await?;
+        t_rb = p.seconds;
+        out.phases.push(p);
+    } else if own {
+        store.delete_bucket(&bucket).await.map_err(|e| anyhow::anyhow!("target {}: delete-bucket: {e}", ctx.target))?;
+    }
     let bits = (o.count * o.size) as f64 * 8.0 / 1e6;
     let s = &mut out.summary;
     s.insert("num_files".into(), o.count as f64);
@@ -431,263 +448,303 @@ pub const IO500_PHASES: &[(&str, bool)] = &[
     ("mdtest-hard-delete", false),
 ];
 
-/// Tasks read/stat the data of task `(t + 1) % T` (IOR `-C`, mdtest `-N 1`): no task reads what it
-/// wrote itself, defeating client caches.
-fn shifted(per_task: &[u64]) -> Vec<u64> {
-    let t = per_task.len();
-    (0..t).map(|i| per_task[(i + 1) % t]).collect()
+/// Who reads what another wrote (IOR `-C`, mdtest `-N 1`): with one rank, task `t` reads the data
+/// of task `(t + 1) % T`; with several ranks, task `t` of rank `r` reads task `t` of rank
+/// `(r + 1) % R`. Nobody reads what it wrote itself, defeating client caches. Returns
+/// (source rank, source task).
+fn source(rank: usize, ranks: usize, task: usize, tasks: usize) -> (usize, usize) {
+    if ranks > 1 { ((rank + 1) % ranks, task) } else { (rank, (task + 1) % tasks) }
+}
+
+/// Key of an io500 object: (ctx, rank, task, tasks, item) -> full key.
+type KeyFn = Arc<dyn Fn(&Ctx, usize, usize, usize, u64) -> String + Send + Sync>;
+
+/// A write phase under IOR's stonewalling: every task writes until the stonewall (or the cap),
+/// then all ranks agree on the most items any task of any rank completed, and the tasks that did
+/// fewer continue ("wear-out") until they have as many, so the read phases find a complete,
+/// consistent set. Returns (stonewall phases, wear-out phases, items per task afterwards,
+/// fewest and most items per task at the stonewall).
+async fn stonewalled_write(
+    ctx: &Ctx,
+    name: &str,
+    size: u64,
+    limit: Limit,
+    key: KeyFn,
+) -> anyhow::Result<(PhaseOutcome, PhaseOutcome, Vec<u64>, u64, u64)> {
+    let conc = ctx.opts.concurrency;
+    let rank = ctx.coord.rank();
+    let (c, k) = (ctx.clone(), key.clone());
+    let sw = ctx
+        .run_phase(
+            name,
+            size,
+            conc,
+            limit,
+            op_fn(move |it: Iter| {
+                let (c, k) = (c.clone(), k.clone());
+                async move { vec![c.put("put", k(&c, rank, it.task, it.tasks, it.i), size).await] }
+            }),
+        )
+        .await?;
+    let mine: Vec<f64> = sw.per_task.iter().map(|v| *v as f64).collect();
+    let all = ctx.coord.gather_f64(&format!("stonewall {name}"), &mine).await?;
+    let flat: Vec<u64> = all.iter().flatten().map(|v| *v as u64).collect();
+    let most = flat.iter().copied().max().unwrap_or(0);
+    let fewest = flat.iter().copied().min().unwrap_or(0);
+    let start = Arc::new(sw.per_task.clone());
+    let rest: Vec<u64> = sw.per_task.iter().map(|n| most - n).collect();
+    let (c, k, st) = (ctx.clone(), key.clone(), start.clone());
+    let wear = ctx
+        .run_phase(
+            &format!("{name}-wearout"),
+            size,
+            conc,
+            Limit::per_task(rest),
+            op_fn(move |it: Iter| {
+                let (c, k) = (c.clone(), k.clone());
+                let i = st[it.task] + it.i;
+                async move { vec![c.put("put", k(&c, rank, it.task, it.tasks, i), size).await] }
+            }),
+        )
+        .await?;
+    Ok((sw, wear, vec![most; conc], fewest, most))
+}
+
+/// The whole of a stonewalled write phase as IO500 scores it: stonewall part plus wear-out
+/// (all items over both times), named `name`; the parts are renamed `<name>-stonewall` and
+/// `<name>-wearout`.
+fn whole_write(name: &str, size: u64, conc: usize, sw: &mut PhaseOutcome, wear: &mut PhaseOutcome) -> Vec<Phase> {
+    let worn = !wear.phases.is_empty();
+    let mut rec = sw.rec.clone();
+    rec.merge(&wear.rec);
+    let secs = sw.seconds + if worn { wear.seconds } else { 0.0 };
+    let mut out: Vec<Phase> = rec
+        .ops
+        .iter()
+        .map(|(op, s)| {
+            let pname = if rec.ops.len() == 1 { name.to_string() } else { format!("{name}:{op}") };
+            let mut p = Phase::from_stats(&pname, op, size, conc, s, secs);
+            let find = |v: &[Phase]| v.iter().find(|x| x.op == *op).map(|x| x.per_rank.clone()).unwrap_or_default();
+            let (a, b) = (find(&sw.phases), find(&wear.phases));
+            p.per_rank = a
+                .iter()
+                .map(|ra| {
+                    let mut r = ra.clone();
+                    if let Some(rb) = b.iter().find(|x| x.rank == ra.rank) {
+                        r.ops += rb.ops;
+                        r.bytes += rb.bytes;
+                        r.errors += rb.errors;
+                        r.seconds += rb.seconds;
+                    }
+                    let t = r.seconds.max(1e-9);
+                    r.ops_per_sec = r.ops as f64 / t;
+                    r.mib_per_sec = r.bytes as f64 / t / MIB as f64;
+                    r
+                })
+                .collect();
+            p.balance = crate::stats::Balance::of(&p.per_rank);
+            p
+        })
+        .collect();
+    for p in sw.phases.iter_mut() {
+        p.name = p.name.replacen(name, &format!("{name}-stonewall"), 1);
+    }
+    out.append(&mut sw.phases);
+    out.append(&mut wear.phases);
+    out
+}
+
+/// One read-side io500 phase: every task handles `n` items of its source (see [`source`]).
+async fn io500_each(
+    ctx: &Ctx,
+    name: &str,
+    size: u64,
+    n: u64,
+    key: KeyFn,
+    op: &'static str,
+) -> anyhow::Result<PhaseOutcome> {
+    let conc = ctx.opts.concurrency;
+    let (rank, ranks) = (ctx.coord.rank(), ctx.coord.size());
+    let c = ctx.clone();
+    ctx.run_phase(
+        name,
+        size,
+        conc,
+        Limit::per_task(vec![n; conc]),
+        op_fn(move |it: Iter| {
+            let (c, key) = (c.clone(), key.clone());
+            let (sr, st) = source(rank, ranks, it.task, it.tasks);
+            async move {
+                let k = key(&c, sr, st, it.tasks, it.i);
+                vec![match op {
+                    "get" => c.get("get", k, size).await,
+                    "head" => c.head("head", k, Some(size)).await,
+                    _ => c.delete("delete", k).await,
+                }]
+            }
+        }),
+    )
+    .await
 }
 
 pub async fn io500(ctx: &Ctx, o: &Io500Opts, out: &mut WorkOut) -> anyhow::Result<()> {
-    let conc = ctx.opts.concurrency;
     let rank = ctx.coord.rank();
     let ranks = ctx.coord.size() as u64;
     let sw = Some(o.stonewall);
-    let (easy_obj, easy_key): (u64, fn(usize, usize, u64) -> String) = match o.ior_easy_mode {
-        IorEasyMode::Fragment => (o.ior_easy_xfer, |r, t, i| format!("ior-easy/r{r}t{t}/x{i:08}")),
-        IorEasyMode::Whole => (o.ior_easy_block, |r, t, i| format!("ior-easy/r{r}t{t}/b{i:06}")),
+    // Per-process data (IOR easy = file per process, mdtest easy = directory per process) lives
+    // under each rank's prefix; IOR hard's single shared file and mdtest hard's single shared
+    // directory under the shared prefix.
+    let easy_obj = match o.ior_easy_mode {
+        IorEasyMode::Fragment => o.ior_easy_xfer,
+        IorEasyMode::Whole => o.ior_easy_block,
     };
-    let easy_name = move |r: usize, t: usize, i: u64| easy_key(r, t, i);
+    let easy_key: KeyFn = match o.ior_easy_mode {
+        IorEasyMode::Fragment => Arc::new(|c: &Ctx, r, t, _, i| c.rank_key(r, &format!("ior-easy/r{r}t{t}/x{i:08}"))),
+        IorEasyMode::Whole => Arc::new(|c: &Ctx, r, t, _, i| c.rank_key(r, &format!("ior-easy/r{r}t{t}/b{i:06}"))),
+    };
     let hard_xfer = o.ior_hard_xfer;
-    let hard_key = move |r: usize, t: usize, tasks: usize, i: u64| {
+    // Transfer i of task t of rank r sits at offset ((i * R + r) * T + t) * xfer of the one file.
+    let hard_key: KeyFn = Arc::new(move |c: &Ctx, r, t, tasks, i| {
         let off = (i * ranks * tasks as u64 + (r * tasks + t) as u64) * hard_xfer;
-        format!("ior-hard/file/{off:016}")
-    };
-    let md_easy = |r: usize, t: usize, i: u64| format!("mdt-easy/r{r}t{t}/f{i}");
-    let md_hard = |r: usize, t: usize, i: u64| format!("mdt-hard/f{r}.{t}.{i}");
+        c.shared_key(&format!("ior-hard/file/{off:016}"))
+    });
+    let md_easy: KeyFn = Arc::new(|c: &Ctx, r, t, _, i| c.rank_key(r, &format!("mdt-easy/r{r}t{t}/f{i}")));
+    let md_hard: KeyFn = Arc::new(|c: &Ctx, r, t, _, i| c.shared_key(&format!("mdt-hard/f{r}.{t}.{i}")));
     let hsize = o.mdtest_hard_size;
+    // The caps (--max-bytes, --max-files) are per rank, split evenly over its tasks (like IOR's
+    // fixed block per task), so every task stops at the same count when a cap ends a phase.
+    let conc = ctx.opts.concurrency.max(1) as u64;
+    let cap = |items: u64| Limit {
+        duration: sw,
+        per_task: Some(Arc::new(vec![(items / conc).max(1); conc as usize])),
+        count: None,
+    };
     let mut secs: BTreeMap<&str, f64> = BTreeMap::new();
     let mut rate: BTreeMap<&str, f64> = BTreeMap::new();
+    // The score counts the phase itself (`name`, or `name:op` per operation), not its parts
+    // (`name-stonewall`, `name-wearout`).
     let mut record = |out: &mut WorkOut, name: &'static str, phases: Vec<Phase>, bw: bool| {
-        let ops: u64 = phases.iter().map(|p| p.ops).sum();
-        let bytes: u64 = phases.iter().map(|p| p.bytes).sum();
-        let s = phases.first().map(|p| p.seconds).unwrap_or(0.0).max(1e-9);
+        let own: Vec<&Phase> =
+            phases.iter().filter(|p| p.name == name || p.name.starts_with(&format!("{name}:"))).collect();
+        let (ops, bytes): (u64, u64) = (own.iter().map(|p| p.ops).sum(), own.iter().map(|p| p.bytes).sum());
+        let s = own.first().map(|p| p.seconds).unwrap_or(0.0).max(1e-9);
         let v = if bw { bytes as f64 / s / GIB as f64 } else { ops as f64 / s / 1000.0 };
         rate.insert(name, v);
         secs.insert(name, s);
         out.push_all(phases);
     };
-
-    // ior-easy-write
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "ior-easy-write",
-            easy_obj,
-            conc,
-            Limit { count: Some((o.max_bytes / easy_obj.max(1)).max(1)), duration: sw, per_task: None },
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                async move { vec![c.put("put", c.key(&easy_name(rank, it.task, it.i)), easy_obj).await] }
-            }),
-        )
-        .await?;
-    let easy_n = p.per_task.clone();
-    record(out, "ior-easy-write", p.phases, true);
-
-    // mdtest-easy-write
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "mdtest-easy-write",
-            0,
-            conc,
-            Limit { count: Some(o.max_files), duration: sw, per_task: None },
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                async move { vec![c.put("put", c.key(&md_easy(rank, it.task, it.i)), 0).await] }
-            }),
-        )
-        .await?;
-    let mde_n = p.per_task.clone();
-    record(out, "mdtest-easy-write", p.phases, false);
-
-    // ior-hard-write
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "ior-hard-write",
-            hard_xfer,
-            conc,
-            Limit { count: Some((o.max_bytes / hard_xfer.max(1)).max(1)), duration: sw, per_task: None },
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                async move { vec![c.put("put", c.key(&hard_key(rank, it.task, it.tasks, it.i)), hard_xfer).await] }
-            }),
-        )
-        .await?;
-    let hard_n = p.per_task.clone();
-    record(out, "ior-hard-write", p.phases, true);
-
-    // mdtest-hard-write
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "mdtest-hard-write",
-            hsize,
-            conc,
-            Limit { count: Some(o.max_files), duration: sw, per_task: None },
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                async move { vec![c.put("put", c.key(&md_hard(rank, it.task, it.i)), hsize).await] }
-            }),
-        )
-        .await?;
-    let mdh_n = p.per_task.clone();
-    record(out, "mdtest-hard-write", p.phases, false);
-
-    // find: list everything mdtest created, matching the hard files by size.
-    ctx.coord.barrier().await;
-    let t0 = Instant::now();
-    let listed = tokio::time::timeout(ctx.opts.timeout * 10, ctx.list_keys(&ctx.key("mdt-"))).await;
-    let t = t0.elapsed().as_secs_f64();
-    let (scanned, found, errors) = match listed {
-        Ok(Ok(v)) => (v.len() as u64, v.iter().filter(|(_, s)| *s == hsize).count() as u64, 0),
-        Ok(Err(e)) if ctx.opts.keep_going => {
-            eprintln!("target {}: find: list failed: {e}", ctx.target);
-            (0, 0, 1)
-        }
-        Ok(Err(e)) => anyhow::bail!("target {}: find: list failed: {e}", ctx.target),
-        Err(_) => anyhow::bail!("target {}: find: list got no answer in time", ctx.target),
+    let sum = |p: &PhaseOutcome| -> (u64, u64, f64) {
+        (p.phases.iter().map(|x| x.ops).sum(), p.phases.iter().map(|x| x.bytes).sum(), p.seconds)
     };
-    out.summary.insert("find_matched".into(), found as f64);
-    record(out, "find", vec![one_phase("find", "list", 0, scanned, 0, errors, t)], false);
+    let stonewall_summary =
+        |out: &mut WorkOut, name: &str, swp: &PhaseOutcome, wear: &PhaseOutcome, lo: u64, hi: u64, bw: bool| {
+            let (o, b, t) = sum(swp);
+            let t = t.max(1e-9);
+            let v = if bw { b as f64 / t / GIB as f64 } else { o as f64 / t / 1000.0 };
+            let unit = if bw { "gib_s" } else { "kiops" };
+            out.summary.insert(format!("{name}_stonewall_{unit}"), v);
+            out.summary
+                .insert(format!("{name}_wearout_seconds"), if wear.phases.is_empty() { 0.0 } else { wear.seconds });
+            out.summary.insert(format!("{name}_items_min"), lo as f64);
+            out.summary.insert(format!("{name}_items_max"), hi as f64);
+        };
 
-    // ior-easy-read
-    let c = ctx.clone();
-    let verify_size = easy_obj;
-    let p = ctx
-        .run_phase(
-            "ior-easy-read",
-            easy_obj,
-            conc,
-            Limit::per_task(shifted(&easy_n)),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                let src = (it.task + 1) % it.tasks;
-                async move { vec![c.get("get", c.key(&easy_name(rank, src, it.i)), verify_size).await] }
-            }),
-        )
-        .await?;
+    // The write phases: stonewalled, then worn out to the same item count everywhere.
+    let (p, w, easy_n, lo, hi) =
+        stonewalled_write(ctx, "ior-easy-write", easy_obj, cap(o.max_bytes / easy_obj.max(1)), easy_key.clone())
+            .await?;
+    stonewall_summary(out, "ior-easy-write", &p, &w, lo, hi, true);
+    let (mut p, mut w) = (p, w);
+    record(out, "ior-easy-write", whole_write("ior-easy-write", easy_obj, ctx.opts.concurrency, &mut p, &mut w), true);
+
+    let (p, w, mde_n, lo, hi) =
+        stonewalled_write(ctx, "mdtest-easy-write", 0, cap(o.max_files), md_easy.clone()).await?;
+    stonewall_summary(out, "mdtest-easy-write", &p, &w, lo, hi, false);
+    let (mut p, mut w) = (p, w);
+    record(out, "mdtest-easy-write", whole_write("mdtest-easy-write", 0, ctx.opts.concurrency, &mut p, &mut w), false);
+
+    let (p, w, hard_n, lo, hi) =
+        stonewalled_write(ctx, "ior-hard-write", hard_xfer, cap(o.max_bytes / hard_xfer.max(1)), hard_key.clone())
+            .await?;
+    stonewall_summary(out, "ior-hard-write", &p, &w, lo, hi, true);
+    let (mut p, mut w) = (p, w);
+    record(out, "ior-hard-write", whole_write("ior-hard-write", hard_xfer, ctx.opts.concurrency, &mut p, &mut w), true);
+
+    let (p, w, mdh_n, lo, hi) =
+        stonewalled_write(ctx, "mdtest-hard-write", hsize, cap(o.max_files), md_hard.clone()).await?;
+    stonewall_summary(out, "mdtest-hard-write", &p, &w, lo, hi, false);
+    let (mut p, mut w) = (p, w);
+    record(
+        out,
+        "mdtest-hard-write",
+        whole_write("mdtest-hard-write", hsize, ctx.opts.concurrency, &mut p, &mut w),
+        false,
+    );
+
+    // find: like IO500's find, every rank scans its part of what mdtest created (its own easy
+    // directory and its files in the shared hard directory) and counts the entries matching the
+    // criterion (the hard files: name in mdt-hard/ and size == --mdtest-hard-size). The rate is
+    // entries scanned per second over all ranks; the matches are checked against what was written.
+    ctx.coord.barrier("start find").await?;
+    let (w0, t0) = (crate::runner::unix_now(), Instant::now());
+    let mut scanned = 0u64;
+    let mut found = 0u64;
+    let mut err: Option<String> = None;
+    for prefix in [ctx.key("mdt-easy/"), ctx.shared_key(&format!("mdt-hard/f{rank}."))] {
+        match tokio::time::timeout(ctx.opts.timeout * 10, ctx.list_keys(&prefix)).await {
+            Ok(Ok(v)) => {
+                scanned += v.len() as u64;
+                found += v
+                    .iter()
+                    .filter(|(k, s)| {
+                        let leaf = k.rsplit('/').next().unwrap_or("");
+                        *s == hsize && leaf.starts_with('f') && leaf.matches('.').count() == 2
+                    })
+                    .count() as u64;
+            }
+            Ok(Err(e)) => err = Some(format!("target {}: find: list failed: {e}", ctx.target)),
+            Err(_) => err = Some(format!("target {}: find: list got no answer in time", ctx.target)),
+        }
+    }
+    let t = t0.elapsed().as_secs_f64();
+    let mut rec = crate::stats::Recorder::default();
+    {
+        let st = rec.op("list");
+        st.ops = scanned;
+        st.errors = err.is_some() as u64;
+    }
+    let abort = if ctx.opts.keep_going { None } else { err.clone() };
+    if let (Some(e), true) = (&err, ctx.opts.keep_going) {
+        eprintln!("{e}");
+    }
+    let (mut fp, _, _) = ctx.gather_phase("find", 0, 1, rec, (w0, crate::runner::unix_now(), t), abort).await?;
+    let found_all = crate::coord::sum_col(&ctx.coord.gather_f64("find matches", &[found as f64]).await?, 0);
+    out.summary.insert("find_matched".into(), found_all);
+    let expected: u64 = mdh_n.iter().sum::<u64>() * ranks;
+    out.summary.insert("find_expected".into(), expected as f64);
+    if found_all as u64 != expected && !ctx.opts.keep_going {
+        anyhow::bail!("target {}: find: {found_all} hard files matched, {expected} were written", ctx.target);
+    }
+    fp.iter_mut().for_each(|p| p.latency = None);
+    record(out, "find", fp, false);
+
+    // The read phases read the data of the neighbour (see `source`).
+    let p = io500_each(ctx, "ior-easy-read", easy_obj, easy_n[0], easy_key.clone(), "get").await?;
     record(out, "ior-easy-read", p.phases, true);
-
-    // mdtest-easy-stat
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "mdtest-easy-stat",
-            0,
-            conc,
-            Limit::per_task(shifted(&mde_n)),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                let src = (it.task + 1) % it.tasks;
-                async move { vec![c.head("head", c.key(&md_easy(rank, src, it.i)), Some(0)).await] }
-            }),
-        )
-        .await?;
+    let p = io500_each(ctx, "mdtest-easy-stat", 0, mde_n[0], md_easy.clone(), "head").await?;
     record(out, "mdtest-easy-stat", p.phases, false);
-
     // mdtest-easy-read (not an IO500 phase; reported, not scored)
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "mdtest-easy-read",
-            0,
-            conc,
-            Limit::per_task(shifted(&mde_n)),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                let src = (it.task + 1) % it.tasks;
-                async move { vec![c.get("get", c.key(&md_easy(rank, src, it.i)), 0).await] }
-            }),
-        )
-        .await?;
+    let p = io500_each(ctx, "mdtest-easy-read", 0, mde_n[0], md_easy.clone(), "get").await?;
     out.push_all(p.phases);
-
-    // ior-hard-read
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "ior-hard-read",
-            hard_xfer,
-            conc,
-            Limit::per_task(shifted(&hard_n)),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                let src = (it.task + 1) % it.tasks;
-                async move { vec![c.get("get", c.key(&hard_key(rank, src, it.tasks, it.i)), hard_xfer).await] }
-            }),
-        )
-        .await?;
+    let p = io500_each(ctx, "ior-hard-read", hard_xfer, hard_n[0], hard_key.clone(), "get").await?;
     record(out, "ior-hard-read", p.phases, true);
-
-    // mdtest-hard-stat
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "mdtest-hard-stat",
-            hsize,
-            conc,
-            Limit::per_task(shifted(&mdh_n)),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                let src = (it.task + 1) % it.tasks;
-                async move { vec![c.head("head", c.key(&md_hard(rank, src, it.i)), Some(hsize)).await] }
-            }),
-        )
-        .await?;
+    let p = io500_each(ctx, "mdtest-hard-stat", hsize, mdh_n[0], md_hard.clone(), "head").await?;
     record(out, "mdtest-hard-stat", p.phases, false);
-
-    // mdtest-easy-delete
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "mdtest-easy-delete",
-            0,
-            conc,
-            Limit::per_task(shifted(&mde_n)),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                let src = (it.task + 1) % it.tasks;
-                async move { vec![c.delete("delete", c.key(&md_easy(rank, src, it.i))).await] }
-            }),
-        )
-        .await?;
+    let p = io500_each(ctx, "mdtest-easy-delete", 0, mde_n[0], md_easy.clone(), "delete").await?;
     record(out, "mdtest-easy-delete", p.phases, false);
-
-    // mdtest-hard-read
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "mdtest-hard-read",
-            hsize,
-            conc,
-            Limit::per_task(shifted(&mdh_n)),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                let src = (it.task + 1) % it.tasks;
-                async move { vec![c.get("get", c.key(&md_hard(rank, src, it.i)), hsize).await] }
-            }),
-        )
-        .await?;
+    let p = io500_each(ctx, "mdtest-hard-read", hsize, mdh_n[0], md_hard.clone(), "get").await?;
     record(out, "mdtest-hard-read", p.phases, false);
-
-    // mdtest-hard-delete
-    let c = ctx.clone();
-    let p = ctx
-        .run_phase(
-            "mdtest-hard-delete",
-            hsize,
-            conc,
-            Limit::per_task(shifted(&mdh_n)),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                let src = (it.task + 1) % it.tasks;
-                async move { vec![c.delete("delete", c.key(&md_hard(rank, src, it.i))).await] }
-            }),
-        )
-        .await?;
+    let p = io500_each(ctx, "mdtest-hard-delete", hsize, mdh_n[0], md_hard.clone(), "delete").await?;
     record(out, "mdtest-hard-delete", p.phases, false);
 
     let bw: Vec<f64> =
@@ -704,6 +761,7 @@ pub async fn io500(ctx: &Ctx, o: &Io500Opts, out: &mut WorkOut) -> anyhow::Resul
     out.summary.insert("score_md_kiops".into(), md);
     out.summary.insert("score_total".into(), (bw * md).sqrt());
     out.summary.insert("stonewall_seconds".into(), o.stonewall.as_secs_f64());
+    out.summary.insert("ranks".into(), ranks as f64);
     Ok(())
 }
 
@@ -1053,33 +1111,83 @@ pub async fn run_target(
     bucket: Option<&str>,
     wl: &Workload,
 ) -> crate::stats::TargetResult {
-    let id = run_id();
+    run_target_ranked(store, target, opts, bucket, wl, Arc::new(crate::coord::Ranks::default())).await
+}
+
+/// [`run_target`] as one rank of several: every rank calls it with its own store (connection)
+/// and the same arguments. Rank 0 picks the run id and creates the bucket; every rank runs the
+/// workload on its share; each rank cleans up its own keys, then rank 0 the shared ones and the
+/// bucket. Every rank returns the same phases (merged over ranks); errors and error samples are
+/// summed over ranks.
+pub async fn run_target_ranked(
+    store: s3hpc_core::DynStore,
+    target: &str,
+    opts: crate::runner::RunOpts,
+    bucket: Option<&str>,
+    wl: &Workload,
+    coord: Arc<crate::coord::Ranks>,
+) -> crate::stats::TargetResult {
+    let rank = coord.rank();
+    let id = match coord.broadcast("run id", run_id().into_bytes()).await {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => {
+            return crate::stats::TargetResult {
+                target: target.to_string(),
+                workload: wl.name().to_string(),
+                phases: Vec::new(),
+                summary: Default::default(),
+                errors: 1,
+                error_samples: vec![e.to_string()],
+                aborted: Some(e.to_string()),
+                ranks: Vec::new(),
+            };
+        }
+    };
     let (bucket, prefix) = match bucket {
         Some(b) => (b.to_string(), format!("s3hpc-bench-{id}/")),
         None => (format!("s3hpc-bench-{id}"), String::new()),
     };
-    let ctx = Ctx::new(store.clone(), target, &bucket, &prefix, opts.clone());
+    let ctx = Ctx::new(store.clone(), target, &bucket, &prefix, opts.clone()).with_coordinator(coord.clone());
     let mut out = WorkOut::default();
     let own_bucket = matches!(wl, Workload::Crud(_));
     let mut created = false;
     let mut aborted = None;
     if !own_bucket {
-        match ctx.ensure_bucket().await {
-            Ok(c) => created = c,
-            Err(e) => aborted = Some(e.to_string()),
+        // Rank 0 first (so it is the one that created it and deletes it), then the others (a
+        // store private to each rank, like memory://, needs its own).
+        let mut r = Ok(());
+        if rank == 0 {
+            r = ctx.ensure_bucket().await.map(|c| created = c);
+        }
+        let mut r = coord.agree("bucket", r.map_err(|e| e.to_string())).await;
+        if r.is_ok() && rank != 0 {
+            r = ctx.ensure_bucket().await.map(|c| created = c);
+        }
+        if let Err(e) = r {
+            aborted = Some(e.to_string());
         }
     }
-    if aborted.is_none()
-        && let Err(e) = wl.run(&ctx, &mut out).await
-    {
-        aborted = Some(e.to_string());
-        created |= own_bucket;
+    if aborted.is_none() {
+        let r = wl.run(&ctx, &mut out).await;
+        created |= own_bucket && r.is_err();
+        if let Err(e) = coord.agree("workload end", r.map_err(|e| e.to_string())).await {
+            aborted = Some(e.to_string());
+        }
     }
     let mut samples = ctx.error_samples();
     if !opts.keep {
-        // Clean up whatever this run left behind (everything, when it ended early).
+        // Clean up whatever this run left behind (everything, when it ended early): each rank its
+        // own keys, then rank 0 the shared ones and the bucket. Works rank-locally (without
+        // collectives) when the ranks are out of step.
         if (created || !own_bucket) && store.head_bucket(&bucket).await.is_ok() {
-            let failed = ctx.delete_prefix(&prefix).await;
+            let mut failed = 0;
+            if coord.size() > 1 {
+                failed += ctx.delete_prefix(&ctx.prefix).await;
+                let _ = coord.barrier("cleanup").await;
+            }
+            if rank == 0 || created {
+                failed += ctx.delete_prefix(&prefix).await;
+            }
             if failed > 0 {
                 samples.push(format!("target {target}: cleanup: {failed} objects could not be deleted"));
             }
@@ -1088,13 +1196,32 @@ pub async fn run_target(
             }
         }
     }
+    // Errors of every rank (counts summed, samples labelled by rank).
+    let mut errors = ctx.error_count();
+    if coord.size() > 1 && coord.broken().is_none() {
+        let mine = serde_json::to_vec(&(errors, &samples)).unwrap_or_default();
+        if let Ok(all) = coord.allgather("errors", mine).await {
+            errors = 0;
+            samples = Vec::new();
+            for (r, b) in all.iter().enumerate() {
+                if let Ok((n, s)) = serde_json::from_slice::<(u64, Vec<String>)>(b) {
+                    errors += n;
+                    samples.extend(s.into_iter().map(|m| format!("rank {r}: {m}")));
+                }
+            }
+        }
+    }
+    if coord.size() > 1 {
+        out.summary.insert("ranks".into(), coord.size() as f64);
+    }
     crate::stats::TargetResult {
         target: target.to_string(),
         workload: wl.name().to_string(),
         phases: out.phases,
         summary: out.summary,
-        errors: ctx.error_count(),
+        errors,
         error_samples: samples,
         aborted,
+        ranks: Vec::new(),
     }
 }
