@@ -2,8 +2,9 @@
 
 Used by test_multigateway.py, and runnable as the scale-out measurement of docs/perf/scale.md:
 
-    cd tests/integration && ../../.venv/bin/python multigw.py bench --gateways 1,2,4 --control
-    (one `s3hpc bench sweep` process per gateway, summed), or `multigw.py load ...` (Python client)
+    cd tests/integration && ../../.venv/bin/python multigw.py scale --ranks 1,2,4
+    (N gateways in N namespace hosts, `s3hpc bench` as one MPI job of N ranks, each rank using its
+    host's gateway; see scripts/scale-bench), or `multigw.py load ...` (Python client)
 
 Everything started here (gateways, nginx, haproxy, network namespaces) is stopped by the
 context managers / fixtures that started it, also when a test fails.
@@ -457,44 +458,159 @@ def run_load(addrs, bucket, size, op, seconds, threads, nkeys):
             "ops": ops, "seconds": el}
 
 
-def bench_aggregate(addrs, size, duration, conc, workdir: Path):
-    """One `s3hpc bench sweep` process per address, started together; per-phase sums."""
+# ---------------------------------------------------------------------------------------------
+# `s3hpc bench` as one job of N ranks: MPI ranks in namespace hosts, or --procs on loopback
+
+def binary_has_mpi(binary: str) -> bool:
+    """Whether `binary` was built with the `mpi` feature (the no-MPI build carries this message)."""
+    with open(binary, "rb") as f:
+        return b"this s3hpc was built without MPI" not in f.read()
+
+
+def mpi_mode(binary: str) -> tuple[str, str]:
+    """("mpi", why) when mpirun and an MPI-enabled binary are there, else ("procs", why not)."""
+    if not shutil.which("mpirun"):
+        return "procs", "mpirun not installed (apt-get install openmpi-bin libopenmpi-dev)"
+    if not binary_has_mpi(binary):
+        return "procs", f"{binary} built without the `mpi` feature (cargo build --features mpi)"
+    return "mpi", "mpirun + s3hpc built with the mpi feature"
+
+
+def rank_wrapper(workdir: Path, namespaces: list[str]) -> Path:
+    """The program mpirun starts: puts MPI rank r into namespace host r mod n, then runs argv."""
+    w = workdir / "rank-in-netns.sh"
+    cases = "".join(f"  {i}) ns={ns} ;;\n" for i, ns in enumerate(namespaces))
+    w.write_text("#!/bin/sh\n"
+                 "# MPI rank r runs in network-namespace host r mod n (written by multigw.py)\n"
+                 "r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-${PMIX_RANK:-0}}}\n"
+                 f"case $((r % {len(namespaces)})) in\n{cases}esac\n"
+                 'exec ip netns exec "$ns" "$@"\n')
+    w.chmod(0o755)
+    return w
+
+
+def bench_job(ranks: int, endpoints: list[str], bench_args: list[str], workdir: Path, mode: str,
+              namespaces: list[str] | None = None, bridge: str | None = None, timeout: float = 900):
+    """Run `s3hpc bench <bench_args>` as one job of `ranks` ranks against the one logical target
+    `endpoints` (comma-joined; each rank uses its own: `--spread local` in namespaces, else
+    round-robin) and return (rank 0's --json result, the command line)."""
+    js = workdir / f"job-{ranks}-{len(list(workdir.iterdir()))}.json"
+    target = ",".join(endpoints)
+    spread = "local" if namespaces else "round-robin"
+    bench = [s3hpc_bin(), "bench", *bench_args, "-t", target, "--spread", spread, "-q", "--json", str(js)]
     env = {**os.environ, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
-    procs = []
-    for i, a in enumerate(addrs):
-        js = workdir / f"bench-{i}.json"
-        argv = [s3hpc_bin(), "bench", "sweep", "--target", f"http://{a}", "--sizes", size, "--duration", duration,
-                "-c", str(conc), "-q", "--json", str(js)]
-        procs.append((subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
-                      js, argv))
-    sums: dict = {}
-    for p, js, argv in procs:
-        _, err = p.communicate(timeout=600)
-        if p.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed: {err[-2000:]}")
-        import json
-        for res in json.loads(js.read_text())["results"]:
-            for ph in res["phases"]:
-                d = sums.setdefault(ph["name"], {"ops_s": 0.0, "mib_s": 0.0, "errors": 0, "p50_ms": []})
-                d["ops_s"] += ph["ops_per_sec"]
-                d["mib_s"] += ph["mib_per_sec"]
-                d["errors"] += ph["errors"]
-                d["p50_ms"].append(ph["latency"]["p50_us"] / 1000)
-    return sums
+    if mode == "mpi":
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        argv = ["mpirun", "-np", str(ranks), "--oversubscribe", "--mca", "btl", "self,vader",
+                "-x", "AWS_ACCESS_KEY_ID", "-x", "AWS_SECRET_ACCESS_KEY"]
+        if namespaces:
+            # The ranks reach mpirun's PMIx server over TCP; in a namespace its loopback is not
+            # mpirun's, so the server listens on the hosts' bridge. Rank-to-rank MPI traffic uses
+            # shared memory (vader: files in /dev/shm, not the network).
+            env.update(PMIX_MCA_ptl_tcp_if_include=bridge, PMIX_MCA_ptl_tcp_remote_connections="1")
+            argv += [str(rank_wrapper(workdir, namespaces))]
+        argv += bench
+    else:
+        argv = bench + ["--procs", str(ranks)]
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    import json
+    return json.loads(js.read_text()), " ".join(argv)
+
+
+@contextlib.contextmanager
+def hosts_or_loopback(n: int, want_netns: bool = True):
+    """n namespace hosts ((ns, addr) pairs, bridge name), or (None, None, why) on loopback."""
+    if want_netns:
+        try:
+            with NetnsHosts(n) as h:
+                yield h.hosts, f"{h.tag}br", f"{n} network-namespace hosts {h.net}.11-1{n}"
+                return
+        except NetnsUnavailable as e:
+            why = f"loopback: network namespaces unavailable ({e})"
+    else:
+        why = "loopback (namespaces not requested)"
+    yield None, None, why
+
+
+def main_scale(a):
+    mode, why = mpi_mode(s3hpc_bin())
+    if a.procs:
+        mode, why = "procs", "--procs requested"
+    print(f"# ranks via {mode}: {why}")
+    sizes = a.sizes
+    rows, base = [], {}
+    io500 = None
+    counts = [int(x) for x in a.ranks.split(",")]
+    for n in counts:
+        with hosts_or_loopback(n, not a.loopback) as (hosts, bridge, where):
+            root = Path(tempfile.mkdtemp(prefix="s3hpc-scale-"))
+            work = Path(tempfile.mkdtemp(prefix="s3hpc-scale-job-"))
+            try:
+                with Cluster(root, n=n, hosts=hosts, extra=a.extra.split()) as c:
+                    eps = [g.endpoint for g in c.gateways]
+                    ns = [h[0] for h in hosts] if hosts else None
+                    res, cmd = bench_job(n, eps, ["sweep", "--sizes", sizes, "--duration", a.duration, "-c",
+                                                  str(a.concurrency)], work, mode, ns, bridge)
+                    print(f"# {n} gateways + {n} ranks, {where}\n#   {cmd}", flush=True)
+                    r = res["results"][0]
+                    used = sorted({x["endpoint"] for x in r.get("ranks", [])}) or eps
+                    for ph in r["phases"]:
+                        key = (ph["object_size"], ph["name"])
+                        if n == counts[0]:
+                            base[key] = ph
+                        b = base.get(key)
+                        x = ph["ops_per_sec"] / b["ops_per_sec"] if b and b["ops_per_sec"] else float("nan")
+                        bal = ph.get("balance") or {}
+                        rows.append((n, ph, x, x / (n / counts[0]), bal, len(used)))
+                    if n == max(counts) and not a.no_io500:
+                        io500, cmd = bench_job(n, eps, ["io500", "--stonewall", a.stonewall, "-c", "2",
+                                                        "--max-bytes", "256MiB", "--max-files", "20000"],
+                                               work, mode, ns, bridge)
+                        print(f"# io500: {n} ranks, {where}\n#   {cmd}", flush=True)
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+                shutil.rmtree(work, ignore_errors=True)
+    print("\n| gateways = ranks | size | phase | ops/s | MiB/s | speed-up | efficiency | per-rank ops/s min / max | errors |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    for n, ph, x, eff, bal, _ in rows:
+        size = ph["object_size"]
+        sz = f"{size // 1024} KiB" if size < 1 << 20 else f"{size >> 20} MiB"
+        mm = f"{bal['ops_per_sec_min']:.0f} / {bal['ops_per_sec_max']:.0f}" if bal else "-"
+        mib = f"{ph['mib_per_sec']:.1f}" if ph["bytes"] else "-"
+        print(f"| {n} | {sz} | {ph['name']} | {ph['ops_per_sec']:.0f} | {mib} | {x:.2f} | "
+              f"{eff * 100:.0f} % | {mm} | {ph['errors']} |")
+    if io500:
+        s = io500["results"][0]["summary"]
+        print(f"\n## io500 across {max(counts)} hosts (stonewall {a.stonewall})\n")
+        print("| phase | value | unit | seconds |\n|---|---:|---|---:|")
+        for k in sorted(s):
+            if k.endswith("_gib_s") or k.endswith("_kiops"):
+                if "_stonewall_" in k or k.startswith("score_"):
+                    continue
+                name, unit = k.rsplit("_", 2)[0], "GiB/s" if k.endswith("_gib_s") else "kIOPS"
+                print(f"| {name} | {s[k]:.4f} | {unit} | {s.get(name + '_seconds', 0):.2f} |")
+        print(f"\nscore: **{s['score_total']:.4f}** (bw {s['score_bw_gib_s']:.4f} GiB/s, md {s['score_md_kiops']:.4f} kIOPS); "
+              f"find matched {s.get('find_matched', 0):.0f} of {s.get('find_expected', 0):.0f}; wear-out seconds: "
+              + ", ".join(f"{k.split('_')[0]} {s[k]:.2f}" for k in sorted(s) if k.endswith("_wearout_seconds")))
+    print(f"\n# loadavg={os.getloadavg()[0]:.1f} (after)  cpus={os.cpu_count()}")
 
 
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser(prog="multigw.py")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    bp = sub.add_parser("bench", help="aggregate throughput of 1..N gateways on one root, driven by "
-                                      "one `s3hpc bench sweep` process per gateway")
-    bp.add_argument("--gateways", default="1,2,4")
-    bp.add_argument("--sizes", default="4KiB,1MiB", help="one bench run per size (keeps processes in step)")
-    bp.add_argument("--duration", default="4s", help="per phase")
-    bp.add_argument("--concurrency", type=int, default=16, help="total requests in flight, split over processes")
-    bp.add_argument("--control", action="store_true",
-                    help="also run N bench processes against ONE gateway (separates client from gateway scaling)")
+    bp = sub.add_parser("scale", help="aggregate throughput of N gateways + N bench ranks (one MPI job, "
+                                      "ranks in namespace hosts; --procs on loopback without MPI)")
+    bp.add_argument("--ranks", default="1,2,4", help="gateways = ranks per run")
+    bp.add_argument("--sizes", default="4KiB,1MiB")
+    bp.add_argument("--duration", default="3s", help="per phase")
+    bp.add_argument("--concurrency", type=int, default=8, help="requests in flight per rank")
+    bp.add_argument("--stonewall", default="2s", help="io500 write phases")
+    bp.add_argument("--no-io500", action="store_true")
+    bp.add_argument("--loopback", action="store_true", help="no namespaces: gateways on 127.0.0.1")
+    bp.add_argument("--procs", action="store_true", help="--procs instead of mpirun")
     bp.add_argument("--extra", default="", help="extra `s3hpc serve` flags, space-separated")
     lp = sub.add_parser("load", help="same with a Python threaded client (http.client + own SigV4 signer)")
     lp.add_argument("--gateways", default="1,2,4")
@@ -507,38 +623,9 @@ def main(argv):
     a = ap.parse_args(argv)
     print(f"# {' '.join(sys.argv)}\n# binary {s3hpc_bin()}  cpus={os.cpu_count()}  "
           f"loadavg={os.getloadavg()[0]:.1f} (before)")
-    if a.cmd == "bench":
-        return main_bench(a)
+    if a.cmd == "scale":
+        return main_scale(a)
     return main_load(a)
-
-
-def main_bench(a):
-    print("| gateways | bench procs | size | phase | ops/s | MiB/s | x vs 1 gw | errors | p50 ms (per proc) |")
-    print("|---:|---:|---|---|---:|---:|---:|---:|---|")
-    base = {}
-    runs = [(n, n) for n in (int(x) for x in a.gateways.split(","))]
-    if a.control:
-        runs += [(1, n) for n, _ in runs if n > 1]
-    for n, nproc in runs:
-        root = Path(tempfile.mkdtemp(prefix="s3hpc-scale-"))
-        try:
-            with Cluster(root, n=n, extra=a.extra.split()) as c:
-                addrs = [c.gateways[i % n].addr for i in range(nproc)]
-                for size in a.sizes.split(","):
-                    sums = bench_aggregate(addrs, size, a.duration, max(1, a.concurrency // nproc), root)
-                    for ph in ("put", "get", "head"):
-                        d = sums.get(ph)
-                        if not d:
-                            continue
-                        if n == 1 and nproc == 1:
-                            base[(size, ph)] = d["ops_s"]
-                        x = d["ops_s"] / base[(size, ph)] if base.get((size, ph)) else float("nan")
-                        p50 = "/".join(f"{v:.1f}" for v in d["p50_ms"])
-                        print(f"| {n} | {nproc} | {size} | {ph} | {d['ops_s']:.0f} | {d['mib_s']:.1f} | {x:.2f} | "
-                              f"{d['errors']} | {p50} |", flush=True)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-    print(f"# loadavg={os.getloadavg()[0]:.1f} (after)")
 
 
 def main_load(a):

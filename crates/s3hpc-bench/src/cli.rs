@@ -455,8 +455,10 @@ pub async fn run_targets(common: &Common, wl: &Workload, command: &str, coord: A
                     .collect();
             }
         }
+        // Rank 0 reports for all; another rank only when the ranks fell out of step (then rank 0
+        // may not know this rank's reason).
         if let Some(a) = &r.aborted
-            && coord.rank() == 0
+            && (coord.rank() == 0 || coord.broken().is_some())
         {
             eprintln!("s3hpc bench: {a}");
         }

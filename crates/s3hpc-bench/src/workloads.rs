@@ -1160,8 +1160,9 @@ pub async fn run_target_ranked(
             r = ctx.ensure_bucket().await.map(|c| created = c);
         }
         let mut r = coord.agree("bucket", r.map_err(|e| e.to_string())).await;
-        if r.is_ok() && rank != 0 {
-            r = ctx.ensure_bucket().await.map(|c| created = c);
+        if r.is_ok() {
+            let mine = if rank != 0 { ctx.ensure_bucket().await.map(|c| created = c) } else { Ok(()) };
+            r = coord.agree("bucket on every rank", mine.map_err(|e| e.to_string())).await;
         }
         if let Err(e) = r {
             aborted = Some(e.to_string());
@@ -1179,21 +1180,25 @@ pub async fn run_target_ranked(
         // Clean up whatever this run left behind (everything, when it ended early): each rank its
         // own keys, then rank 0 the shared ones and the bucket. Works rank-locally (without
         // collectives) when the ranks are out of step.
-        if (created || !own_bucket) && store.head_bucket(&bucket).await.is_ok() {
-            let mut failed = 0;
-            if coord.size() > 1 {
+        let present = (created || !own_bucket) && store.head_bucket(&bucket).await.is_ok();
+        let mut failed = 0;
+        if coord.size() > 1 {
+            if present {
                 failed += ctx.delete_prefix(&ctx.prefix).await;
-                let _ = coord.barrier("cleanup").await;
             }
-            if rank == 0 || created {
-                failed += ctx.delete_prefix(&prefix).await;
-            }
-            if failed > 0 {
-                samples.push(format!("target {target}: cleanup: {failed} objects could not be deleted"));
-            }
-            if created && let Err(e) = store.delete_bucket(&bucket).await {
-                samples.push(format!("target {target}: cleanup: delete-bucket {bucket} failed: {e}"));
-            }
+            let _ = coord.barrier("cleanup").await;
+        }
+        if present && (rank == 0 || created) {
+            failed += ctx.delete_prefix(&prefix).await;
+        }
+        if failed > 0 {
+            samples.push(format!("target {target}: cleanup: {failed} objects could not be deleted"));
+        }
+        if present
+            && created
+            && let Err(e) = store.delete_bucket(&bucket).await
+        {
+            samples.push(format!("target {target}: cleanup: delete-bucket {bucket} failed: {e}"));
         }
     }
     // Errors of every rank (counts summed, samples labelled by rank).
