@@ -218,6 +218,78 @@ pub fn from_env(barrier_timeout: std::time::Duration) -> anyhow::Result<Ranks> {
 mod tests {
     use super::*;
 
+    /// N ranks as tasks of one process: slots plus two barriers per round.
+    struct MemRank {
+        rank: usize,
+        size: usize,
+        slots: std::sync::Arc<Mutex<Vec<Vec<u8>>>>,
+        barrier: std::sync::Arc<tokio::sync::Barrier>,
+    }
+
+    #[async_trait]
+    impl Coordinator for MemRank {
+        fn rank(&self) -> usize {
+            self.rank
+        }
+        fn size(&self) -> usize {
+            self.size
+        }
+        fn kind(&self) -> &'static str {
+            "test"
+        }
+        async fn allgather(&self, data: Vec<u8>) -> anyhow::Result<Vec<Vec<u8>>> {
+            self.slots.lock().unwrap()[self.rank] = data;
+            self.barrier.wait().await;
+            let all = self.slots.lock().unwrap().clone();
+            self.barrier.wait().await;
+            Ok(all)
+        }
+    }
+
+    fn mem_ranks(n: usize) -> Vec<Ranks> {
+        let slots = std::sync::Arc::new(Mutex::new(vec![Vec::new(); n]));
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(n));
+        (0..n)
+            .map(|rank| Ranks::new(Box::new(MemRank { rank, size: n, slots: slots.clone(), barrier: barrier.clone() })))
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn collectives_across_ranks_and_out_of_step_detection() {
+        let ranks: Vec<std::sync::Arc<Ranks>> = mem_ranks(3).into_iter().map(std::sync::Arc::new).collect();
+        let mut set = tokio::task::JoinSet::new();
+        for r in ranks.iter().cloned() {
+            set.spawn(async move {
+                let me = r.rank();
+                let g = r.gather_f64("g", &[me as f64, 10.0]).await.unwrap();
+                assert_eq!(g, vec![vec![0.0, 10.0], vec![1.0, 10.0], vec![2.0, 10.0]]);
+                assert_eq!(sum_col(&g, 0), 3.0);
+                assert_eq!(max_col(&g, 0), 2.0);
+                let b = r.broadcast("id", format!("from {me}").into_bytes()).await.unwrap();
+                assert_eq!(b, b"from 0");
+                // one rank failed: everybody fails with that rank's message
+                let e = r.agree("step", if me == 2 { Err("disk full".into()) } else { Ok(()) }).await.unwrap_err();
+                assert_eq!(e.to_string(), "rank 2: disk full");
+                assert!(r.broken().is_none(), "a failure everybody agreed on leaves the collectives usable");
+                // rank 1 went elsewhere: all three see that they are out of step ...
+                let tag = if me == 1 { "cleanup" } else { "start put" };
+                let e = r.barrier(tag).await.unwrap_err().to_string();
+                assert!(e.contains("out of step"), "{e}");
+                // ... and every later collective fails at once, without waiting for the others
+                let t0 = std::time::Instant::now();
+                assert!(r.barrier("later").await.is_err());
+                assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+                me
+            });
+        }
+        let mut done = Vec::new();
+        while let Some(r) = set.join_next().await {
+            done.push(r.unwrap());
+        }
+        done.sort();
+        assert_eq!(done, vec![0, 1, 2]);
+    }
+
     #[tokio::test]
     async fn local_collectives() {
         let r = Ranks::default();
