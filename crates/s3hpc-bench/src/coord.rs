@@ -256,9 +256,8 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn collectives_across_ranks_and_out_of_step_detection() {
-        let ranks: Vec<std::sync::Arc<Ranks>> = mem_ranks(3).into_iter().map(std::sync::Arc::new).collect();
         let mut set = tokio::task::JoinSet::new();
-        for r in ranks.iter().cloned() {
+        for r in mem_ranks(3) {
             set.spawn(async move {
                 let me = r.rank();
                 let g = r.gather_f64("g", &[me as f64, 10.0]).await.unwrap();
