@@ -42,10 +42,14 @@ impl Drop for Server {
 impl Server {
     /// Start `s3hpc serve ROOT --backend memory ARGS...` and read its banner (up to the users line).
     fn start(root: &Path, args: &[&str]) -> Server {
+        Server::start_backend(root, "memory", args)
+    }
+
+    fn start_backend(root: &Path, backend: &str, args: &[&str]) -> Server {
         let mut child = Command::new(BIN)
             .arg("serve")
             .arg(root)
-            .args(["--backend", "memory", "--access-key", AK, "--secret-key", SK])
+            .args(["--backend", backend, "--access-key", AK, "--secret-key", SK])
             .args(args)
             .env_remove("S3HPC_ACCESS_KEY")
             .env_remove("S3HPC_SECRET_KEY")
@@ -490,5 +494,85 @@ fn binary_protocol_targets_side_by_side() {
     let err = text(&out.stderr);
     assert!(err.contains(&tcp), "{err}");
     drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A tmpfs of 4 MiB, unmounted when dropped.
+struct SmallFs(PathBuf);
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A full disk under the real gateway (posix backend) and under the embedded path: the run stops
+/// with a message naming target and operation, or with --keep-going counts the failures in every
+/// output, and cleans up after itself either way. Needs root (mount); skipped otherwise.
+#[test]
+fn full_disk_stops_or_is_counted() {
+    let dir = tmp("full");
+    let mnt = dir.join("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = is_root()
+        && Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+            .arg(&mnt)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    let fs = SmallFs(mnt.clone());
+    let srv = Server::start_backend(&mnt.join("gw"), "posix", &["--listen", "127.0.0.1:0", "--durability", "none"]);
+    let http = srv.url("http");
+    let file_t = format!("file://{}", mnt.join("emb").display());
+    // 12 x 1 MiB does not fit in 4 MiB.
+    let run = ["sweep", "--sizes", "1MiB", "--count", "12", "-c", "2", "--timeout", "20s"];
+
+    for t in [&http, &file_t] {
+        let mut a = run.to_vec();
+        a.extend(["-t", t.as_str(), "-q"]);
+        let out = bench(&a, Duration::from_secs(90));
+        assert!(!out.status.success(), "{t}: a full disk must fail the run");
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("target {t}: put")) && err.contains("put failed"), "{err}");
+        assert!(err.contains("storage full"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+
+    let json = dir.join("keep-going.json");
+    let csv = dir.join("keep-going.csv");
+    let mut a = run.to_vec();
+    a.extend(["-t", &http, "-t", &file_t, "--keep-going", "-q", "--json", json.to_str().unwrap()]);
+    a.extend(["--csv", csv.to_str().unwrap()]);
+    let out = bench(&a, Duration::from_secs(90));
+    let stdout = text(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
+        .unwrap_or_else(|e| panic!("{e}; stdout:\n{stdout}\nstderr:\n{}", text(&out.stderr)));
+    for r in v["results"].as_array().unwrap() {
+        assert!(r["aborted"].is_null(), "--keep-going goes on: {r}");
+        let put = phase(r, "put");
+        let failed = put["errors"].as_u64().unwrap();
+        assert!(failed > 0 && put["ops"].as_u64().unwrap() < 12, "{r}");
+        assert!(r["errors"].as_u64().unwrap() >= failed, "{r}");
+        assert!(stdout.contains(&format!("{}: {} errors", r["target"].as_str().unwrap(), r["errors"])), "{stdout}");
+    }
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert!(csv.lines().next().unwrap().contains("errors"), "{csv}");
+    // Everything the runs wrote was deleted again: only the backends' own state is left.
+    for root in [mnt.join("gw"), mnt.join("emb")] {
+        let left: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("s3hpc-bench"))
+            .collect();
+        assert!(left.is_empty(), "{}: {left:?}", root.display());
+    }
+    drop(srv);
+    drop(fs);
     let _ = std::fs::remove_dir_all(&dir);
 }
