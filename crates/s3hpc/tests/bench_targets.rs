@@ -403,6 +403,13 @@ fn https_target_through_nginx_tls() {
     );
     assert!(!out.status.success() && text(&out.stderr).contains("/nonexistent/ca.pem"), "{}", text(&out.stderr));
 
+    // https:// to a port that speaks plain HTTP: a TLS error naming the target, no hang.
+    let plain = format!("https://{gw}");
+    let out = bench(&["sweep", "-t", &plain, "--ca-bundle", ca, "--sizes", "1KiB"], Duration::from_secs(60));
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains(&plain) && err.contains("create-bucket") && !err.contains("panicked"), "{err}");
+
     // --insecure: no verification, said loudly, and the run works.
     let (v, out) = bench_json(
         &["sweep", "-t", &t_ip, "--insecure", "--sizes", "4KiB", "--count", "4"],
@@ -574,5 +581,45 @@ fn full_disk_stops_or_is_counted() {
     }
     drop(srv);
     drop(fs);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Keys from a `~/.aws/credentials` profile when neither flags nor environment give them.
+#[test]
+fn credentials_from_aws_profile() {
+    let dir = tmp("profile");
+    let home = dir.join("home");
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(
+        home.join(".aws/credentials"),
+        format!(
+            "[default]\naws_access_key_id = NOSUCHKEY\naws_secret_access_key = nope\n\n\
+             # the one to use\n[bench]\naws_access_key_id = {AK}\naws_secret_access_key = {SK}\n"
+        ),
+    )
+    .unwrap();
+    let srv = Server::start(&dir.join("srv"), &["--listen", "127.0.0.1:0"]);
+    let http = srv.url("http");
+    let run = |extra: &[&str]| {
+        Command::new(BIN)
+            .args(["bench", "crud", "-t", &http, "-n", "3", "-s", "1KiB", "-q"])
+            .args(extra)
+            .env("HOME", &home)
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_PROFILE")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--profile", "bench"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The default profile holds an unknown key: refused by the server, and said so.
+    let out = run(&[]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("InvalidAccessKeyId"), "{}", text(&out.stderr));
+    // A profile that does not exist: no credentials, and how to give them.
+    let out = run(&["--profile", "missing"]);
+    assert!(!out.status.success() && text(&out.stderr).contains("no credentials"), "{}", text(&out.stderr));
+    drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
