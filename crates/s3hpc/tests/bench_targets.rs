@@ -623,3 +623,41 @@ fn credentials_from_aws_profile() {
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every workload, briefly, against the real gateway over the posix backend (the product path),
+/// with `--verify`: no errors, every phase did work, and the bucket is gone afterwards.
+#[test]
+fn every_workload_against_the_gateway() {
+    let dir = tmp("all");
+    let root = dir.join("srv");
+    let srv = Server::start_backend(&root, "posix", &["--listen", "127.0.0.1:0", "--durability", "none"]);
+    let http = srv.url("http");
+    let runs: [&[&str]; 7] = [
+        &["sweep", "--sizes", "4KiB,64KiB", "--count", "8"],
+        &["speedtest", "--size", "64KiB", "--round", "200ms", "--max-rounds", "3"],
+        &["crud", "-n", "4", "-s", "4KiB", "-p"],
+        &["io500", "--stonewall", "200ms", "--max-bytes", "4MiB", "--max-files", "100"],
+        &["mdworkbench", "--precreate", "3", "--iterations", "5"],
+        &["rate", "--max-concurrency", "4", "--step", "200ms"],
+        &["mixed", "--objects", "10", "--size", "4KiB", "--duration", "500ms"],
+    ];
+    for (i, args) in runs.iter().enumerate() {
+        let mut a = args.to_vec();
+        a.extend(["-t", &http, "-c", "2", "--verify"]);
+        let (v, _) = bench_json(&a, &dir.join(format!("{i}.json")));
+        check_clean(&v, 1);
+        let phases = v["results"][0]["phases"].as_array().unwrap();
+        assert!(!phases.is_empty(), "{args:?}: {v}");
+        for p in phases {
+            assert!(p["ops"].as_u64().unwrap() > 0, "{args:?}: idle phase {p}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("s3hpc-bench"))
+        .collect();
+    assert!(left.is_empty(), "not cleaned up: {left:?}");
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
