@@ -661,3 +661,24 @@ fn every_workload_against_the_gateway() {
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Virtual-host style over plain HTTP: the bucket goes in the Host header only (the gateway
+/// runs with --domain); `*.localhost` needs no DNS.
+#[test]
+fn virtual_host_over_http() {
+    let dir = tmp("vhost");
+    let srv = Server::start(&dir.join("srv"), &["--listen", "127.0.0.1:0", "--domain", "s3.localhost"]);
+    let port = srv.url("http").rsplit(':').next().unwrap().to_string();
+    let t = format!("http://s3.localhost:{port}");
+    let (v, _) = bench_json(
+        &["sweep", "-t", &t, "--virtual-host", "--sizes", "4KiB", "--count", "4", "--verify"],
+        &dir.join("vhost.json"),
+    );
+    check_clean(&v, 1);
+    assert_eq!(phase(&v["results"][0], "get")["ops"], 4);
+    // Path style against the same name still works.
+    let (v, _) = bench_json(&["sweep", "-t", &t, "--sizes", "4KiB", "--count", "4"], &dir.join("path.json"));
+    check_clean(&v, 1);
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
