@@ -448,6 +448,10 @@ fn transport_error(e: hyper_util::client::legacy::Error) -> Error {
         msg.push_str(&s.to_string());
         src = s.source();
     }
+    #[cfg(feature = "tls")]
+    if let Some(hint) = tls::failure_hint(&e) {
+        return Error::new(ErrorCode::ServiceUnavailable, format!("{hint}: {msg}"));
+    }
     if e.is_connect() {
         return Error::new(ErrorCode::ServiceUnavailable, format!("cannot connect: {msg}"));
     }

@@ -160,6 +160,33 @@ impl tower_service::Service<Name> for VhostResolver {
     }
 }
 
+/// A hint for a TLS failure found in an error's source chain, or None when it is not one.
+pub(crate) fn failure_hint(e: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    // io::Error hides what it wraps from `source()` (it returns the inner error's source), and
+    // the connector wraps the handshake's io::Error in another: look inside each layer.
+    let mut src = Some(e);
+    while let Some(s) = src {
+        let mut cur: &(dyn std::error::Error + 'static) = s;
+        while let Some(inner) = cur.downcast_ref::<io::Error>().and_then(|io| io.get_ref()) {
+            cur = inner;
+        }
+        if let Some(t) = cur.downcast_ref::<rustls::Error>() {
+            return Some(match t {
+                rustls::Error::InvalidCertificate(_) => {
+                    "TLS: the server's certificate is not trusted for this name (trust its CA with a CA bundle: \
+                     --ca-bundle or AWS_CA_BUNDLE)"
+                }
+                rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
+                    "TLS: the server did not answer in TLS (is it a plain http:// endpoint?)"
+                }
+                _ => "TLS handshake failed",
+            });
+        }
+        src = s.source();
+    }
+    None
+}
+
 /// `insecure`: accepts every certificate, still checks the handshake signatures.
 #[derive(Debug)]
 struct NoVerify(Arc<CryptoProvider>);
@@ -223,6 +250,20 @@ mod tests {
         // Not read for http:// endpoints.
         assert!(client_config(&TlsOptions { ca_bundle: Some(missing), insecure: false }, false).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tls_failures_get_a_hint() {
+        let cert = io::Error::other(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer));
+        assert!(failure_hint(&cert).unwrap().contains("CA bundle"));
+        let plain = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+        );
+        assert!(failure_hint(&plain).unwrap().contains("plain http://"));
+        assert!(failure_hint(&io::Error::other("connection refused")).is_none());
+        // Nested as the connector does.
+        assert!(failure_hint(&io::Error::other(cert)).unwrap().contains("CA bundle"));
     }
 
     #[test]
