@@ -361,6 +361,12 @@ fn https_target_through_nginx_tls() {
     assert_eq!(gets, 8 * 1024 + 8 * (1 << 20));
     let log = ng.access_log();
     assert!(log.contains("TLSv1.3") || log.contains("TLSv1.2"), "{log}");
+    // Keep-alive over TLS: connections carry many requests (4 tasks made > 50 requests).
+    let most = log
+        .lines()
+        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("creq="))?.parse::<u64>().ok())
+        .max();
+    assert!(most.is_some_and(|n| n >= 10), "no connection served 10 requests: {most:?}");
 
     // Virtual-host style by name: SNI and Host carry the bucket (nginx logs both); the client
     // resolves *.localhost to loopback itself (RFC 6761).
