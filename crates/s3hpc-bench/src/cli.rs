@@ -207,6 +207,12 @@ pub struct Common {
     /// Durability of file:// targets: strict, relaxed or none (default: the backend's).
     #[arg(long)]
     pub durability: Option<String>,
+    /// PEM file of CA certificates https:// targets trust besides the system's roots.
+    #[arg(long, env = "AWS_CA_BUNDLE")]
+    pub ca_bundle: Option<PathBuf>,
+    /// Do not verify the TLS certificates of https:// targets (testing only).
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 pub type SizeList = Vec<u64>;
@@ -287,6 +293,10 @@ impl Common {
             region: self.region.clone(),
             virtual_host: self.virtual_host,
             durability: self.durability.clone(),
+            tls: s3hpc_client::TlsOptions {
+                ca_bundle: self.ca_bundle.clone().filter(|p| !p.as_os_str().is_empty()),
+                insecure: self.insecure,
+            },
         }
     }
 }

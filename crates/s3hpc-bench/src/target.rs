@@ -13,6 +13,8 @@ pub struct TargetOpts {
     pub virtual_host: bool,
     /// Durability of the embedded posix backend (`strict`, `relaxed`, `none`); its default if unset.
     pub durability: Option<String>,
+    /// TLS of `https://` targets: extra CA bundle, or no verification at all.
+    pub tls: s3hpc_client::TlsOptions,
 }
 
 /// The kinds of target a spec can name.
@@ -93,7 +95,14 @@ pub async fn open(spec: &str, opts: &TargetOpts) -> anyhow::Result<DynStore> {
                 region: if opts.region.is_empty() { "us-east-1".into() } else { opts.region.clone() },
                 virtual_host: opts.virtual_host,
             };
-            Arc::new(s3hpc_client::S3Client::new(cfg).map_err(|e| anyhow::anyhow!("target {spec}: {e}"))?)
+            if opts.tls.insecure && spec.starts_with("https://") {
+                eprintln!(
+                    "s3hpc bench: WARNING: target {spec}: --insecure: the server's TLS certificate is NOT verified"
+                );
+            }
+            Arc::new(
+                s3hpc_client::S3Client::with_tls(cfg, &opts.tls).map_err(|e| anyhow::anyhow!("target {spec}: {e}"))?,
+            )
         }
         TargetSpec::Wire(url) => {
             let c = s3hpc_wire::client::WireClient::connect(&url, creds()?)

@@ -3,7 +3,8 @@
 //! Every Store operation maps to its S3 REST call (path-style or virtual-host addressing),
 //! signed with SigV4 (`UNSIGNED-PAYLOAD`, so bodies stream without a hashing pass). Request and
 //! response bodies stream; connections are kept alive in a pool sized for hundreds of
-//! concurrent requests. Only `http://` endpoints are supported (no TLS in this build).
+//! concurrent requests. `https://` endpoints use rustls (the `tls` feature, on by default; see
+//! [`TlsOptions`] for what is trusted).
 //!
 //! Mapping notes: a `Content-Type: binary/octet-stream` answer (S3's default) reads back as
 //! "no content type"; `ObjectInfo::part_sizes` holds one entry per part when the server sends
@@ -35,14 +36,39 @@ use s3hpc_core::*;
 use s3hpc_sigv4::encode::{parse_amz_date, percent_decode, uri_encode, uri_encode_into};
 
 mod chunked;
+#[cfg(feature = "tls")]
+mod tls;
 pub mod xml;
+
+#[cfg(feature = "tls")]
+pub use tls::TlsOptions;
+
+/// TLS options (this build has no TLS: only `http://` endpoints work).
+#[cfg(not(feature = "tls"))]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    pub ca_bundle: Option<std::path::PathBuf>,
+    pub insecure: bool,
+}
+
+#[cfg(not(feature = "tls"))]
+impl TlsOptions {
+    pub fn from_env() -> TlsOptions {
+        TlsOptions::default()
+    }
+}
+
+#[cfg(feature = "tls")]
+type Connector = tls::Connector;
+#[cfg(not(feature = "tls"))]
+type Connector = HttpConnector;
 
 use xml::{Node, elem};
 
 /// Where and how to reach an S3 endpoint.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    /// `http://host:port` (an optional path prefix is kept).
+    /// `http://host:port` or `https://host:port` (an optional path prefix is kept).
     pub endpoint: String,
     pub credentials: Credentials,
     pub region: String,
@@ -59,7 +85,7 @@ pub struct S3Client {
 type ReqBody = UnsyncBoxBody<Bytes, std::io::Error>;
 
 struct Inner {
-    http: Client<HttpConnector, ReqBody>,
+    http: Client<Connector, ReqBody>,
     scheme: http::uri::Scheme,
     authority: http::uri::Authority,
     base_path: String,
@@ -154,15 +180,29 @@ mod md5_hash {
 }
 
 impl S3Client {
+    /// A client; `https://` endpoints trust the system roots plus `AWS_CA_BUNDLE` if set.
     pub fn new(cfg: ClientConfig) -> Result<S3Client> {
+        S3Client::with_tls(cfg, &TlsOptions::from_env())
+    }
+
+    /// A client with explicit TLS options (used by `https://` endpoints only).
+    pub fn with_tls(cfg: ClientConfig, tls_opts: &TlsOptions) -> Result<S3Client> {
         let uri: Uri = cfg
             .endpoint
             .parse()
             .map_err(|e| Error::invalid_argument(format!("endpoint {:?} is not a URL: {e}", cfg.endpoint)))?;
         let scheme = uri.scheme().cloned().unwrap_or(http::uri::Scheme::HTTP);
-        if scheme != http::uri::Scheme::HTTP {
+        let https = scheme == http::uri::Scheme::HTTPS;
+        if !https && scheme != http::uri::Scheme::HTTP {
+            return Err(Error::invalid_argument(format!(
+                "endpoint {:?}: the scheme must be http:// or https://",
+                cfg.endpoint
+            )));
+        }
+        #[cfg(not(feature = "tls"))]
+        if https {
             return Err(Error::not_implemented(format!(
-                "endpoint {:?}: only http:// is supported by this build (no TLS)",
+                "endpoint {:?}: this build has no TLS (the s3hpc-client `tls` feature is off)",
                 cfg.endpoint
             )));
         }
@@ -171,10 +211,20 @@ impl S3Client {
             .cloned()
             .ok_or_else(|| Error::invalid_argument(format!("endpoint {:?} has no host", cfg.endpoint)))?;
         let base_path = uri.path().trim_end_matches('/').to_string();
+        #[cfg(feature = "tls")]
+        let mut conn = HttpConnector::new_with_resolver(tls::VhostResolver::new(authority.host(), cfg.virtual_host));
+        #[cfg(not(feature = "tls"))]
         let mut conn = HttpConnector::new();
         conn.set_nodelay(true);
         conn.set_keepalive(Some(Duration::from_secs(60)));
         conn.set_connect_timeout(Some(Duration::from_secs(10)));
+        #[cfg(feature = "tls")]
+        let conn = {
+            conn.enforce_http(false);
+            tls::connector(conn, tls_opts, https)?
+        };
+        #[cfg(not(feature = "tls"))]
+        let _ = tls_opts;
         let http = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(4096)
             .pool_idle_timeout(Duration::from_secs(60))
@@ -232,9 +282,17 @@ impl S3Client {
             path.push('?');
             path.push_str(query);
         }
+        // Over TLS a virtual-host request names the bucket host in the URI, so SNI and the
+        // certificate check use it; the resolver still connects to the endpoint's address.
+        let authority = if i.virtual_host && bucket.is_some() && i.scheme == http::uri::Scheme::HTTPS {
+            http::uri::Authority::try_from(host.as_str())
+                .map_err(|e| Error::invalid_argument(format!("bucket host {host:?}: {e}")))?
+        } else {
+            i.authority.clone()
+        };
         let uri = Uri::builder()
             .scheme(i.scheme.clone())
-            .authority(i.authority.clone())
+            .authority(authority)
             .path_and_query(path)
             .build()
             .map_err(|e| Error::invalid_argument(format!("cannot build a request URI: {e}")))?;
@@ -389,6 +447,10 @@ fn transport_error(e: hyper_util::client::legacy::Error) -> Error {
         msg.push_str(": ");
         msg.push_str(&s.to_string());
         src = s.source();
+    }
+    #[cfg(feature = "tls")]
+    if let Some(hint) = tls::failure_hint(&e) {
+        return Error::new(ErrorCode::ServiceUnavailable, format!("{hint}: {msg}"));
     }
     if e.is_connect() {
         return Error::new(ErrorCode::ServiceUnavailable, format!("cannot connect: {msg}"));
@@ -1141,7 +1203,25 @@ mod tests {
         .unwrap();
         let (u, host) = v.uri_for(Some("bkt"), Some("k"), "").unwrap();
         assert_eq!((u.path(), host.as_str()), ("/k", "bkt.localhost:9000"));
-        assert!(S3Client::new(ClientConfig { endpoint: "https://x".into(), ..c_cfg() }).is_err());
+        assert!(S3Client::new(ClientConfig { endpoint: "ftp://x".into(), ..c_cfg() }).is_err());
+        assert_eq!(
+            S3Client::new(ClientConfig { endpoint: "https://x".into(), ..c_cfg() }).is_ok(),
+            cfg!(feature = "tls")
+        );
+        #[cfg(feature = "tls")]
+        {
+            // Virtual-host style over TLS puts the bucket host in the URI (SNI, certificate name).
+            let t = S3Client::new(ClientConfig {
+                endpoint: "https://localhost:9443".into(),
+                virtual_host: true,
+                ..c_cfg()
+            })
+            .unwrap();
+            let (u, host) = t.uri_for(Some("bkt"), Some("k"), "").unwrap();
+            assert_eq!((u.to_string().as_str(), host.as_str()), ("https://bkt.localhost:9443/k", "bkt.localhost:9443"));
+            let (u, _) = t.uri_for(None, None, "").unwrap();
+            assert_eq!(u.to_string(), "https://localhost:9443/");
+        }
         assert_eq!(copy_source("b", "dir/a b"), "/b/dir/a%20b");
         assert_eq!(tags_query(&vec![("a b".into(), "c&d".into())]), "a%20b=c%26d");
     }
