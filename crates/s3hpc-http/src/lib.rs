@@ -62,6 +62,9 @@ pub struct Config {
     /// Large uploads (PUT / UploadPart bodies above 256 KiB) streamed at once; more wait, their
     /// bytes held back by TCP. Bounds memory under many concurrent uploads.
     pub max_concurrent_uploads: usize,
+    /// Largest read buffer hyper keeps per connection (it grows up to this while a body
+    /// streams). Bounds memory per connection under many concurrent uploads.
+    pub read_buffer_max: usize,
 }
 
 impl Config {
@@ -77,6 +80,7 @@ impl Config {
             header_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(20),
             max_concurrent_uploads: 64,
+            read_buffer_max: 64 * 1024,
         }
     }
 }
@@ -116,6 +120,7 @@ pub async fn serve(listener: TcpListener, cfg: Config, shutdown: impl Future<Out
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.keep_alive(true).timer(TokioTimer::new()).header_read_timeout(state.cfg.header_timeout).max_headers(200);
+    builder.max_buf_size(state.cfg.read_buffer_max.max(8192));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
