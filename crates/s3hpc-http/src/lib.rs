@@ -169,7 +169,7 @@ async fn handle(state: Arc<State>, req: http::Request<Incoming>) -> Response<Res
         Ok(r) => r,
         Err(e) => error_response(&e, is_head, parts.uri.path(), rid),
     };
-    let id = HeaderValue::from_str(&format!("{rid:016X}")).expect("hex is a valid header value");
+    let id = request_id_header(rid);
     let h = resp.headers_mut();
     h.insert("x-amz-id-2", id.clone());
     h.insert("x-amz-request-id", id);
@@ -187,6 +187,17 @@ async fn handle(state: Arc<State>, req: http::Request<Incoming>) -> Response<Res
         );
     }
     resp
+}
+
+/// The request id as 16 upper-case hex digits, without going through `format!` (every response
+/// carries it twice).
+fn request_id_header(rid: u64) -> HeaderValue {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut b = [0u8; 16];
+    for (i, c) in b.iter_mut().enumerate() {
+        *c = HEX[((rid >> (60 - 4 * i)) & 0xF) as usize];
+    }
+    HeaderValue::from_bytes(&b).expect("hex is a valid header value")
 }
 
 /// The S3 error document for `e` (no body for HEAD requests and 304).
@@ -232,4 +243,14 @@ pub(crate) fn error_response_raw(
 /// Turn any error into the S3 error it carries.
 pub(crate) fn to_s3(e: io::Error) -> Error {
     Error::from(e)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn request_id_header_matches_format() {
+        for rid in [0u64, 1, 0xA24B_AED4_963E_E407, u64::MAX, 0x0123_4567_89AB_CDEF] {
+            assert_eq!(super::request_id_header(rid).to_str().unwrap(), format!("{rid:016X}"));
+        }
+    }
 }
