@@ -65,6 +65,10 @@ pub struct Config {
     /// Largest read buffer hyper keeps per connection (it grows up to this while a body
     /// streams). Bounds memory per connection under many concurrent uploads.
     pub read_buffer_max: usize,
+    /// A CompleteMultipartUpload still running after this long answers `200 OK` at once and
+    /// sends a space every second until its result (or error) document follows, as AWS does, so
+    /// clients with short read timeouts survive long completes.
+    pub complete_keepalive_after: Duration,
 }
 
 impl Config {
@@ -81,6 +85,7 @@ impl Config {
             shutdown_grace: Duration::from_secs(20),
             max_concurrent_uploads: 64,
             read_buffer_max: 64 * 1024,
+            complete_keepalive_after: Duration::from_secs(1),
         }
     }
 }
@@ -163,7 +168,7 @@ async fn handle(state: Arc<State>, req: http::Request<Incoming>) -> Response<Res
     let rid = state.request_id();
     let (parts, body) = req.into_parts();
     let mut op = "Unknown";
-    let result = handler::dispatch(&state, &parts, body, &mut op).await;
+    let result = handler::dispatch(&state, &parts, body, rid, &mut op).await;
     let is_head = parts.method == Method::HEAD;
     let mut resp = match result {
         Ok(r) => r,
@@ -224,20 +229,25 @@ pub(crate) fn error_response_raw(
     }
     let mut s = String::with_capacity(256);
     s.push_str(xml::DECL);
-    s.push_str("<Error>");
-    xml::elem(&mut s, "Code", code);
-    xml::elem(&mut s, "Message", message);
-    match resource {
-        Some(r) => xml::elem(&mut s, "Resource", &format!("/{}", r.trim_start_matches('/'))),
-        None => xml::elem(&mut s, "Resource", path),
-    }
-    xml::elem(&mut s, "RequestId", &format!("{rid:016X}"));
-    xml::elem(&mut s, "HostId", &format!("{rid:016X}"));
-    s.push_str("</Error>");
+    error_xml(&mut s, code, message, resource, path, rid);
     b.header(http::header::CONTENT_TYPE, "application/xml")
         .header(http::header::CONTENT_LENGTH, s.len())
         .body(RespBody::full(s))
         .expect("valid response")
+}
+
+/// The `<Error>` element of an S3 error document (without the XML declaration).
+pub(crate) fn error_xml(s: &mut String, code: &str, message: &str, resource: Option<&str>, path: &str, rid: u64) {
+    s.push_str("<Error>");
+    xml::elem(s, "Code", code);
+    xml::elem(s, "Message", message);
+    match resource {
+        Some(r) => xml::elem(s, "Resource", &format!("/{}", r.trim_start_matches('/'))),
+        None => xml::elem(s, "Resource", path),
+    }
+    xml::elem(s, "RequestId", &format!("{rid:016X}"));
+    xml::elem(s, "HostId", &format!("{rid:016X}"));
+    s.push_str("</Error>");
 }
 
 /// Turn any error into the S3 error it carries.

@@ -50,6 +50,10 @@ pub struct ServeArgs {
     /// Large uploads streamed at once (more wait; bounds memory under many concurrent PUTs).
     #[arg(long, default_value_t = 64)]
     pub max_uploads: usize,
+    /// A CompleteMultipartUpload running longer than this (milliseconds) answers 200 at once and
+    /// sends whitespace until its result or error document follows (as AWS does).
+    #[arg(long, default_value_t = 1000, hide = true)]
+    pub complete_keepalive_ms: u64,
     /// Object size the noop backend serves on GET.
     #[arg(long, default_value_t = 0)]
     pub noop_object_size: usize,
@@ -284,6 +288,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         cfg.domain = args.domain.clone();
         cfg.access_log = args.access_log;
         cfg.max_concurrent_uploads = args.max_uploads;
+        cfg.complete_keepalive_after = Duration::from_millis(args.complete_keepalive_ms);
         cfg.shutdown_grace = Duration::from_secs(20);
         let stop = stopped(stop_rx.clone());
         tasks.spawn(async move { s3hpc_http::serve(listener, cfg, stop).await.context("HTTP server") });
