@@ -4,8 +4,10 @@
 #
 #   bench/gateway_vs_versitygw.sh [SECONDS]      (default 8 s per measurement)
 #
-# Measures: PUT/GET 1 MiB throughput (16 clients), 4 KiB PUT/GET/HEAD ops/s (32 clients), idle RSS,
-# and peak RSS under 256 concurrent 1 MiB PUTs. Prints a table and writes it to
+# Measures: PUT/GET 1 MiB throughput (16 clients), 4 KiB PUT/GET/HEAD ops/s (32 clients), each with
+# the server's CPU time per operation (utime+stime over the phase: a client-independent figure),
+# with two load clients (CLIENTS="s3load bench": the Go SDK and `s3hpc bench`); idle RSS, and peak
+# RSS under 256 concurrent 1 MiB PUTs (s3load). Prints a table and writes it to
 # ${OUT:-/tmp/gateway_vs_versitygw.txt}. Everything runs on 127.0.0.1 and is stopped at the end.
 # Env: S3HPC_BIN (default target/release/s3hpc, built if missing), S3HPC_FLAGS (extra serve flags,
 # default "--durability none": versitygw does not fsync either), ROOT_BASE (default /tmp).
@@ -15,6 +17,8 @@ SECS=${1:-8}
 OUT=${OUT:-/tmp/gateway_vs_versitygw.txt}
 ROOT_BASE=${ROOT_BASE:-/tmp}
 S3HPC_FLAGS=${S3HPC_FLAGS:---durability none}
+# Load clients, each measured on both servers: s3load (Go, aws-sdk-go-v2) and bench (s3hpc bench).
+CLIENTS=${CLIENTS:-s3load bench}
 AK=benchAccessKey01
 SK=benchSecretKey01benchSecretKey01
 GOBIN=$(go env GOPATH)/bin
@@ -48,29 +52,45 @@ hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 wait_port() { for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
 declare -A R
-run_load() { # name op size conc secs
-  local name=$1 op=$2 size=$3 conc=$4 secs=$5 port=$6
-  local j
-  j=$("$LOAD" -endpoint "http://127.0.0.1:$port" -ak $AK -sk $SK -bucket bench -op "$op" -size "$size" -c "$conc" -d "${secs}s")
-  echo "  $name $op size=$size c=$conc: $j" >&2
-  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["mib_per_s"] if int(sys.argv[2])>=1048576 else d["ops_per_s"], d["errors"])' "$j" "$size"
+# One measured phase: prints "RATE ERRORS CPU_US_PER_OP" (RATE = MiB/s for 1 MiB, ops/s otherwise).
+# Server CPU per op comes from utime+stime of the server process over the phase (bench/cpu_window.py).
+run_load() { # client op size conc secs port pid
+  local client=$1 op=$2 size=$3 conc=$4 secs=$5 port=$6 pid=$7 j
+  case $client in
+    s3load)
+      j=$(python3 bench/cpu_window.py "$pid" s3load -- "$LOAD" -endpoint "http://127.0.0.1:$port" -ak $AK -sk $SK \
+        -bucket bench -op "$op" -size "$size" -c "$conc" -d "${secs}s") ;;
+    bench)
+      # `s3hpc bench mixed` with a single-operation mix: a lean Rust SigV4 client (hyper,
+      # UNSIGNED-PAYLOAD like s3load). GET/HEAD read 64 objects put first.
+      local objs=64
+      [ "$op" = put ] && objs=1
+      j=$(python3 bench/cpu_window.py "$pid" "bench:$ROOT_BASE/gwbench.$$.json" -- "$S3HPC_BIN" bench mixed \
+        -t "http://127.0.0.1:$port" --access-key $AK --secret-key $SK --bucket benchrs --keep -q -c "$conc" \
+        --mix "$op=100" --objects $objs --size "$size" --duration "${secs}s" --json "$ROOT_BASE/gwbench.$$.json" 2>/dev/null) ;;
+  esac
+  echo "  $client $op size=$size c=$conc: $j" >&2
+  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["mib_per_s"] if int(sys.argv[2])>=1048576 else d["ops_per_s"], d["errors"], d["cpu_us_per_op"])' "$j" "$size"
 }
 
 measure() { # name port pid
-  local name=$1 port=$2 pid=$3 v e
+  local name=$1 port=$2 pid=$3 v e c client
   sleep 1
   R[$name,idle_rss]=$(rss_kib "$pid")
-  read -r v e < <(run_load "$name" put 1048576 16 "$SECS" "$port"); R[$name,put1m]=$v; R[$name,err]=$e
-  read -r v e < <(run_load "$name" get 1048576 16 "$SECS" "$port"); R[$name,get1m]=$v
-  read -r v e < <(run_load "$name" put 4096 32 "$SECS" "$port"); R[$name,put4k]=$v
-  read -r v e < <(run_load "$name" get 4096 32 "$SECS" "$port"); R[$name,get4k]=$v
-  read -r v e < <(run_load "$name" head 4096 32 "$SECS" "$port"); R[$name,head4k]=$v
+  R[$name,err]=0
+  for client in $CLIENTS; do
+    for spec in "put1m put 1048576 16" "get1m get 1048576 16" "put4k put 4096 32" "get4k get 4096 32" "head4k head 4096 32"; do
+      set -- $spec
+      read -r v e c < <(run_load "$client" "$2" "$3" "$4" "$SECS" "$port" "$pid")
+      R[$name,$client,$1]=$v; R[$name,$client,$1,cpu]=$c; R[$name,err]=$((R[$name,err] + e))
+    done
+  done
   local before
   before=$(rss_kib "$pid")
   # Peak RSS while 256 clients PUT 1 MiB objects: sample VmRSS every 50 ms.
   ( peak=0; while kill -0 "$pid" 2>/dev/null; do r=$(rss_kib "$pid"); [ "$r" -gt "$peak" ] && peak=$r && echo "$peak" > "$ROOT_BASE/gwbench.$$.peak.$name"; sleep 0.05; done ) &
   local sampler=$!
-  read -r v e < <(run_load "$name" put 1048576 256 "$SECS" "$port"); R[$name,put1m_256]=$v
+  read -r v e c < <(run_load s3load put 1048576 256 "$SECS" "$port" "$pid"); R[$name,put1m_256]=$v
   kill $sampler 2>/dev/null || true; wait $sampler 2>/dev/null || true
   R[$name,loaded_rss]=$(cat "$ROOT_BASE/gwbench.$$.peak.$name")
   echo "  $name rss before 256-PUT phase: ${before} KiB" >&2
@@ -104,13 +124,20 @@ kill "$SPID"; wait "$SPID" 2>/dev/null || true
     local a=${R[versitygw,$2]} b=${R[s3hpc,$2]}
     python3 -c 'import sys; a,b=float(sys.argv[2]),float(sys.argv[3]); r=(b/a if sys.argv[5]=="hi" else a/b) if a and b else 0; print("%-28s %14.1f %14.1f %7.2fx %s" % (sys.argv[1], a, b, r, sys.argv[4]))' "$1" "$a" "$b" "$3" "$4"
   }
-  row "PUT 1 MiB MiB/s (c=16)" put1m ">=1.5x" hi
-  row "GET 1 MiB MiB/s (c=16)" get1m ">=1.5x" hi
-  row "PUT 4 KiB ops/s (c=32)" put4k ">=2x" hi
-  row "GET 4 KiB ops/s (c=32)" get4k ">=2x" hi
-  row "HEAD 4 KiB ops/s (c=32)" head4k ">=2x" hi
+  for client in $CLIENTS; do
+    echo "-- client: $client"
+    for spec in "put1m:PUT 1 MiB MiB/s (c=16):>=1.5x" "get1m:GET 1 MiB MiB/s (c=16):>=1.5x" \
+      "put4k:PUT 4 KiB ops/s (c=32):>=2x" "get4k:GET 4 KiB ops/s (c=32):>=2x" "head4k:HEAD 4 KiB ops/s (c=32):>=2x"; do
+      IFS=: read -r key label target <<<"$spec"
+      R[versitygw,$key]=${R[versitygw,$client,$key]}; R[s3hpc,$key]=${R[s3hpc,$client,$key]}
+      row "$label" "$key" "$target" hi
+      R[versitygw,$key]=${R[versitygw,$client,$key,cpu]}; R[s3hpc,$key]=${R[s3hpc,$client,$key,cpu]}
+      row "  server CPU us/op" "$key" "(lower=better)" lo
+    done
+  done
+  echo "-- client: s3load"
   row "PUT 1 MiB MiB/s (c=256)" put1m_256 "-" hi
   row "idle RSS KiB (lower=better)" idle_rss "<=1/4 (ratio>=4x)" lo
   row "peak RSS KiB, 256 PUTs" loaded_rss "<=1/2 (ratio>=2x)" lo
-  echo "(ratio: s3hpc/versitygw for throughput, versitygw/s3hpc for RSS; errors: vgw=${R[versitygw,err]} s3hpc=${R[s3hpc,err]})"
+  echo "(ratio: s3hpc/versitygw for throughput, versitygw/s3hpc for RSS and CPU/op; load avg $(cut -d' ' -f1-3 /proc/loadavg); errors: vgw=${R[versitygw,err]} s3hpc=${R[s3hpc,err]})"
 } | tee "$OUT"

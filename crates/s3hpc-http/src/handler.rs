@@ -62,6 +62,7 @@ pub(crate) struct Req<'a> {
     bucket: String,
     key: String,
     verified: Option<Verified>,
+    rid: u64,
 }
 
 fn hdr<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -72,7 +73,13 @@ fn store<'a>(r: &'a Req<'a>) -> &'a DynStore {
     &r.st.cfg.store
 }
 
-pub(crate) async fn dispatch(st: &State, parts: &Parts, body: Incoming, op: &mut &'static str) -> Result<Resp> {
+pub(crate) async fn dispatch(
+    st: &State,
+    parts: &Parts,
+    body: Incoming,
+    rid: u64,
+    op: &mut &'static str,
+) -> Result<Resp> {
     let header_bytes: usize = parts.headers.iter().map(|(k, v)| k.as_str().len() + v.len()).sum();
     if header_bytes > MAX_HEADER_BYTES {
         return Err(Error::code(ErrorCode::RequestHeaderSectionTooLarge));
@@ -99,7 +106,7 @@ pub(crate) async fn dispatch(st: &State, parts: &Parts, body: Incoming, op: &mut
         Auth::SigV4 => Some(s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now())?),
         Auth::DisabledForTests => None,
     };
-    let r = Req { st, parts, q: Query::parse(parts.uri.query()), bucket, key, verified };
+    let r = Req { st, parts, q: Query::parse(parts.uri.query()), bucket, key, verified, rid };
     let m = &parts.method;
     if r.bucket.is_empty() {
         *op = "ListBuckets";
@@ -1204,21 +1211,73 @@ async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
     Ok(xml_ok(s))
 }
 
+/// Whitespace sent while a long CompleteMultipartUpload runs, once per this interval.
+const COMPLETE_KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 async fn complete_multipart(r: &Req<'_>, id: &str, body: Incoming) -> Result<Resp> {
     let h = &r.parts.headers;
     let data = small_body(r, body, false).await?;
     let parts = xml::parse_complete_multipart_upload(&data)?;
-    let out = store(r).complete_multipart_upload(&r.bucket, &r.key, id, parts, conditions(h, "")).await?;
-    let mut s = String::from(DECL);
-    s.push_str(&format!("<CompleteMultipartUploadResult xmlns=\"{NS}\">"));
     let host = hdr(h, "host").unwrap_or("localhost");
-    elem(&mut s, "Location", &format!("http://{host}/{}/{}", r.bucket, url_encode_key(&r.key)));
-    elem(&mut s, "Bucket", &r.bucket);
-    elem(&mut s, "Key", &r.key);
-    elem(&mut s, "ETag", &quoted(&out.etag));
-    checksum_xml(&mut s, &out.checksum);
-    s.push_str("</CompleteMultipartUploadResult>");
-    Ok(xml_ok(s))
+    let location = format!("http://{host}/{}/{}", r.bucket, url_encode_key(&r.key));
+    // The complete runs as its own task so that, when it takes long, the response can start
+    // (200 and whitespace) while it runs; a client that goes away does not cancel it.
+    let (store, bucket, key, id2, cond) =
+        (store(r).clone(), r.bucket.clone(), r.key.clone(), id.to_string(), conditions(h, ""));
+    let mut task = tokio::spawn(async move { store.complete_multipart_upload(&bucket, &key, &id2, parts, cond).await });
+    let result_doc = {
+        let (bucket, key) = (r.bucket.clone(), r.key.clone());
+        move |out: &PutObjectOutput| {
+            let mut s = String::new();
+            s.push_str(&format!("<CompleteMultipartUploadResult xmlns=\"{NS}\">"));
+            elem(&mut s, "Location", &location);
+            elem(&mut s, "Bucket", &bucket);
+            elem(&mut s, "Key", &key);
+            elem(&mut s, "ETag", &quoted(&out.etag));
+            checksum_xml(&mut s, &out.checksum);
+            s.push_str("</CompleteMultipartUploadResult>");
+            s
+        }
+    };
+    let joined = |j: std::result::Result<Result<PutObjectOutput>, tokio::task::JoinError>| {
+        j.unwrap_or_else(|e| Err(Error::internal(format!("complete task failed: {e}"))))
+    };
+    match tokio::time::timeout(r.st.cfg.complete_keepalive_after, &mut task).await {
+        Ok(res) => {
+            let out = joined(res)?;
+            Ok(xml_ok(format!("{DECL}{}", result_doc(&out))))
+        }
+        Err(_) => {
+            // Still running: commit to 200 now. The declaration goes first, then a space per
+            // interval, then the result or an <Error> document (clients read errors from it).
+            let (path, rid) = (r.parts.uri.path().to_string(), r.rid);
+            let finish = move |res: Result<PutObjectOutput>| match res {
+                Ok(out) => result_doc(&out),
+                Err(e) => {
+                    let mut s = String::new();
+                    crate::error_xml(&mut s, e.code.as_str(), &e.message, e.resource.as_deref(), &path, rid);
+                    s
+                }
+            };
+            let stream = futures::stream::unfold(Some((task, finish, true)), move |st| async move {
+                let (mut task, finish, first) = st?;
+                if first {
+                    return Some((Ok(Bytes::from_static(DECL.as_bytes())), Some((task, finish, false))));
+                }
+                tokio::select! {
+                    res = &mut task => Some((Ok(Bytes::from(finish(joined(res)))), None)),
+                    _ = tokio::time::sleep(COMPLETE_KEEPALIVE_EVERY) => {
+                        Some((Ok(Bytes::from_static(b" ")), Some((task, finish, false))))
+                    }
+                }
+            });
+            Ok(Response::builder()
+                .status(StatusCode::OK)
+                .header(header::CONTENT_TYPE, "application/xml")
+                .body(RespBody::Stream(Box::pin(stream), u64::MAX))
+                .unwrap())
+        }
+    }
 }
 
 async fn list_parts(r: &Req<'_>) -> Result<Resp> {

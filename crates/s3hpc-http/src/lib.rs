@@ -62,6 +62,13 @@ pub struct Config {
     /// Large uploads (PUT / UploadPart bodies above 256 KiB) streamed at once; more wait, their
     /// bytes held back by TCP. Bounds memory under many concurrent uploads.
     pub max_concurrent_uploads: usize,
+    /// Largest read buffer hyper keeps per connection (it grows up to this while a body
+    /// streams). Bounds memory per connection under many concurrent uploads.
+    pub read_buffer_max: usize,
+    /// A CompleteMultipartUpload still running after this long answers `200 OK` at once and
+    /// sends a space every second until its result (or error) document follows, as AWS does, so
+    /// clients with short read timeouts survive long completes.
+    pub complete_keepalive_after: Duration,
 }
 
 impl Config {
@@ -77,6 +84,8 @@ impl Config {
             header_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(20),
             max_concurrent_uploads: 64,
+            read_buffer_max: 64 * 1024,
+            complete_keepalive_after: Duration::from_secs(1),
         }
     }
 }
@@ -116,6 +125,7 @@ pub async fn serve(listener: TcpListener, cfg: Config, shutdown: impl Future<Out
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.keep_alive(true).timer(TokioTimer::new()).header_read_timeout(state.cfg.header_timeout).max_headers(200);
+    builder.max_buf_size(state.cfg.read_buffer_max.max(8192));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -158,13 +168,13 @@ async fn handle(state: Arc<State>, req: http::Request<Incoming>) -> Response<Res
     let rid = state.request_id();
     let (parts, body) = req.into_parts();
     let mut op = "Unknown";
-    let result = handler::dispatch(&state, &parts, body, &mut op).await;
+    let result = handler::dispatch(&state, &parts, body, rid, &mut op).await;
     let is_head = parts.method == Method::HEAD;
     let mut resp = match result {
         Ok(r) => r,
         Err(e) => error_response(&e, is_head, parts.uri.path(), rid),
     };
-    let id = HeaderValue::from_str(&format!("{rid:016X}")).expect("hex is a valid header value");
+    let id = request_id_header(rid);
     let h = resp.headers_mut();
     h.insert("x-amz-id-2", id.clone());
     h.insert("x-amz-request-id", id);
@@ -182,6 +192,17 @@ async fn handle(state: Arc<State>, req: http::Request<Incoming>) -> Response<Res
         );
     }
     resp
+}
+
+/// The request id as 16 upper-case hex digits, without going through `format!` (every response
+/// carries it twice).
+fn request_id_header(rid: u64) -> HeaderValue {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut b = [0u8; 16];
+    for (i, c) in b.iter_mut().enumerate() {
+        *c = HEX[((rid >> (60 - 4 * i)) & 0xF) as usize];
+    }
+    HeaderValue::from_bytes(&b).expect("hex is a valid header value")
 }
 
 /// The S3 error document for `e` (no body for HEAD requests and 304).
@@ -208,23 +229,38 @@ pub(crate) fn error_response_raw(
     }
     let mut s = String::with_capacity(256);
     s.push_str(xml::DECL);
-    s.push_str("<Error>");
-    xml::elem(&mut s, "Code", code);
-    xml::elem(&mut s, "Message", message);
-    match resource {
-        Some(r) => xml::elem(&mut s, "Resource", &format!("/{}", r.trim_start_matches('/'))),
-        None => xml::elem(&mut s, "Resource", path),
-    }
-    xml::elem(&mut s, "RequestId", &format!("{rid:016X}"));
-    xml::elem(&mut s, "HostId", &format!("{rid:016X}"));
-    s.push_str("</Error>");
+    error_xml(&mut s, code, message, resource, path, rid);
     b.header(http::header::CONTENT_TYPE, "application/xml")
         .header(http::header::CONTENT_LENGTH, s.len())
         .body(RespBody::full(s))
         .expect("valid response")
 }
 
+/// The `<Error>` element of an S3 error document (without the XML declaration).
+pub(crate) fn error_xml(s: &mut String, code: &str, message: &str, resource: Option<&str>, path: &str, rid: u64) {
+    s.push_str("<Error>");
+    xml::elem(s, "Code", code);
+    xml::elem(s, "Message", message);
+    match resource {
+        Some(r) => xml::elem(s, "Resource", &format!("/{}", r.trim_start_matches('/'))),
+        None => xml::elem(s, "Resource", path),
+    }
+    xml::elem(s, "RequestId", &format!("{rid:016X}"));
+    xml::elem(s, "HostId", &format!("{rid:016X}"));
+    s.push_str("</Error>");
+}
+
 /// Turn any error into the S3 error it carries.
 pub(crate) fn to_s3(e: io::Error) -> Error {
     Error::from(e)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn request_id_header_matches_format() {
+        for rid in [0u64, 1, 0xA24B_AED4_963E_E407, u64::MAX, 0x0123_4567_89AB_CDEF] {
+            assert_eq!(super::request_id_header(rid).to_str().unwrap(), format!("{rid:016X}"));
+        }
+    }
 }

@@ -47,9 +47,14 @@ pub struct ServeArgs {
     /// Async worker threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Large uploads streamed at once (more wait; bounds memory under many concurrent PUTs).
-    #[arg(long, default_value_t = 64)]
-    pub max_uploads: usize,
+    /// Large uploads streamed at once (more wait, their bytes held back by TCP). Each costs about
+    /// 2 MiB while it streams; default 8 per worker thread, at least 16.
+    #[arg(long)]
+    pub max_uploads: Option<usize>,
+    /// A CompleteMultipartUpload running longer than this (milliseconds) answers 200 at once and
+    /// sends whitespace until its result or error document follows (as AWS does).
+    #[arg(long, default_value_t = 1000, hide = true)]
+    pub complete_keepalive_ms: u64,
     /// Object size the noop backend serves on GET.
     #[arg(long, default_value_t = 0)]
     pub noop_object_size: usize,
@@ -179,6 +184,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     });
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 
+    let workers = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    limit_malloc_arenas(workers.max(2));
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all().thread_name("s3hpc-serve");
     if let Some(n) = args.threads {
@@ -186,6 +193,31 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let rt = rt.build()?;
     rt.block_on(serve(args))
+}
+
+/// Uploads admitted at once by default: enough to keep every worker busy hashing (MD5 runs at
+/// a few hundred MB/s per core), few enough that their buffers stay small: peak RSS under 256
+/// concurrent 1 MiB PUTs was 174 MB with 64 admitted and 74-85 MB with 16, at the same MiB/s on
+/// 2 cores (docs/perf/http.md).
+fn default_max_uploads(threads: Option<usize>) -> usize {
+    let workers = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    (8 * workers).max(16)
+}
+
+/// glibc gives each contending thread its own malloc arena (up to 8 per core), and each arena
+/// keeps what was freed in it. With dozens of blocking-pool threads writing uploads, that memory
+/// piles up: capping the arenas at the worker count lowered peak RSS under 256 concurrent 1 MiB
+/// PUTs by about a fifth (docs/perf/http.md). An explicit MALLOC_ARENA_MAX wins.
+fn limit_malloc_arenas(n: usize) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only changes a malloc tunable; called before the runtime's threads start.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, n.min(64) as libc::c_int);
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = n;
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -265,7 +297,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         cfg.region = args.region.clone();
         cfg.domain = args.domain.clone();
         cfg.access_log = args.access_log;
-        cfg.max_concurrent_uploads = args.max_uploads;
+        cfg.max_concurrent_uploads = args.max_uploads.unwrap_or_else(|| default_max_uploads(args.threads));
+        cfg.complete_keepalive_after = Duration::from_millis(args.complete_keepalive_ms);
         cfg.shutdown_grace = Duration::from_secs(20);
         let stop = stopped(stop_rx.clone());
         tasks.spawn(async move { s3hpc_http::serve(listener, cfg, stop).await.context("HTTP server") });
