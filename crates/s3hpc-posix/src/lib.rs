@@ -62,11 +62,39 @@ impl Durability {
     }
 }
 
+/// Where the store runs its blocking file-system work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoMode {
+    /// On Tokio's blocking pool (`spawn_blocking`), so async workers never wait for the disk;
+    /// costs one thread hand-off each way per call. For servers (HTTP gateway, wire server),
+    /// where one slow disk must not stall other connections.
+    #[default]
+    Offload,
+    /// Directly on the calling task: no hand-off, but the calling thread blocks in the file
+    /// system while the store's future is polled. For embedded callers that wait for each call
+    /// anyway (the libs3 library, benchmarks, a current-thread runtime per caller thread).
+    /// Streamed bodies are written batch by batch as they arrive, on the polling thread.
+    Inline,
+}
+
+impl IoMode {
+    /// "offload" or "inline".
+    pub fn parse(s: &str) -> Option<IoMode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "offload" => Some(IoMode::Offload),
+            "inline" => Some(IoMode::Inline),
+            _ => None,
+        }
+    }
+}
+
 /// Options of [`PosixStore::open`].
 #[derive(Clone, Debug)]
 pub struct PosixOptions {
     pub durability: Durability,
     pub etag_mode: EtagMode,
+    /// Offload (default, for servers) or Inline (embedded callers).
+    pub io: IoMode,
     /// Temp files and claimed upload directories older than this are removed by
     /// [`PosixStore::cleanup_stale`] (run at open). Only age decides, so a live writer of
     /// another process is never disturbed unless it stalls for this long.
@@ -78,6 +106,7 @@ impl Default for PosixOptions {
         PosixOptions {
             durability: Durability::default(),
             etag_mode: EtagMode::default(),
+            io: IoMode::default(),
             stale_temp_age: Duration::from_secs(24 * 3600),
         }
     }
@@ -94,8 +123,20 @@ pub enum MetaMode {
 
 /// Largest content of a directory object (`key/`); it is kept inside the metadata record.
 pub const MAX_DIR_OBJECT_SIZE: usize = 1024;
-/// Streamed bodies are handed to the blocking writer in batches of about this size.
-const WRITE_BATCH: usize = 1 << 20;
+/// Streamed bodies are written in batches of about this size (small stream chunks are
+/// coalesced; chunks at least this large pass through unchanged).
+const WRITE_BATCH: usize = 256 << 10;
+/// Batches queued between an async body and its blocking writer (Offload mode). With the
+/// batch being filled and the one being written, a streamed PUT buffers at most about
+/// `(WRITE_QUEUE + 2) * WRITE_BATCH` (1 MiB), plus one chunk larger than a batch if the
+/// producer sends such.
+const WRITE_QUEUE: usize = 2;
+/// Bodies (and streams, once they grew this large) whose digests are costly are hashed on a
+/// helper thread while the writer writes; smaller ones hash on the writing thread.
+const OVERLAP_MIN: u64 = 512 << 10;
+/// In-memory bodies are handed to the helper hasher in pieces of this size, so hashing and
+/// writing proceed side by side.
+const HASH_PIECE: usize = 256 << 10;
 const LOCK_STRIPES: usize = 64;
 
 /// The posix backend. Cheap to clone (shared state).
@@ -852,6 +893,101 @@ fn write_hashing(t: &mut Temp, d: &mut BodyDigester, data: &[u8]) -> io::Result<
     t.file.write_all(data)
 }
 
+/// The digests of a body being written: computed on the writing thread, or (costly digests
+/// of large bodies) on a helper thread fed with `Bytes` clones of what is written, so hashing
+/// overlaps the writes. Bytes reach the digester in body order either way.
+// One per body being written, on the stack: not worth a box for the common (`Here`) case.
+#[allow(clippy::large_enum_variant)]
+enum Hashing {
+    Here(BodyDigester),
+    Helper { tx: std::sync::mpsc::SyncSender<Bytes>, done: std::thread::JoinHandle<BodyDigester> },
+}
+
+impl Hashing {
+    fn new(d: BodyDigester) -> Hashing {
+        Hashing::Here(d)
+    }
+
+    /// Hash `b` (before or while it is written). Moves to a helper thread once a costly body
+    /// reaches `OVERLAP_MIN`.
+    fn feed(&mut self, b: &Bytes) -> Result<()> {
+        if let Hashing::Here(d) = self
+            && d.is_costly()
+            && d.size() + b.len() as u64 >= OVERLAP_MIN
+        {
+            let mut d = std::mem::replace(d, BodyDigester::new(EtagMode::Fast, false, None));
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Bytes>(2);
+            let done = std::thread::Builder::new()
+                .name("s3hpc-hash".into())
+                .spawn(move || {
+                    for b in rx {
+                        d.update(&b);
+                    }
+                    d
+                })
+                .map_err(|e| Error::internal(format!("cannot start a hashing thread: {e}")))?;
+            *self = Hashing::Helper { tx, done };
+        }
+        match self {
+            Hashing::Here(d) => d.update(b),
+            Hashing::Helper { tx, .. } => {
+                // A send fails only if the helper died; `finish` reports that.
+                let _ = tx.send(b.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<BodyDigester> {
+        match self {
+            Hashing::Here(d) => Ok(d),
+            Hashing::Helper { tx, done } => {
+                drop(tx);
+                done.join().map_err(|_| Error::internal("the hashing thread failed"))
+            }
+        }
+    }
+}
+
+/// Write an in-memory body into the temp file, hashing it (on a helper thread while writing
+/// when the digests are costly and the body is large).
+fn write_bytes(t: &mut Temp, d: BodyDigester, data: &Bytes) -> Result<BodyDigester> {
+    if !d.is_costly() || (data.len() as u64) < OVERLAP_MIN {
+        let mut d = d;
+        write_hashing(t, &mut d, data)?;
+        return Ok(d);
+    }
+    let mut h = Hashing::new(d);
+    let mut off = 0;
+    while off < data.len() {
+        let piece = data.slice(off..(off + HASH_PIECE).min(data.len()));
+        h.feed(&piece)?;
+        t.file.write_all(&piece)?;
+        off += piece.len();
+    }
+    h.finish()
+}
+
+/// Coalesces small stream chunks into batches of about `WRITE_BATCH`.
+#[derive(Default)]
+struct Batcher {
+    buf: BytesMut,
+}
+
+impl Batcher {
+    fn push(&mut self, c: Bytes) -> Option<Bytes> {
+        if self.buf.is_empty() && c.len() >= WRITE_BATCH {
+            return Some(c);
+        }
+        self.buf.extend_from_slice(&c);
+        (self.buf.len() >= WRITE_BATCH).then(|| self.buf.split().freeze())
+    }
+
+    fn rest(&mut self) -> Option<Bytes> {
+        (!self.buf.is_empty()).then(|| self.buf.split().freeze())
+    }
+}
+
 /// Copy `len` bytes of `src` from `off` into `t`, hashing them.
 fn copy_hashing(src: &File, mut off: u64, len: u64, t: &mut Temp, d: &mut BodyDigester) -> io::Result<()> {
     let mut buf = vec![0u8; (len as usize).clamp(1, WRITE_BATCH)];
@@ -941,7 +1077,11 @@ impl PosixStore {
         self.inner.cache.len()
     }
 
+    /// Run blocking file-system work: on the blocking pool (Offload) or right here (Inline).
     async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+        if self.inner.opts.io == IoMode::Inline {
+            return f(&self.inner);
+        }
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || f(&inner))
             .await
@@ -949,48 +1089,62 @@ impl PosixStore {
     }
 
     /// Receive a body into a new temp file of bucket `bdir`, hashing it on the way.
-    async fn receive(&self, bdir: PathBuf, bucket: String, body: Body, mut d: BodyDigester) -> Result<(Temp, Digests)> {
+    async fn receive(&self, bdir: PathBuf, bucket: String, body: Body, d: BodyDigester) -> Result<(Temp, Digests)> {
         match body {
             Body::Empty => self.run(move |s| Ok((s.create_temp(&bdir, &bucket)?, d.finish()))).await,
             Body::Bytes(b) => {
                 self.run(move |s| {
                     let mut t = s.create_temp(&bdir, &bucket)?;
-                    write_hashing(&mut t, &mut d, &b)?;
+                    let d = write_bytes(&mut t, d, &b)?;
                     Ok((t, d.finish()))
                 })
                 .await
             }
             Body::File { file, offset, len } => {
                 self.run(move |s| {
+                    let mut d = d;
                     let mut t = s.create_temp(&bdir, &bucket)?;
                     copy_hashing(&file, offset, len, &mut t, &mut d)?;
                     Ok((t, d.finish()))
                 })
                 .await
             }
+            Body::Stream(mut stream) if self.inner.opts.io == IoMode::Inline => {
+                // Write each batch on this thread as it arrives: no channel, no writer thread.
+                let mut t = self.inner.create_temp(&bdir, &bucket)?;
+                let mut h = Hashing::new(d);
+                let mut batcher = Batcher::default();
+                while let Some(item) = stream.next().await {
+                    if let Some(b) = batcher.push(item?) {
+                        h.feed(&b)?;
+                        t.file.write_all(&b)?;
+                    }
+                }
+                if let Some(b) = batcher.rest() {
+                    h.feed(&b)?;
+                    t.file.write_all(&b)?;
+                }
+                Ok((t, h.finish()?.finish()))
+            }
             Body::Stream(mut stream) => {
-                // One blocking writer per body, fed ~1 MiB batches through a small channel.
-                let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+                // One blocking writer per body, fed batches through a short channel.
+                let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(WRITE_QUEUE);
                 let inner = self.inner.clone();
                 let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, BodyDigester)> {
                     let mut t = inner.create_temp(&bdir, &bucket)?;
+                    let mut h = Hashing::new(d);
                     while let Some(b) = rx.blocking_recv() {
-                        write_hashing(&mut t, &mut d, &b)?;
+                        h.feed(&b)?;
+                        t.file.write_all(&b)?;
                     }
-                    Ok((t, d))
+                    Ok((t, h.finish()?))
                 });
-                let mut buf = BytesMut::new();
+                let mut batcher = Batcher::default();
                 let mut failed: Option<io::Error> = None;
                 while let Some(item) = stream.next().await {
                     match item {
                         Ok(c) => {
-                            let batch = if buf.is_empty() && c.len() >= WRITE_BATCH {
-                                Some(c)
-                            } else {
-                                buf.extend_from_slice(&c);
-                                (buf.len() >= WRITE_BATCH).then(|| buf.split().freeze())
-                            };
-                            if let Some(b) = batch
+                            if let Some(b) = batcher.push(c)
                                 && tx.send(b).await.is_err()
                             {
                                 break; // the writer failed; its error is reported below
@@ -1007,8 +1161,8 @@ impl PosixStore {
                     let _ = writer.await; // the temp file is removed when dropped
                     return Err(e.into());
                 }
-                if !buf.is_empty() {
-                    let _ = tx.send(buf.freeze()).await;
+                if let Some(b) = batcher.rest() {
+                    let _ = tx.send(b).await;
                 }
                 drop(tx);
                 let (t, d) = writer.await.map_err(|e| Error::internal(format!("writer failed: {e}")))??;
@@ -1220,10 +1374,10 @@ impl Store for PosixStore {
             return self
                 .run(move |s| {
                     let mut t = s.create_temp(&bdir, &b)?;
-                    let mut d = d;
-                    if let Body::Bytes(data) = &body {
-                        write_hashing(&mut t, &mut d, data)?;
-                    }
+                    let d = match &body {
+                        Body::Bytes(data) => write_bytes(&mut t, d, data)?,
+                        _ => d,
+                    };
                     let dg = d.finish();
                     dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
                     let r = rec(&req, &dg);

@@ -11,16 +11,20 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use s3hpc_core::*;
-use s3hpc_posix::{Durability, MetaMode, PosixOptions, PosixStore};
+use s3hpc_posix::{Durability, IoMode, MetaMode, PosixOptions, PosixStore};
 
 fn opts() -> PosixOptions {
     PosixOptions { durability: Durability::None, ..Default::default() }
 }
 
 async fn setup() -> (tempfile::TempDir, PathBuf, PosixStore) {
+    setup_with(opts()).await
+}
+
+async fn setup_with(o: PosixOptions) -> (tempfile::TempDir, PathBuf, PosixStore) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
-    let s = PosixStore::open(&root, opts()).unwrap();
+    let s = PosixStore::open(&root, o).unwrap();
     s.create_bucket("bkt").await.unwrap();
     (dir, root, s)
 }
@@ -396,9 +400,24 @@ async fn large_directory_listing_is_cached_and_correct() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_writers_one_key_readers_never_see_torn_data() {
-    let (_d, _root, s) = setup().await;
+    many_writers_one_key(IoMode::Offload, 256 * 1024).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_writers_one_key_readers_never_see_torn_data_inline() {
+    many_writers_one_key(IoMode::Inline, 256 * 1024).await;
+}
+
+/// Objects above the size where MD5 moves to a helper thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_writers_one_key_large_objects_both_modes() {
+    many_writers_one_key(IoMode::Offload, 1200 * 1024).await;
+    many_writers_one_key(IoMode::Inline, 1200 * 1024).await;
+}
+
+async fn many_writers_one_key(io: IoMode, len: usize) {
+    let (_d, _root, s) = setup_with(PosixOptions { io, ..opts() }).await;
     let s = Arc::new(s);
-    let len = 256 * 1024;
     put(&s, "hot", vec![0u8; len]).await.unwrap();
     let mut tasks = Vec::new();
     for w in 1..=6u8 {
@@ -442,7 +461,16 @@ async fn many_writers_one_key_readers_never_see_torn_data() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn create_only_race_has_one_winner() {
-    let (_d, _root, s) = setup().await;
+    create_only_race(IoMode::Offload).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn create_only_race_has_one_winner_inline() {
+    create_only_race(IoMode::Inline).await;
+}
+
+async fn create_only_race(io: IoMode) {
+    let (_d, _root, s) = setup_with(PosixOptions { io, ..opts() }).await;
     let s = Arc::new(s);
     let mut tasks = Vec::new();
     for w in 0..8u8 {
@@ -469,7 +497,16 @@ async fn create_only_race_has_one_winner() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_complete_and_abort_is_safe() {
-    let (_d, _root, s) = setup().await;
+    complete_vs_abort(IoMode::Offload).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_complete_and_abort_is_safe_inline() {
+    complete_vs_abort(IoMode::Inline).await;
+}
+
+async fn complete_vs_abort(io: IoMode) {
+    let (_d, _root, s) = setup_with(PosixOptions { io, ..opts() }).await;
     let s = Arc::new(s);
     for round in 0..6 {
         let key = format!("mp{round}");
@@ -499,6 +536,102 @@ async fn concurrent_complete_and_abort_is_safe() {
         let ups = s.list_multipart_uploads("bkt", ListUploadsRequest::default()).await.unwrap();
         assert!(ups.uploads.is_empty());
     }
+}
+
+/// Large bodies with costly digests are hashed on a helper thread while they are written; the
+/// digests must equal a one-pass hash of the same bytes, for in-memory and streamed bodies,
+/// objects and parts, in both I/O modes, and a wrong Content-MD5 must still publish nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapped_hashing_gives_the_same_digests() {
+    use s3hpc_core::checksum::{checksum_of, md5_hex};
+    for io in [IoMode::Offload, IoMode::Inline] {
+        let (_d, root, s) = setup_with(PosixOptions { io, etag_mode: EtagMode::Md5, ..opts() }).await;
+        for len in [100usize, (512 << 10) - 1, 512 << 10, (3 << 20) + 12345] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            let md5 = md5_hex(&data);
+            let sha = checksum_of(ChecksumAlgorithm::Sha256, &data);
+            let mut raw = [0u8; 16];
+            hex::decode_to_slice(&md5, &mut raw).unwrap();
+            let req = || PutObjectRequest {
+                content_md5: Some(raw),
+                checksum: Some(ChecksumRequest {
+                    algorithm: ChecksumAlgorithm::Sha256,
+                    expected: Some(Expected::Known(sha.value.clone())),
+                }),
+                content_length: Some(len as u64),
+                ..Default::default()
+            };
+            let o = s.put_object("bkt", "mem", req(), Body::from(data.clone())).await.unwrap();
+            assert_eq!(o.etag, md5, "{io:?} {len} bytes in memory");
+            assert_eq!(o.checksum.as_ref(), Some(&sha));
+            let chunks: Vec<std::io::Result<Bytes>> =
+                data.chunks(70_001).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+            let body = Body::Stream(Box::pin(futures::stream::iter(chunks)));
+            let o = s.put_object("bkt", "stream", req(), body).await.unwrap();
+            assert_eq!(o.etag, md5, "{io:?} {len} bytes streamed");
+            assert_eq!(get(&s, "stream").await.unwrap().1, data);
+            let id = s.create_multipart_upload("bkt", "mp", CreateMultipartRequest::default()).await.unwrap();
+            let chunks: Vec<std::io::Result<Bytes>> =
+                data.chunks(1 << 20).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+            let body = Body::Stream(Box::pin(futures::stream::iter(chunks)));
+            let p = s.upload_part("bkt", "mp", &id, 1, UploadPartRequest::default(), body).await.unwrap();
+            assert_eq!(p.etag, md5, "{io:?} {len} bytes part");
+            s.abort_multipart_upload("bkt", "mp", &id).await.unwrap();
+            let bad = PutObjectRequest { content_md5: Some([0; 16]), ..Default::default() };
+            let e = s.put_object("bkt", "bad", bad, Body::from(data.clone())).await.unwrap_err();
+            assert_eq!(e.code, ErrorCode::BadDigest);
+        }
+        assert!(get(&s, "bad").await.is_err());
+        let tmp: Vec<_> = std::fs::read_dir(root.join("bkt/.s3hpc/tmp")).unwrap().collect();
+        assert!(tmp.is_empty(), "temp files left: {tmp:?}");
+    }
+}
+
+/// Inline mode runs on the calling task: with the runtime's only blocking thread busy, every
+/// kind of call still completes (under Offload they would wait for that thread).
+#[test]
+fn inline_mode_needs_no_blocking_pool() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().max_blocking_threads(1).build().unwrap();
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    rt.block_on(async move {
+        let busy = tokio::task::spawn_blocking(move || wait.recv());
+        let dir = tempfile::tempdir().unwrap();
+        let run = |io: IoMode| {
+            let root = dir.path().join(format!("{io:?}"));
+            async move {
+                let s = PosixStore::open(&root, PosixOptions { io, etag_mode: EtagMode::Md5, ..opts() }).unwrap();
+                s.create_bucket("bkt").await?;
+                put(&s, "k", vec![1u8; 2 << 20]).await?;
+                let chunks: Vec<std::io::Result<Bytes>> = vec![Ok(Bytes::from(vec![2u8; 3 << 20]))];
+                let body = Body::Stream(Box::pin(futures::stream::iter(chunks)));
+                s.put_object("bkt", "s", PutObjectRequest::default(), body).await?;
+                s.head_object("bkt", "k", GetObjectRequest::default()).await?;
+                // (Read the returned file here: `Body::collect` of a file body itself uses the pool.)
+                let o = s.get_object("bkt", "s", GetObjectRequest::default()).await?;
+                let Body::File { file, offset, len } = o.body else { panic!("a file body") };
+                let mut d = vec![0u8; len as usize];
+                std::os::unix::fs::FileExt::read_exact_at(&file, &mut d, offset).unwrap();
+                assert!(d.len() == 3 << 20 && d.iter().all(|b| *b == 2));
+                assert_eq!(keys(&s, "").await, vec!["k".to_string(), "s".to_string()]);
+                s.delete_object("bkt", "k").await?;
+                Ok::<_, Error>(())
+            }
+        };
+        let t = Duration::from_secs(20);
+        tokio::time::timeout(t, run(IoMode::Inline)).await.expect("inline mode waited for the blocking pool").unwrap();
+        let offload = tokio::time::timeout(Duration::from_millis(300), run(IoMode::Offload)).await;
+        assert!(offload.is_err(), "offload mode should need the (busy) blocking pool");
+        release.send(()).unwrap();
+        busy.await.unwrap().unwrap();
+    });
+}
+
+#[test]
+fn io_mode_parse() {
+    assert_eq!(IoMode::parse("inline"), Some(IoMode::Inline));
+    assert_eq!(IoMode::parse(" Offload"), Some(IoMode::Offload));
+    assert_eq!(IoMode::parse("sync"), None);
+    assert_eq!(IoMode::default(), IoMode::Offload);
 }
 
 #[test]
