@@ -27,10 +27,12 @@ struct Args {
     small: usize,
     list: usize,
     big_mib: usize,
+    /// Only the listing part (for profiling it).
+    list_only: bool,
 }
 
 fn args() -> Args {
-    let mut a = Args { dir: None, small: 3000, list: 100_000, big_mib: 64 };
+    let mut a = Args { dir: None, small: 3000, list: 100_000, big_mib: 64, list_only: false };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < v.len() {
@@ -40,6 +42,11 @@ fn args() -> Args {
             "--small" => a.small = val.parse().expect("--small N"),
             "--list" => a.list = val.parse().expect("--list N"),
             "--big-mib" => a.big_mib = val.parse().expect("--big-mib N"),
+            "--list-only" => {
+                a.list_only = true;
+                i += 1;
+                continue;
+            }
             other => panic!("unknown argument {other}"),
         }
         i += 2;
@@ -143,6 +150,21 @@ async fn main() {
     let bdir = fast.root().join("bench");
     println!("dir {} ({:?} metadata)\n", base.display(), fast.meta_mode());
 
+    if !a.list_only {
+        io_rows(&a, &fast, &md5, &fast_off, &md5_off, &raw_dir, &bdir).await;
+    }
+    list_rows(&a, &fast, &fast_off, &raw_dir, &bdir).await;
+}
+
+async fn io_rows(
+    a: &Args,
+    fast: &PosixStore,
+    md5: &PosixStore,
+    fast_off: &PosixStore,
+    md5_off: &PosixStore,
+    raw_dir: &Path,
+    bdir: &Path,
+) {
     // MD5 speed alone, the ceiling of MD5-mode ETags.
     let big = Bytes::from(vec![0x5au8; a.big_mib << 20]);
     let t = Instant::now();
@@ -177,9 +199,9 @@ async fn main() {
                     .unwrap();
                 to += t.elapsed();
                 let t = Instant::now();
-                raw_put(&raw_dir, &format!("obj-{label}"), &data, r as u64);
+                raw_put(raw_dir, &format!("obj-{label}"), &data, r as u64);
                 tr += t.elapsed();
-                let (d, dd, l) = (raw_dir.clone(), data.clone(), label.clone());
+                let (d, dd, l) = (raw_dir.to_path_buf(), data.clone(), label.clone());
                 let t = Instant::now();
                 tokio::task::spawn_blocking(move || raw_put(&d, &format!("obj-b-{l}"), &dd, r as u64)).await.unwrap();
                 tb += t.elapsed();
@@ -206,10 +228,10 @@ async fn main() {
         let (mut ts, mut tr, mut tb, mut to) = (Duration::ZERO, Duration::ZERO, Duration::ZERO, Duration::ZERO);
         for _ in 0..reps {
             let t = Instant::now();
-            store_get(&fast, &format!("obj-{label}"), &mut buf).await;
+            store_get(fast, &format!("obj-{label}"), &mut buf).await;
             ts += t.elapsed();
             let t = Instant::now();
-            store_get(&fast_off, &format!("obj-{label}"), &mut buf).await;
+            store_get(fast_off, &format!("obj-{label}"), &mut buf).await;
             to += t.elapsed();
             let t = Instant::now();
             raw_get(&raw_dir.join(format!("obj-{label}")), &mut buf);
@@ -291,7 +313,10 @@ async fn main() {
     }
     let trb = t.elapsed();
     row("4 KiB put vs write+rename", rate(n, tp), rate(n, tr), rate(n, tpo), rate(n, trb), "ops/s", 0.80);
+}
 
+async fn list_rows(a: &Args, fast: &PosixStore, fast_off: &PosixStore, raw_dir: &Path, bdir: &Path) {
+    let _ = raw_dir;
     // Listing one directory of N keys (written by the store, so each has its xattr).
     let n = a.list;
     let ldir = bdir.join("many");
@@ -324,7 +349,7 @@ async fn main() {
     println!("|---|---|---|---|---|");
     println!("| raw readdir + sort | {:.0} ms | {raw_peak:.0} MiB | | |", t_raw.as_secs_f64() * 1e3);
     println!("| raw readdir + sort + stat each | {:.0} ms | | | |", t_raw_stat.as_secs_f64() * 1e3);
-    for (what, s) in [("Inline, 1st", &fast), ("Inline, 2nd", &fast), ("Offload", &fast_off)] {
+    for (what, s) in [("Inline, 1st", fast), ("Inline, 2nd", fast), ("Offload", fast_off)] {
         reset_peak();
         let t = Instant::now();
         let (listed, pages) = list_all(s).await;

@@ -185,10 +185,14 @@ fn rand_hex(bytes: usize) -> String {
 /// ETag of a file that has no (valid) s3hpc record: stable while inode, size and mtime stay,
 /// and with a '-' so no client mistakes it for an MD5.
 fn derived_etag(md: &fs::Metadata) -> String {
+    derived_etag_of(md.ino(), md.len(), mtime_ns(md))
+}
+
+fn derived_etag_of(ino: u64, len: u64, mtime_ns: i64) -> String {
     let mut b = [0u8; 24];
-    b[..8].copy_from_slice(&md.ino().to_le_bytes());
-    b[8..16].copy_from_slice(&md.len().to_le_bytes());
-    b[16..].copy_from_slice(&mtime_ns(md).to_le_bytes());
+    b[..8].copy_from_slice(&ino.to_le_bytes());
+    b[8..16].copy_from_slice(&len.to_le_bytes());
+    b[16..].copy_from_slice(&mtime_ns.to_le_bytes());
     format!("{:032x}-1", xxhash_rust::xxh3::xxh3_128(&b))
 }
 
@@ -1207,9 +1211,9 @@ impl Store for PosixStore {
                 &s.cache,
                 &bdir,
                 &req,
-                |p, k| {
+                |at, k| {
                     Some(ObjectSummary { key: k.into(), size: 0, etag: String::new(), last_modified: UNIX_EPOCH })
-                        .filter(|_| p.exists())
+                        .filter(|_| at.path().exists())
                 },
                 |p, k| {
                     s.is_dir_object(&bdir, p).then(|| ObjectSummary {
@@ -1591,14 +1595,40 @@ impl Store for PosixStore {
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();
         self.run(move |s| {
-            let file_summary = |p: &Path, key: &str| {
-                let md = fs::metadata(p).ok().filter(|m| m.is_file())?;
-                let rec = s.valid_record(Target::Path(p), &bdir, key, &md).ok().flatten();
+            let file_summary = |at: walk::At, key: &str| {
+                let Some(fd) = at.fd else {
+                    // The directory could not be opened: by path.
+                    let p = at.path();
+                    let md = fs::metadata(&p).ok().filter(|m| m.is_file())?;
+                    let rec = s.valid_record(Target::Path(&p), &bdir, key, &md).ok().flatten();
+                    return Some(ObjectSummary {
+                        key: key.to_string(),
+                        size: md.len(),
+                        etag: rec.map(|r| r.etag).unwrap_or_else(|| derived_etag(&md)),
+                        last_modified: to_time(mtime_ns(&md)),
+                    });
+                };
+                // One fstatat and one getxattrat, both relative to the open directory.
+                let st = sys::stat_at(fd, at.name).ok().filter(|m| m.is_file)?;
+                let rec = match s.mode {
+                    MetaMode::Xattr => match sys::get_xattr_at(fd, at.name, &at.path()) {
+                        Ok(Some(v)) if v == SIDECAR_POINTER => {
+                            s.read_sidecar(&s.sidecar_path(&bdir, key, st.ino)).ok().flatten()
+                        }
+                        Ok(Some(v)) => Record::decode(&v),
+                        Err(e) if sys::is_unsupported(&e) => {
+                            s.read_sidecar(&s.sidecar_path(&bdir, key, st.ino)).ok().flatten()
+                        }
+                        _ => None,
+                    },
+                    MetaMode::Sidecar => s.read_sidecar(&s.sidecar_path(&bdir, key, st.ino)).ok().flatten(),
+                };
+                let rec = rec.filter(|r| r.ino == st.ino && r.size == st.size && r.mtime_ns == st.mtime_ns);
                 Some(ObjectSummary {
                     key: key.to_string(),
-                    size: md.len(),
-                    etag: rec.map(|r| r.etag).unwrap_or_else(|| derived_etag(&md)),
-                    last_modified: to_time(mtime_ns(&md)),
+                    size: st.size,
+                    etag: rec.map(|r| r.etag).unwrap_or_else(|| derived_etag_of(st.ino, st.size, st.mtime_ns)),
+                    last_modified: to_time(st.mtime_ns),
                 })
             };
             let dir_object = |p: &Path, key: &str| {

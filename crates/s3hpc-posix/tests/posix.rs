@@ -398,6 +398,31 @@ async fn large_directory_listing_is_cached_and_correct() {
     assert!(got2.contains(&"big/f00000-new".to_string()));
 }
 
+/// On a local file system with fine timestamps (ext4, xfs, btrfs, tmpfs) a large directory is
+/// cached once it is 100 ms past its last change, and a later change still invalidates it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fresh_large_directory_is_cached_on_local_file_systems() {
+    let (_d, root, s) = setup_with(PosixOptions { io: IoMode::Inline, ..opts() }).await;
+    // SAFETY: zeroed statfs buffer, NUL-terminated path.
+    let local = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        let c = std::ffi::CString::new(root.as_os_str().as_encoded_bytes()).unwrap();
+        libc::statfs(c.as_ptr(), &mut st) == 0
+            && matches!(st.f_type as i64, 0xEF53 | 0x5846_5342 | 0x9123_683E | 0x0102_1994)
+    };
+    assert!(local, "this test needs /tmp on ext4, xfs, btrfs or tmpfs");
+    for i in 0..600 {
+        put(&s, &format!("d/k{i:04}"), vec![1u8; 10]).await.unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(keys(&s, "d/").await.len(), 600);
+    assert_eq!(s.cached_dirs(), 1, "the directory was not cached");
+    put(&s, "d/k0600", vec![1u8; 10]).await.unwrap();
+    let after = keys(&s, "d/").await;
+    assert_eq!(after.len(), 601);
+    assert_eq!(after.last().map(String::as_str), Some("d/k0600"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_writers_one_key_readers_never_see_torn_data() {
     many_writers_one_key(IoMode::Offload, 256 * 1024).await;
