@@ -30,6 +30,7 @@ use s3hpc_core::{
 
 pub mod keys;
 mod meta;
+mod rcache;
 mod sys;
 mod walk;
 
@@ -154,6 +155,11 @@ struct Inner {
     host: String,
     pid: u32,
     cache: walk::DirCache,
+    /// Records read from xattrs, by (device, inode), see `rcache`.
+    rcache: rcache::RecordCache,
+    /// Device of the root, and whether it is a local file system with fine timestamps.
+    root_dev: u64,
+    root_local: bool,
     locks: Vec<Mutex<()>>,
 }
 
@@ -161,6 +167,10 @@ struct Inner {
 
 fn mtime_ns(md: &fs::Metadata) -> i64 {
     md.mtime().saturating_mul(1_000_000_000).saturating_add(md.mtime_nsec())
+}
+
+fn ctime_ns(md: &fs::Metadata) -> i64 {
+    md.ctime().saturating_mul(1_000_000_000).saturating_add(md.ctime_nsec())
 }
 
 fn to_time(ns: i64) -> SystemTime {
@@ -365,25 +375,76 @@ impl Inner {
 
     /// Like `get_record`, computing the sidecar path only when it is needed.
     fn get_record_with(&self, t: Target, sidecar: impl FnOnce() -> PathBuf) -> io::Result<Option<Record>> {
-        if self.mode == MetaMode::Sidecar {
-            return self.read_sidecar(&sidecar());
-        }
         let r = match t {
-            Target::File(f) => sys::fget_xattr(f),
-            Target::Path(p) => sys::get_xattr(p),
+            Target::File(f) => self.get_record_src(|| sys::fget_xattr(f), sidecar),
+            Target::Path(p) => self.get_record_src(|| sys::get_xattr(p), sidecar),
         };
-        match r {
-            Ok(Some(v)) if v == SIDECAR_POINTER => self.read_sidecar(&sidecar()),
-            Ok(Some(v)) => Ok(Record::decode(&v)),
-            Ok(None) => Ok(None),
-            Err(e) if sys::is_unsupported(&e) => self.read_sidecar(&sidecar()),
+        r.map(|(rec, _)| rec)
+    }
+
+    /// The record, read with `xattr` (or from the sidecar), and whether it came from the xattr
+    /// itself (then its changes move the file's ctime, see `rcache`).
+    fn get_record_src(
+        &self,
+        xattr: impl FnOnce() -> io::Result<Option<Vec<u8>>>,
+        sidecar: impl FnOnce() -> PathBuf,
+    ) -> io::Result<(Option<Record>, bool)> {
+        if self.mode == MetaMode::Sidecar {
+            return Ok((self.read_sidecar(&sidecar())?, false));
+        }
+        match xattr() {
+            Ok(Some(v)) if v == SIDECAR_POINTER => Ok((self.read_sidecar(&sidecar())?, false)),
+            Ok(Some(v)) => Ok((Record::decode(&v), true)),
+            Ok(None) => Ok((None, false)),
+            Err(e) if sys::is_unsupported(&e) => Ok((self.read_sidecar(&sidecar())?, false)),
             Err(e) => Err(e),
         }
+    }
+
+    /// May a record of a file with this ctime be cached? Only once a later change would get a
+    /// later ctime (see `walk::DirCache` for the windows).
+    fn settled(&self, dev: u64, ctime_ns: i64) -> bool {
+        let window = if dev == self.root_dev && self.root_local { 100_000_000 } else { 2_000_000_000 };
+        now_ns().saturating_sub(ctime_ns) > window
+    }
+
+    /// The valid record of a regular file from the cache, or read with `xattr` (cached when it
+    /// came from the xattr and the file has settled).
+    fn file_record(
+        &self,
+        dev: u64,
+        ino: u64,
+        stamp: rcache::Stamp,
+        xattr: impl FnOnce() -> io::Result<Option<Vec<u8>>>,
+        sidecar: impl FnOnce() -> PathBuf,
+    ) -> io::Result<Option<Record>> {
+        let cacheable = self.mode == MetaMode::Xattr;
+        if cacheable && let Some(r) = self.rcache.get(dev, ino, stamp) {
+            return Ok(Some(r));
+        }
+        let (rec, from_xattr) = self.get_record_src(xattr, sidecar)?;
+        let rec = rec.filter(|r| r.ino == ino && r.size == stamp.size && r.mtime_ns == stamp.mtime_ns);
+        if let Some(r) = &rec
+            && cacheable
+            && from_xattr
+            && self.settled(dev, stamp.ctime_ns)
+        {
+            self.rcache.put(dev, ino, stamp, r);
+        }
+        Ok(rec)
     }
 
     /// The record of `md`'s file if it still describes it (a POSIX tool may have rewritten
     /// the file: then size/mtime/inode differ and the record is ignored).
     fn valid_record(&self, t: Target, bdir: &Path, key: &str, md: &fs::Metadata) -> io::Result<Option<Record>> {
+        if md.is_file() {
+            let stamp = rcache::Stamp { size: md.len(), mtime_ns: mtime_ns(md), ctime_ns: ctime_ns(md) };
+            let sidecar = || self.sidecar_path(bdir, key, md.ino());
+            return match t {
+                Target::File(f) => self.file_record(md.dev(), md.ino(), stamp, || sys::fget_xattr(f), sidecar),
+                Target::Path(p) => self.file_record(md.dev(), md.ino(), stamp, || sys::get_xattr(p), sidecar),
+            };
+        }
         let rec = self.get_record_with(t, || self.sidecar_path(bdir, key, md.ino()))?;
         Ok(rec.filter(|r| r.ino == md.ino() && (md.is_dir() || (r.size == md.len() && r.mtime_ns == mtime_ns(md)))))
     }
@@ -1044,7 +1105,12 @@ impl PosixStore {
             }
         };
         let root_fd = File::open(&root)?;
+        let root_dev = root_fd.metadata()?.dev();
+        let root_local = sys::local_fine_timestamps(&root);
         let inner = Inner {
+            rcache: rcache::RecordCache::default(),
+            root_dev,
+            root_local,
             root_fd,
             root,
             opts,
@@ -1608,22 +1674,19 @@ impl Store for PosixStore {
                         last_modified: to_time(mtime_ns(&md)),
                     });
                 };
-                // One fstatat and one getxattrat, both relative to the open directory.
+                // One fstatat and (unless cached) one getxattrat, relative to the open directory.
                 let st = sys::stat_at(fd, at.name).ok().filter(|m| m.is_file)?;
-                let rec = match s.mode {
-                    MetaMode::Xattr => match sys::get_xattr_at(fd, at.name, &at.path()) {
-                        Ok(Some(v)) if v == SIDECAR_POINTER => {
-                            s.read_sidecar(&s.sidecar_path(&bdir, key, st.ino)).ok().flatten()
-                        }
-                        Ok(Some(v)) => Record::decode(&v),
-                        Err(e) if sys::is_unsupported(&e) => {
-                            s.read_sidecar(&s.sidecar_path(&bdir, key, st.ino)).ok().flatten()
-                        }
-                        _ => None,
-                    },
-                    MetaMode::Sidecar => s.read_sidecar(&s.sidecar_path(&bdir, key, st.ino)).ok().flatten(),
-                };
-                let rec = rec.filter(|r| r.ino == st.ino && r.size == st.size && r.mtime_ns == st.mtime_ns);
+                let stamp = rcache::Stamp { size: st.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns };
+                let rec = s
+                    .file_record(
+                        st.dev,
+                        st.ino,
+                        stamp,
+                        || sys::get_xattr_at(fd, at.name, &at.path()),
+                        || s.sidecar_path(&bdir, key, st.ino),
+                    )
+                    .ok()
+                    .flatten();
                 Some(ObjectSummary {
                     key: key.to_string(),
                     size: st.size,

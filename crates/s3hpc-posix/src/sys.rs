@@ -215,9 +215,11 @@ pub fn open_beneath(dir: &File, rel: &Path, full: &Path) -> io::Result<File> {
 /// What a listing needs of a directory entry's `stat`.
 #[derive(Debug, Clone, Copy)]
 pub struct Stat {
+    pub dev: u64,
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i64,
+    pub ctime_ns: i64,
     pub is_file: bool,
 }
 
@@ -247,9 +249,11 @@ pub fn stat_at(dir: &File, name: &str) -> io::Result<Stat> {
     }
     let fmt = st.st_mode & libc::S_IFMT;
     Ok(Stat {
+        dev: st.st_dev,
         ino: st.st_ino,
         size: st.st_size as u64,
         mtime_ns: st.st_mtime.saturating_mul(1_000_000_000).saturating_add(st.st_mtime_nsec),
+        ctime_ns: st.st_ctime.saturating_mul(1_000_000_000).saturating_add(st.st_ctime_nsec),
         is_file: fmt == libc::S_IFREG,
     })
 }

@@ -423,6 +423,50 @@ async fn fresh_large_directory_is_cached_on_local_file_systems() {
     assert_eq!(after.last().map(String::as_str), Some("d/k0600"));
 }
 
+/// Records are cached in memory once a file has settled; any change of the file's xattr (by
+/// the store or by another program) or content must be seen at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_records_follow_every_change() {
+    let (_d, root, s) = setup_with(PosixOptions { io: IoMode::Inline, ..opts() }).await;
+    let p = root.join("bkt/obj");
+    let req = PutObjectRequest { tags: vec![("a".into(), "1".into())], ..Default::default() };
+    let put1 = s.put_object("bkt", "obj", req, Body::from("hello")).await.unwrap();
+    std::thread::sleep(Duration::from_millis(250));
+    for _ in 0..3 {
+        let h = s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
+        assert_eq!((h.etag.as_str(), h.tag_count), (put1.etag.as_str(), 1));
+    }
+    // Through the store: new tags at once.
+    s.put_object_tagging("bkt", "obj", vec![("b".into(), "2".into()), ("c".into(), "3".into())]).await.unwrap();
+    assert_eq!(s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap().tag_count, 2);
+    assert_eq!(s.get_object_tagging("bkt", "obj").await.unwrap().len(), 2);
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap().tag_count, 2);
+    // Another program removes the xattr: the object loses its record (derived ETag) at once,
+    // in HEAD, GET and listings.
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: NUL-terminated path and name.
+    assert_eq!(unsafe { libc::removexattr(c.as_ptr(), c"user.s3hpc".as_ptr()) }, 0);
+    let h = s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
+    assert!(h.etag.ends_with("-1") && h.tag_count == 0, "stale cached record: {h:?}");
+    let g = s.get_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
+    assert_eq!(g.info.etag, h.etag);
+    let page = s.list_objects("bkt", ListObjectsRequest { max_keys: 1000, ..Default::default() }).await.unwrap();
+    assert_eq!(page.objects.len(), 1, "{page:?}");
+    assert_eq!(page.objects[0].etag, h.etag);
+    // Settled again, listed (cached by the listing), then rewritten in place by a POSIX tool.
+    let put2 = put(&s, "obj", "again").await.unwrap();
+    std::thread::sleep(Duration::from_millis(250));
+    let page = s.list_objects("bkt", ListObjectsRequest { max_keys: 1000, ..Default::default() }).await.unwrap();
+    assert_eq!(page.objects[0].etag, put2.etag);
+    assert_eq!(s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap().etag, put2.etag);
+    std::fs::write(&p, b"AGAIN").unwrap();
+    let h = s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
+    assert_ne!(h.etag, put2.etag, "a rewritten file must not keep the cached ETag");
+    let page = s.list_objects("bkt", ListObjectsRequest { max_keys: 1000, ..Default::default() }).await.unwrap();
+    assert_eq!(page.objects[0].etag, h.etag);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_writers_one_key_readers_never_see_torn_data() {
     many_writers_one_key(IoMode::Offload, 256 * 1024).await;
