@@ -382,21 +382,21 @@ impl Inner {
         r.map(|(rec, _)| rec)
     }
 
-    /// The record, read with `xattr` (or from the sidecar), and whether it came from the xattr
-    /// itself (then its changes move the file's ctime, see `rcache`).
+    /// The record, read with `xattr` (or from the sidecar), and its encoding when it came
+    /// from the xattr itself (then its changes move the file's ctime, see `rcache`).
     fn get_record_src(
         &self,
         xattr: impl FnOnce() -> io::Result<Option<Vec<u8>>>,
         sidecar: impl FnOnce() -> PathBuf,
-    ) -> io::Result<(Option<Record>, bool)> {
+    ) -> io::Result<(Option<Record>, Option<Vec<u8>>)> {
         if self.mode == MetaMode::Sidecar {
-            return Ok((self.read_sidecar(&sidecar())?, false));
+            return Ok((self.read_sidecar(&sidecar())?, None));
         }
         match xattr() {
-            Ok(Some(v)) if v == SIDECAR_POINTER => Ok((self.read_sidecar(&sidecar())?, false)),
-            Ok(Some(v)) => Ok((Record::decode(&v), true)),
-            Ok(None) => Ok((None, false)),
-            Err(e) if sys::is_unsupported(&e) => Ok((self.read_sidecar(&sidecar())?, false)),
+            Ok(Some(v)) if v == SIDECAR_POINTER => Ok((self.read_sidecar(&sidecar())?, None)),
+            Ok(Some(v)) => Ok((Record::decode(&v), Some(v))),
+            Ok(None) => Ok((None, None)),
+            Err(e) if sys::is_unsupported(&e) => Ok((self.read_sidecar(&sidecar())?, None)),
             Err(e) => Err(e),
         }
     }
@@ -422,14 +422,14 @@ impl Inner {
         if cacheable && let Some(r) = self.rcache.get(dev, ino, stamp) {
             return Ok(Some(r));
         }
-        let (rec, from_xattr) = self.get_record_src(xattr, sidecar)?;
+        let (rec, enc) = self.get_record_src(xattr, sidecar)?;
         let rec = rec.filter(|r| r.ino == ino && r.size == stamp.size && r.mtime_ns == stamp.mtime_ns);
-        if let Some(r) = &rec
+        if rec.is_some()
             && cacheable
-            && from_xattr
+            && let Some(enc) = enc
             && self.settled(dev, stamp.ctime_ns)
         {
-            self.rcache.put(dev, ino, stamp, r);
+            self.rcache.put(dev, ino, stamp, &enc);
         }
         Ok(rec)
     }

@@ -17,8 +17,9 @@ use crate::meta::Record;
 
 const SHARDS: usize = 16;
 /// Entries per shard; a full shard is emptied (cheap, and bounds memory: at most
-/// `SHARDS * SHARD_CAP` records, a few MiB).
-const SHARD_CAP: usize = 1024;
+/// `SHARDS * SHARD_CAP` entries of ~100 bytes (the encoded record, ~40 bytes for a plain
+/// object, plus key and stamp), a few MiB).
+const SHARD_CAP: usize = 2048;
 
 /// What must be unchanged for a cached record to be current.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +29,7 @@ pub struct Stamp {
     pub ctime_ns: i64,
 }
 
-type Shard = Mutex<HashMap<(u64, u64), (Stamp, Record)>>;
+type Shard = Mutex<HashMap<(u64, u64), (Stamp, Box<[u8]>)>>;
 
 #[derive(Default)]
 pub struct RecordCache {
@@ -42,15 +43,17 @@ impl RecordCache {
 
     pub fn get(&self, dev: u64, ino: u64, stamp: Stamp) -> Option<Record> {
         let m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
-        m.get(&(dev, ino)).filter(|(s, _)| *s == stamp).map(|(_, r)| r.clone())
+        let (_, enc) = m.get(&(dev, ino)).filter(|(s, _)| *s == stamp)?;
+        Record::decode(enc)
     }
 
-    pub fn put(&self, dev: u64, ino: u64, stamp: Stamp, rec: &Record) {
+    /// Cache `enc`, the record's encoding as read from the xattr.
+    pub fn put(&self, dev: u64, ino: u64, stamp: Stamp, enc: &[u8]) {
         let mut m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
         if m.len() >= SHARD_CAP && !m.contains_key(&(dev, ino)) {
-            m.clear();
+            *m = HashMap::new();
         }
-        m.insert((dev, ino), (stamp, rec.clone()));
+        m.insert((dev, ino), (stamp, enc.into()));
     }
 
     #[cfg(test)]
@@ -68,12 +71,12 @@ mod tests {
         let c = RecordCache::default();
         let st = Stamp { size: 1, mtime_ns: 2, ctime_ns: 3 };
         let rec = Record { etag: "e".into(), ino: 9, size: 1, mtime_ns: 2, ..Default::default() };
-        c.put(1, 9, st, &rec);
+        c.put(1, 9, st, &rec.encode());
         assert_eq!(c.get(1, 9, st).map(|r| r.etag), Some("e".to_string()));
         assert!(c.get(1, 9, Stamp { ctime_ns: 4, ..st }).is_none(), "a newer ctime must miss");
         assert!(c.get(2, 9, st).is_none(), "another device must miss");
         for i in 0..(SHARDS * SHARD_CAP * 3) as u64 {
-            c.put(1, i, st, &rec);
+            c.put(1, i, st, &rec.encode());
         }
         assert!(c.len() <= SHARDS * SHARD_CAP);
     }
