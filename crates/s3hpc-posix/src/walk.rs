@@ -46,7 +46,8 @@ const CACHE_MAX_NAMES: usize = 2_000_000;
 /// between hosts of a shared file system.
 const RACY_NS: i64 = 2_000_000_000;
 /// The same on a local file system with nanosecond timestamps from this host's clock (ext4,
-/// xfs, btrfs, tmpfs): a change gets a newer mtime once a clock tick (<= 10 ms; Linux stamps
+/// xfs, btrfs, tmpfs, and the mtime has a non-zero sub-second part: ext4 with 128-byte inodes
+/// keeps whole seconds): a change gets a newer mtime once a clock tick (<= 10 ms; Linux stamps
 /// files from the coarse clock) has passed, so 100 ms is ample.
 const RACY_LOCAL_NS: i64 = 100_000_000;
 
@@ -117,7 +118,9 @@ impl DirCache {
         let v = Arc::new(v);
         let old_enough = || {
             let age = now - stamp.0;
-            age > RACY_NS || (age > RACY_LOCAL_NS && crate::sys::local_fine_timestamps(dir))
+            // Whole-second timestamps (ext4 with 128-byte inodes, ...) show as nanoseconds 0.
+            let fine = stamp.0.rem_euclid(1_000_000_000) != 0;
+            age > RACY_NS || (age > RACY_LOCAL_NS && fine && crate::sys::local_fine_timestamps(dir))
         };
         if v.len() >= CACHE_MIN_ENTRIES && old_enough() {
             let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());

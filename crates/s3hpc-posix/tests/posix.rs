@@ -414,6 +414,16 @@ async fn fresh_large_directory_is_cached_on_local_file_systems() {
     for i in 0..600 {
         put(&s, &format!("d/k{i:04}"), vec![1u8; 10]).await.unwrap();
     }
+    // A whole-second mtime (as on file systems with coarse timestamps) less than 2 s old: not
+    // cached, whatever the file system type says.
+    let d = root.join("bkt/d");
+    let whole = SystemTime::UNIX_EPOCH
+        + Duration::from_secs(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 1);
+    std::fs::File::open(&d).unwrap().set_modified(whole).unwrap();
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(keys(&s, "d/").await.len(), 600);
+    assert_eq!(s.cached_dirs(), 0, "a coarse, recent mtime must not be cached");
+    put(&s, "d/k0599", vec![2u8; 10]).await.unwrap(); // a fresh fine-grained mtime
     std::thread::sleep(Duration::from_millis(250));
     assert_eq!(keys(&s, "d/").await.len(), 600);
     assert_eq!(s.cached_dirs(), 1, "the directory was not cached");
