@@ -126,12 +126,12 @@ pub enum MetaMode {
 pub const MAX_DIR_OBJECT_SIZE: usize = 1024;
 /// Streamed bodies are written in batches of about this size (small stream chunks are
 /// coalesced; chunks at least this large pass through unchanged).
-const WRITE_BATCH: usize = 256 << 10;
+const WRITE_BATCH: usize = 128 << 10;
 /// Batches queued between an async body and its blocking writer (Offload mode). With the
 /// batch being filled and the one being written, a streamed PUT buffers at most about
-/// `(WRITE_QUEUE + 2) * WRITE_BATCH` (1 MiB), plus one chunk larger than a batch if the
+/// `(WRITE_QUEUE + 2) * WRITE_BATCH` (384 KiB), plus one chunk larger than a batch if the
 /// producer sends such.
-const WRITE_QUEUE: usize = 2;
+const WRITE_QUEUE: usize = 1;
 /// Bodies (and streams, once they grew this large) whose digests are costly are hashed on a
 /// helper thread while the writer writes; smaller ones hash on the writing thread.
 const OVERLAP_MIN: u64 = 512 << 10;
@@ -1046,12 +1046,16 @@ impl Batcher {
         if self.buf.is_empty() && c.len() >= WRITE_BATCH {
             return Some(c);
         }
+        if self.buf.capacity() == 0 {
+            // One allocation per batch (growing by doubling would leave larger, half-used ones).
+            self.buf.reserve(WRITE_BATCH + c.len());
+        }
         self.buf.extend_from_slice(&c);
-        (self.buf.len() >= WRITE_BATCH).then(|| self.buf.split().freeze())
+        (self.buf.len() >= WRITE_BATCH).then(|| std::mem::take(&mut self.buf).freeze())
     }
 
     fn rest(&mut self) -> Option<Bytes> {
-        (!self.buf.is_empty()).then(|| self.buf.split().freeze())
+        (!self.buf.is_empty()).then(|| std::mem::take(&mut self.buf).freeze())
     }
 }
 
