@@ -3,12 +3,17 @@
 use std::sync::Arc;
 
 use s3hpc_core::{Credentials, DynStore, Error, EtagMode};
-use s3hpc_posix::{Durability, PosixOptions, PosixStore};
+use s3hpc_posix::{Durability, IoMode, PosixOptions, PosixStore};
 
 /// Posix options from the environment: `S3HPC_DURABILITY` (strict | relaxed | none) and
-/// `S3HPC_ETAG` (md5 | fast); unset means the posix backend's defaults.
+/// `S3HPC_ETAG` (md5 | fast); unset means the posix backend's defaults. `S3HPC_IO` (inline |
+/// offload) defaults to `inline`: every libs3 call waits for its result anyway, so the store's
+/// file-system work runs on the calling thread instead of hopping to a blocking pool and back.
 pub fn posix_options() -> Result<PosixOptions, String> {
-    let mut o = PosixOptions::default();
+    let mut o = PosixOptions { io: IoMode::Inline, ..Default::default() };
+    if let Ok(v) = std::env::var("S3HPC_IO") {
+        o.io = IoMode::parse(&v).ok_or_else(|| format!("S3HPC_IO={v:?}: use inline or offload"))?;
+    }
     if let Ok(v) = std::env::var("S3HPC_DURABILITY") {
         o.durability =
             Durability::parse(&v).ok_or_else(|| format!("S3HPC_DURABILITY={v:?}: use strict, relaxed or none"))?;

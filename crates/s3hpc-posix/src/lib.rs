@@ -30,6 +30,7 @@ use s3hpc_core::{
 
 pub mod keys;
 mod meta;
+mod rcache;
 mod sys;
 mod walk;
 
@@ -62,11 +63,39 @@ impl Durability {
     }
 }
 
+/// Where the store runs its blocking file-system work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoMode {
+    /// On Tokio's blocking pool (`spawn_blocking`), so async workers never wait for the disk;
+    /// costs one thread hand-off each way per call. For servers (HTTP gateway, wire server),
+    /// where one slow disk must not stall other connections.
+    #[default]
+    Offload,
+    /// Directly on the calling task: no hand-off, but the calling thread blocks in the file
+    /// system while the store's future is polled. For embedded callers that wait for each call
+    /// anyway (the libs3 library, benchmarks, a current-thread runtime per caller thread).
+    /// Streamed bodies are written batch by batch as they arrive, on the polling thread.
+    Inline,
+}
+
+impl IoMode {
+    /// "offload" or "inline".
+    pub fn parse(s: &str) -> Option<IoMode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "offload" => Some(IoMode::Offload),
+            "inline" => Some(IoMode::Inline),
+            _ => None,
+        }
+    }
+}
+
 /// Options of [`PosixStore::open`].
 #[derive(Clone, Debug)]
 pub struct PosixOptions {
     pub durability: Durability,
     pub etag_mode: EtagMode,
+    /// Offload (default, for servers) or Inline (embedded callers).
+    pub io: IoMode,
     /// Temp files and claimed upload directories older than this are removed by
     /// [`PosixStore::cleanup_stale`] (run at open). Only age decides, so a live writer of
     /// another process is never disturbed unless it stalls for this long.
@@ -78,6 +107,7 @@ impl Default for PosixOptions {
         PosixOptions {
             durability: Durability::default(),
             etag_mode: EtagMode::default(),
+            io: IoMode::default(),
             stale_temp_age: Duration::from_secs(24 * 3600),
         }
     }
@@ -94,8 +124,20 @@ pub enum MetaMode {
 
 /// Largest content of a directory object (`key/`); it is kept inside the metadata record.
 pub const MAX_DIR_OBJECT_SIZE: usize = 1024;
-/// Streamed bodies are handed to the blocking writer in batches of about this size.
-const WRITE_BATCH: usize = 1 << 20;
+/// Streamed bodies are written in batches of about this size (small stream chunks are
+/// coalesced; chunks at least this large pass through unchanged).
+const WRITE_BATCH: usize = 128 << 10;
+/// Batches queued between an async body and its blocking writer (Offload mode). With the
+/// batch being filled and the one being written, a streamed PUT buffers at most about
+/// `(WRITE_QUEUE + 2) * WRITE_BATCH` (384 KiB), plus one chunk larger than a batch if the
+/// producer sends such.
+const WRITE_QUEUE: usize = 1;
+/// Bodies (and streams, once they grew this large) whose digests are costly are hashed on a
+/// helper thread while the writer writes; smaller ones hash on the writing thread.
+const OVERLAP_MIN: u64 = 512 << 10;
+/// In-memory bodies are handed to the helper hasher in pieces of this size, so hashing and
+/// writing proceed side by side.
+const HASH_PIECE: usize = 256 << 10;
 const LOCK_STRIPES: usize = 64;
 
 /// The posix backend. Cheap to clone (shared state).
@@ -113,6 +155,11 @@ struct Inner {
     host: String,
     pid: u32,
     cache: walk::DirCache,
+    /// Records read from xattrs, by (device, inode), see `rcache`.
+    rcache: rcache::RecordCache,
+    /// Device of the root, and whether it is a local file system with fine timestamps.
+    root_dev: u64,
+    root_local: bool,
     locks: Vec<Mutex<()>>,
 }
 
@@ -120,6 +167,10 @@ struct Inner {
 
 fn mtime_ns(md: &fs::Metadata) -> i64 {
     md.mtime().saturating_mul(1_000_000_000).saturating_add(md.mtime_nsec())
+}
+
+fn ctime_ns(md: &fs::Metadata) -> i64 {
+    md.ctime().saturating_mul(1_000_000_000).saturating_add(md.ctime_nsec())
 }
 
 fn to_time(ns: i64) -> SystemTime {
@@ -144,10 +195,14 @@ fn rand_hex(bytes: usize) -> String {
 /// ETag of a file that has no (valid) s3hpc record: stable while inode, size and mtime stay,
 /// and with a '-' so no client mistakes it for an MD5.
 fn derived_etag(md: &fs::Metadata) -> String {
+    derived_etag_of(md.ino(), md.len(), mtime_ns(md))
+}
+
+fn derived_etag_of(ino: u64, len: u64, mtime_ns: i64) -> String {
     let mut b = [0u8; 24];
-    b[..8].copy_from_slice(&md.ino().to_le_bytes());
-    b[8..16].copy_from_slice(&md.len().to_le_bytes());
-    b[16..].copy_from_slice(&mtime_ns(md).to_le_bytes());
+    b[..8].copy_from_slice(&ino.to_le_bytes());
+    b[8..16].copy_from_slice(&len.to_le_bytes());
+    b[16..].copy_from_slice(&mtime_ns.to_le_bytes());
     format!("{:032x}-1", xxhash_rust::xxh3::xxh3_128(&b))
 }
 
@@ -320,25 +375,78 @@ impl Inner {
 
     /// Like `get_record`, computing the sidecar path only when it is needed.
     fn get_record_with(&self, t: Target, sidecar: impl FnOnce() -> PathBuf) -> io::Result<Option<Record>> {
-        if self.mode == MetaMode::Sidecar {
-            return self.read_sidecar(&sidecar());
-        }
         let r = match t {
-            Target::File(f) => sys::fget_xattr(f),
-            Target::Path(p) => sys::get_xattr(p),
+            Target::File(f) => self.get_record_src(|| sys::fget_xattr(f), sidecar),
+            Target::Path(p) => self.get_record_src(|| sys::get_xattr(p), sidecar),
         };
-        match r {
-            Ok(Some(v)) if v == SIDECAR_POINTER => self.read_sidecar(&sidecar()),
-            Ok(Some(v)) => Ok(Record::decode(&v)),
-            Ok(None) => Ok(None),
-            Err(e) if sys::is_unsupported(&e) => self.read_sidecar(&sidecar()),
+        r.map(|(rec, _)| rec)
+    }
+
+    /// The record, read with `xattr` (or from the sidecar), and its encoding when it came
+    /// from the xattr itself (then its changes move the file's ctime, see `rcache`).
+    fn get_record_src(
+        &self,
+        xattr: impl FnOnce() -> io::Result<Option<Vec<u8>>>,
+        sidecar: impl FnOnce() -> PathBuf,
+    ) -> io::Result<(Option<Record>, Option<Vec<u8>>)> {
+        if self.mode == MetaMode::Sidecar {
+            return Ok((self.read_sidecar(&sidecar())?, None));
+        }
+        match xattr() {
+            Ok(Some(v)) if v == SIDECAR_POINTER => Ok((self.read_sidecar(&sidecar())?, None)),
+            Ok(Some(v)) => Ok((Record::decode(&v), Some(v))),
+            Ok(None) => Ok((None, None)),
+            Err(e) if sys::is_unsupported(&e) => Ok((self.read_sidecar(&sidecar())?, None)),
             Err(e) => Err(e),
         }
+    }
+
+    /// May a record of a file with this ctime be cached? Only once a later change would get a
+    /// later ctime (see `walk::DirCache` for the windows).
+    fn settled(&self, dev: u64, ctime_ns: i64) -> bool {
+        // Whole-second timestamps (ext4 with 128-byte inodes, ...) show as nanoseconds 0.
+        let fine = ctime_ns.rem_euclid(1_000_000_000) != 0;
+        let window = if dev == self.root_dev && self.root_local && fine { 100_000_000 } else { 2_000_000_000 };
+        now_ns().saturating_sub(ctime_ns) > window
+    }
+
+    /// The valid record of a regular file from the cache, or read with `xattr` (cached when it
+    /// came from the xattr and the file has settled).
+    fn file_record(
+        &self,
+        dev: u64,
+        ino: u64,
+        stamp: rcache::Stamp,
+        xattr: impl FnOnce() -> io::Result<Option<Vec<u8>>>,
+        sidecar: impl FnOnce() -> PathBuf,
+    ) -> io::Result<Option<Record>> {
+        let cacheable = self.mode == MetaMode::Xattr;
+        if cacheable && let Some(r) = self.rcache.get(dev, ino, stamp) {
+            return Ok(Some(r));
+        }
+        let (rec, enc) = self.get_record_src(xattr, sidecar)?;
+        let rec = rec.filter(|r| r.ino == ino && r.size == stamp.size && r.mtime_ns == stamp.mtime_ns);
+        if rec.is_some()
+            && cacheable
+            && let Some(enc) = enc
+            && self.settled(dev, stamp.ctime_ns)
+        {
+            self.rcache.put(dev, ino, stamp, &enc);
+        }
+        Ok(rec)
     }
 
     /// The record of `md`'s file if it still describes it (a POSIX tool may have rewritten
     /// the file: then size/mtime/inode differ and the record is ignored).
     fn valid_record(&self, t: Target, bdir: &Path, key: &str, md: &fs::Metadata) -> io::Result<Option<Record>> {
+        if md.is_file() {
+            let stamp = rcache::Stamp { size: md.len(), mtime_ns: mtime_ns(md), ctime_ns: ctime_ns(md) };
+            let sidecar = || self.sidecar_path(bdir, key, md.ino());
+            return match t {
+                Target::File(f) => self.file_record(md.dev(), md.ino(), stamp, || sys::fget_xattr(f), sidecar),
+                Target::Path(p) => self.file_record(md.dev(), md.ino(), stamp, || sys::get_xattr(p), sidecar),
+            };
+        }
         let rec = self.get_record_with(t, || self.sidecar_path(bdir, key, md.ino()))?;
         Ok(rec.filter(|r| r.ino == md.ino() && (md.is_dir() || (r.size == md.len() && r.mtime_ns == mtime_ns(md)))))
     }
@@ -852,6 +960,105 @@ fn write_hashing(t: &mut Temp, d: &mut BodyDigester, data: &[u8]) -> io::Result<
     t.file.write_all(data)
 }
 
+/// The digests of a body being written: computed on the writing thread, or (costly digests
+/// of large bodies) on a helper thread fed with `Bytes` clones of what is written, so hashing
+/// overlaps the writes. Bytes reach the digester in body order either way.
+// One per body being written, on the stack: not worth a box for the common (`Here`) case.
+#[allow(clippy::large_enum_variant)]
+enum Hashing {
+    Here(BodyDigester),
+    Helper { tx: std::sync::mpsc::SyncSender<Bytes>, done: std::thread::JoinHandle<BodyDigester> },
+}
+
+impl Hashing {
+    fn new(d: BodyDigester) -> Hashing {
+        Hashing::Here(d)
+    }
+
+    /// Hash `b` (before or while it is written). Moves to a helper thread once a costly body
+    /// reaches `OVERLAP_MIN`.
+    fn feed(&mut self, b: &Bytes) -> Result<()> {
+        if let Hashing::Here(d) = self
+            && d.is_costly()
+            && d.size() + b.len() as u64 >= OVERLAP_MIN
+        {
+            let mut d = std::mem::replace(d, BodyDigester::new(EtagMode::Fast, false, None));
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Bytes>(2);
+            let done = std::thread::Builder::new()
+                .name("s3hpc-hash".into())
+                .spawn(move || {
+                    for b in rx {
+                        d.update(&b);
+                    }
+                    d
+                })
+                .map_err(|e| Error::internal(format!("cannot start a hashing thread: {e}")))?;
+            *self = Hashing::Helper { tx, done };
+        }
+        match self {
+            Hashing::Here(d) => d.update(b),
+            Hashing::Helper { tx, .. } => {
+                // A send fails only if the helper died; `finish` reports that.
+                let _ = tx.send(b.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<BodyDigester> {
+        match self {
+            Hashing::Here(d) => Ok(d),
+            Hashing::Helper { tx, done } => {
+                drop(tx);
+                done.join().map_err(|_| Error::internal("the hashing thread failed"))
+            }
+        }
+    }
+}
+
+/// Write an in-memory body into the temp file, hashing it (on a helper thread while writing
+/// when the digests are costly and the body is large).
+fn write_bytes(t: &mut Temp, d: BodyDigester, data: &Bytes) -> Result<BodyDigester> {
+    if !d.is_costly() || (data.len() as u64) < OVERLAP_MIN {
+        let mut d = d;
+        write_hashing(t, &mut d, data)?;
+        return Ok(d);
+    }
+    let mut h = Hashing::new(d);
+    let mut off = 0;
+    while off < data.len() {
+        let piece = data.slice(off..(off + HASH_PIECE).min(data.len()));
+        h.feed(&piece)?;
+        t.file.write_all(&piece)?;
+        off += piece.len();
+    }
+    h.finish()
+}
+
+/// Coalesces small stream chunks into batches of about `WRITE_BATCH`.
+#[derive(Default)]
+struct Batcher {
+    buf: BytesMut,
+}
+
+impl Batcher {
+    fn push(&mut self, c: Bytes) -> Option<Bytes> {
+        if self.buf.is_empty() && c.len() >= WRITE_BATCH {
+            return Some(c);
+        }
+        if self.buf.capacity() == 0 {
+            // One allocation per batch (growing by doubling would leave larger, half-used ones).
+            self.buf.reserve(WRITE_BATCH + c.len());
+        }
+        self.buf.extend_from_slice(&c);
+        (self.buf.len() >= WRITE_BATCH).then(|| std::mem::take(&mut self.buf).freeze())
+    }
+
+    fn rest(&mut self) -> Option<Bytes> {
+        (!self.buf.is_empty()).then(|| std::mem::take(&mut self.buf).freeze())
+    }
+}
+
 /// Copy `len` bytes of `src` from `off` into `t`, hashing them.
 fn copy_hashing(src: &File, mut off: u64, len: u64, t: &mut Temp, d: &mut BodyDigester) -> io::Result<()> {
     let mut buf = vec![0u8; (len as usize).clamp(1, WRITE_BATCH)];
@@ -904,7 +1111,12 @@ impl PosixStore {
             }
         };
         let root_fd = File::open(&root)?;
+        let root_dev = root_fd.metadata()?.dev();
+        let root_local = sys::local_fine_timestamps(&root);
         let inner = Inner {
+            rcache: rcache::RecordCache::default(),
+            root_dev,
+            root_local,
             root_fd,
             root,
             opts,
@@ -941,7 +1153,11 @@ impl PosixStore {
         self.inner.cache.len()
     }
 
+    /// Run blocking file-system work: on the blocking pool (Offload) or right here (Inline).
     async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+        if self.inner.opts.io == IoMode::Inline {
+            return f(&self.inner);
+        }
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || f(&inner))
             .await
@@ -949,48 +1165,62 @@ impl PosixStore {
     }
 
     /// Receive a body into a new temp file of bucket `bdir`, hashing it on the way.
-    async fn receive(&self, bdir: PathBuf, bucket: String, body: Body, mut d: BodyDigester) -> Result<(Temp, Digests)> {
+    async fn receive(&self, bdir: PathBuf, bucket: String, body: Body, d: BodyDigester) -> Result<(Temp, Digests)> {
         match body {
             Body::Empty => self.run(move |s| Ok((s.create_temp(&bdir, &bucket)?, d.finish()))).await,
             Body::Bytes(b) => {
                 self.run(move |s| {
                     let mut t = s.create_temp(&bdir, &bucket)?;
-                    write_hashing(&mut t, &mut d, &b)?;
+                    let d = write_bytes(&mut t, d, &b)?;
                     Ok((t, d.finish()))
                 })
                 .await
             }
             Body::File { file, offset, len } => {
                 self.run(move |s| {
+                    let mut d = d;
                     let mut t = s.create_temp(&bdir, &bucket)?;
                     copy_hashing(&file, offset, len, &mut t, &mut d)?;
                     Ok((t, d.finish()))
                 })
                 .await
             }
+            Body::Stream(mut stream) if self.inner.opts.io == IoMode::Inline => {
+                // Write each batch on this thread as it arrives: no channel, no writer thread.
+                let mut t = self.inner.create_temp(&bdir, &bucket)?;
+                let mut h = Hashing::new(d);
+                let mut batcher = Batcher::default();
+                while let Some(item) = stream.next().await {
+                    if let Some(b) = batcher.push(item?) {
+                        h.feed(&b)?;
+                        t.file.write_all(&b)?;
+                    }
+                }
+                if let Some(b) = batcher.rest() {
+                    h.feed(&b)?;
+                    t.file.write_all(&b)?;
+                }
+                Ok((t, h.finish()?.finish()))
+            }
             Body::Stream(mut stream) => {
-                // One blocking writer per body, fed ~1 MiB batches through a small channel.
-                let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+                // One blocking writer per body, fed batches through a short channel.
+                let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(WRITE_QUEUE);
                 let inner = self.inner.clone();
                 let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, BodyDigester)> {
                     let mut t = inner.create_temp(&bdir, &bucket)?;
+                    let mut h = Hashing::new(d);
                     while let Some(b) = rx.blocking_recv() {
-                        write_hashing(&mut t, &mut d, &b)?;
+                        h.feed(&b)?;
+                        t.file.write_all(&b)?;
                     }
-                    Ok((t, d))
+                    Ok((t, h.finish()?))
                 });
-                let mut buf = BytesMut::new();
+                let mut batcher = Batcher::default();
                 let mut failed: Option<io::Error> = None;
                 while let Some(item) = stream.next().await {
                     match item {
                         Ok(c) => {
-                            let batch = if buf.is_empty() && c.len() >= WRITE_BATCH {
-                                Some(c)
-                            } else {
-                                buf.extend_from_slice(&c);
-                                (buf.len() >= WRITE_BATCH).then(|| buf.split().freeze())
-                            };
-                            if let Some(b) = batch
+                            if let Some(b) = batcher.push(c)
                                 && tx.send(b).await.is_err()
                             {
                                 break; // the writer failed; its error is reported below
@@ -1007,8 +1237,8 @@ impl PosixStore {
                     let _ = writer.await; // the temp file is removed when dropped
                     return Err(e.into());
                 }
-                if !buf.is_empty() {
-                    let _ = tx.send(buf.freeze()).await;
+                if let Some(b) = batcher.rest() {
+                    let _ = tx.send(b).await;
                 }
                 drop(tx);
                 let (t, d) = writer.await.map_err(|e| Error::internal(format!("writer failed: {e}")))??;
@@ -1053,9 +1283,9 @@ impl Store for PosixStore {
                 &s.cache,
                 &bdir,
                 &req,
-                |p, k| {
+                |at, k| {
                     Some(ObjectSummary { key: k.into(), size: 0, etag: String::new(), last_modified: UNIX_EPOCH })
-                        .filter(|_| p.exists())
+                        .filter(|_| at.path().exists())
                 },
                 |p, k| {
                     s.is_dir_object(&bdir, p).then(|| ObjectSummary {
@@ -1220,10 +1450,10 @@ impl Store for PosixStore {
             return self
                 .run(move |s| {
                     let mut t = s.create_temp(&bdir, &b)?;
-                    let mut d = d;
-                    if let Body::Bytes(data) = &body {
-                        write_hashing(&mut t, &mut d, data)?;
-                    }
+                    let d = match &body {
+                        Body::Bytes(data) => write_bytes(&mut t, d, data)?,
+                        _ => d,
+                    };
                     let dg = d.finish();
                     dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
                     let r = rec(&req, &dg);
@@ -1437,14 +1667,37 @@ impl Store for PosixStore {
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();
         self.run(move |s| {
-            let file_summary = |p: &Path, key: &str| {
-                let md = fs::metadata(p).ok().filter(|m| m.is_file())?;
-                let rec = s.valid_record(Target::Path(p), &bdir, key, &md).ok().flatten();
+            let file_summary = |at: walk::At, key: &str| {
+                let Some(fd) = at.fd else {
+                    // The directory could not be opened: by path.
+                    let p = at.path();
+                    let md = fs::metadata(&p).ok().filter(|m| m.is_file())?;
+                    let rec = s.valid_record(Target::Path(&p), &bdir, key, &md).ok().flatten();
+                    return Some(ObjectSummary {
+                        key: key.to_string(),
+                        size: md.len(),
+                        etag: rec.map(|r| r.etag).unwrap_or_else(|| derived_etag(&md)),
+                        last_modified: to_time(mtime_ns(&md)),
+                    });
+                };
+                // One fstatat and (unless cached) one getxattrat, relative to the open directory.
+                let st = sys::stat_at(fd, at.name).ok().filter(|m| m.is_file)?;
+                let stamp = rcache::Stamp { size: st.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns };
+                let rec = s
+                    .file_record(
+                        st.dev,
+                        st.ino,
+                        stamp,
+                        || sys::get_xattr_at(fd, at.name, &at.path()),
+                        || s.sidecar_path(&bdir, key, st.ino),
+                    )
+                    .ok()
+                    .flatten();
                 Some(ObjectSummary {
                     key: key.to_string(),
-                    size: md.len(),
-                    etag: rec.map(|r| r.etag).unwrap_or_else(|| derived_etag(&md)),
-                    last_modified: to_time(mtime_ns(&md)),
+                    size: st.size,
+                    etag: rec.map(|r| r.etag).unwrap_or_else(|| derived_etag_of(st.ino, st.size, st.mtime_ns)),
+                    last_modified: to_time(st.mtime_ns),
                 })
             };
             let dir_object = |p: &Path, key: &str| {

@@ -211,3 +211,118 @@ pub fn open_beneath(dir: &File, rel: &Path, full: &Path) -> io::Result<File> {
         _ => Err(e),
     }
 }
+
+/// What a listing needs of a directory entry's `stat`.
+#[derive(Debug, Clone, Copy)]
+pub struct Stat {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub is_file: bool,
+}
+
+/// `name` (one path component, no NUL) NUL-terminated in a stack buffer, or `None` if too long.
+fn with_cname<T>(name: &str, f: impl FnOnce(*const libc::c_char) -> T) -> Option<T> {
+    let mut buf = [0u8; 256];
+    if name.len() >= buf.len() || name.as_bytes().contains(&0) {
+        return None;
+    }
+    buf[..name.len()].copy_from_slice(name.as_bytes());
+    Some(f(buf.as_ptr().cast()))
+}
+
+fn bad_name() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "bad entry name")
+}
+
+/// `fstatat(dir, name)` following symlinks (like `fs::metadata`), relative to an open
+/// directory: no path walk from the root per entry.
+pub fn stat_at(dir: &File, name: &str) -> io::Result<Stat> {
+    // SAFETY: all-zero is a valid `struct stat`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid dir fd, NUL-terminated name, pointer to a live stat buffer.
+    let r = with_cname(name, |c| unsafe { libc::fstatat(dir.as_raw_fd(), c, &mut st, 0) }).ok_or_else(bad_name)?;
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fmt = st.st_mode & libc::S_IFMT;
+    Ok(Stat {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        size: st.st_size as u64,
+        mtime_ns: st.st_mtime.saturating_mul(1_000_000_000).saturating_add(st.st_mtime_nsec),
+        ctime_ns: st.st_ctime.saturating_mul(1_000_000_000).saturating_add(st.st_ctime_nsec),
+        is_file: fmt == libc::S_IFREG,
+    })
+}
+
+/// `getxattrat(2)` (Linux 6.13): same syscall number on every architecture.
+const SYS_GETXATTRAT: libc::c_long = 464;
+static NO_GETXATTRAT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+#[repr(C)]
+struct XattrArgs {
+    value: u64,
+    size: u32,
+    flags: u32,
+}
+
+/// The record xattr of `name` in the open directory `dir` (`getxattrat`, relative to the
+/// directory); falls back to `getxattr` on `full` on kernels without it or for large values.
+pub fn get_xattr_at(dir: &File, name: &str, full: &Path) -> io::Result<Option<Vec<u8>>> {
+    use std::sync::atomic::Ordering;
+    if !NO_GETXATTRAT.load(Ordering::Relaxed) {
+        let mut buf = vec![0u8; 256];
+        let mut args = XattrArgs { value: buf.as_mut_ptr() as u64, size: buf.len() as u32, flags: 0 };
+        let r = with_cname(name, |c| {
+            // SAFETY: valid dir fd, NUL-terminated names, args pointing at a live buffer of `size` bytes.
+            unsafe {
+                libc::syscall(
+                    SYS_GETXATTRAT,
+                    dir.as_raw_fd(),
+                    c,
+                    0 as libc::c_uint,
+                    self::name(),
+                    &mut args as *mut XattrArgs,
+                    std::mem::size_of::<XattrArgs>(),
+                )
+            }
+        });
+        if let Some(n) = r {
+            if n >= 0 {
+                buf.truncate(n as usize);
+                return Ok(Some(buf));
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::ENODATA) => return Ok(None),
+                Some(libc::ENOENT) | Some(libc::ENOTDIR) => return Err(e),
+                Some(libc::ENOSYS) => NO_GETXATTRAT.store(true, Ordering::Relaxed),
+                // ERANGE (a large value), unsupported xattrs, ...: the path call decides.
+                _ => {}
+            }
+        }
+    }
+    get_xattr(full)
+}
+
+/// Is `dir` on a local file system known to keep nanosecond timestamps from this host's clock
+/// (ext4, xfs, btrfs, tmpfs)? Then a directory's mtime moves on every change once one clock tick
+/// has passed. Network and cluster file systems (NFS, Lustre, GPFS, ...) answer false: their
+/// timestamps may be coarse or come from another host's clock.
+pub fn local_fine_timestamps(dir: &Path) -> bool {
+    const EXT4: i64 = 0xEF53;
+    const XFS: i64 = 0x5846_5342;
+    const BTRFS: i64 = 0x9123_683E;
+    const TMPFS: i64 = 0x0102_1994;
+    let Ok(c) = cpath(dir) else { return false };
+    // SAFETY: all-zero is a valid statfs buffer.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: NUL-terminated path, pointer to a live statfs buffer.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    matches!(st.f_type as i64, EXT4 | XFS | BTRFS | TMPFS)
+}

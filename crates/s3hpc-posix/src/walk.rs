@@ -45,6 +45,11 @@ const CACHE_MAX_NAMES: usize = 2_000_000;
 /// mtime unchanged. Two seconds covers one-second granularity with margin for clock skew
 /// between hosts of a shared file system.
 const RACY_NS: i64 = 2_000_000_000;
+/// The same on a local file system with nanosecond timestamps from this host's clock (ext4,
+/// xfs, btrfs, tmpfs, and the mtime has a non-zero sub-second part: ext4 with 128-byte inodes
+/// keeps whole seconds): a change gets a newer mtime once a clock tick (<= 10 ms; Linux stamps
+/// files from the coarse clock) has passed, so 100 ms is ample.
+const RACY_LOCAL_NS: i64 = 100_000_000;
 
 struct Cached {
     stamp: (i64, u64),
@@ -111,7 +116,13 @@ impl DirCache {
         }
         v.sort_unstable_by(|a, b| sort_key(a).cmp(sort_key(b)));
         let v = Arc::new(v);
-        if v.len() >= CACHE_MIN_ENTRIES && now - stamp.0 > RACY_NS {
+        let old_enough = || {
+            let age = now - stamp.0;
+            // Whole-second timestamps (ext4 with 128-byte inodes, ...) show as nanoseconds 0.
+            let fine = stamp.0.rem_euclid(1_000_000_000) != 0;
+            age > RACY_NS || (age > RACY_LOCAL_NS && fine && crate::sys::local_fine_timestamps(dir))
+        };
+        if v.len() >= CACHE_MIN_ENTRIES && old_enough() {
             let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
             map.insert(dir.to_path_buf(), Cached { stamp, entries: v.clone(), used: tick });
             loop {
@@ -135,10 +146,26 @@ impl DirCache {
     }
 }
 
+/// A directory entry offered to the walk's callbacks: its directory (path and, when it could
+/// be opened, descriptor, for `*at` calls) and its name.
+pub struct At<'a> {
+    pub dir: &'a Path,
+    pub fd: Option<&'a fs::File>,
+    pub name: &'a str,
+}
+
+impl At<'_> {
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(self.name)
+    }
+}
+
 struct Frame {
     /// Key prefix of this directory: "" for the bucket, "a/b/" below.
     rel: String,
     path: PathBuf,
+    /// The directory, opened on first use (`None` inside: it could not be opened).
+    fd: Option<Option<fs::File>>,
     entries: Arc<Vec<Entry>>,
     idx: usize,
     /// The directory's own key (`a/b/`, a directory object) has not been offered yet.
@@ -155,13 +182,13 @@ fn read_or_empty(cache: &DirCache, p: &Path) -> io::Result<Arc<Vec<Entry>>> {
 }
 
 /// One listing page of the bucket at `bdir`. `file_summary` is called for returned file keys
-/// only (one stat + one metadata read each); `dir_object` for each directory the walk enters
-/// (is it a directory object?).
+/// only (one stat + one metadata read each, relative to the open directory); `dir_object` for
+/// each directory the walk enters (is it a directory object?).
 pub fn walk(
     cache: &DirCache,
     bdir: &Path,
     req: &ListObjectsRequest,
-    file_summary: impl Fn(&Path, &str) -> Option<ObjectSummary>,
+    file_summary: impl Fn(At, &str) -> Option<ObjectSummary>,
     dir_object: impl Fn(&Path, &str) -> Option<ObjectSummary>,
 ) -> io::Result<ListObjectsPage> {
     let mut lister = Lister::new(req);
@@ -191,7 +218,7 @@ pub fn walk(
             e.dir && r.len() > e.name.len() && r.as_bytes()[e.name.len()] == b'/' && r.starts_with(&*e.name)
         });
         let next = descend.map(|e| e.name.clone());
-        stack.push(Frame { rel: rel.clone(), path: path.clone(), entries, idx, self_pending: false });
+        stack.push(Frame { rel: rel.clone(), path: path.clone(), fd: None, entries, idx, self_pending: false });
         let Some(name) = next else { break };
         rel = format!("{rel}{name}/");
         path = path.join(&*name);
@@ -228,13 +255,16 @@ pub fn walk(
                 }
                 continue;
             }
-            let path = top.path.join(&*e.name);
             if e.dir {
+                let path = top.path.join(&*e.name);
                 let entries = read_or_empty(cache, &path)?;
-                stack.push(Frame { rel: key, path, entries, idx: 0, self_pending: true });
+                stack.push(Frame { rel: key, path, fd: None, entries, idx: 0, self_pending: true });
                 continue;
             }
-            lister.offer(&key, || file_summary(&path, &key))
+            let name = e.name.clone();
+            let Frame { path, fd, .. } = top;
+            let fd = fd.get_or_insert_with(|| fs::File::open(&*path).ok()).as_ref();
+            lister.offer(&key, || file_summary(At { dir: path, fd, name: &name }, &key))
         };
         match flow {
             Flow::Continue => {}

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use s3hpc_conformance::{Caps, oracle, run_all};
 use s3hpc_core::EtagMode;
-use s3hpc_posix::{Durability, MetaMode, PosixOptions, PosixStore};
+use s3hpc_posix::{Durability, IoMode, MetaMode, PosixOptions, PosixStore};
 
 fn opts(etag_mode: EtagMode) -> PosixOptions {
     PosixOptions { durability: Durability::None, etag_mode, ..Default::default() }
@@ -33,6 +33,29 @@ async fn conformance_xattr_fast_strict() {
     let o = PosixOptions { durability: Durability::Strict, etag_mode: EtagMode::Fast, ..Default::default() };
     let s = PosixStore::open(dir.path(), o).unwrap();
     run_all(Arc::new(s), Caps { etag_md5: false, file_and_dir_same_name: false }).await;
+}
+
+/// The embedded callers' mode: the same suite with every call run on the calling task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_xattr_md5_inline() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = PosixStore::open(dir.path(), PosixOptions { io: IoMode::Inline, ..opts(EtagMode::Md5) }).unwrap();
+    run_all(Arc::new(s), Caps { etag_md5: true, file_and_dir_same_name: false }).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn conformance_sidecar_fast_inline_current_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = PosixStore::open_with_sidecars(dir.path(), PosixOptions { io: IoMode::Inline, ..opts(EtagMode::Fast) })
+        .unwrap();
+    run_all(Arc::new(s), Caps { etag_md5: false, file_and_dir_same_name: false }).await;
+}
+
+#[test]
+fn oracle_xattr_inline() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = PosixStore::open(dir.path(), PosixOptions { io: IoMode::Inline, ..opts(EtagMode::Md5) }).unwrap();
+    oracle::check(32, Caps::default(), move || Arc::new(s.clone()));
 }
 
 #[test]

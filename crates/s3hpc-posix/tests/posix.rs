@@ -11,16 +11,20 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use s3hpc_core::*;
-use s3hpc_posix::{Durability, MetaMode, PosixOptions, PosixStore};
+use s3hpc_posix::{Durability, IoMode, MetaMode, PosixOptions, PosixStore};
 
 fn opts() -> PosixOptions {
     PosixOptions { durability: Durability::None, ..Default::default() }
 }
 
 async fn setup() -> (tempfile::TempDir, PathBuf, PosixStore) {
+    setup_with(opts()).await
+}
+
+async fn setup_with(o: PosixOptions) -> (tempfile::TempDir, PathBuf, PosixStore) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
-    let s = PosixStore::open(&root, opts()).unwrap();
+    let s = PosixStore::open(&root, o).unwrap();
     s.create_bucket("bkt").await.unwrap();
     (dir, root, s)
 }
@@ -394,11 +398,105 @@ async fn large_directory_listing_is_cached_and_correct() {
     assert!(got2.contains(&"big/f00000-new".to_string()));
 }
 
+/// On a local file system with fine timestamps (ext4, xfs, btrfs, tmpfs) a large directory is
+/// cached once it is 100 ms past its last change, and a later change still invalidates it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fresh_large_directory_is_cached_on_local_file_systems() {
+    let (_d, root, s) = setup_with(PosixOptions { io: IoMode::Inline, ..opts() }).await;
+    // SAFETY: zeroed statfs buffer, NUL-terminated path.
+    let local = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        let c = std::ffi::CString::new(root.as_os_str().as_encoded_bytes()).unwrap();
+        libc::statfs(c.as_ptr(), &mut st) == 0
+            && matches!(st.f_type as i64, 0xEF53 | 0x5846_5342 | 0x9123_683E | 0x0102_1994)
+    };
+    assert!(local, "this test needs /tmp on ext4, xfs, btrfs or tmpfs");
+    for i in 0..600 {
+        put(&s, &format!("d/k{i:04}"), vec![1u8; 10]).await.unwrap();
+    }
+    // A whole-second mtime (as on file systems with coarse timestamps) less than 2 s old: not
+    // cached, whatever the file system type says.
+    let d = root.join("bkt/d");
+    let whole = SystemTime::UNIX_EPOCH
+        + Duration::from_secs(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 1);
+    std::fs::File::open(&d).unwrap().set_modified(whole).unwrap();
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(keys(&s, "d/").await.len(), 600);
+    assert_eq!(s.cached_dirs(), 0, "a coarse, recent mtime must not be cached");
+    put(&s, "d/k0599", vec![2u8; 10]).await.unwrap(); // a fresh fine-grained mtime
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(keys(&s, "d/").await.len(), 600);
+    assert_eq!(s.cached_dirs(), 1, "the directory was not cached");
+    put(&s, "d/k0600", vec![1u8; 10]).await.unwrap();
+    let after = keys(&s, "d/").await;
+    assert_eq!(after.len(), 601);
+    assert_eq!(after.last().map(String::as_str), Some("d/k0600"));
+}
+
+/// Records are cached in memory once a file has settled; any change of the file's xattr (by
+/// the store or by another program) or content must be seen at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_records_follow_every_change() {
+    let (_d, root, s) = setup_with(PosixOptions { io: IoMode::Inline, ..opts() }).await;
+    let p = root.join("bkt/obj");
+    let req = PutObjectRequest { tags: vec![("a".into(), "1".into())], ..Default::default() };
+    let put1 = s.put_object("bkt", "obj", req, Body::from("hello")).await.unwrap();
+    std::thread::sleep(Duration::from_millis(250));
+    for _ in 0..3 {
+        let h = s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
+        assert_eq!((h.etag.as_str(), h.tag_count), (put1.etag.as_str(), 1));
+    }
+    // Through the store: new tags at once.
+    s.put_object_tagging("bkt", "obj", vec![("b".into(), "2".into()), ("c".into(), "3".into())]).await.unwrap();
+    assert_eq!(s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap().tag_count, 2);
+    assert_eq!(s.get_object_tagging("bkt", "obj").await.unwrap().len(), 2);
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap().tag_count, 2);
+    // Another program removes the xattr: the object loses its record (derived ETag) at once,
+    // in HEAD, GET and listings.
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: NUL-terminated path and name.
+    assert_eq!(unsafe { libc::removexattr(c.as_ptr(), c"user.s3hpc".as_ptr()) }, 0);
+    let h = s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
+    assert!(h.etag.ends_with("-1") && h.tag_count == 0, "stale cached record: {h:?}");
+    let g = s.get_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
+    assert_eq!(g.info.etag, h.etag);
+    let page = s.list_objects("bkt", ListObjectsRequest { max_keys: 1000, ..Default::default() }).await.unwrap();
+    assert_eq!(page.objects.len(), 1, "{page:?}");
+    assert_eq!(page.objects[0].etag, h.etag);
+    // Settled again, listed (cached by the listing), then rewritten in place by a POSIX tool.
+    let put2 = put(&s, "obj", "again").await.unwrap();
+    std::thread::sleep(Duration::from_millis(250));
+    let page = s.list_objects("bkt", ListObjectsRequest { max_keys: 1000, ..Default::default() }).await.unwrap();
+    assert_eq!(page.objects[0].etag, put2.etag);
+    assert_eq!(s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap().etag, put2.etag);
+    std::fs::write(&p, b"AGAIN").unwrap();
+    let h = s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
+    assert_ne!(h.etag, put2.etag, "a rewritten file must not keep the cached ETag");
+    let page = s.list_objects("bkt", ListObjectsRequest { max_keys: 1000, ..Default::default() }).await.unwrap();
+    assert_eq!(page.objects[0].etag, h.etag);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_writers_one_key_readers_never_see_torn_data() {
-    let (_d, _root, s) = setup().await;
+    many_writers_one_key(IoMode::Offload, 256 * 1024).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_writers_one_key_readers_never_see_torn_data_inline() {
+    many_writers_one_key(IoMode::Inline, 256 * 1024).await;
+}
+
+/// Objects above the size where MD5 moves to a helper thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_writers_one_key_large_objects_both_modes() {
+    many_writers_one_key(IoMode::Offload, 1200 * 1024).await;
+    many_writers_one_key(IoMode::Inline, 1200 * 1024).await;
+}
+
+async fn many_writers_one_key(io: IoMode, len: usize) {
+    let (_d, _root, s) = setup_with(PosixOptions { io, ..opts() }).await;
     let s = Arc::new(s);
-    let len = 256 * 1024;
     put(&s, "hot", vec![0u8; len]).await.unwrap();
     let mut tasks = Vec::new();
     for w in 1..=6u8 {
@@ -442,7 +540,16 @@ async fn many_writers_one_key_readers_never_see_torn_data() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn create_only_race_has_one_winner() {
-    let (_d, _root, s) = setup().await;
+    create_only_race(IoMode::Offload).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn create_only_race_has_one_winner_inline() {
+    create_only_race(IoMode::Inline).await;
+}
+
+async fn create_only_race(io: IoMode) {
+    let (_d, _root, s) = setup_with(PosixOptions { io, ..opts() }).await;
     let s = Arc::new(s);
     let mut tasks = Vec::new();
     for w in 0..8u8 {
@@ -469,7 +576,16 @@ async fn create_only_race_has_one_winner() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_complete_and_abort_is_safe() {
-    let (_d, _root, s) = setup().await;
+    complete_vs_abort(IoMode::Offload).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_complete_and_abort_is_safe_inline() {
+    complete_vs_abort(IoMode::Inline).await;
+}
+
+async fn complete_vs_abort(io: IoMode) {
+    let (_d, _root, s) = setup_with(PosixOptions { io, ..opts() }).await;
     let s = Arc::new(s);
     for round in 0..6 {
         let key = format!("mp{round}");
@@ -499,6 +615,102 @@ async fn concurrent_complete_and_abort_is_safe() {
         let ups = s.list_multipart_uploads("bkt", ListUploadsRequest::default()).await.unwrap();
         assert!(ups.uploads.is_empty());
     }
+}
+
+/// Large bodies with costly digests are hashed on a helper thread while they are written; the
+/// digests must equal a one-pass hash of the same bytes, for in-memory and streamed bodies,
+/// objects and parts, in both I/O modes, and a wrong Content-MD5 must still publish nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapped_hashing_gives_the_same_digests() {
+    use s3hpc_core::checksum::{checksum_of, md5_hex};
+    for io in [IoMode::Offload, IoMode::Inline] {
+        let (_d, root, s) = setup_with(PosixOptions { io, etag_mode: EtagMode::Md5, ..opts() }).await;
+        for len in [100usize, (512 << 10) - 1, 512 << 10, (3 << 20) + 12345] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            let md5 = md5_hex(&data);
+            let sha = checksum_of(ChecksumAlgorithm::Sha256, &data);
+            let mut raw = [0u8; 16];
+            hex::decode_to_slice(&md5, &mut raw).unwrap();
+            let req = || PutObjectRequest {
+                content_md5: Some(raw),
+                checksum: Some(ChecksumRequest {
+                    algorithm: ChecksumAlgorithm::Sha256,
+                    expected: Some(Expected::Known(sha.value.clone())),
+                }),
+                content_length: Some(len as u64),
+                ..Default::default()
+            };
+            let o = s.put_object("bkt", "mem", req(), Body::from(data.clone())).await.unwrap();
+            assert_eq!(o.etag, md5, "{io:?} {len} bytes in memory");
+            assert_eq!(o.checksum.as_ref(), Some(&sha));
+            let chunks: Vec<std::io::Result<Bytes>> =
+                data.chunks(70_001).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+            let body = Body::Stream(Box::pin(futures::stream::iter(chunks)));
+            let o = s.put_object("bkt", "stream", req(), body).await.unwrap();
+            assert_eq!(o.etag, md5, "{io:?} {len} bytes streamed");
+            assert_eq!(get(&s, "stream").await.unwrap().1, data);
+            let id = s.create_multipart_upload("bkt", "mp", CreateMultipartRequest::default()).await.unwrap();
+            let chunks: Vec<std::io::Result<Bytes>> =
+                data.chunks(1 << 20).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+            let body = Body::Stream(Box::pin(futures::stream::iter(chunks)));
+            let p = s.upload_part("bkt", "mp", &id, 1, UploadPartRequest::default(), body).await.unwrap();
+            assert_eq!(p.etag, md5, "{io:?} {len} bytes part");
+            s.abort_multipart_upload("bkt", "mp", &id).await.unwrap();
+            let bad = PutObjectRequest { content_md5: Some([0; 16]), ..Default::default() };
+            let e = s.put_object("bkt", "bad", bad, Body::from(data.clone())).await.unwrap_err();
+            assert_eq!(e.code, ErrorCode::BadDigest);
+        }
+        assert!(get(&s, "bad").await.is_err());
+        let tmp: Vec<_> = std::fs::read_dir(root.join("bkt/.s3hpc/tmp")).unwrap().collect();
+        assert!(tmp.is_empty(), "temp files left: {tmp:?}");
+    }
+}
+
+/// Inline mode runs on the calling task: with the runtime's only blocking thread busy, every
+/// kind of call still completes (under Offload they would wait for that thread).
+#[test]
+fn inline_mode_needs_no_blocking_pool() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().max_blocking_threads(1).build().unwrap();
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    rt.block_on(async move {
+        let busy = tokio::task::spawn_blocking(move || wait.recv());
+        let dir = tempfile::tempdir().unwrap();
+        let run = |io: IoMode| {
+            let root = dir.path().join(format!("{io:?}"));
+            async move {
+                let s = PosixStore::open(&root, PosixOptions { io, etag_mode: EtagMode::Md5, ..opts() }).unwrap();
+                s.create_bucket("bkt").await?;
+                put(&s, "k", vec![1u8; 2 << 20]).await?;
+                let chunks: Vec<std::io::Result<Bytes>> = vec![Ok(Bytes::from(vec![2u8; 3 << 20]))];
+                let body = Body::Stream(Box::pin(futures::stream::iter(chunks)));
+                s.put_object("bkt", "s", PutObjectRequest::default(), body).await?;
+                s.head_object("bkt", "k", GetObjectRequest::default()).await?;
+                // (Read the returned file here: `Body::collect` of a file body itself uses the pool.)
+                let o = s.get_object("bkt", "s", GetObjectRequest::default()).await?;
+                let Body::File { file, offset, len } = o.body else { panic!("a file body") };
+                let mut d = vec![0u8; len as usize];
+                std::os::unix::fs::FileExt::read_exact_at(&file, &mut d, offset).unwrap();
+                assert!(d.len() == 3 << 20 && d.iter().all(|b| *b == 2));
+                assert_eq!(keys(&s, "").await, vec!["k".to_string(), "s".to_string()]);
+                s.delete_object("bkt", "k").await?;
+                Ok::<_, Error>(())
+            }
+        };
+        let t = Duration::from_secs(20);
+        tokio::time::timeout(t, run(IoMode::Inline)).await.expect("inline mode waited for the blocking pool").unwrap();
+        let offload = tokio::time::timeout(Duration::from_millis(300), run(IoMode::Offload)).await;
+        assert!(offload.is_err(), "offload mode should need the (busy) blocking pool");
+        release.send(()).unwrap();
+        busy.await.unwrap().unwrap();
+    });
+}
+
+#[test]
+fn io_mode_parse() {
+    assert_eq!(IoMode::parse("inline"), Some(IoMode::Inline));
+    assert_eq!(IoMode::parse(" Offload"), Some(IoMode::Offload));
+    assert_eq!(IoMode::parse("sync"), None);
+    assert_eq!(IoMode::default(), IoMode::Offload);
 }
 
 #[test]
