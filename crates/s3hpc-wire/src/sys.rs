@@ -176,6 +176,32 @@ impl WriteHalf {
         }
     }
 
+    /// Whether the peer has closed the connection (its end of stream is waiting to be read): one
+    /// non-blocking `recv(MSG_PEEK)`, which consumes nothing.
+    pub fn peer_closed(&self) -> bool {
+        let fd = match self {
+            WriteHalf::Unix(w) => w.as_ref().as_raw_fd(),
+            WriteHalf::Tcp(w) => w.as_ref().as_raw_fd(),
+        };
+        let mut b = [0u8; 1];
+        // SAFETY: recv into a 1-byte stack buffer on a descriptor we own; MSG_PEEK leaves the data
+        // (and any attached descriptors) queued for the reader.
+        let n = unsafe { libc::recv(fd, b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        n == 0
+    }
+
+    /// Shut the socket down in both directions (the peer sees end of stream; our reads end).
+    pub fn shutdown_both(&self) {
+        let fd = match self {
+            WriteHalf::Unix(w) => w.as_ref().as_raw_fd(),
+            WriteHalf::Tcp(w) => w.as_ref().as_raw_fd(),
+        };
+        // SAFETY: shutdown(2) on a descriptor we own; errors (already closed) are irrelevant.
+        unsafe {
+            libc::shutdown(fd, libc::SHUT_RDWR);
+        }
+    }
+
     /// Write `data` with `fd` attached (SCM_RIGHTS) to its first byte. Unix sockets only.
     pub async fn send_with_fd(&self, data: &[u8], fd: std::os::fd::RawFd) -> io::Result<()> {
         let WriteHalf::Unix(w) = self else {
