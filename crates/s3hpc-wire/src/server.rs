@@ -198,7 +198,11 @@ impl ServerHandle {
 
 async fn accept(l: &Listener) -> io::Result<Stream> {
     match l {
-        Listener::Unix(l, _) => Ok(Stream::Unix(l.accept().await?.0)),
+        Listener::Unix(l, _) => {
+            let s = l.accept().await?.0;
+            crate::sys::tune_unix(&s);
+            Ok(Stream::Unix(s))
+        }
         Listener::Tcp(l) => {
             let (s, _) = l.accept().await?;
             s.set_nodelay(true)?;
