@@ -177,6 +177,11 @@ async fn suite(name: &str, store: DynStore, large_store: DynStore, a: &Args, row
     let large_keys = 8u64;
     let lconc = a.conc.min(4);
     let store = large_store;
+    // Pre-create the large keys too: with a short --secs a PUT phase may not reach every key.
+    for i in 0..large_keys {
+        let body = Body::from(vec![2u8; large]);
+        store.put_object(bucket, &format!("o{large}/{i}"), PutObjectRequest::default(), body).await.unwrap();
+    }
     let (_, b, s) = phase(&store, bucket, Op::Put, large, lconc, a.secs, large_keys).await;
     rows.push((name.into(), format!("{} MiB PUT MiB/s, conc {lconc}", a.large_mib), b as f64 / s / 1048576.0));
     let (_, b, s) = phase(&store, bucket, Op::Get, large, lconc, a.secs, large_keys).await;
