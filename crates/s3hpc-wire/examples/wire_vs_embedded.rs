@@ -2,8 +2,14 @@
 //!
 //! ```text
 //! cargo run --release -p s3hpc-wire --example wire_vs_embedded -- [--secs 2] [--conc 8] [--large-mib 8]
-//!     [--dir /tmp] [--durability strict|relaxed|none]
+//!     [--dir /tmp] [--durability strict|relaxed|none] [--backend posix|memory|noop]
 //! ```
+//!
+//! `--backend` picks the store behind every target (default posix). `memory` keeps objects in
+//! RAM (bodies are `Bytes`, so large GETs stream as DATA frames); `noop` stores nothing and
+//! answers every GET with one fixed object (4 KiB for the small phases, `--large-mib` for the large
+//! ones, each served by its own servers): both show the protocols' own capacity without the file
+//! system's cost.
 //!
 //! For each target (the posix backend called directly; WireClient over a Unix socket and over TCP
 //! to a server backed by the same kind of posix store; the S3 HTTP gateway `s3hpc-http` with the
@@ -26,6 +32,7 @@ struct Args {
     large_mib: usize,
     dir: std::path::PathBuf,
     durability: s3hpc_posix::Durability,
+    backend: String,
 }
 
 fn args() -> Args {
@@ -35,6 +42,7 @@ fn args() -> Args {
         large_mib: 8,
         dir: std::env::temp_dir(),
         durability: s3hpc_posix::Durability::default(),
+        backend: "posix".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -44,6 +52,10 @@ fn args() -> Args {
             "--conc" => a.conc = v.parse().unwrap(),
             "--large-mib" => a.large_mib = v.parse().unwrap(),
             "--dir" => a.dir = v.into(),
+            "--backend" => {
+                assert!(matches!(v.as_str(), "posix" | "memory" | "noop"), "--backend posix|memory|noop");
+                a.backend = v;
+            }
             "--durability" => {
                 a.durability = match v.as_str() {
                     "strict" => s3hpc_posix::Durability::Strict,
@@ -58,10 +70,17 @@ fn args() -> Args {
     a
 }
 
-fn posix_store(root: &std::path::Path, durability: s3hpc_posix::Durability) -> DynStore {
-    std::fs::create_dir_all(root).unwrap();
-    let opts = s3hpc_posix::PosixOptions { durability, ..Default::default() };
-    Arc::new(s3hpc_posix::PosixStore::open(root, opts).unwrap())
+/// A store of the chosen backend; `object_size` is the noop backend's fixed object.
+fn make_store(a: &Args, root: &std::path::Path, object_size: usize) -> DynStore {
+    match a.backend.as_str() {
+        "memory" => Arc::new(s3hpc_core::memory::MemoryStore::new()),
+        "noop" => Arc::new(s3hpc_core::noop::NoopStore::new(object_size)),
+        _ => {
+            std::fs::create_dir_all(root).unwrap();
+            let opts = s3hpc_posix::PosixOptions { durability: a.durability, ..Default::default() };
+            Arc::new(s3hpc_posix::PosixStore::open(root, opts).unwrap())
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -92,7 +111,13 @@ async fn phase(
             (store.clone(), stop.clone(), ops.clone(), bytes.clone(), data.clone(), bucket.to_string());
         tasks.push(tokio::spawn(async move {
             let mut i = t;
-            while !stop.load(Ordering::Relaxed) {
+            // A deadline rather than only the timer: an embedded noop/memory store never yields,
+            // and busy workers would never drive the timer.
+            let deadline = start + Duration::from_secs_f64(secs);
+            while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                if (i / conc as u64) % 64 == 63 {
+                    tokio::task::yield_now().await; // fairness among the tasks of one worker
+                }
                 let key = format!("o{size}/{}", i % keys);
                 match op {
                     Op::Put => {
@@ -127,9 +152,11 @@ async fn phase(
     (ops.load(Ordering::Relaxed), bytes.load(Ordering::Relaxed), start.elapsed().as_secs_f64())
 }
 
-async fn suite(name: &str, store: DynStore, a: &Args, rows: &mut Vec<(String, String, f64)>) {
+/// `store` serves the 4 KiB phases, `large` the large ones (the same store unless noop).
+async fn suite(name: &str, store: DynStore, large_store: DynStore, a: &Args, rows: &mut Vec<(String, String, f64)>) {
     let bucket = "bench";
     let _ = store.create_bucket(bucket).await;
+    let _ = large_store.create_bucket(bucket).await;
     let small = 4096;
     let large = a.large_mib << 20;
     // Pre-create the small keys so GET/HEAD find them whatever the PUT phase reached.
@@ -143,11 +170,18 @@ async fn suite(name: &str, store: DynStore, a: &Args, rows: &mut Vec<(String, St
     for conc in [1, a.conc] {
         for (op, label) in [(Op::Put, "PUT"), (Op::Get, "GET"), (Op::Head, "HEAD")] {
             let (n, _, s) = phase(&store, bucket, op, small, conc, a.secs, keys).await;
+            eprintln!("{name}: 4 KiB {label} conc {conc}: {:.0} ops/s", n as f64 / s);
             rows.push((name.into(), format!("4 KiB {label} ops/s, conc {conc}"), n as f64 / s));
         }
     }
     let large_keys = 8u64;
     let lconc = a.conc.min(4);
+    let store = large_store;
+    // Pre-create the large keys too: with a short --secs a PUT phase may not reach every key.
+    for i in 0..large_keys {
+        let body = Body::from(vec![2u8; large]);
+        store.put_object(bucket, &format!("o{large}/{i}"), PutObjectRequest::default(), body).await.unwrap();
+    }
     let (_, b, s) = phase(&store, bucket, Op::Put, large, lconc, a.secs, large_keys).await;
     rows.push((name.into(), format!("{} MiB PUT MiB/s, conc {lconc}", a.large_mib), b as f64 / s / 1048576.0));
     let (_, b, s) = phase(&store, bucket, Op::Get, large, lconc, a.secs, large_keys).await;
@@ -156,24 +190,29 @@ async fn suite(name: &str, store: DynStore, a: &Args, rows: &mut Vec<(String, St
     rows.push((name.into(), format!("{} MiB GET MiB/s, conc 1", a.large_mib), b as f64 / s / 1048576.0));
 }
 
-fn main() {
-    let a = args();
-    let tmp = tempfile::tempdir_in(&a.dir).unwrap();
-    let creds = Credentials::new("BENCHKEY", "bench-secret");
+struct Servers {
+    unix: s3hpc_wire::ServerHandle,
+    tcp: s3hpc_wire::ServerHandle,
+    http: std::net::SocketAddr,
+    http_stop: tokio::sync::oneshot::Sender<()>,
+}
 
-    // The server on its own runtime and threads, like a separate process.
-    let server_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let sock = format!("unix://{}", tmp.path().join("wire.sock").display());
-    let served = posix_store(&tmp.path().join("served"), a.durability);
+/// The wire servers (Unix socket and TCP) on one store, the HTTP gateway on another.
+fn start_servers(
+    rt: &tokio::runtime::Runtime,
+    sock: String,
+    served: DynStore,
+    http_store: DynStore,
+    creds: &Credentials,
+) -> Servers {
     let set = Arc::new(CredentialSet::new([creds.clone()]));
-    let (handle, tcp_handle) = server_rt.block_on(async {
+    let (unix, tcp) = rt.block_on(async {
         let u = s3hpc_wire::bind(&sock, served.clone(), set.clone(), ServerOptions::default()).await.unwrap().spawn();
         let t = s3hpc_wire::bind("tcp://127.0.0.1:0", served, set, ServerOptions::default()).await.unwrap().spawn();
         (u, t)
     });
-    let http_store = posix_store(&tmp.path().join("http"), a.durability);
     let (http_stop, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let http_addr = server_rt.block_on(async {
+    let http = rt.block_on(async {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         let cfg = s3hpc_http::Config::new(http_store, CredentialSet::new([creds.clone()]));
@@ -186,37 +225,84 @@ fn main() {
         });
         addr
     });
+    Servers { unix, tcp, http, http_stop }
+}
+
+impl Servers {
+    fn stop(self, rt: &tokio::runtime::Runtime) {
+        rt.block_on(self.unix.shutdown()).unwrap();
+        rt.block_on(self.tcp.shutdown()).unwrap();
+        let _ = self.http_stop.send(());
+    }
+}
+
+fn main() {
+    let a = args();
+    let tmp = tempfile::tempdir_in(&a.dir).unwrap();
+    let creds = Credentials::new("BENCHKEY", "bench-secret");
+    let large = a.large_mib << 20;
+    let noop = a.backend == "noop";
+
+    // The servers on their own runtime and threads, like a separate process.
+    let server_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let served = make_store(&a, &tmp.path().join("served"), 4096);
+    let http_store = make_store(&a, &tmp.path().join("http"), 4096);
+    let small_srv = start_servers(
+        &server_rt,
+        format!("unix://{}", tmp.path().join("wire.sock").display()),
+        served,
+        http_store,
+        &creds,
+    );
+    // noop answers one fixed size: the large phases get servers of their own.
+    let large_srv = noop.then(|| {
+        let s = make_store(&a, tmp.path(), large);
+        let h = make_store(&a, tmp.path(), large);
+        start_servers(&server_rt, format!("unix://{}", tmp.path().join("wire-large.sock").display()), s, h, &creds)
+    });
 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let mut rows = Vec::new();
+    let embedded = "embedded";
     rt.block_on(async {
-        suite("embedded posix", posix_store(&tmp.path().join("embedded"), a.durability), &a, &mut rows).await;
+        let e = make_store(&a, &tmp.path().join("embedded"), 4096);
+        let el = if noop { make_store(&a, tmp.path(), large) } else { e.clone() };
+        suite(embedded, e, el, &a, &mut rows).await;
         let opts = ClientOptions { connections: 2, ..Default::default() };
-        let c = WireClient::connect_with(&handle.url, creds.clone(), opts.clone()).await.unwrap();
-        suite("wire (unix socket)", Arc::new(c), &a, &mut rows).await;
-        let c = WireClient::connect_with(&tcp_handle.url, creds.clone(), opts).await.unwrap();
-        suite("wire (tcp)", Arc::new(c), &a, &mut rows).await;
-        let http = s3hpc_client::S3Client::new(s3hpc_client::ClientConfig {
-            endpoint: format!("http://{http_addr}"),
-            credentials: creds.clone(),
-            region: "us-east-1".into(),
-            virtual_host: false,
-        })
-        .unwrap();
-        suite("http (tcp)", Arc::new(http), &a, &mut rows).await;
+        let wire = |url: String| {
+            let (creds, opts) = (creds.clone(), opts.clone());
+            async move { Arc::new(WireClient::connect_with(&url, creds, opts).await.unwrap()) as DynStore }
+        };
+        let http = |addr: std::net::SocketAddr| {
+            Arc::new(
+                s3hpc_client::S3Client::new(s3hpc_client::ClientConfig {
+                    endpoint: format!("http://{addr}"),
+                    credentials: creds.clone(),
+                    region: "us-east-1".into(),
+                    virtual_host: false,
+                })
+                .unwrap(),
+            ) as DynStore
+        };
+        let l = large_srv.as_ref().unwrap_or(&small_srv);
+        let (s, ls) = (wire(small_srv.unix.url.clone()).await, wire(l.unix.url.clone()).await);
+        suite("wire (unix socket)", s, ls, &a, &mut rows).await;
+        let (s, ls) = (wire(small_srv.tcp.url.clone()).await, wire(l.tcp.url.clone()).await);
+        suite("wire (tcp)", s, ls, &a, &mut rows).await;
+        suite("http (tcp)", http(small_srv.http), http(l.http), &a, &mut rows).await;
     });
-    server_rt.block_on(handle.shutdown()).unwrap();
-    server_rt.block_on(tcp_handle.shutdown()).unwrap();
-    let _ = http_stop.send(());
+    small_srv.stop(&server_rt);
+    if let Some(l) = large_srv {
+        l.stop(&server_rt);
+    }
 
-    println!(
-        "| metric | embedded posix | wire (unix) | wire (tcp) | http (tcp) | wire unix / embedded | wire unix / http |"
-    );
+    println!("backend {}, durability {:?}", a.backend, a.durability);
+    println!("| metric | embedded | wire (unix) | wire (tcp) | http (tcp) | wire unix / embedded | wire unix / http |");
     println!("|---|---|---|---|---|---|---|");
-    let metrics: Vec<String> = rows.iter().filter(|r| r.0 == "embedded posix").map(|r| r.1.clone()).collect::<Vec<_>>();
+    let metrics: Vec<String> = rows.iter().filter(|r| r.0 == embedded).map(|r| r.1.clone()).collect::<Vec<_>>();
     for m in metrics {
         let get = |n: &str| rows.iter().find(|r| r.0 == n && r.1 == m).map(|r| r.2).unwrap_or(f64::NAN);
-        let (e, w, t, h) = (get("embedded posix"), get("wire (unix socket)"), get("wire (tcp)"), get("http (tcp)"));
+        let (e, w, t, h) = (get(embedded), get("wire (unix socket)"), get("wire (tcp)"), get("http (tcp)"));
         println!("| {m} | {e:.0} | {w:.0} | {t:.0} | {h:.0} | {:.2} | {:.2} |", w / e, w / h);
     }
 }

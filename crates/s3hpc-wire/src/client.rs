@@ -35,11 +35,20 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// On Unix sockets: accept large GET bodies as a passed file descriptor (zero copy).
     pub fd_passing: bool,
+    /// Send a request that is safe to repeat (reads, tagging, DeleteObject, unconditional
+    /// PutObject/UploadPart with an in-memory body) once more on a new connection when its
+    /// connection is lost before the answer arrives.
+    pub replay_on_reconnect: bool,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        ClientOptions { connections: 2, connect_timeout: Duration::from_secs(10), fd_passing: true }
+        ClientOptions {
+            connections: 2,
+            connect_timeout: Duration::from_secs(10),
+            fd_passing: true,
+            replay_on_reconnect: true,
+        }
     }
 }
 
@@ -57,8 +66,14 @@ struct Slot {
     reconnect: tokio::sync::Mutex<()>,
 }
 
+const CONN_LOST: &str = "binary protocol connection lost: ";
+
 fn conn_lost(msg: impl std::fmt::Display) -> Error {
-    Error::new(ErrorCode::InternalError, format!("binary protocol connection lost: {msg}"))
+    Error::new(ErrorCode::InternalError, format!("{CONN_LOST}{msg}"))
+}
+
+fn is_conn_lost(e: &Error) -> bool {
+    e.code == ErrorCode::InternalError && e.message.starts_with(CONN_LOST)
 }
 
 impl WireClient {
@@ -80,8 +95,9 @@ impl WireClient {
         Ok(WireClient { endpoint, creds, opts, slots, next: AtomicUsize::new(0) })
     }
 
-    async fn conn(&self) -> Result<Arc<ClientConn>> {
-        let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
+    /// The live connection of slot `i`, reconnecting when it was lost.
+    async fn conn(&self, i: usize) -> Result<Arc<ClientConn>> {
+        let slot = &self.slots[i];
         if let Some(c) = slot.conn.lock().unwrap().as_ref()
             && !c.dead.load(Ordering::Acquire)
         {
@@ -98,8 +114,38 @@ impl WireClient {
         Ok(c)
     }
 
+    /// One call. A request that is safe to repeat ([`Request::replayable`], no streamed body) and
+    /// fails because its connection was lost is sent once more on a fresh connection: the loss
+    /// may have happened before the request was written (a server restart noticed only now).
     async fn call(&self, req: Request, body: Option<Body>, deferred: Option<Arc<OnceLock<String>>>) -> Result<Resp> {
-        self.conn().await?.call(req, body, deferred).await
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let replay_body = match &body {
+            None => Some(None),
+            Some(Body::Empty) => Some(Some(Body::Empty)),
+            Some(Body::Bytes(b)) => Some(Some(Body::Bytes(b.clone()))),
+            Some(_) => None,
+        };
+        let again = match replay_body {
+            Some(b) if deferred.is_none() && self.opts.replay_on_reconnect && req.replayable() => {
+                Some((req.clone(), b))
+            }
+            _ => None,
+        };
+        let mut conn = self.conn(i).await?;
+        if again.is_none() && conn.out.peer_closed() {
+            // Cannot be replayed: make sure it is not written to a connection the server has
+            // already closed (a restart the reader task has not noticed yet).
+            conn.fail_all("the server closed the connection".into());
+            conn = self.conn(i).await?;
+        }
+        match conn.call(req, body, deferred).await {
+            Err(e) if is_conn_lost(&e) && again.is_some() => {
+                let (req, body) = again.unwrap();
+                tracing::debug!(error = %e, "binary protocol: replaying a request on a new connection");
+                self.conn(i).await?.call(req, body, None).await
+            }
+            r => r,
+        }
     }
 
     async fn call_unit(&self, req: Request) -> Result<()> {

@@ -724,6 +724,35 @@ impl Request {
         }
     }
 
+    /// Whether sending this request a second time, after a connection was lost before its
+    /// answer arrived, cannot change the outcome: reads, and writes whose repetition leaves the
+    /// same state (tagging, DeleteObject, unconditional PutObject/UploadPart; their body must be
+    /// replayable too, which the caller checks). CreateBucket, multipart create/complete/abort,
+    /// copies and conditional writes are not replayed: a second attempt could report an error
+    /// for an operation that succeeded.
+    pub fn replayable(&self) -> bool {
+        use Request::*;
+        match self {
+            HeadBucket { .. }
+            | ListBuckets
+            | GetBucketTagging { .. }
+            | PutBucketTagging { .. }
+            | DeleteBucketTagging { .. }
+            | HeadObject { .. }
+            | GetObject { .. }
+            | DeleteObject { .. }
+            | GetObjectTagging { .. }
+            | PutObjectTagging { .. }
+            | DeleteObjectTagging { .. }
+            | ListObjects { .. }
+            | ListParts { .. }
+            | ListUploads { .. }
+            | UploadPart { .. } => true,
+            PutObject { conditions, .. } => conditions.is_empty(),
+            _ => false,
+        }
+    }
+
     /// Whether this opcode carries a body (PutObject, UploadPart).
     pub fn takes_body(&self) -> bool {
         matches!(self, Request::PutObject { .. } | Request::UploadPart { .. })

@@ -198,7 +198,11 @@ impl ServerHandle {
 
 async fn accept(l: &Listener) -> io::Result<Stream> {
     match l {
-        Listener::Unix(l, _) => Ok(Stream::Unix(l.accept().await?.0)),
+        Listener::Unix(l, _) => {
+            let s = l.accept().await?.0;
+            crate::sys::tune_unix(&s);
+            Ok(Stream::Unix(s))
+        }
         Listener::Tcp(l) => {
             let (s, _) = l.accept().await?;
             s.set_nodelay(true)?;
@@ -364,8 +368,10 @@ async fn handle_connection(
     let (out, drain) = crate::writer::writer(w);
     let writer = tokio::spawn(drain);
     let shared = Arc::new(ConnShared { active: Mutex::new(HashMap::new()), inflight: AtomicU32::new(0) });
-    let mut conn = Conn { store, out: out.clone(), shared: shared.clone(), limits, inbound: HashMap::new(), fd_ok };
+    let mut conn =
+        Conn { store, out: out.clone(), shared: shared.clone(), limits, inbound: HashMap::new(), fd_ok, ended: false };
     let res = conn.run(&mut r).await;
+    conn.ended = true;
 
     conn.teardown();
     if let Err(e) = &res {
@@ -422,6 +428,9 @@ struct Conn {
     inbound: HashMap<u32, Inbound>,
     /// The client accepts BODY_FD responses.
     fd_ok: bool,
+    /// `run` returned (the connection ended by itself). If the connection is dropped without
+    /// that (the task was cancelled: server shutdown), the socket is torn down at once.
+    ended: bool,
 }
 
 impl Drop for Conn {
@@ -429,6 +438,11 @@ impl Drop for Conn {
     /// end that the client did not send.
     fn drop(&mut self) {
         self.teardown();
+        if !self.ended {
+            // Handlers may still hold senders (a store call that does not return); the client
+            // must not wait for them to see that the connection is gone.
+            self.out.abort();
+        }
     }
 }
 
@@ -883,7 +897,8 @@ pub fn fuzz_connection(data: &[u8]) {
             let drain = tokio::spawn(drain);
             let shared = Arc::new(ConnShared { active: Mutex::new(HashMap::new()), inflight: AtomicU32::new(0) });
             let limits = Limits { max_data_frame: 4096, initial_window: 16384, max_inflight: 8 };
-            let mut conn = Conn { store, out, shared: shared.clone(), limits, inbound: HashMap::new(), fd_ok: false };
+            let mut conn =
+                Conn { store, out, shared: shared.clone(), limits, inbound: HashMap::new(), fd_ok: false, ended: true };
             let dec = FrameDecoder { max_data: limits.max_data_frame };
             let mut buf = BytesMut::from(data);
             'frames: loop {

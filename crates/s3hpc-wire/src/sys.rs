@@ -41,13 +41,37 @@ impl Endpoint {
 
     pub async fn connect(&self) -> io::Result<Stream> {
         match self {
-            Endpoint::Unix(p) => Ok(Stream::Unix(UnixStream::connect(p).await?)),
+            Endpoint::Unix(p) => {
+                let s = UnixStream::connect(p).await?;
+                tune_unix(&s);
+                Ok(Stream::Unix(s))
+            }
             Endpoint::Tcp(a) => {
                 let s = TcpStream::connect(a).await?;
                 s.set_nodelay(true)?;
                 Ok(Stream::Tcp(s))
             }
         }
+    }
+}
+
+/// Send buffer asked for on Unix stream sockets. The default (`net.core.wmem_default`, usually
+/// 208 KiB) is less than one 1 MiB DATA frame, so a bulk transfer takes several wake-ups of each
+/// side per frame. The kernel caps the value at `net.core.wmem_max`.
+pub const UNIX_SNDBUF: libc::c_int = 2 << 20;
+
+/// Enlarge the send buffer of a Unix stream socket (best effort).
+pub fn tune_unix(s: &UnixStream) {
+    let v: libc::c_int = UNIX_SNDBUF;
+    // SAFETY: setsockopt with a pointer to a c_int of the size passed, on a descriptor we own.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
     }
 }
 
@@ -173,6 +197,32 @@ impl WriteHalf {
         // SAFETY: shutdown(2) on a descriptor we own; errors (already closed) are irrelevant.
         unsafe {
             libc::shutdown(fd, libc::SHUT_WR);
+        }
+    }
+
+    /// Whether the peer has closed the connection (its end of stream is waiting to be read): one
+    /// non-blocking `recv(MSG_PEEK)`, which consumes nothing.
+    pub fn peer_closed(&self) -> bool {
+        let fd = match self {
+            WriteHalf::Unix(w) => w.as_ref().as_raw_fd(),
+            WriteHalf::Tcp(w) => w.as_ref().as_raw_fd(),
+        };
+        let mut b = [0u8; 1];
+        // SAFETY: recv into a 1-byte stack buffer on a descriptor we own; MSG_PEEK leaves the data
+        // (and any attached descriptors) queued for the reader.
+        let n = unsafe { libc::recv(fd, b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        n == 0
+    }
+
+    /// Shut the socket down in both directions (the peer sees end of stream; our reads end).
+    pub fn shutdown_both(&self) {
+        let fd = match self {
+            WriteHalf::Unix(w) => w.as_ref().as_raw_fd(),
+            WriteHalf::Tcp(w) => w.as_ref().as_raw_fd(),
+        };
+        // SAFETY: shutdown(2) on a descriptor we own; errors (already closed) are irrelevant.
+        unsafe {
+            libc::shutdown(fd, libc::SHUT_RDWR);
         }
     }
 

@@ -99,6 +99,25 @@ impl OutTx {
         }
         Ok(())
     }
+
+    /// Whether the peer has closed the connection (see [`WriteHalf::peer_closed`]).
+    pub(crate) fn peer_closed(&self) -> bool {
+        self.0.sock.peer_closed()
+    }
+
+    /// Tear the connection down now (the server is shutting down or the connection task was
+    /// cancelled): drop what is queued, refuse further frames and shut the socket down in both
+    /// directions, so the peer sees the end of the connection at once even while request handlers
+    /// still hold senders.
+    pub(crate) fn abort(&self) {
+        let s = &*self.0;
+        let mut st = s.state.lock().unwrap();
+        st.closed = true;
+        st.queue.clear();
+        drop(st);
+        s.sock.shutdown_both();
+        s.wake.notify_one();
+    }
 }
 
 /// Create the writer for a socket: the sending handle and the drain task to spawn.
@@ -128,6 +147,9 @@ async fn drain_inner(s: &Shared) -> io::Result<()> {
     loop {
         let batch: Vec<Out> = {
             let mut st = s.state.lock().unwrap();
+            if st.closed {
+                return Ok(());
+            }
             if st.busy || st.queue.is_empty() {
                 None
             } else {

@@ -1,0 +1,340 @@
+//! Connection loss and reconnection of `WireClient`: a server restarted on the same Unix socket
+//! path or TCP port is reconnected to by the next request; requests in flight when the server goes
+//! away fail with a clear "connection lost" error (never a hang, never a wrong answer); with no
+//! server at all a request fails within a bounded time.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use s3hpc_core::memory::MemoryStore;
+use s3hpc_core::*;
+use s3hpc_wire::{ServerOptions, WireClient};
+use tokio::sync::Notify;
+
+/// Delegates to an inner store; HEAD of the key `hang` and PUTs of `hang-put` (after the body
+/// started) never return, so a request can be held "in flight" inside the server.
+struct GateStore {
+    inner: DynStore,
+    entered: Notify,
+    hung: AtomicBool,
+}
+
+#[async_trait]
+impl Store for GateStore {
+    async fn create_bucket(&self, bucket: &str) -> Result<()> {
+        self.inner.create_bucket(bucket).await
+    }
+    async fn delete_bucket(&self, bucket: &str) -> Result<()> {
+        self.inner.delete_bucket(bucket).await
+    }
+    async fn head_bucket(&self, bucket: &str) -> Result<()> {
+        self.inner.head_bucket(bucket).await
+    }
+    async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
+        self.inner.list_buckets().await
+    }
+    async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
+        self.inner.get_bucket_tagging(bucket).await
+    }
+    async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
+        self.inner.put_bucket_tagging(bucket, tags).await
+    }
+    async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
+        self.inner.delete_bucket_tagging(bucket).await
+    }
+    async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
+        // The store sees the body; a vanished client must make it fail, never publish.
+        self.inner.put_object(bucket, key, req, body).await
+    }
+    async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
+        self.inner.get_object(bucket, key, req).await
+    }
+    async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
+        if key == "hang" {
+            self.hung.store(true, Ordering::SeqCst);
+            self.entered.notify_one();
+            std::future::pending::<()>().await;
+        }
+        self.inner.head_object(bucket, key, req).await
+    }
+    async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        self.inner.delete_object(bucket, key).await
+    }
+    async fn copy_object(
+        &self,
+        src_bucket: &str,
+        src_key: &str,
+        dst_bucket: &str,
+        dst_key: &str,
+        req: CopyObjectRequest,
+    ) -> Result<PutObjectOutput> {
+        self.inner.copy_object(src_bucket, src_key, dst_bucket, dst_key, req).await
+    }
+    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
+        self.inner.get_object_tagging(bucket, key).await
+    }
+    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
+        self.inner.put_object_tagging(bucket, key, tags).await
+    }
+    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
+        self.inner.delete_object_tagging(bucket, key).await
+    }
+    async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
+        self.inner.list_objects(bucket, req).await
+    }
+    async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
+        self.inner.create_multipart_upload(bucket, key, req).await
+    }
+    async fn upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        req: UploadPartRequest,
+        body: Body,
+    ) -> Result<PartInfo> {
+        self.inner.upload_part(bucket, key, upload_id, part_number, req, body).await
+    }
+    async fn upload_part_copy(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        src_bucket: &str,
+        src_key: &str,
+        src_range: Option<ByteRange>,
+        src_conditions: Conditions,
+    ) -> Result<PartInfo> {
+        self.inner
+            .upload_part_copy(bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions)
+            .await
+    }
+    async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        req: ListPartsRequest,
+    ) -> Result<ListPartsPage> {
+        self.inner.list_parts(bucket, key, upload_id, req).await
+    }
+    async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
+        self.inner.list_multipart_uploads(bucket, req).await
+    }
+    async fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: Vec<CompletePart>,
+        conditions: Conditions,
+    ) -> Result<PutObjectOutput> {
+        self.inner.complete_multipart_upload(bucket, key, upload_id, parts, conditions).await
+    }
+    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+        self.inner.abort_multipart_upload(bucket, key, upload_id).await
+    }
+}
+
+const BOUND: Duration = Duration::from_secs(10);
+
+async fn start_at(url: &str, store: DynStore) -> s3hpc_wire::ServerHandle {
+    let set = Arc::new(CredentialSet::new([common::creds()]));
+    s3hpc_wire::bind(url, store, set, ServerOptions::default()).await.unwrap().spawn()
+}
+
+async fn head_size(c: &WireClient, key: &str) -> Result<u64> {
+    c.head_object("bkt", key, GetObjectRequest::default()).await.map(|i| i.size)
+}
+
+fn assert_conn_lost(r: &Result<impl std::fmt::Debug>) {
+    match r {
+        Err(e) => assert!(e.message.contains("connection lost"), "expected a connection-lost error, got {e}"),
+        Ok(v) => panic!("expected a connection-lost error, got a success: {v:?}"),
+    }
+}
+
+/// A body that sends one chunk and then never ends.
+fn endless_body() -> Body {
+    let first = futures::stream::once(async { Ok::<_, std::io::Error>(Bytes::from(vec![7u8; 100_000])) });
+    Body::Stream(Box::pin(futures::StreamExt::chain(first, futures::stream::pending())))
+}
+
+async fn restart(unix: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let url0 =
+        if unix { format!("unix://{}", dir.path().join("wire.sock").display()) } else { "tcp://127.0.0.1:0".into() };
+    let mem: DynStore = Arc::new(MemoryStore::new());
+    let gate = Arc::new(GateStore { inner: mem.clone(), entered: Notify::new(), hung: AtomicBool::new(false) });
+    let server = start_at(&url0, gate.clone()).await;
+    let url = server.url.clone();
+    let c = Arc::new(common::client(&url).await);
+    c.create_bucket("bkt").await.unwrap();
+    c.put_object("bkt", "a", PutObjectRequest::default(), Body::from(vec![1u8; 1234])).await.unwrap();
+    c.put_object("bkt", "big", PutObjectRequest::default(), Body::from(vec![2u8; 300_000])).await.unwrap();
+
+    // In flight when the server goes away: a HEAD stuck in the store, a streamed PUT whose body
+    // is still open, and a GET whose response body has not been read.
+    let stuck = tokio::spawn({
+        let c = c.clone();
+        async move { head_size(&c, "hang").await }
+    });
+    let upload = tokio::spawn({
+        let c = c.clone();
+        async move { c.put_object("bkt", "partial", PutObjectRequest::default(), endless_body()).await }
+    });
+    let get = c.get_object("bkt", "big", GetObjectRequest { ..Default::default() }).await.unwrap();
+    tokio::time::timeout(BOUND, gate.entered.notified()).await.expect("HEAD never reached the store");
+    assert!(gate.hung.load(Ordering::SeqCst));
+    tokio::time::sleep(Duration::from_millis(50)).await; // let the upload's first DATA frame arrive
+
+    let t = Instant::now();
+    tokio::time::timeout(BOUND, server.shutdown()).await.expect("server shutdown hung").unwrap();
+    let r = tokio::time::timeout(BOUND, stuck).await.expect("in-flight HEAD hung after the server went away");
+    assert_conn_lost(&r.unwrap());
+    let r = tokio::time::timeout(BOUND, upload).await.expect("in-flight PUT hung after the server went away");
+    assert_conn_lost(&r.unwrap());
+    let body = tokio::time::timeout(BOUND, collect(get.body)).await.expect("GET body hung");
+    // The body is either complete (it was sent before the shutdown) or fails; never short.
+    if let Ok(b) = &body {
+        assert_eq!(b.len(), 300_000);
+    }
+    eprintln!("in-flight requests failed {:?} after the shutdown started", t.elapsed());
+
+    // Same endpoint, new server over the same data.
+    let server = start_at(&url, mem.clone()).await;
+    assert_eq!(server.url, url);
+    // Every request after the failure (round-robin over both pooled connections) succeeds.
+    for _ in 0..4 {
+        assert_eq!(head_size(&c, "a").await.unwrap(), 1234);
+    }
+    let o = c.put_object("bkt", "after", PutObjectRequest::default(), Body::from(vec![3u8; 200_000])).await.unwrap();
+    assert_eq!(o.size, 200_000);
+    let b = collect(c.get_object("bkt", "big", GetObjectRequest::default()).await.unwrap().body).await.unwrap();
+    assert_eq!(b, vec![2u8; 300_000]);
+    // The upload cut off by the restart was never published.
+    let e = head_size(&c, "partial").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::NoSuchKey);
+    server.shutdown().await.unwrap();
+}
+
+async fn collect(b: Body) -> std::io::Result<Vec<u8>> {
+    use futures::StreamExt;
+    let mut s = b.into_stream();
+    let mut v = Vec::new();
+    while let Some(c) = s.next().await {
+        v.extend_from_slice(&c?);
+    }
+    Ok(v)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_on_same_unix_path_reconnects() {
+    restart(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_on_same_tcp_port_reconnects() {
+    restart(false).await;
+}
+
+async fn gone(unix: bool) {
+    let mem: DynStore = Arc::new(MemoryStore::new());
+    let run = common::start(mem, unix, ServerOptions::default()).await;
+    let url = run.server.url.clone();
+    let c = common::client(&url).await;
+    c.create_bucket("bkt").await.unwrap();
+    run.server.shutdown().await.unwrap();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let r = tokio::time::timeout(BOUND, c.head_bucket("bkt")).await.expect("request hung with no server");
+        let e = r.unwrap_err();
+        assert!(e.message.contains("connection lost"), "unclear error: {e}");
+        assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_gone_unix_fails_fast() {
+    gone(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_gone_tcp_fails_fast() {
+    gone(false).await;
+}
+
+/// A server that accepts but never answers the handshake: the connect timeout bounds the wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_server_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("silent.sock");
+    let l = tokio::net::UnixListener::bind(&path).unwrap();
+    let _keep = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = l.accept().await {
+            held.push(s);
+        }
+    });
+    let opts = s3hpc_wire::ClientOptions { connect_timeout: Duration::from_millis(300), ..Default::default() };
+    let t = Instant::now();
+    let r = WireClient::connect_with(&format!("unix://{}", path.display()), common::creds(), opts).await;
+    let e = r.err().expect("connect to a silent server succeeded");
+    assert!(e.message.contains("timed out"), "unclear error: {e}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+/// Restart the server again and again and send a request right away, before the client can
+/// have noticed: reads and other replayable requests always succeed (a request written to the
+/// dead connection is sent again on a new one); a non-replayable one (CreateBucket) either
+/// succeeds or fails with the connection-lost error, never anything else.
+async fn rapid_restarts(unix: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let url0 =
+        if unix { format!("unix://{}", dir.path().join("wire.sock").display()) } else { "tcp://127.0.0.1:0".into() };
+    let mem: DynStore = Arc::new(MemoryStore::new());
+    let mut server = start_at(&url0, mem.clone()).await;
+    let url = server.url.clone();
+    let opts = s3hpc_wire::ClientOptions { connections: 1, ..Default::default() };
+    let c = WireClient::connect_with(&url, common::creds(), opts).await.unwrap();
+    c.create_bucket("bkt").await.unwrap();
+    c.put_object("bkt", "a", PutObjectRequest::default(), Body::from(vec![1u8; 77])).await.unwrap();
+    let mut lost = 0;
+    for i in 0..20 {
+        server.shutdown().await.unwrap();
+        server = start_at(&url, mem.clone()).await;
+        if i % 2 == 0 {
+            let r = tokio::time::timeout(BOUND, head_size(&c, "a")).await.expect("HEAD hung");
+            assert_eq!(r.unwrap(), 77, "restart {i}");
+        } else {
+            match tokio::time::timeout(BOUND, c.create_bucket(&format!("bkt{i}"))).await.expect("hung") {
+                Ok(()) => {}
+                Err(e) => {
+                    assert_conn_lost(&Err::<(), _>(e));
+                    lost += 1;
+                }
+            }
+            // Whatever the previous call saw, the connection works now.
+            assert_eq!(head_size(&c, "a").await.unwrap(), 77);
+        }
+    }
+    eprintln!("non-replayable requests that met a dead connection: {lost} of 10");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rapid_restarts_unix() {
+    rapid_restarts(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rapid_restarts_tcp() {
+    rapid_restarts(false).await;
+}
