@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use s3hpc_bench::fault::{FaultKind, FaultStore};
+use s3hpc_bench::fault::{FaultKind, fault_store};
 use s3hpc_bench::runner::RunOpts;
 use s3hpc_bench::stats::{BenchRun, TargetResult};
 use s3hpc_bench::workloads::*;
@@ -329,8 +329,7 @@ async fn faults_stop_the_run_or_are_counted() {
     let wl = Workload::Sweep(SweepOpts { sizes: vec![1024], count: Some(30), duration: None, head: true });
     // Without --keep-going: the first failure stops the run with a message naming target and op.
     let mem: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
-    let faulty: DynStore =
-        Arc::new(FaultStore::new(mem.clone(), &["get"], 3, FaultKind::Fail(ErrorCode::InternalError)));
+    let faulty: DynStore = Arc::new(fault_store(mem.clone(), &["get"], 3, FaultKind::Fail(ErrorCode::InternalError)));
     let r = run_target(faulty, "faulty://", opts(2), None, &wl).await;
     let msg = r.aborted.clone().expect("must abort");
     assert!(msg.contains("faulty://") && msg.contains("get") && msg.contains("injected fault"), "{msg}");
@@ -340,15 +339,14 @@ async fn faults_stop_the_run_or_are_counted() {
 
     // With --keep-going: every failure is counted, the run completes.
     let mem: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
-    let fs =
-        Arc::new(FaultStore::new(mem.clone(), &["get", "head"], 4, FaultKind::Fail(ErrorCode::ServiceUnavailable)));
+    let fs = Arc::new(fault_store(mem.clone(), &["get", "head"], 4, FaultKind::Fail(ErrorCode::ServiceUnavailable)));
     let faulty: DynStore = fs.clone();
     let o = RunOpts { keep_going: true, ..opts(3) };
     let r = run_target(faulty, "faulty://", o, None, &wl).await;
     assert!(r.aborted.is_none(), "{:?}", r.aborted);
     let counted: u64 = r.phases.iter().map(|p| p.errors).sum();
-    assert_eq!(counted, fs.injected());
-    assert_eq!(r.errors, fs.injected());
+    assert_eq!(counted, fs.hook().injected());
+    assert_eq!(r.errors, fs.hook().injected());
     assert_eq!(counted, 15, "60 get+head calls, every 4th fails");
     assert_eq!(phase(&r, "get", 1024).ops + phase(&r, "get", 1024).errors, 30);
     assert!(!r.error_samples.is_empty() && r.error_samples[0].contains("ServiceUnavailable"));
@@ -356,7 +354,7 @@ async fn faults_stop_the_run_or_are_counted() {
 
     // A hanging request hits the timeout instead of hanging the benchmark.
     let mem: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
-    let faulty: DynStore = Arc::new(FaultStore::new(mem.clone(), &["put"], 5, FaultKind::Hang));
+    let faulty: DynStore = Arc::new(fault_store(mem.clone(), &["put"], 5, FaultKind::Hang));
     let o = RunOpts { timeout: Duration::from_millis(200), ..opts(2) };
     let t0 = std::time::Instant::now();
     let r = run_target(faulty, "hang://", o, None, &wl).await;
@@ -366,8 +364,7 @@ async fn faults_stop_the_run_or_are_counted() {
 
     // Failing setup (bucket creation) is reported as such.
     let mem: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
-    let faulty: DynStore =
-        Arc::new(FaultStore::new(mem, &["create-bucket"], 1, FaultKind::Fail(ErrorCode::AccessDenied)));
+    let faulty: DynStore = Arc::new(fault_store(mem, &["create-bucket"], 1, FaultKind::Fail(ErrorCode::AccessDenied)));
     let r = run_target(faulty, "denied://", opts(1), None, &wl).await;
     let msg = r.aborted.expect("must abort");
     assert!(msg.contains("create-bucket") && msg.contains("AccessDenied"), "{msg}");

@@ -7,6 +7,7 @@ pub mod body;
 pub mod checksum;
 pub mod creds;
 pub mod error;
+pub mod hooked;
 pub mod listing;
 pub mod memory;
 pub mod multipart;

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use s3hpc_core::hooked::{Hook, HookedStore, Op};
 use s3hpc_core::memory::MemoryStore;
 use s3hpc_core::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -13,125 +14,21 @@ use tokio::net::{TcpListener, TcpStream};
 const AK: &str = "testkey";
 const SK: &str = "testsecret";
 
-/// The memory store with a slow CompleteMultipartUpload (everything else delegated).
-struct SlowComplete(DynStore, Duration);
+/// Makes CompleteMultipartUpload slow (everything else goes straight to the inner store).
+struct SlowComplete(Duration);
 
 #[async_trait::async_trait]
-impl s3hpc_core::Store for SlowComplete {
-    async fn create_bucket(&self, bucket: &str) -> Result<()> {
-        self.0.create_bucket(bucket).await
-    }
-    async fn delete_bucket(&self, bucket: &str) -> Result<()> {
-        self.0.delete_bucket(bucket).await
-    }
-    async fn head_bucket(&self, bucket: &str) -> Result<()> {
-        self.0.head_bucket(bucket).await
-    }
-    async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
-        self.0.list_buckets().await
-    }
-    async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
-        self.0.get_bucket_tagging(bucket).await
-    }
-    async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
-        self.0.put_bucket_tagging(bucket, tags).await
-    }
-    async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
-        self.0.delete_bucket_tagging(bucket).await
-    }
-    async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
-        self.0.put_object(bucket, key, req, body).await
-    }
-    async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
-        self.0.get_object(bucket, key, req).await
-    }
-    async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
-        self.0.head_object(bucket, key, req).await
-    }
-    async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
-        self.0.delete_object(bucket, key).await
-    }
-    async fn copy_object(
-        &self,
-        src_bucket: &str,
-        src_key: &str,
-        dst_bucket: &str,
-        dst_key: &str,
-        req: CopyObjectRequest,
-    ) -> Result<PutObjectOutput> {
-        self.0.copy_object(src_bucket, src_key, dst_bucket, dst_key, req).await
-    }
-    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
-        self.0.get_object_tagging(bucket, key).await
-    }
-    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
-        self.0.put_object_tagging(bucket, key, tags).await
-    }
-    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
-        self.0.delete_object_tagging(bucket, key).await
-    }
-    async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
-        self.0.list_objects(bucket, req).await
-    }
-    async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
-        self.0.create_multipart_upload(bucket, key, req).await
-    }
-    async fn upload_part(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        req: UploadPartRequest,
-        body: Body,
-    ) -> Result<PartInfo> {
-        self.0.upload_part(bucket, key, upload_id, part_number, req, body).await
-    }
-    async fn upload_part_copy(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        src_bucket: &str,
-        src_key: &str,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
-    ) -> Result<PartInfo> {
-        self.0
-            .upload_part_copy(bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions)
-            .await
-    }
-    async fn list_parts(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        req: ListPartsRequest,
-    ) -> Result<ListPartsPage> {
-        self.0.list_parts(bucket, key, upload_id, req).await
-    }
-    async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
-        self.0.list_multipart_uploads(bucket, req).await
-    }
-    async fn complete_multipart_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        parts: Vec<CompletePart>,
-        conditions: Conditions,
-    ) -> Result<PutObjectOutput> {
-        tokio::time::sleep(self.1).await;
-        self.0.complete_multipart_upload(bucket, key, upload_id, parts, conditions).await
-    }
-    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
-        self.0.abort_multipart_upload(bucket, key, upload_id).await
+impl Hook for SlowComplete {
+    async fn before(&self, op: Op, _bucket: &str, _key: &str) -> Result<()> {
+        if op == Op::CompleteMultipartUpload {
+            tokio::time::sleep(self.0).await;
+        }
+        Ok(())
     }
 }
 
 async fn start(delay: Duration, keepalive_after: Duration) -> std::net::SocketAddr {
-    let store: DynStore = Arc::new(SlowComplete(Arc::new(MemoryStore::new()), delay));
+    let store: DynStore = Arc::new(HookedStore::new(Arc::new(MemoryStore::new()), SlowComplete(delay)));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut cfg = s3hpc_http::Config::new(store, CredentialSet::new([Credentials::new(AK, SK)]));

@@ -11,135 +11,28 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use s3hpc_core::hooked::{Hook, HookedStore, Op};
 use s3hpc_core::memory::MemoryStore;
 use s3hpc_core::*;
 use s3hpc_wire::{ServerOptions, WireClient};
 use tokio::sync::Notify;
 
-/// Delegates to an inner store; HEAD of the key `hang` and PUTs of `hang-put` (after the body
-/// started) never return, so a request can be held "in flight" inside the server.
-struct GateStore {
-    inner: DynStore,
+/// HEAD of the key `hang` never returns, so a request can be held "in flight" inside the server
+/// (every other call goes through to the inner store).
+struct Gate {
     entered: Notify,
     hung: AtomicBool,
 }
 
 #[async_trait]
-impl Store for GateStore {
-    async fn create_bucket(&self, bucket: &str) -> Result<()> {
-        self.inner.create_bucket(bucket).await
-    }
-    async fn delete_bucket(&self, bucket: &str) -> Result<()> {
-        self.inner.delete_bucket(bucket).await
-    }
-    async fn head_bucket(&self, bucket: &str) -> Result<()> {
-        self.inner.head_bucket(bucket).await
-    }
-    async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
-        self.inner.list_buckets().await
-    }
-    async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
-        self.inner.get_bucket_tagging(bucket).await
-    }
-    async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
-        self.inner.put_bucket_tagging(bucket, tags).await
-    }
-    async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
-        self.inner.delete_bucket_tagging(bucket).await
-    }
-    async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
-        // The store sees the body; a vanished client must make it fail, never publish.
-        self.inner.put_object(bucket, key, req, body).await
-    }
-    async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
-        self.inner.get_object(bucket, key, req).await
-    }
-    async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
-        if key == "hang" {
+impl Hook for Gate {
+    async fn before(&self, op: Op, _bucket: &str, key: &str) -> Result<()> {
+        if op == Op::HeadObject && key == "hang" {
             self.hung.store(true, Ordering::SeqCst);
             self.entered.notify_one();
             std::future::pending::<()>().await;
         }
-        self.inner.head_object(bucket, key, req).await
-    }
-    async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
-        self.inner.delete_object(bucket, key).await
-    }
-    async fn copy_object(
-        &self,
-        src_bucket: &str,
-        src_key: &str,
-        dst_bucket: &str,
-        dst_key: &str,
-        req: CopyObjectRequest,
-    ) -> Result<PutObjectOutput> {
-        self.inner.copy_object(src_bucket, src_key, dst_bucket, dst_key, req).await
-    }
-    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
-        self.inner.get_object_tagging(bucket, key).await
-    }
-    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
-        self.inner.put_object_tagging(bucket, key, tags).await
-    }
-    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
-        self.inner.delete_object_tagging(bucket, key).await
-    }
-    async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
-        self.inner.list_objects(bucket, req).await
-    }
-    async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
-        self.inner.create_multipart_upload(bucket, key, req).await
-    }
-    async fn upload_part(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        req: UploadPartRequest,
-        body: Body,
-    ) -> Result<PartInfo> {
-        self.inner.upload_part(bucket, key, upload_id, part_number, req, body).await
-    }
-    async fn upload_part_copy(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        src_bucket: &str,
-        src_key: &str,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
-    ) -> Result<PartInfo> {
-        self.inner
-            .upload_part_copy(bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions)
-            .await
-    }
-    async fn list_parts(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        req: ListPartsRequest,
-    ) -> Result<ListPartsPage> {
-        self.inner.list_parts(bucket, key, upload_id, req).await
-    }
-    async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
-        self.inner.list_multipart_uploads(bucket, req).await
-    }
-    async fn complete_multipart_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        parts: Vec<CompletePart>,
-        conditions: Conditions,
-    ) -> Result<PutObjectOutput> {
-        self.inner.complete_multipart_upload(bucket, key, upload_id, parts, conditions).await
-    }
-    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
-        self.inner.abort_multipart_upload(bucket, key, upload_id).await
+        Ok(())
     }
 }
 
@@ -172,7 +65,7 @@ async fn restart(unix: bool) {
     let url0 =
         if unix { format!("unix://{}", dir.path().join("wire.sock").display()) } else { "tcp://127.0.0.1:0".into() };
     let mem: DynStore = Arc::new(MemoryStore::new());
-    let gate = Arc::new(GateStore { inner: mem.clone(), entered: Notify::new(), hung: AtomicBool::new(false) });
+    let gate = Arc::new(HookedStore::new(mem.clone(), Gate { entered: Notify::new(), hung: AtomicBool::new(false) }));
     let server = start_at(&url0, gate.clone()).await;
     let url = server.url.clone();
     let c = Arc::new(common::client(&url).await);
@@ -191,8 +84,8 @@ async fn restart(unix: bool) {
         async move { c.put_object("bkt", "partial", PutObjectRequest::default(), endless_body()).await }
     });
     let get = c.get_object("bkt", "big", GetObjectRequest { ..Default::default() }).await.unwrap();
-    tokio::time::timeout(BOUND, gate.entered.notified()).await.expect("HEAD never reached the store");
-    assert!(gate.hung.load(Ordering::SeqCst));
+    tokio::time::timeout(BOUND, gate.hook().entered.notified()).await.expect("HEAD never reached the store");
+    assert!(gate.hook().hung.load(Ordering::SeqCst));
     tokio::time::sleep(Duration::from_millis(50)).await; // let the upload's first DATA frame arrive
 
     let t = Instant::now();
