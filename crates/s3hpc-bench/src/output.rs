@@ -216,20 +216,24 @@ pub fn to_csv(run: &BenchRun) -> String {
     };
     for r in &run.results {
         for p in &r.phases {
-            let mut f = vec![
-                csv_field(&r.target),
-                csv_field(&r.workload),
-                csv_field(&p.name),
-                csv_field(&p.op),
-                p.object_size.to_string(),
-                p.concurrency.to_string(),
-                p.ops.to_string(),
-                p.bytes.to_string(),
-                p.errors.to_string(),
-                format!("{:.6}", p.seconds),
-                format!("{:.3}", p.ops_per_sec),
-                format!("{:.3}", p.mib_per_sec),
-            ];
+            // The columns every row starts with; the counts are the aggregate's or one rank's.
+            let head = |ops: u64, bytes: u64, errors: u64, seconds: f64, ops_s: f64, mib_s: f64| {
+                vec![
+                    csv_field(&r.target),
+                    csv_field(&r.workload),
+                    csv_field(&p.name),
+                    csv_field(&p.op),
+                    p.object_size.to_string(),
+                    p.concurrency.to_string(),
+                    ops.to_string(),
+                    bytes.to_string(),
+                    errors.to_string(),
+                    format!("{seconds:.6}"),
+                    format!("{ops_s:.3}"),
+                    format!("{mib_s:.3}"),
+                ]
+            };
+            let mut f = head(p.ops, p.bytes, p.errors, p.seconds, p.ops_per_sec, p.mib_per_sec);
             f.extend(lat(&p.latency, true));
             f.extend(lat(&p.ttfb, false));
             f.push(String::new());
@@ -257,20 +261,7 @@ pub fn to_csv(run: &BenchRun) -> String {
             s.push('\n');
             // Each rank's own figures: the same phase with `rank` set (aggregate rows have it empty).
             for rf in &p.per_rank {
-                let mut f = vec![
-                    csv_field(&r.target),
-                    csv_field(&r.workload),
-                    csv_field(&p.name),
-                    csv_field(&p.op),
-                    p.object_size.to_string(),
-                    p.concurrency.to_string(),
-                    rf.ops.to_string(),
-                    rf.bytes.to_string(),
-                    rf.errors.to_string(),
-                    format!("{:.6}", rf.seconds),
-                    format!("{:.3}", rf.ops_per_sec),
-                    format!("{:.3}", rf.mib_per_sec),
-                ];
+                let mut f = head(rf.ops, rf.bytes, rf.errors, rf.seconds, rf.ops_per_sec, rf.mib_per_sec);
                 f.extend(std::iter::repeat_n(String::new(), 16));
                 f.push(rf.rank.to_string());
                 f.extend(std::iter::repeat_n(String::new(), 7));
