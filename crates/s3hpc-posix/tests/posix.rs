@@ -416,9 +416,15 @@ async fn fresh_large_directory_is_cached_on_local_file_systems() {
     }
     // A whole-second mtime (as on file systems with coarse timestamps) less than 2 s old: not
     // cached, whatever the file system type says.
+    // The mtime is the current whole second, set early in that second, so it is well under 2 s
+    // old when the listing runs (an older one would rightly be cached).
     let d = root.join("bkt/d");
-    let whole = SystemTime::UNIX_EPOCH
-        + Duration::from_secs(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs() - 1);
+    let mut now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap();
+    if now.subsec_millis() > 300 {
+        std::thread::sleep(Duration::from_millis(1005 - u64::from(now.subsec_millis())));
+        now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap();
+    }
+    let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(now.as_secs());
     std::fs::File::open(&d).unwrap().set_modified(whole).unwrap();
     std::thread::sleep(Duration::from_millis(250));
     assert_eq!(keys(&s, "d/").await.len(), 600);
