@@ -404,10 +404,7 @@ impl Inner {
     /// May a record of a file with this ctime be cached? Only once a later change would get a
     /// later ctime (see `walk::DirCache` for the windows).
     fn settled(&self, dev: u64, ctime_ns: i64) -> bool {
-        // Whole-second timestamps (ext4 with 128-byte inodes, ...) show as nanoseconds 0.
-        let fine = ctime_ns.rem_euclid(1_000_000_000) != 0;
-        let window = if dev == self.root_dev && self.root_local && fine { 100_000_000 } else { 2_000_000_000 };
-        now_ns().saturating_sub(ctime_ns) > window
+        walk::settled(ctime_ns, now_ns(), || dev == self.root_dev && self.root_local)
     }
 
     /// The valid record of a regular file from the cache, or read with `xattr` (cached when it

@@ -51,6 +51,16 @@ const RACY_NS: i64 = 2_000_000_000;
 /// files from the coarse clock) has passed, so 100 ms is ample.
 const RACY_LOCAL_NS: i64 = 100_000_000;
 
+/// Has timestamp `ts_ns` settled at `now_ns`, so that any later change of the file gets a later
+/// timestamp (and a cache keyed by it cannot miss the change)? `local` tells whether the file
+/// system is local with fine timestamps from this host's clock (asked only when it matters).
+pub(crate) fn settled(ts_ns: i64, now_ns: i64, local: impl FnOnce() -> bool) -> bool {
+    let age = now_ns.saturating_sub(ts_ns);
+    // Whole-second timestamps (ext4 with 128-byte inodes, ...) show as nanoseconds 0.
+    let fine = ts_ns.rem_euclid(1_000_000_000) != 0;
+    age > RACY_NS || (age > RACY_LOCAL_NS && fine && local())
+}
+
 struct Cached {
     stamp: (i64, u64),
     entries: Arc<Vec<Entry>>,
@@ -116,13 +126,7 @@ impl DirCache {
         }
         v.sort_unstable_by(|a, b| sort_key(a).cmp(sort_key(b)));
         let v = Arc::new(v);
-        let old_enough = || {
-            let age = now - stamp.0;
-            // Whole-second timestamps (ext4 with 128-byte inodes, ...) show as nanoseconds 0.
-            let fine = stamp.0.rem_euclid(1_000_000_000) != 0;
-            age > RACY_NS || (age > RACY_LOCAL_NS && fine && crate::sys::local_fine_timestamps(dir))
-        };
-        if v.len() >= CACHE_MIN_ENTRIES && old_enough() {
+        if v.len() >= CACHE_MIN_ENTRIES && settled(stamp.0, now, || crate::sys::local_fine_timestamps(dir)) {
             let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
             map.insert(dir.to_path_buf(), Cached { stamp, entries: v.clone(), used: tick });
             loop {
