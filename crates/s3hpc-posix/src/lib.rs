@@ -1685,7 +1685,7 @@ impl Store for PosixStore {
                         st.dev,
                         st.ino,
                         stamp,
-                        || sys::get_xattr_at(fd, at.name, &at.path()),
+                        || sys::get_xattr_at(fd, at.name, || at.path()),
                         || s.sidecar_path(&bdir, key, st.ino),
                     )
                     .ok()

@@ -7,7 +7,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The one extended attribute that carries an object's metadata.
 pub const XATTR_NAME: &[u8] = b"user.s3hpc\0";
@@ -270,8 +270,9 @@ struct XattrArgs {
 }
 
 /// The record xattr of `name` in the open directory `dir` (`getxattrat`, relative to the
-/// directory); falls back to `getxattr` on `full` on kernels without it or for large values.
-pub fn get_xattr_at(dir: &File, name: &str, full: &Path) -> io::Result<Option<Vec<u8>>> {
+/// directory); falls back to `getxattr` on the path `full()` on kernels without it or for large
+/// values (the path is built only then).
+pub fn get_xattr_at(dir: &File, name: &str, full: impl FnOnce() -> PathBuf) -> io::Result<Option<Vec<u8>>> {
     use std::sync::atomic::Ordering;
     if !NO_GETXATTRAT.load(Ordering::Relaxed) {
         let mut buf = vec![0u8; 256];
@@ -305,7 +306,7 @@ pub fn get_xattr_at(dir: &File, name: &str, full: &Path) -> io::Result<Option<Ve
             }
         }
     }
-    get_xattr(full)
+    get_xattr(&full())
 }
 
 /// Is `dir` on a local file system known to keep nanosecond timestamps from this host's clock
