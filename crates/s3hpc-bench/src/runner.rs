@@ -380,6 +380,25 @@ impl Ctx {
     /// Run one timed phase: `concurrency` tasks each calling `f` until `limit` is reached.
     /// Operation errors are counted; without `--keep-going` the first one stops the phase and
     /// is returned as an error naming target, phase and operation.
+    /// A phase of PUTs of `size`-byte objects named `name_of(g)` (under this run's prefix), `g`
+    /// being the phase-wide iteration number: how every workload creates its objects.
+    pub async fn put_phase(
+        &self,
+        phase: &str,
+        size: u64,
+        concurrency: usize,
+        limit: Limit,
+        name_of: impl Fn(u64) -> String + Send + Sync + 'static,
+    ) -> anyhow::Result<PhaseOutcome> {
+        let c = self.clone();
+        let name_of = Arc::new(name_of);
+        let f = op_fn(move |it: Iter| {
+            let (c, name_of) = (c.clone(), name_of.clone());
+            async move { vec![c.put("put", c.key(&name_of(it.g)), size).await] }
+        });
+        self.run_phase(phase, size, concurrency, limit, f).await
+    }
+
     pub async fn run_phase(
         &self,
         name: &str,

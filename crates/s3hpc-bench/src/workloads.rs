@@ -79,19 +79,7 @@ pub async fn sweep(ctx: &Ctx, o: &SweepOpts, out: &mut WorkOut) -> anyhow::Resul
             // Duration mode: still bound what one size may store (memory targets).
             limit.count = Some((MAX_STORED / size.max(1)).max(2));
         }
-        let c = ctx.clone();
-        let put = ctx
-            .run_phase(
-                "put",
-                size,
-                conc,
-                limit.clone(),
-                op_fn(move |it: Iter| {
-                    let c = c.clone();
-                    async move { vec![c.put("put", c.key(&format!("sweep/{size}/{}", it.g)), size).await] }
-                }),
-            )
-            .await?;
+        let put = ctx.put_phase("put", size, conc, limit.clone(), move |g| format!("sweep/{size}/{g}")).await?;
         let n = put.total_iters().max(1);
         out.push_all(put.phases);
         let c = ctx.clone();
@@ -175,20 +163,9 @@ pub async fn speedtest(ctx: &Ctx, o: &SpeedtestOpts, out: &mut WorkOut) -> anyho
     let size = o.size;
     for round in 1..=o.max_rounds {
         let prefix = format!("speedtest/r{round}/");
-        let c = ctx.clone();
         let p = prefix.clone();
-        let put = ctx
-            .run_phase(
-                &format!("round{round}-put"),
-                size,
-                conc,
-                Limit { count: Some((MAX_STORED / size.max(1)).max(1)), duration: Some(o.round), per_task: None },
-                op_fn(move |it: Iter| {
-                    let (c, p) = (c.clone(), p.clone());
-                    async move { vec![c.put("put", c.key(&format!("{p}{}", it.g)), size).await] }
-                }),
-            )
-            .await?;
+        let limit = Limit { count: Some((MAX_STORED / size.max(1)).max(1)), duration: Some(o.round), per_task: None };
+        let put = ctx.put_phase(&format!("round{round}-put"), size, conc, limit, move |g| format!("{p}{g}")).await?;
         let n = put.total_iters().max(1);
         let put_mib: f64 = put.phases.iter().map(|p| p.mib_per_sec).sum();
         let put_err: u64 = put.phases.iter().map(|p| p.errors).sum();
@@ -279,19 +256,7 @@ pub async fn crud(ctx: &Ctx, o: &CrudOpts, out: &mut WorkOut) -> anyhow::Result<
     }
     ctx.coord.agree("crud bucket", r.map_err(|e| e.to_string())).await?;
     let own = if rank != 0 { ctx.ensure_bucket().await? } else { false };
-    let c = ctx.clone();
-    let up = ctx
-        .run_phase(
-            "upload",
-            size,
-            conc,
-            Limit::count(o.count),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                async move { vec![c.put("put", c.key(&format!("ossperf/{:06}", it.g)), size).await] }
-            }),
-        )
-        .await?;
+    let up = ctx.put_phase("upload", size, conc, Limit::count(o.count), |g| format!("ossperf/{g:06}")).await?;
     let t_up = up.seconds;
     out.push_all(up.phases);
     let t0 = Instant::now();
@@ -875,19 +840,8 @@ impl Default for RateOpts {
 pub async fn rate(ctx: &Ctx, o: &RateOpts, out: &mut WorkOut) -> anyhow::Result<()> {
     let size = o.size;
     let objects = o.max_concurrency.max(1) as u64;
-    let c = ctx.clone();
-    let pre = ctx
-        .run_phase(
-            "prepare",
-            size,
-            ctx.opts.concurrency,
-            Limit::count(objects),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                async move { vec![c.put("put", c.key(&format!("rate/{}", it.g)), size).await] }
-            }),
-        )
-        .await?;
+    let pre =
+        ctx.put_phase("prepare", size, ctx.opts.concurrency, Limit::count(objects), |g| format!("rate/{g}")).await?;
     out.push_all(pre.phases);
     let mut conc = 1usize;
     let mut best = (0.0f64, 0usize);
@@ -978,19 +932,8 @@ struct MixTask {
 pub async fn mixed(ctx: &Ctx, o: &MixedOpts, out: &mut WorkOut) -> anyhow::Result<()> {
     let size = o.size;
     let n = o.objects.max(1);
-    let c = ctx.clone();
-    let pre = ctx
-        .run_phase(
-            "populate",
-            size,
-            ctx.opts.concurrency,
-            Limit::count(n),
-            op_fn(move |it: Iter| {
-                let c = c.clone();
-                async move { vec![c.put("put", c.key(&format!("mixed/base/{}", it.g)), size).await] }
-            }),
-        )
-        .await?;
+    let pre =
+        ctx.put_phase("populate", size, ctx.opts.concurrency, Limit::count(n), |g| format!("mixed/base/{g}")).await?;
     out.push_all(pre.phases);
     let conc = ctx.opts.concurrency;
     let state: Arc<Vec<Mutex<MixTask>>> = Arc::new((0..conc).map(|_| Mutex::default()).collect());
