@@ -192,12 +192,19 @@ pub struct Common {
     /// No progress display.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    #[arg(long, env = "AWS_ACCESS_KEY_ID", hide_env_values = true)]
+    /// Access key. Credentials are taken, first match wins, from: --access-key/--secret-key
+    /// (+ --session-token); --profile; AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (+
+    /// AWS_SESSION_TOKEN); the AWS_PROFILE (else `default`) profile of the credentials file
+    /// (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials). That is the AWS CLI's order.
+    #[arg(long)]
     pub access_key: Option<String>,
-    #[arg(long, env = "AWS_SECRET_ACCESS_KEY", hide_env_values = true)]
+    #[arg(long)]
     pub secret_key: Option<String>,
-    /// Profile of ~/.aws/credentials to take keys from when none are given.
-    #[arg(long, env = "AWS_PROFILE")]
+    /// Session token of temporary credentials (sent as x-amz-security-token).
+    #[arg(long)]
+    pub session_token: Option<String>,
+    /// Profile of the AWS credentials file to take keys from (beats the AWS_* key variables).
+    #[arg(long)]
     pub profile: Option<String>,
     #[arg(long, env = "AWS_REGION", default_value = "us-east-1")]
     pub region: String,
@@ -278,16 +285,16 @@ impl Common {
 
     /// Keys from the flags/environment, else from the `~/.aws/credentials` profile.
     pub fn target_opts(&self) -> TargetOpts {
-        let credentials = match (&self.access_key, &self.secret_key) {
-            (Some(a), Some(s)) => Some(s3hpc_core::Credentials::new(a, s)),
-            _ => {
-                let profile = self.profile.clone().unwrap_or_else(|| "default".into());
-                std::env::var_os("HOME")
-                    .map(|h| PathBuf::from(h).join(".aws/credentials"))
-                    .and_then(|p| std::fs::read_to_string(p).ok())
-                    .and_then(|t| crate::target::profile_credentials(&t, &profile))
-            }
-        };
+        let credentials = crate::target::resolve_credentials(
+            &crate::target::CredentialFlags {
+                access_key: self.access_key.clone(),
+                secret_key: self.secret_key.clone(),
+                session_token: self.session_token.clone(),
+                profile: self.profile.clone(),
+            },
+            |k| std::env::var(k).ok().filter(|v| !v.is_empty()),
+            |p| std::fs::read_to_string(p).ok(),
+        );
         TargetOpts {
             credentials,
             region: self.region.clone(),

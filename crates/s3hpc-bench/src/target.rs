@@ -113,10 +113,46 @@ pub async fn open(spec: &str, opts: &TargetOpts) -> anyhow::Result<DynStore> {
     })
 }
 
-/// Read `aws_access_key_id` / `aws_secret_access_key` of `profile` from an AWS credentials file.
+/// Credentials given on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct CredentialFlags {
+    pub access_key: Option<String>,
+    pub secret_key: Option<String>,
+    pub session_token: Option<String>,
+    pub profile: Option<String>,
+}
+
+/// The AWS CLI's order: key flags, then an explicit `--profile`, then the `AWS_*` key
+/// variables, then the `AWS_PROFILE` (else `default`) profile of the credentials file.
+/// `env` looks up a variable (None when unset or empty); `read` reads a file.
+pub fn resolve_credentials(
+    flags: &CredentialFlags,
+    env: impl Fn(&str) -> Option<String>,
+    read: impl Fn(&std::path::Path) -> Option<String>,
+) -> Option<Credentials> {
+    let from_profile = |profile: &str| {
+        let file = env("AWS_SHARED_CREDENTIALS_FILE")
+            .map(PathBuf::from)
+            .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".aws/credentials")))?;
+        profile_credentials(&read(&file)?, profile)
+    };
+    if let (Some(a), Some(s)) = (&flags.access_key, &flags.secret_key) {
+        return Some(Credentials::new(a, s).with_session_token(flags.session_token.clone()));
+    }
+    if let Some(p) = &flags.profile {
+        return from_profile(p);
+    }
+    if let (Some(a), Some(s)) = (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) {
+        return Some(Credentials::new(a, s).with_session_token(env("AWS_SESSION_TOKEN")));
+    }
+    from_profile(&env("AWS_PROFILE").unwrap_or_else(|| "default".into()))
+}
+
+/// Read `aws_access_key_id` / `aws_secret_access_key` (and `aws_session_token`, if any) of
+/// `profile` from an AWS credentials file.
 pub fn profile_credentials(text: &str, profile: &str) -> Option<Credentials> {
     let mut cur = String::new();
-    let (mut ak, mut sk) = (None, None);
+    let (mut ak, mut sk, mut tok) = (None, None, None);
     for line in text.lines() {
         let line = line.trim();
         if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
@@ -133,11 +169,12 @@ pub fn profile_credentials(text: &str, profile: &str) -> Option<Credentials> {
             match k.trim() {
                 "aws_access_key_id" => ak = Some(v.trim().to_string()),
                 "aws_secret_access_key" => sk = Some(v.trim().to_string()),
+                "aws_session_token" => tok = Some(v.trim().to_string()),
                 _ => {}
             }
         }
     }
-    Some(Credentials::new(ak?, sk?))
+    Some(Credentials::new(ak?, sk?).with_session_token(tok))
 }
 
 #[cfg(test)]
@@ -162,5 +199,55 @@ mod tests {
         assert_eq!(profile_credentials(text, "default").unwrap(), Credentials::new("A1", "S1"));
         assert_eq!(profile_credentials(text, "other").unwrap(), Credentials::new("A2", "S2"));
         assert!(profile_credentials(text, "none").is_none());
+        let t = "[tmp]\naws_access_key_id=A3\naws_secret_access_key=S3\naws_session_token=T3\n";
+        assert_eq!(profile_credentials(t, "tmp").unwrap().session_token.as_deref(), Some("T3"));
+    }
+
+    #[test]
+    fn credential_precedence() {
+        use std::collections::HashMap;
+        let file = "[default]\naws_access_key_id=FD\naws_secret_access_key=SD\n\
+                    [p]\naws_access_key_id=FP\naws_secret_access_key=SP\naws_session_token=TP\n";
+        let resolve = |flags: CredentialFlags, vars: &[(&str, &str)]| {
+            let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            resolve_credentials(
+                &flags,
+                |k| vars.get(k).cloned(),
+                |p| (p == std::path::Path::new("/h/.aws/credentials")).then(|| file.to_string()),
+            )
+        };
+        let env_keys =
+            [("HOME", "/h"), ("AWS_ACCESS_KEY_ID", "EA"), ("AWS_SECRET_ACCESS_KEY", "ES"), ("AWS_PROFILE", "p")];
+        // Key flags beat everything.
+        let flags = CredentialFlags {
+            access_key: Some("KA".into()),
+            secret_key: Some("KS".into()),
+            profile: Some("p".into()),
+            ..Default::default()
+        };
+        assert_eq!(resolve(flags, &env_keys).unwrap().access_key, "KA");
+        // An explicit --profile beats the AWS_* key variables.
+        let c = resolve(CredentialFlags { profile: Some("p".into()), ..Default::default() }, &env_keys).unwrap();
+        assert_eq!((c.access_key.as_str(), c.session_token.as_deref()), ("FP", Some("TP")));
+        // The key variables beat AWS_PROFILE, and carry AWS_SESSION_TOKEN.
+        let mut v = env_keys.to_vec();
+        v.push(("AWS_SESSION_TOKEN", "ET"));
+        let c = resolve(CredentialFlags::default(), &v).unwrap();
+        assert_eq!((c.access_key.as_str(), c.session_token.as_deref()), ("EA", Some("ET")));
+        // No keys: AWS_PROFILE, else default; a missing profile gives nothing.
+        assert_eq!(
+            resolve(CredentialFlags::default(), &[("HOME", "/h"), ("AWS_PROFILE", "p")]).unwrap().access_key,
+            "FP"
+        );
+        assert_eq!(resolve(CredentialFlags::default(), &[("HOME", "/h")]).unwrap().access_key, "FD");
+        assert!(resolve(CredentialFlags::default(), &[("HOME", "/h"), ("AWS_PROFILE", "zz")]).is_none());
+        // AWS_SHARED_CREDENTIALS_FILE moves the file.
+        assert!(
+            resolve(
+                CredentialFlags::default(),
+                &[("HOME", "/x"), ("AWS_SHARED_CREDENTIALS_FILE", "/h/.aws/credentials")]
+            )
+            .is_some()
+        );
     }
 }

@@ -8,17 +8,30 @@ use std::collections::HashMap;
 pub struct Credentials {
     pub access_key: String,
     pub secret_key: String,
+    /// Temporary-credential session token (AWS STS). Clients send it as
+    /// `x-amz-security-token` (signed); s3hpc's own servers never issue one.
+    pub session_token: Option<String>,
 }
 
 impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials").field("access_key", &self.access_key).field("secret_key", &"<redacted>").finish()
+        f.debug_struct("Credentials")
+            .field("access_key", &self.access_key)
+            .field("secret_key", &"<redacted>")
+            .field("session_token", &self.session_token.as_ref().map(|_| "<redacted>"))
+            .finish()
     }
 }
 
 impl Credentials {
     pub fn new(access_key: impl Into<String>, secret_key: impl Into<String>) -> Self {
-        Credentials { access_key: access_key.into(), secret_key: secret_key.into() }
+        Credentials { access_key: access_key.into(), secret_key: secret_key.into(), session_token: None }
+    }
+
+    /// The same key pair with a session token (temporary credentials); empty means none.
+    pub fn with_session_token(mut self, token: Option<String>) -> Self {
+        self.session_token = token.filter(|t| !t.is_empty());
+        self
     }
 
     /// A fresh random key pair: 20-character upper-case access key, 40-character secret.
@@ -31,7 +44,7 @@ impl Credentials {
             |set: &[u8], n: usize| -> String { (0..n).map(|_| set[rng.random_range(0..set.len())] as char).collect() };
         let access_key = format!("S3HPC{}", pick(AK, 15));
         let secret_key = pick(SK, 40);
-        Credentials { access_key, secret_key }
+        Credentials { access_key, secret_key, session_token: None }
     }
 }
 

@@ -199,6 +199,11 @@ pub fn sign_with_seed(
     if let Ok(v) = HeaderValue::from_str(payload_sha256) {
         headers.insert(HeaderName::from_static("x-amz-content-sha256"), v);
     }
+    if let Some(t) = &creds.session_token
+        && let Ok(v) = HeaderValue::from_str(t)
+    {
+        headers.insert(HeaderName::from_static("x-amz-security-token"), v);
+    }
     let mut names: Vec<&str> = headers.keys().map(|k| k.as_str()).filter(|n| !UNSIGNED_HEADERS.contains(n)).collect();
     names.sort_unstable();
     names.dedup();
@@ -251,6 +256,10 @@ pub fn presign(
         "X-Amz-Algorithm={ALGORITHM}&X-Amz-Credential={}&X-Amz-Date={amz}&X-Amz-Expires={expires}&X-Amz-SignedHeaders=host",
         uri_encode(&format!("{}/{scope}", creds.access_key), false)
     ));
+    if let Some(t) = &creds.session_token {
+        query.push_str("&X-Amz-Security-Token=");
+        query.push_str(&uri_encode(t, false));
+    }
     let host = uri.authority().map(|a| a.as_str()).unwrap_or("");
     let mut headers = http::HeaderMap::new();
     if let Ok(v) = http::HeaderValue::from_str(host) {

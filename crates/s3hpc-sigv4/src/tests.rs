@@ -229,6 +229,42 @@ fn sign_verify_roundtrip_and_tampering() {
 }
 
 #[test]
+fn session_token_is_sent_and_signed() {
+    let now = SystemTime::now();
+    let tok = "FwoGZXIvYXdzE/token+with=odd/chars";
+    let c = creds().with_session_token(Some(tok.into()));
+    let u: http::Uri = "/bucket/key".parse().unwrap();
+    let mut h = http::HeaderMap::new();
+    h.insert("host", "127.0.0.1:9000".parse().unwrap());
+    sign(&http::Method::GET, &u, &mut h, &c, "us-east-1", UNSIGNED_PAYLOAD, now);
+    assert_eq!(h.get("x-amz-security-token").unwrap(), tok);
+    let auth = h.get("authorization").unwrap().to_str().unwrap().to_string();
+    assert!(auth.contains("x-amz-security-token"), "{auth}");
+    let mut p = parts("GET", "/bucket/key", &[]);
+    p.headers = h;
+    verify(&p, &set(), now).expect("a signed token header verifies");
+    let mut t = p.clone();
+    t.headers.insert("x-amz-security-token", "other".parse().unwrap());
+    assert_eq!(verify(&t, &set(), now).unwrap_err().code, ErrorCode::SignatureDoesNotMatch);
+    // Without a token nothing is added.
+    let mut h = http::HeaderMap::new();
+    sign(&http::Method::GET, &u, &mut h, &creds(), "us-east-1", UNSIGNED_PAYLOAD, now);
+    assert!(h.get("x-amz-security-token").is_none());
+
+    // Presigned: the token is a signed query parameter.
+    let base: http::Uri = "http://127.0.0.1:9000/bucket/key".parse().unwrap();
+    let url = presign(&http::Method::GET, &base, &c, "us-east-1", Duration::from_secs(60), now);
+    assert!(url.contains("X-Amz-Security-Token=FwoGZXIvYXdzE%2Ftoken%2Bwith%3Dodd%2Fchars"), "{url}");
+    let pq = url.parse::<http::Uri>().unwrap().path_and_query().unwrap().as_str().to_string();
+    verify(&parts("GET", &pq, &[("host", "127.0.0.1:9000")]), &set(), now).expect("presigned with token verifies");
+    let bad = pq.replace("X-Amz-Security-Token=FwoG", "X-Amz-Security-Token=XwoG");
+    assert_eq!(
+        verify(&parts("GET", &bad, &[("host", "127.0.0.1:9000")]), &set(), now).unwrap_err().code,
+        ErrorCode::SignatureDoesNotMatch
+    );
+}
+
+#[test]
 fn auth_errors() {
     let now = t0();
     let base = [("host", "h"), ("x-amz-date", "20130524T000000Z"), ("x-amz-content-sha256", UNSIGNED_PAYLOAD)];

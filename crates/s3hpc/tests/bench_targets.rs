@@ -627,6 +627,26 @@ fn credentials_from_aws_profile() {
     // A profile that does not exist: no credentials, and how to give them.
     let out = run(&["--profile", "missing"]);
     assert!(!out.status.success() && text(&out.stderr).contains("no credentials"), "{}", text(&out.stderr));
+    // An explicit --profile beats key variables in the environment (the AWS CLI's order), and
+    // key variables with a session token work (the token header is signed and sent).
+    let with_env = |extra: &[&str], ak: &str, sk: &str| {
+        Command::new(BIN)
+            .args(["bench", "crud", "-t", &http, "-n", "3", "-s", "1KiB", "-q"])
+            .args(extra)
+            .env("HOME", &home)
+            .env("AWS_ACCESS_KEY_ID", ak)
+            .env("AWS_SECRET_ACCESS_KEY", sk)
+            .env("AWS_SESSION_TOKEN", "temporary/token+1")
+            .env_remove("AWS_PROFILE")
+            .output()
+            .unwrap()
+    };
+    let out = with_env(&["--profile", "bench"], "NOSUCHKEY", "nope");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = with_env(&[], AK, SK);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = with_env(&[], "NOSUCHKEY", "nope");
+    assert!(text(&out.stderr).contains("InvalidAccessKeyId"), "{}", text(&out.stderr));
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
