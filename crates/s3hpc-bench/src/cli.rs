@@ -214,6 +214,14 @@ pub struct Common {
     /// Durability of file:// targets: strict, relaxed or none (default: the backend's).
     #[arg(long)]
     pub durability: Option<String>,
+    /// ETag mode of file:// targets: md5 (default) or fast.
+    #[arg(long)]
+    pub etag: Option<String>,
+    /// Where file:// targets do their file I/O: offload (Tokio's blocking pool, the default,
+    /// as the gateways do) or inline (on the calling task, as the libs3 library does; with
+    /// -c above the runtime's worker count, requests then wait for each other).
+    #[arg(long)]
+    pub io: Option<String>,
     /// PEM file of CA certificates https:// targets trust besides the system's roots.
     #[arg(long, env = "AWS_CA_BUNDLE")]
     pub ca_bundle: Option<PathBuf>,
@@ -300,6 +308,8 @@ impl Common {
             region: self.region.clone(),
             virtual_host: self.virtual_host,
             durability: self.durability.clone(),
+            etag: self.etag.clone(),
+            io: self.io.clone(),
             tls: s3hpc_client::TlsOptions {
                 ca_bundle: self.ca_bundle.clone().filter(|p| !p.as_os_str().is_empty()),
                 insecure: self.insecure,

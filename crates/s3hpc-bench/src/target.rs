@@ -13,6 +13,10 @@ pub struct TargetOpts {
     pub virtual_host: bool,
     /// Durability of the embedded posix backend (`strict`, `relaxed`, `none`); its default if unset.
     pub durability: Option<String>,
+    /// ETag mode of the embedded posix backend (`md5`, `fast`).
+    pub etag: Option<String>,
+    /// I/O mode of the embedded posix backend (`offload`, `inline`).
+    pub io: Option<String>,
     /// TLS of `https://` targets: extra CA bundle, or no verification at all.
     pub tls: s3hpc_client::TlsOptions,
 }
@@ -83,6 +87,14 @@ pub async fn open(spec: &str, opts: &TargetOpts) -> anyhow::Result<DynStore> {
             if let Some(d) = &opts.durability {
                 po.durability = s3hpc_posix::Durability::parse(d)
                     .ok_or_else(|| anyhow::anyhow!("--durability {d:?}: expected strict, relaxed or none"))?;
+            }
+            if let Some(e) = &opts.etag {
+                po.etag_mode = s3hpc_core::EtagMode::parse(e)
+                    .ok_or_else(|| anyhow::anyhow!("--etag {e:?}: expected md5 or fast"))?;
+            }
+            if let Some(m) = &opts.io {
+                po.io = s3hpc_posix::IoMode::parse(m)
+                    .ok_or_else(|| anyhow::anyhow!("--io {m:?}: expected offload or inline"))?;
             }
             std::fs::create_dir_all(&root)
                 .map_err(|e| anyhow::anyhow!("target {spec}: cannot create {}: {e}", root.display()))?;

@@ -150,3 +150,38 @@ fn bench_reports_wrong_credentials_and_unreachable_endpoint() {
     assert!(err.contains("http://127.0.0.1:9") && err.contains("create-bucket"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--etag` and `--io` configure file:// targets: the kept objects carry fast ETags (not MD5
+/// shaped), the inline run verifies its reads, and bad values are refused by name.
+#[test]
+fn embedded_target_etag_and_io_modes() {
+    use s3hpc_core::Store;
+    let dir = tmp("modes");
+    let root = dir.join("emb");
+    let file_t = format!("file://{}", root.display());
+    let run = |extra: &[&str]| {
+        // speedtest keeps its objects with --keep (sweep deletes them in its own phase).
+        let mut a = vec!["speedtest", "-t", &file_t, "--size", "4KiB", "--round", "200ms", "--max-rounds", "1"];
+        a.extend_from_slice(&["-q", "--bucket", "modes"]);
+        a.extend_from_slice(extra);
+        bench(&a, SK)
+    };
+    let out = run(&["--etag", "fast", "--io", "inline", "--verify", "--keep", "--durability", "none"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let store = s3hpc_posix::PosixStore::open(&root, s3hpc_posix::PosixOptions::default()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let req = s3hpc_core::types::ListObjectsRequest { max_keys: 1000, ..Default::default() };
+    let listed = rt.block_on(store.list_objects("modes", req)).unwrap();
+    assert!(!listed.objects.is_empty(), "--keep kept the objects");
+    for o in &listed.objects {
+        // Fast ETags are XXH3-128 hex with a `-1` suffix; MD5 ones are 32 hex digits.
+        assert!(o.etag.trim_matches('"').ends_with("-1"), "fast ETag expected, got {}", o.etag);
+    }
+    for (flag, bad) in [("--etag", "sha1"), ("--io", "sideways")] {
+        let out = run(&[flag, bad]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag) && err.contains(bad), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
