@@ -9,16 +9,16 @@ use bytes::Bytes;
 use futures::StreamExt;
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
-use hyper::body::Incoming;
+
 use s3hpc_core::checksum::{checksum_of, parse_content_md5};
 use s3hpc_core::names::{MAX_BUCKET_TAGS, MAX_OBJECT_TAGS, check_bucket_name_for_access, validate_tags};
 use s3hpc_core::*;
 use s3hpc_sigv4::{Payload, TrailerSink, Verified};
 
-use crate::body::{RespBody, incoming_stream};
+use crate::body::{ReqBody, RespBody, incoming_stream};
 use crate::util::{Query, decode_path, http_date, iso8601, parse_tagging_header, url_encode_key};
 use crate::xml::{self, DECL, NS, checksum_element, elem, escape_into};
-use crate::{Auth, State, to_s3};
+use crate::{Auth, State};
 
 type Resp = Response<RespBody>;
 
@@ -76,7 +76,7 @@ fn store<'a>(r: &'a Req<'a>) -> &'a DynStore {
 pub(crate) async fn dispatch(
     st: &State,
     parts: &Parts,
-    body: Incoming,
+    body: ReqBody,
     rid: u64,
     op: &mut &'static str,
 ) -> Result<Resp> {
@@ -121,7 +121,7 @@ pub(crate) async fn dispatch(
     if r.key.is_empty() { bucket_op(&r, body, op).await } else { object_op(&r, body, op).await }
 }
 
-async fn bucket_op(r: &Req<'_>, body: Incoming, op: &mut &'static str) -> Result<Resp> {
+async fn bucket_op(r: &Req<'_>, body: ReqBody, op: &mut &'static str) -> Result<Resp> {
     let q = &r.q;
     let unsupported = BUCKET_UNSUPPORTED.iter().copied().find(|s| q.has(s));
     match r.parts.method {
@@ -253,7 +253,7 @@ fn bucket_config_get(r: &Req, sub: &str) -> Result<Resp> {
     }
 }
 
-async fn object_op(r: &Req<'_>, body: Incoming, op: &mut &'static str) -> Result<Resp> {
+async fn object_op(r: &Req<'_>, body: ReqBody, op: &mut &'static str) -> Result<Resp> {
     validate_key_for_request(&r.key)?;
     let q = &r.q;
     let unsupported = OBJECT_UNSUPPORTED.iter().copied().find(|s| q.has(s));
@@ -551,7 +551,7 @@ fn content_length(r: &Req) -> Result<Option<u64>> {
 }
 
 /// The request body as the store reads it (de-chunked and verified by the SigV4 layer).
-fn body_stream(r: &Req, body: Incoming, trailer: Option<TrailerSink>) -> ByteStream {
+fn body_stream(r: &Req, body: ReqBody, trailer: Option<TrailerSink>) -> ByteStream {
     let raw = incoming_stream(body, r.st.cfg.body_idle_timeout);
     match &r.verified {
         Some(v) => s3hpc_sigv4::verified_body(v, raw, trailer),
@@ -569,7 +569,7 @@ const SMALL_BODY: u64 = 256 * 1024;
 /// stay in the kernel's socket buffers.
 async fn object_body(
     r: &Req<'_>,
-    body: Incoming,
+    body: ReqBody,
     sink: Option<TrailerSink>,
     len: u64,
 ) -> Result<(Body, Option<tokio::sync::OwnedSemaphorePermit>)> {
@@ -589,7 +589,7 @@ async fn object_body(
 
 /// Read a small request body (XML documents), verifying Content-MD5 and checksum headers or
 /// trailers when present; `require_digest` demands one of them (as DeleteObjects does).
-async fn small_body(r: &Req<'_>, body: Incoming, require_digest: bool) -> Result<Bytes> {
+async fn small_body(r: &Req<'_>, body: ReqBody, require_digest: bool) -> Result<Bytes> {
     let h = &r.parts.headers;
     let md5 = hdr(h, "content-md5").map(parse_content_md5).transpose()?;
     let (ck, sink) = checksum_request(h)?;
@@ -642,7 +642,7 @@ async fn list_buckets(r: &Req<'_>) -> Result<Resp> {
     Ok(xml_ok(s))
 }
 
-async fn create_bucket(r: &Req<'_>, body: Incoming) -> Result<Resp> {
+async fn create_bucket(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let h = &r.parts.headers;
     if hdr(h, "x-amz-bucket-object-lock-enabled").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         return Err(Error::not_implemented("object lock is not supported"));
@@ -657,7 +657,7 @@ async fn create_bucket(r: &Req<'_>, body: Incoming) -> Result<Resp> {
     Ok(empty_ok().header(header::LOCATION, hval(&format!("/{}", r.bucket))?).body(RespBody::Empty).unwrap())
 }
 
-async fn delete_objects(r: &Req<'_>, body: Incoming) -> Result<Resp> {
+async fn delete_objects(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let data = small_body(r, body, true).await?;
     let req = xml::parse_delete_objects(&data)?;
     store(r).head_bucket(&r.bucket).await?;
@@ -847,7 +847,7 @@ async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
 
 // ---- objects ----
 
-async fn put_object(r: &Req<'_>, body: Incoming) -> Result<Resp> {
+async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let h = &r.parts.headers;
     refuse_unsupported_write_headers(h)?;
     let content_length = content_length(r)?;
@@ -909,7 +909,7 @@ async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
     } else {
         let out = store(r).get_object(&r.bucket, &r.key, req).await?;
         let len = out.range.map_or(out.info.size, |(_, l)| l);
-        let body = RespBody::from_store(out.body).await.map_err(to_s3)?.with_len(len);
+        let body = RespBody::from_store(out.body).with_len(len);
         (out.info, out.range, body)
     };
     let len = served.map_or(info.size, |(_, l)| l);
@@ -1154,7 +1154,7 @@ async fn create_multipart(r: &Req<'_>) -> Result<Resp> {
     Ok(resp)
 }
 
-async fn upload_part(r: &Req<'_>, body: Incoming) -> Result<Resp> {
+async fn upload_part(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let h = &r.parts.headers;
     let id = upload_id(r)?;
     let n = part_number(r)?;
@@ -1214,7 +1214,7 @@ async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
 /// Whitespace sent while a long CompleteMultipartUpload runs, once per this interval.
 const COMPLETE_KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-async fn complete_multipart(r: &Req<'_>, id: &str, body: Incoming) -> Result<Resp> {
+async fn complete_multipart(r: &Req<'_>, id: &str, body: ReqBody) -> Result<Resp> {
     let h = &r.parts.headers;
     let data = small_body(r, body, false).await?;
     let parts = xml::parse_complete_multipart_upload(&data)?;

@@ -1,4 +1,4 @@
-//! The s3hpc S3 HTTP gateway: a hyper HTTP/1.1 server that maps S3 REST requests onto any
+//! The s3hpc S3 HTTP gateway: an HTTP/1.1 server (our own connection engine, [`conn`]) that maps S3 REST requests onto any
 //! [`s3hpc_core::Store`].
 //!
 //! ```ignore
@@ -11,7 +11,6 @@
 //! the store through [`s3hpc_sigv4::verified_body`]; every error is an S3 XML error document
 //! carrying the request id.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
@@ -19,18 +18,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Method, Response, StatusCode};
-use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use s3hpc_core::{CredentialSet, DynStore, Error};
 use tokio::net::TcpListener;
 
 pub mod body;
+mod conn;
 mod handler;
 pub mod util;
 pub mod xml;
 
-pub use body::RespBody;
+pub use body::{ReqBody, RespBody};
 
 /// How requests are authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,8 +59,9 @@ pub struct Config {
     /// Large uploads (PUT / UploadPart bodies above 256 KiB) streamed at once; more wait, their
     /// bytes held back by TCP. Bounds memory under many concurrent uploads.
     pub max_concurrent_uploads: usize,
-    /// Largest read buffer hyper keeps per connection (it grows up to this while a body
-    /// streams). Bounds memory per connection under many concurrent uploads.
+    /// Largest request head accepted (at least 8 KiB) and size of the pieces a request body is
+    /// read in (128 KiB by default: the posix store's write batch, so pieces reach the file
+    /// without another copy). Bounds memory per connection under many concurrent uploads.
     pub read_buffer_max: usize,
     /// A CompleteMultipartUpload still running after this long answers `200 OK` at once and
     /// sends a space every second until its result (or error) document follows, as AWS does, so
@@ -84,7 +82,7 @@ impl Config {
             header_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(20),
             max_concurrent_uploads: 64,
-            read_buffer_max: 64 * 1024,
+            read_buffer_max: 128 * 1024,
             complete_keepalive_after: Duration::from_secs(1),
         }
     }
@@ -119,13 +117,11 @@ impl State {
 }
 
 /// Serve S3 on `listener` until `shutdown` completes, then stop accepting and wait (up to
-/// `shutdown_grace`) for the requests in flight.
+/// `shutdown_grace`) for the requests in flight. Connections are run by our own HTTP/1.1 engine
+/// ([`conn`]), which sends file bodies with `sendfile(2)`.
 pub async fn serve(listener: TcpListener, cfg: Config, shutdown: impl Future<Output = ()>) -> io::Result<()> {
     let state = Arc::new(State::new(cfg));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.keep_alive(true).timer(TokioTimer::new()).header_read_timeout(state.cfg.header_timeout).max_headers(200);
-    builder.max_buf_size(state.cfg.read_buffer_max.max(8192));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -140,35 +136,28 @@ pub async fn serve(listener: TcpListener, cfg: Config, shutdown: impl Future<Out
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let st = state.clone();
-                let svc = service_fn(move |req| {
-                    let st = st.clone();
-                    async move { Ok::<_, Infallible>(handle(st, req).await) }
-                });
-                let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!("connection ended: {e}");
-                    }
-                });
+                tokio::spawn(conn::serve_conn(state.clone(), stream, stop_rx.clone()));
             }
             _ = &mut shutdown => break,
         }
     }
     drop(listener);
+    drop(stop_rx);
+    let _ = stop_tx.send(true);
+    // Every connection holds a receiver until it ends: idle ones end at once, busy ones after
+    // their response.
     tokio::select! {
-        _ = graceful.shutdown() => {}
+        _ = stop_tx.closed() => {}
         _ = tokio::time::sleep(state.cfg.shutdown_grace) => tracing::warn!("shutdown grace period over; closing"),
     }
     Ok(())
 }
 
-async fn handle(state: Arc<State>, req: http::Request<Incoming>) -> Response<RespBody> {
+pub(crate) async fn handle(state: &State, parts: http::request::Parts, body: ReqBody) -> Response<RespBody> {
     let start = Instant::now();
     let rid = state.request_id();
-    let (parts, body) = req.into_parts();
     let mut op = "Unknown";
-    let result = handler::dispatch(&state, &parts, body, rid, &mut op).await;
+    let result = handler::dispatch(state, &parts, body, rid, &mut op).await;
     let is_head = parts.method == Method::HEAD;
     let mut resp = match result {
         Ok(r) => r,
@@ -248,11 +237,6 @@ pub(crate) fn error_xml(s: &mut String, code: &str, message: &str, resource: Opt
     xml::elem(s, "RequestId", &format!("{rid:016X}"));
     xml::elem(s, "HostId", &format!("{rid:016X}"));
     s.push_str("</Error>");
-}
-
-/// Turn any error into the S3 error it carries.
-pub(crate) fn to_s3(e: io::Error) -> Error {
-    Error::from(e)
 }
 
 #[cfg(test)]
