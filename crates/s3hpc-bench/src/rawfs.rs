@@ -404,13 +404,12 @@ impl Store for RawFsStore {
         not_impl("ListMultipartUploads")
     }
 
-    async fn complete_multipart_upload(
+    async fn complete_multipart_upload_with(
         &self,
         _bucket: &str,
         _key: &str,
         _upload_id: &str,
-        _parts: Vec<CompletePart>,
-        _conditions: Conditions,
+        _req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
         not_impl("CompleteMultipartUpload")
     }

@@ -929,6 +929,9 @@ impl Store for S3Client {
         if let Some(a) = req.checksum_algorithm {
             r = r.h("x-amz-checksum-algorithm", a.as_str())?;
         }
+        if let Some(t) = req.checksum_type {
+            r = r.h("x-amz-checksum-type", t.as_str())?;
+        }
         r.not_found = ErrorCode::NoSuchBucket;
         let (_, n) = self.send_xml(r).await?;
         n.text_of("UploadId")
@@ -1037,6 +1040,7 @@ impl Store for S3Client {
             })
             .collect();
         let is_truncated = n.bool_of("IsTruncated");
+        let checksum_algorithm = n.text_of("ChecksumAlgorithm").and_then(|a| ChecksumAlgorithm::parse(a.trim()));
         Ok(ListPartsPage {
             parts,
             is_truncated,
@@ -1045,7 +1049,11 @@ impl Store for S3Client {
             } else {
                 None
             },
-            checksum_algorithm: n.text_of("ChecksumAlgorithm").and_then(ChecksumAlgorithm::parse),
+            checksum_algorithm,
+            // A server that predates checksum types sends none: its uploads are COMPOSITE.
+            checksum_type: checksum_algorithm.map(|_| {
+                n.text_of("ChecksumType").and_then(|t| ChecksumType::parse(t.trim())).unwrap_or(ChecksumType::Composite)
+            }),
         })
     }
 
@@ -1091,14 +1099,14 @@ impl Store for S3Client {
         })
     }
 
-    async fn complete_multipart_upload(
+    async fn complete_multipart_upload_with(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
-        parts: Vec<CompletePart>,
-        conditions: Conditions,
+        req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
+        let CompleteMultipartRequest { parts, conditions, checksum, checksum_type } = req;
         let mut doc = String::with_capacity(64 + parts.len() * 96);
         doc.push_str("<CompleteMultipartUpload>");
         for p in &parts {
@@ -1115,6 +1123,13 @@ impl Store for S3Client {
         let mut r = Req::new(Method::POST, Some(bucket), Some(key)).q("uploadId", Some(upload_id)).xml_body(doc)?;
         r.not_found = ErrorCode::NoSuchUpload;
         add_conditions(&mut r.headers, &conditions, "")?;
+        // On a complete these headers speak of the whole object, not of the XML document.
+        if let Some(c) = &checksum {
+            r = r.h(c.algorithm.header_name(), &c.value)?;
+        }
+        if let Some(t) = checksum_type {
+            r = r.h("x-amz-checksum-type", t.as_str())?;
+        }
         let (_, n) = self.send_xml(r).await?;
         let etag = n.text_of("ETag").unwrap_or("").trim().trim_matches('"').to_string();
         let head = self.head_size(bucket, key).await?;

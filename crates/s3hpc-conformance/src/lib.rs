@@ -76,6 +76,7 @@ cases!(
     multipart_happy_path,
     multipart_errors,
     multipart_listing,
+    multipart_checksum_types,
     upload_part_copy,
 );
 
@@ -938,7 +939,12 @@ async fn multipart_happy_path(s: DynStore, c: Caps, b: String) -> R {
     let mut meta = ObjectMeta { content_type: Some("application/x-test".into()), ..Default::default() };
     meta.user.insert("mp".into(), "yes".into());
     let tags = vec![("mp".to_string(), "1".to_string())];
-    let req = CreateMultipartRequest { meta: meta.clone(), tags: tags.clone(), checksum_algorithm: None };
+    let req = CreateMultipartRequest {
+        meta: meta.clone(),
+        tags: tags.clone(),
+        checksum_algorithm: None,
+        checksum_type: None,
+    };
     let id = ok(s.create_multipart_upload(&b, "mp", req).await, "create upload")?;
     let id2 = ok(s.create_multipart_upload(&b, "mp", CreateMultipartRequest::default()).await, "second upload")?;
     ensure!(id != id2 && id.len() >= 16, "upload ids not unique or too short: {id} {id2}");
@@ -1166,6 +1172,103 @@ async fn multipart_listing(s: DynStore, _c: Caps, b: String) -> R {
     for (k, id) in ids {
         ok(s.abort_multipart_upload(&b, k, &id).await, "abort")?;
     }
+    Ok(())
+}
+
+/// Multipart checksum types: FULL_OBJECT uploads (CRC32, CRC32C; CRC64NVME always) end with the
+/// CRC of the whole object, COMPOSITE ones with the checksum of the part checksums plus `-N`;
+/// ListParts and HEAD report the type; the whole-object checksum a complete expects is verified
+/// (`BadDigest`: nothing published, the upload stays); unsupported combinations are refused.
+async fn multipart_checksum_types(s: DynStore, _c: Caps, b: String) -> R {
+    use ChecksumAlgorithm as A;
+    use ChecksumType as T;
+    ok(s.create_bucket(&b).await, "create")?;
+    let (p1, p2) = (pattern(21, 5 * MIB + 1), pattern(22, 777));
+    let whole = [&p1[..], &p2[..]].concat();
+    let cases = [
+        (A::Crc32, Some(T::FullObject), T::FullObject),
+        (A::Crc32c, Some(T::FullObject), T::FullObject),
+        (A::Crc64Nvme, None, T::FullObject),
+        (A::Crc64Nvme, Some(T::FullObject), T::FullObject),
+        (A::Crc32c, None, T::Composite),
+        (A::Sha256, Some(T::Composite), T::Composite),
+    ];
+    for (i, (alg, ty, want_type)) in cases.into_iter().enumerate() {
+        let key = format!("ck{i}-{}", alg.as_str());
+        let what = format!("{} {:?}", alg.as_str(), ty);
+        let req = CreateMultipartRequest { checksum_algorithm: Some(alg), checksum_type: ty, ..Default::default() };
+        let id = ok(s.create_multipart_upload(&b, &key, req).await, &format!("create {what}"))?;
+        // Part 1 carries the client's value, part 2 only gets the upload's algorithm.
+        let with_value =
+            ChecksumRequest { algorithm: alg, expected: Some(Expected::Known(checksum_of(alg, &p1).value)) };
+        let r1 = UploadPartRequest { checksum: Some(with_value), ..Default::default() };
+        let i1 = ok(s.upload_part(&b, &key, &id, 1, r1, Body::from(p1.clone())).await, &format!("part 1 {what}"))?;
+        let i2 = ok(
+            s.upload_part(&b, &key, &id, 2, UploadPartRequest::default(), Body::from(p2.clone())).await,
+            &format!("part 2 {what}"),
+        )?;
+        ensure_eq!(i1.checksum, Some(checksum_of(alg, &p1)));
+        ensure_eq!(i2.checksum, Some(checksum_of(alg, &p2)));
+        let lp = ok(s.list_parts(&b, &key, &id, ListPartsRequest::default()).await, "list parts")?;
+        ensure_eq!((lp.checksum_algorithm, lp.checksum_type), (Some(alg), Some(want_type)));
+        let parts = vec![
+            CompletePart { part_number: 1, etag: i1.etag.clone(), checksum: i1.checksum.clone() },
+            CompletePart { part_number: 2, etag: i2.etag.clone(), checksum: None },
+        ];
+        let want = match want_type {
+            T::FullObject => checksum_of(alg, &whole),
+            T::Composite => checksum::composite_checksum(alg, [&checksum_of(alg, &p1), &checksum_of(alg, &p2)])
+                .map_err(|e| e.to_string())?,
+        };
+        // A wrong expected value: BadDigest, nothing published, the upload still there.
+        let wrong = CompleteMultipartRequest {
+            parts: parts.clone(),
+            checksum: Some(checksum_of(alg, b"not the object")),
+            ..Default::default()
+        };
+        expect_code(s.complete_multipart_upload_with(&b, &key, &id, wrong).await, ErrorCode::BadDigest, &what)?;
+        expect_code(s.head_object(&b, &key, GetObjectRequest::default()).await, ErrorCode::NoSuchKey, &what)?;
+        // Another checksum mode than the upload's, or another algorithm: InvalidRequest.
+        let other = if want_type == T::FullObject { T::Composite } else { T::FullObject };
+        let mode = CompleteMultipartRequest { parts: parts.clone(), checksum_type: Some(other), ..Default::default() };
+        expect_code(s.complete_multipart_upload_with(&b, &key, &id, mode).await, ErrorCode::InvalidRequest, &what)?;
+        let other_alg = if alg == A::Sha1 { A::Crc32 } else { A::Sha1 };
+        let alg_req = CompleteMultipartRequest {
+            parts: parts.clone(),
+            checksum: Some(checksum_of(other_alg, &whole)),
+            ..Default::default()
+        };
+        expect_code(s.complete_multipart_upload_with(&b, &key, &id, alg_req).await, ErrorCode::InvalidRequest, &what)?;
+        ensure_eq!(ok(s.list_parts(&b, &key, &id, ListPartsRequest::default()).await, "parts after")?.parts.len(), 2);
+        let good = CompleteMultipartRequest {
+            parts,
+            checksum: Some(want.clone()),
+            checksum_type: Some(want_type),
+            ..Default::default()
+        };
+        let out = ok(s.complete_multipart_upload_with(&b, &key, &id, good).await, &format!("complete {what}"))?;
+        ensure_eq!(out.checksum, Some(want.clone()));
+        ensure_eq!(want.checksum_type(), want_type);
+        let (info, data) = get(&s, &b, &key).await?;
+        ensure!(data[..] == whole[..], "{what}: assembled content differs");
+        ensure_eq!(info.checksum, Some(want));
+    }
+    // Combinations S3 refuses; nothing is created.
+    for (alg, ty) in [
+        (Some(A::Sha256), T::FullObject),
+        (Some(A::Sha1), T::FullObject),
+        (Some(A::Crc64Nvme), T::Composite),
+        (None, T::FullObject),
+    ] {
+        let req = CreateMultipartRequest { checksum_algorithm: alg, checksum_type: Some(ty), ..Default::default() };
+        expect_code(
+            s.create_multipart_upload(&b, "refused", req).await,
+            ErrorCode::InvalidRequest,
+            &format!("{alg:?} {ty:?}"),
+        )?;
+    }
+    let ups = ok(s.list_multipart_uploads(&b, ListUploadsRequest::default()).await, "list uploads")?;
+    ensure!(ups.uploads.is_empty(), "uploads left: {:?}", ups.uploads);
     Ok(())
 }
 

@@ -9,6 +9,22 @@ use md5::{Digest as _, Md5};
 use crate::error::{Error, ErrorCode, Result};
 use crate::types::{Checksum, ChecksumAlgorithm, ChecksumRequest};
 
+/// The `crc-fast` algorithm behind a CRC checksum algorithm; `None` for the SHAs.
+fn crc_algorithm(alg: ChecksumAlgorithm) -> Option<crc_fast::CrcAlgorithm> {
+    use crc_fast::CrcAlgorithm as C;
+    match alg {
+        ChecksumAlgorithm::Crc32 => Some(C::Crc32IsoHdlc),
+        ChecksumAlgorithm::Crc32c => Some(C::Crc32Iscsi),
+        ChecksumAlgorithm::Crc64Nvme => Some(C::Crc64Nvme),
+        ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256 => None,
+    }
+}
+
+/// Can the algorithm's checksums of consecutive pieces be combined into the whole's (a CRC)?
+pub fn is_combinable(alg: ChecksumAlgorithm) -> bool {
+    crc_algorithm(alg).is_some()
+}
+
 /// How ETags of single PUTs (and parts) are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EtagMode {
@@ -39,13 +55,10 @@ pub enum ChecksumHasher {
 
 impl ChecksumHasher {
     pub fn new(alg: ChecksumAlgorithm) -> Self {
-        use crc_fast::CrcAlgorithm as C;
-        match alg {
-            ChecksumAlgorithm::Crc32 => ChecksumHasher::Crc(crc_fast::Digest::new(C::Crc32IsoHdlc), alg),
-            ChecksumAlgorithm::Crc32c => ChecksumHasher::Crc(crc_fast::Digest::new(C::Crc32Iscsi), alg),
-            ChecksumAlgorithm::Crc64Nvme => ChecksumHasher::Crc(crc_fast::Digest::new(C::Crc64Nvme), alg),
-            ChecksumAlgorithm::Sha1 => ChecksumHasher::Sha1(sha1::Sha1::new()),
-            ChecksumAlgorithm::Sha256 => ChecksumHasher::Sha256(sha2::Sha256::new()),
+        match (alg, crc_algorithm(alg)) {
+            (_, Some(c)) => ChecksumHasher::Crc(crc_fast::Digest::new(c), alg),
+            (ChecksumAlgorithm::Sha1, None) => ChecksumHasher::Sha1(sha1::Sha1::new()),
+            (_, None) => ChecksumHasher::Sha256(sha2::Sha256::new()),
         }
     }
 
@@ -238,6 +251,37 @@ pub fn composite_checksum<'a>(
     Ok(c)
 }
 
+/// FULL_OBJECT multipart checksum: the CRC of the whole object, combined from the parts' CRCs
+/// and sizes in order (no byte is read again). Only CRC algorithms combine; a SHA is
+/// `InvalidRequest`. No parts give the CRC of the empty string.
+pub fn full_object_checksum<'a>(
+    alg: ChecksumAlgorithm,
+    parts: impl IntoIterator<Item = (&'a Checksum, u64)>,
+) -> Result<Checksum> {
+    let ca = crc_algorithm(alg).ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidRequest,
+            format!("The FULL_OBJECT checksum type does not support {}", alg.as_str()),
+        )
+    })?;
+    let width = if alg == ChecksumAlgorithm::Crc64Nvme { 8 } else { 4 };
+    let mut acc: Option<u64> = None;
+    for (c, len) in parts {
+        let raw = B64.decode(&c.value).map_err(|_| Error::internal("stored part checksum is not base64"))?;
+        if c.algorithm != alg || raw.len() != width {
+            return Err(Error::internal(format!("stored part checksum is not a {}", alg.as_str())));
+        }
+        let v = raw.iter().fold(0u64, |v, b| (v << 8) | *b as u64);
+        acc = Some(match acc {
+            None => v,
+            Some(a) => crc_fast::checksum_combine(ca, a, v, len),
+        });
+    }
+    let v = acc.unwrap_or_else(|| crc_fast::checksum(ca, b""));
+    let value = if width == 8 { B64.encode(v.to_be_bytes()) } else { B64.encode((v as u32).to_be_bytes()) };
+    Ok(Checksum { algorithm: alg, value })
+}
+
 /// Decode a `Content-MD5` header value (base64 of 16 bytes); `InvalidDigest` otherwise.
 pub fn parse_content_md5(v: &str) -> Result<[u8; 16]> {
     B64.decode(v.trim())
@@ -283,6 +327,44 @@ mod tests {
         let mut cat = hex::decode(&p1).unwrap();
         cat.extend(hex::decode(&p2).unwrap());
         assert_eq!(multipart_etag([p1.as_str(), p2.as_str()]), format!("{}-2", md5_hex(&cat)));
+    }
+
+    /// Combining the part CRCs gives the CRC of the whole, for every CRC algorithm, with parts of
+    /// odd sizes, empty parts, one part and none.
+    #[test]
+    fn full_object_combine_matches_whole_buffer_crc() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let splits: [&[usize]; 6] =
+            [&[], &[data.len()], &[1, data.len() - 1], &[0, 7, 65_536, 0, 100_001], &[5, 5, 5], &[299_999, 1]];
+        for alg in [ChecksumAlgorithm::Crc32, ChecksumAlgorithm::Crc32c, ChecksumAlgorithm::Crc64Nvme] {
+            assert!(is_combinable(alg));
+            for sizes in splits {
+                let mut off = 0;
+                let mut parts = Vec::new();
+                for &n in sizes {
+                    parts.push((checksum_of(alg, &data[off..off + n]), n as u64));
+                    off += n;
+                }
+                let whole = checksum_of(alg, &data[..off]);
+                let got = full_object_checksum(alg, parts.iter().map(|(c, n)| (c, *n))).unwrap();
+                assert_eq!(got, whole, "{alg:?} split {sizes:?}");
+            }
+        }
+        // Known value: "hello world" from "hello " and "world".
+        let (a, b) =
+            (checksum_of(ChecksumAlgorithm::Crc32, b"hello "), checksum_of(ChecksumAlgorithm::Crc32, b"world"));
+        let c = full_object_checksum(ChecksumAlgorithm::Crc32, [(&a, 6), (&b, 5)]).unwrap();
+        assert_eq!(c.value, "DUoRhQ==");
+        for alg in [ChecksumAlgorithm::Sha1, ChecksumAlgorithm::Sha256] {
+            assert!(!is_combinable(alg));
+            let p = checksum_of(alg, b"x");
+            assert_eq!(full_object_checksum(alg, [(&p, 1)]).unwrap_err().code, ErrorCode::InvalidRequest);
+        }
+        // A part checksum of another algorithm or width is refused, not misread.
+        let p = checksum_of(ChecksumAlgorithm::Crc32, b"x");
+        assert!(full_object_checksum(ChecksumAlgorithm::Crc64Nvme, [(&p, 1)]).is_err());
+        let bad = Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAAAAAA".into() };
+        assert!(full_object_checksum(ChecksumAlgorithm::Crc32, [(&bad, 1)]).is_err());
     }
 
     #[test]

@@ -179,16 +179,15 @@ impl<H: Hook> Store for HookedStore<H> {
         self.hook.before(Op::ListMultipartUploads, bucket, "").await?;
         self.inner.list_multipart_uploads(bucket, req).await
     }
-    async fn complete_multipart_upload(
+    async fn complete_multipart_upload_with(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
-        parts: Vec<CompletePart>,
-        conditions: Conditions,
+        req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
         self.hook.before(Op::CompleteMultipartUpload, bucket, key).await?;
-        self.inner.complete_multipart_upload(bucket, key, upload_id, parts, conditions).await
+        self.inner.complete_multipart_upload_with(bucket, key, upload_id, req).await
     }
     async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
         self.hook.before(Op::AbortMultipartUpload, bucket, key).await?;

@@ -12,7 +12,7 @@ use crate::body::Body;
 use crate::checksum::{self, BodyDigester, EtagMode};
 use crate::error::{Error, ErrorCode, Result};
 use crate::listing::{Flow, Lister};
-use crate::multipart::{check_part_number, multipart_checksum, validate_completion};
+use crate::multipart::{check_part_number, completion_checksum, resolve_checksum_type, validate_completion};
 use crate::names;
 use crate::store::Store;
 use crate::types::*;
@@ -341,6 +341,8 @@ impl Store for MemoryStore {
         names::validate_key(key)?;
         names::validate_meta(&req.meta)?;
         names::validate_tags(&req.tags, names::MAX_OBJECT_TAGS)?;
+        let checksum_type = resolve_checksum_type(req.checksum_algorithm, req.checksum_type)?;
+        let req = CreateMultipartRequest { checksum_type, ..req };
         self.with(|st| {
             st.bucket(bucket)?;
             let id = new_upload_id();
@@ -442,6 +444,7 @@ impl Store for MemoryStore {
                 is_truncated,
                 next_part_number_marker: next,
                 checksum_algorithm: u.req.checksum_algorithm,
+                checksum_type: u.req.checksum_type,
             })
         })
     }
@@ -459,24 +462,23 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn complete_multipart_upload(
+    async fn complete_multipart_upload_with(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
-        parts: Vec<CompletePart>,
-        conditions: Conditions,
+        req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
         self.with(|st| {
             let u = st.upload(bucket, key, upload_id)?;
-            let chosen = validate_completion(&parts, |n| u.parts.get(&n).map(|p| &p.info))?;
-            conditions.check_write(st.current(bucket, key))?;
+            let chosen = validate_completion(&req.parts, |n| u.parts.get(&n).map(|p| &p.info))?;
+            let checksum = completion_checksum(u.req.checksum_algorithm, u.req.checksum_type, &chosen, &req)?;
+            req.conditions.check_write(st.current(bucket, key))?;
             let mut data = BytesMut::new();
             for p in &chosen {
                 data.extend_from_slice(&u.parts[&p.part_number].data);
             }
             let etag = checksum::multipart_etag(chosen.iter().map(|p| p.etag.as_str()));
-            let checksum = multipart_checksum(u.req.checksum_algorithm, &chosen)?;
             let now = SystemTime::now();
             let u = st.uploads.remove(upload_id).expect("checked above");
             let info = ObjectInfo {

@@ -52,15 +52,208 @@ pub fn validate_completion<'a>(
     Ok(chosen)
 }
 
-/// The composite checksum of a completed upload, when the upload was created with an algorithm.
-pub fn multipart_checksum(alg: Option<ChecksumAlgorithm>, chosen: &[PartInfo]) -> Result<Option<Checksum>> {
-    let Some(alg) = alg else { return Ok(None) };
-    let mut sums = Vec::with_capacity(chosen.len());
-    for p in chosen {
-        match &p.checksum {
-            Some(c) if c.algorithm == alg => sums.push(c),
-            _ => return Ok(None),
+/// The checksum type of an upload created with `alg` and the requested `ty` (S3's rules):
+/// CRC64NVME is always FULL_OBJECT, CRC32 and CRC32C may be either (COMPOSITE by default), SHA1
+/// and SHA256 only COMPOSITE. A type without an algorithm, or a combination S3 does not support,
+/// is `InvalidRequest`. `Some` exactly when `alg` is.
+pub fn resolve_checksum_type(alg: Option<ChecksumAlgorithm>, ty: Option<ChecksumType>) -> Result<Option<ChecksumType>> {
+    use ChecksumAlgorithm as A;
+    use ChecksumType as T;
+    let Some(a) = alg else {
+        return match ty {
+            None => Ok(None),
+            Some(_) => Err(Error::new(
+                ErrorCode::InvalidRequest,
+                "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header",
+            )),
+        };
+    };
+    match (a, ty) {
+        (A::Crc64Nvme, None | Some(T::FullObject)) => Ok(Some(T::FullObject)),
+        (A::Crc32 | A::Crc32c, Some(t)) => Ok(Some(t)),
+        (A::Crc32 | A::Crc32c | A::Sha1 | A::Sha256, None) | (A::Sha1 | A::Sha256, Some(T::Composite)) => {
+            Ok(Some(T::Composite))
+        }
+        (_, Some(t)) => Err(Error::new(
+            ErrorCode::InvalidRequest,
+            format!("The {} checksum type cannot be used with the {} checksum algorithm", t.as_str(), a.as_str()),
+        )),
+    }
+}
+
+/// The checksum of a completed upload created with `alg` and type `ty` (as resolved by
+/// [`resolve_checksum_type`]; `None` with an algorithm means its default), from the chosen parts:
+/// COMPOSITE is the checksum of the part checksums plus `-N`, FULL_OBJECT the CRC of the whole
+/// object combined from the part CRCs. `None` when the upload has no algorithm or a part lacks a
+/// checksum of it. Then the client's side of the complete is checked: a `checksum_type` other
+/// than the upload's, or an expected checksum of another algorithm, is `InvalidRequest`; an
+/// expected value that differs (or cannot be verified) is `BadDigest`. For COMPOSITE uploads the
+/// expected value may omit the `-N` suffix.
+pub fn completion_checksum(
+    alg: Option<ChecksumAlgorithm>,
+    ty: Option<ChecksumType>,
+    chosen: &[PartInfo],
+    req: &CompleteMultipartRequest,
+) -> Result<Option<Checksum>> {
+    let ty = match (alg, ty) {
+        (Some(_), Some(t)) => Some(t),
+        _ => resolve_checksum_type(alg, None)?,
+    };
+    if let Some(want) = req.checksum_type
+        && Some(want) != ty
+    {
+        return Err(Error::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "The upload was created using the {} checksum mode; the complete request must use the same mode, not {}",
+                ty.map_or("null", ChecksumType::as_str),
+                want.as_str()
+            ),
+        ));
+    }
+    let computed = match alg {
+        None => None,
+        Some(alg) => {
+            let mut sums = Vec::with_capacity(chosen.len());
+            for p in chosen {
+                match &p.checksum {
+                    Some(c) if c.algorithm == alg => sums.push((c, p.size)),
+                    _ => break,
+                }
+            }
+            if sums.len() < chosen.len() {
+                None
+            } else if ty == Some(ChecksumType::FullObject) {
+                Some(checksum::full_object_checksum(alg, sums)?)
+            } else {
+                Some(checksum::composite_checksum(alg, sums.into_iter().map(|(c, _)| c))?)
+            }
+        }
+    };
+    if let Some(exp) = &req.checksum {
+        if Some(exp.algorithm) != alg {
+            return Err(Error::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "The upload was created using the {} checksum algorithm; the complete request sent {}",
+                    alg.map_or("null", ChecksumAlgorithm::as_str),
+                    exp.algorithm.header_name()
+                ),
+            ));
+        }
+        let matches = computed.as_ref().is_some_and(|c| {
+            c.value == exp.value
+                || (ty == Some(ChecksumType::Composite) && c.value.split_once('-').is_some_and(|(v, _)| v == exp.value))
+        });
+        if !matches {
+            return Err(Error::new(
+                ErrorCode::BadDigest,
+                format!("The {} you specified did not match the calculated checksum.", exp.algorithm.as_str()),
+            ));
         }
     }
-    checksum::composite_checksum(alg, sums).map(Some)
+    Ok(computed)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use super::*;
+    use crate::checksum::checksum_of;
+
+    #[test]
+    fn checksum_type_rules() {
+        use ChecksumAlgorithm as A;
+        use ChecksumType as T;
+        let ok = |a, t| resolve_checksum_type(a, t).unwrap();
+        let err = |a, t| resolve_checksum_type(a, t).unwrap_err().code;
+        assert_eq!(ok(None, None), None);
+        assert_eq!(err(None, Some(T::FullObject)), ErrorCode::InvalidRequest);
+        assert_eq!(err(None, Some(T::Composite)), ErrorCode::InvalidRequest);
+        assert_eq!(ok(Some(A::Crc64Nvme), None), Some(T::FullObject));
+        assert_eq!(ok(Some(A::Crc64Nvme), Some(T::FullObject)), Some(T::FullObject));
+        assert_eq!(err(Some(A::Crc64Nvme), Some(T::Composite)), ErrorCode::InvalidRequest);
+        for a in [A::Crc32, A::Crc32c] {
+            assert_eq!(ok(Some(a), None), Some(T::Composite));
+            assert_eq!(ok(Some(a), Some(T::Composite)), Some(T::Composite));
+            assert_eq!(ok(Some(a), Some(T::FullObject)), Some(T::FullObject));
+        }
+        for a in [A::Sha1, A::Sha256] {
+            assert_eq!(ok(Some(a), None), Some(T::Composite));
+            assert_eq!(ok(Some(a), Some(T::Composite)), Some(T::Composite));
+            assert_eq!(err(Some(a), Some(T::FullObject)), ErrorCode::InvalidRequest);
+        }
+    }
+
+    fn part(n: u32, alg: ChecksumAlgorithm, data: &[u8]) -> PartInfo {
+        PartInfo {
+            part_number: n,
+            etag: String::new(),
+            size: data.len() as u64,
+            last_modified: SystemTime::UNIX_EPOCH,
+            checksum: Some(checksum_of(alg, data)),
+        }
+    }
+
+    #[test]
+    fn completion_checksum_types_and_expected_values() {
+        use ChecksumAlgorithm as A;
+        use ChecksumType as T;
+        let (a, b) = (vec![7u8; 1000], b"tail".to_vec());
+        let whole = [a.as_slice(), b.as_slice()].concat();
+        let none = CompleteMultipartRequest::default();
+        for alg in [A::Crc32, A::Crc32c, A::Crc64Nvme] {
+            let parts = [part(1, alg, &a), part(2, alg, &b)];
+            let full = completion_checksum(Some(alg), Some(T::FullObject), &parts, &none).unwrap().unwrap();
+            assert_eq!(full, checksum_of(alg, &whole));
+            assert_eq!(full.checksum_type(), T::FullObject);
+            // The right expected value passes, a wrong one is BadDigest.
+            let good = CompleteMultipartRequest { checksum: Some(full.clone()), ..Default::default() };
+            assert_eq!(completion_checksum(Some(alg), Some(T::FullObject), &parts, &good).unwrap(), Some(full));
+            let bad = CompleteMultipartRequest { checksum: Some(checksum_of(alg, b"other")), ..Default::default() };
+            let e = completion_checksum(Some(alg), Some(T::FullObject), &parts, &bad).unwrap_err();
+            assert_eq!(e.code, ErrorCode::BadDigest);
+        }
+        // CRC64NVME without a stored type is FULL_OBJECT; CRC32 without one COMPOSITE.
+        let parts = [part(1, A::Crc64Nvme, &a), part(2, A::Crc64Nvme, &b)];
+        let c = completion_checksum(Some(A::Crc64Nvme), None, &parts, &none).unwrap().unwrap();
+        assert_eq!(c, checksum_of(A::Crc64Nvme, &whole));
+        let parts = [part(1, A::Crc32, &a), part(2, A::Crc32, &b)];
+        let comp = completion_checksum(Some(A::Crc32), None, &parts, &none).unwrap().unwrap();
+        assert!(comp.value.ends_with("-2") && comp.checksum_type() == T::Composite, "{comp:?}");
+        // A composite expected value with or without the -N suffix.
+        for v in [comp.value.clone(), comp.value.trim_end_matches("-2").to_string()] {
+            let r = CompleteMultipartRequest {
+                checksum: Some(Checksum { algorithm: A::Crc32, value: v }),
+                ..Default::default()
+            };
+            assert!(completion_checksum(Some(A::Crc32), Some(T::Composite), &parts, &r).is_ok());
+        }
+        // The whole-object CRC is not the value of a COMPOSITE upload.
+        let r = CompleteMultipartRequest { checksum: Some(checksum_of(A::Crc32, &whole)), ..Default::default() };
+        assert_eq!(
+            completion_checksum(Some(A::Crc32), Some(T::Composite), &parts, &r).unwrap_err().code,
+            ErrorCode::BadDigest
+        );
+        // Another mode, or another algorithm, than the upload's: InvalidRequest.
+        let r = CompleteMultipartRequest { checksum_type: Some(T::FullObject), ..Default::default() };
+        let e = completion_checksum(Some(A::Crc32), Some(T::Composite), &parts, &r).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidRequest);
+        let r = CompleteMultipartRequest { checksum_type: Some(T::Composite), ..Default::default() };
+        assert!(completion_checksum(Some(A::Crc32), Some(T::Composite), &parts, &r).is_ok());
+        let r = CompleteMultipartRequest { checksum: Some(checksum_of(A::Crc32c, &whole)), ..Default::default() };
+        let e = completion_checksum(Some(A::Crc32), Some(T::FullObject), &parts, &r).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidRequest);
+        let e = completion_checksum(None, None, &parts, &r).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidRequest);
+        // A part without a checksum of the algorithm: no checksum, and an expected one fails.
+        let mixed = [part(1, A::Crc32, &a), part(2, A::Crc32c, &b)];
+        assert_eq!(completion_checksum(Some(A::Crc32), Some(T::FullObject), &mixed, &none).unwrap(), None);
+        let r = CompleteMultipartRequest { checksum: Some(checksum_of(A::Crc32, &whole)), ..Default::default() };
+        let e = completion_checksum(Some(A::Crc32), Some(T::FullObject), &mixed, &r).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadDigest);
+        // No algorithm: no checksum.
+        assert_eq!(completion_checksum(None, None, &parts, &none).unwrap(), None);
+    }
 }

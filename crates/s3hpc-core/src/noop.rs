@@ -186,15 +186,14 @@ impl Store for NoopStore {
     async fn list_multipart_uploads(&self, _bucket: &str, _req: ListUploadsRequest) -> Result<ListUploadsPage> {
         Ok(ListUploadsPage::default())
     }
-    async fn complete_multipart_upload(
+    async fn complete_multipart_upload_with(
         &self,
         _b: &str,
         _k: &str,
         _u: &str,
-        parts: Vec<CompletePart>,
-        _c: Conditions,
+        req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
-        let etag = crate::checksum::multipart_etag(parts.iter().map(|p| p.etag.as_str()));
+        let etag = crate::checksum::multipart_etag(req.parts.iter().map(|p| p.etag.as_str()));
         Ok(PutObjectOutput { etag, checksum: None, size: 0, last_modified: SystemTime::now() })
     }
     async fn abort_multipart_upload(&self, _b: &str, _k: &str, _u: &str) -> Result<()> {

@@ -106,9 +106,8 @@ pub trait Store: Send + Sync + 'static {
 
     async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage>;
 
-    /// Assemble the listed parts (ascending part numbers, ETags matching, every part but the last
-    /// at least [`MIN_PART_SIZE`]) into the object and publish it atomically. ETag: MD5 of the
-    /// concatenated binary part MD5s, hex, `-N`.
+    /// [`Store::complete_multipart_upload_with`] with just the parts and conditions (no expected
+    /// whole-object checksum, no checksum type).
     async fn complete_multipart_upload(
         &self,
         bucket: &str,
@@ -116,6 +115,21 @@ pub trait Store: Send + Sync + 'static {
         upload_id: &str,
         parts: Vec<CompletePart>,
         conditions: Conditions,
+    ) -> Result<PutObjectOutput> {
+        let req = CompleteMultipartRequest { parts, conditions, ..Default::default() };
+        self.complete_multipart_upload_with(bucket, key, upload_id, req).await
+    }
+
+    /// Assemble the listed parts (ascending part numbers, ETags matching, every part but the last
+    /// at least [`MIN_PART_SIZE`]) into the object and publish it atomically. ETag: MD5 of the
+    /// concatenated binary part MD5s, hex, `-N`. Checksum: per the upload's checksum type
+    /// ([`crate::multipart::completion_checksum`]), verified against `req.checksum` if given.
+    async fn complete_multipart_upload_with(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput>;
 
     async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()>;

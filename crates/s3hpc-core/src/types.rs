@@ -79,11 +79,42 @@ impl ChecksumAlgorithm {
 }
 
 /// A checksum value: algorithm plus the base64 of the digest, as S3 transmits it. For multipart
-/// objects the value is the checksum of the part checksums followed by `-N` (composite type).
+/// objects of the COMPOSITE type the value is the checksum of the part checksums followed by
+/// `-N`; a FULL_OBJECT value (single puts, FULL_OBJECT multipart uploads) has no suffix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checksum {
     pub algorithm: ChecksumAlgorithm,
     pub value: String,
+}
+
+impl Checksum {
+    /// The type of a stored object checksum, as HEAD/GET/GetObjectAttributes report it: a
+    /// composite value carries the `-N` part count, a full-object one does not.
+    pub fn checksum_type(&self) -> ChecksumType {
+        if self.value.contains('-') { ChecksumType::Composite } else { ChecksumType::FullObject }
+    }
+}
+
+/// How the checksum of a multipart object is formed (`x-amz-checksum-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChecksumType {
+    /// The checksum of the concatenated part checksums, then `-N` (CRC32, CRC32C, SHA1, SHA256).
+    Composite,
+    /// The checksum of the whole object, combined from the part CRCs (CRC32, CRC32C, CRC64NVME).
+    FullObject,
+}
+
+impl ChecksumType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChecksumType::Composite => "COMPOSITE",
+            ChecksumType::FullObject => "FULL_OBJECT",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [ChecksumType::Composite, ChecksumType::FullObject].into_iter().find(|t| t.as_str().eq_ignore_ascii_case(s))
+    }
 }
 
 /// A value the client promises for the body, known before the body (a header) or only after it
@@ -434,6 +465,9 @@ pub struct CreateMultipartRequest {
     pub meta: ObjectMeta,
     pub tags: Tags,
     pub checksum_algorithm: Option<ChecksumAlgorithm>,
+    /// `x-amz-checksum-type`. `None` means the algorithm's default (FULL_OBJECT for CRC64NVME,
+    /// COMPOSITE for the others); see [`crate::multipart::resolve_checksum_type`].
+    pub checksum_type: Option<ChecksumType>,
 }
 
 /// UploadPart.
@@ -468,6 +502,8 @@ pub struct ListPartsPage {
     pub is_truncated: bool,
     pub next_part_number_marker: Option<u32>,
     pub checksum_algorithm: Option<ChecksumAlgorithm>,
+    /// The upload's checksum type (present exactly when `checksum_algorithm` is).
+    pub checksum_type: Option<ChecksumType>,
 }
 
 /// One entry of CompleteMultipartUpload's part list.
@@ -478,6 +514,20 @@ pub struct CompletePart {
     pub etag: String,
     /// Checksum the client claims for the part, if any (verified against the stored one).
     pub checksum: Option<Checksum>,
+}
+
+/// CompleteMultipartUpload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompleteMultipartRequest {
+    /// The chosen parts, in ascending part order.
+    pub parts: Vec<CompletePart>,
+    pub conditions: Conditions,
+    /// The whole object's checksum the client expects (`x-amz-checksum-crc32` etc. on the
+    /// complete): it must name the upload's algorithm and equal the final checksum, otherwise
+    /// the complete fails (`BadDigest` on a different value) and nothing is published.
+    pub checksum: Option<Checksum>,
+    /// `x-amz-checksum-type` on the complete: must be the upload's type when given.
+    pub checksum_type: Option<ChecksumType>,
 }
 
 /// Minimum size of every part but the last.

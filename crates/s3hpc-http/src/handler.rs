@@ -416,8 +416,7 @@ fn tagging_xml(tags: &Tags) -> String {
 fn checksum_xml(s: &mut String, c: &Option<Checksum>) {
     if let Some(c) = c {
         elem(s, checksum_element(c.algorithm), &c.value);
-        let t = if c.value.contains('-') { "COMPOSITE" } else { "FULL_OBJECT" };
-        elem(s, "ChecksumType", t);
+        elem(s, "ChecksumType", c.checksum_type().as_str());
     }
 }
 
@@ -590,9 +589,19 @@ async fn object_body(
 /// Read a small request body (XML documents), verifying Content-MD5 and checksum headers or
 /// trailers when present; `require_digest` demands one of them (as DeleteObjects does).
 async fn small_body(r: &Req<'_>, body: ReqBody, require_digest: bool) -> Result<Bytes> {
+    let ck = checksum_request(&r.parts.headers)?;
+    small_body_with(r, body, require_digest, ck).await
+}
+
+/// [`small_body`] with the body's checksum request already chosen.
+async fn small_body_with(
+    r: &Req<'_>,
+    body: ReqBody,
+    require_digest: bool,
+    (ck, sink): (Option<ChecksumRequest>, Option<TrailerSink>),
+) -> Result<Bytes> {
     let h = &r.parts.headers;
     let md5 = hdr(h, "content-md5").map(parse_content_md5).transpose()?;
-    let (ck, sink) = checksum_request(h)?;
     let has_value = ck.as_ref().is_some_and(|c| c.expected.is_some());
     if require_digest && md5.is_none() && !has_value {
         return Err(Error::new(ErrorCode::InvalidRequest, "Missing required header for this request: Content-MD5"));
@@ -971,8 +980,7 @@ async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
         && let Some(c) = &info.checksum
     {
         hm.insert(c.algorithm.header_name(), hval(&c.value)?);
-        let t = if c.value.contains('-') { "COMPOSITE" } else { "FULL_OBJECT" };
-        hm.insert("x-amz-checksum-type", HeaderValue::from_static(t));
+        hm.insert("x-amz-checksum-type", HeaderValue::from_static(c.checksum_type().as_str()));
     }
     Ok(b.body(body).unwrap())
 }
@@ -1129,6 +1137,17 @@ fn part_number(r: &Req) -> Result<u32> {
         .ok_or_else(|| Error::invalid_argument("Part number must be an integer between 1 and 10000, inclusive"))
 }
 
+/// `x-amz-checksum-type`: COMPOSITE or FULL_OBJECT.
+fn checksum_type_header(h: &HeaderMap) -> Result<Option<ChecksumType>> {
+    hdr(h, "x-amz-checksum-type")
+        .map(|v| {
+            ChecksumType::parse(v.trim()).ok_or_else(|| {
+                Error::new(ErrorCode::InvalidRequest, format!("Value for x-amz-checksum-type header is invalid: {v}"))
+            })
+        })
+        .transpose()
+}
+
 async fn create_multipart(r: &Req<'_>) -> Result<Resp> {
     let h = &r.parts.headers;
     refuse_unsupported_write_headers(h)?;
@@ -1138,7 +1157,10 @@ async fn create_multipart(r: &Req<'_>) -> Result<Resp> {
             ChecksumAlgorithm::parse(a).ok_or_else(|| Error::invalid_argument("invalid x-amz-checksum-algorithm"))?,
         ),
     };
-    let req = CreateMultipartRequest { meta: object_meta(h)?, tags: tags_header(h)?, checksum_algorithm };
+    // Refused here already (the store checks again) so the answer can name the type it will use.
+    let checksum_type = multipart::resolve_checksum_type(checksum_algorithm, checksum_type_header(h)?)?;
+    let req =
+        CreateMultipartRequest { meta: object_meta(h)?, tags: tags_header(h)?, checksum_algorithm, checksum_type };
     let id = store(r).create_multipart_upload(&r.bucket, &r.key, req).await?;
     let mut s = String::from(DECL);
     s.push_str(&format!("<InitiateMultipartUploadResult xmlns=\"{NS}\">"));
@@ -1147,9 +1169,9 @@ async fn create_multipart(r: &Req<'_>) -> Result<Resp> {
     elem(&mut s, "UploadId", &id);
     s.push_str("</InitiateMultipartUploadResult>");
     let mut resp = xml_ok(s);
-    if let Some(a) = checksum_algorithm {
+    if let (Some(a), Some(t)) = (checksum_algorithm, checksum_type) {
         resp.headers_mut().insert("x-amz-checksum-algorithm", HeaderValue::from_static(a.as_str()));
-        resp.headers_mut().insert("x-amz-checksum-type", HeaderValue::from_static("COMPOSITE"));
+        resp.headers_mut().insert("x-amz-checksum-type", HeaderValue::from_static(t.as_str()));
     }
     Ok(resp)
 }
@@ -1214,17 +1236,36 @@ async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
 /// Whitespace sent while a long CompleteMultipartUpload runs, once per this interval.
 const COMPLETE_KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The whole-object checksum a CompleteMultipartUpload expects: at most one
+/// `x-amz-checksum-<alg>` header (on a complete it names the object's checksum, not the XML's).
+fn complete_checksum_header(h: &HeaderMap) -> Result<Option<Checksum>> {
+    let mut found = None;
+    for algorithm in ChecksumAlgorithm::ALL {
+        if let Some(v) = hdr(h, algorithm.header_name()) {
+            if found.is_some() {
+                return Err(Error::new(ErrorCode::InvalidRequest, "Expecting a single x-amz-checksum- header"));
+            }
+            found = Some(Checksum { algorithm, value: v.trim().to_string() });
+        }
+    }
+    Ok(found)
+}
+
 async fn complete_multipart(r: &Req<'_>, id: &str, body: ReqBody) -> Result<Resp> {
     let h = &r.parts.headers;
-    let data = small_body(r, body, false).await?;
+    let checksum = complete_checksum_header(h)?;
+    let checksum_type = checksum_type_header(h)?;
+    // Only a trailer checksums the XML document itself.
+    let body_ck = if hdr(h, "x-amz-trailer").is_some() { checksum_request(h)? } else { (None, None) };
+    let data = small_body_with(r, body, false, body_ck).await?;
     let parts = xml::parse_complete_multipart_upload(&data)?;
+    let req = CompleteMultipartRequest { parts, conditions: conditions(h, ""), checksum, checksum_type };
     let host = hdr(h, "host").unwrap_or("localhost");
     let location = format!("http://{host}/{}/{}", r.bucket, url_encode_key(&r.key));
     // The complete runs as its own task so that, when it takes long, the response can start
     // (200 and whitespace) while it runs; a client that goes away does not cancel it.
-    let (store, bucket, key, id2, cond) =
-        (store(r).clone(), r.bucket.clone(), r.key.clone(), id.to_string(), conditions(h, ""));
-    let mut task = tokio::spawn(async move { store.complete_multipart_upload(&bucket, &key, &id2, parts, cond).await });
+    let (store, bucket, key, id2) = (store(r).clone(), r.bucket.clone(), r.key.clone(), id.to_string());
+    let mut task = tokio::spawn(async move { store.complete_multipart_upload_with(&bucket, &key, &id2, req).await });
     let result_doc = {
         let (bucket, key) = (r.bucket.clone(), r.key.clone());
         move |out: &PutObjectOutput| {
@@ -1309,6 +1350,9 @@ async fn list_parts(r: &Req<'_>) -> Result<Resp> {
     elem(&mut s, "IsTruncated", if page.is_truncated { "true" } else { "false" });
     if let Some(a) = page.checksum_algorithm {
         elem(&mut s, "ChecksumAlgorithm", a.as_str());
+    }
+    if let Some(t) = page.checksum_type {
+        elem(&mut s, "ChecksumType", t.as_str());
     }
     for p in &page.parts {
         s.push_str("<Part>");

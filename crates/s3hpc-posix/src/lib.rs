@@ -19,10 +19,10 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use s3hpc_core::checksum::{self, BodyDigester, Digests, EtagMode};
-use s3hpc_core::multipart::{check_part_number, multipart_checksum, validate_completion};
+use s3hpc_core::multipart::{check_part_number, completion_checksum, resolve_checksum_type, validate_completion};
 use s3hpc_core::{Body, Error, ErrorCode, Result, Store, names};
 use s3hpc_core::{
-    BucketInfo, ByteRange, CompletePart, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
+    BucketInfo, ByteRange, CompleteMultipartRequest, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
     GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest,
     ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput,
     PutObjectRequest, Tags, UploadPartRequest,
@@ -1720,6 +1720,7 @@ impl Store for PosixStore {
         keys::parse_key(key)?;
         names::validate_meta(&req.meta)?;
         names::validate_tags(&req.tags, names::MAX_OBJECT_TAGS)?;
+        let checksum_type = resolve_checksum_type(req.checksum_algorithm, req.checksum_type)?;
         let bdir = self.inner.bucket_dir(bucket)?;
         let (b, k) = (bucket.to_string(), key.to_string());
         self.run(move |s| {
@@ -1733,6 +1734,7 @@ impl Store for PosixStore {
                 meta: req.meta,
                 tags: req.tags,
                 algorithm: req.checksum_algorithm,
+                checksum_type,
                 ..Default::default()
             };
             let tmp = dir.join("info.tmp");
@@ -1839,7 +1841,13 @@ impl Store for PosixStore {
             let is_truncated = parts.len() > max;
             parts.truncate(max);
             let next = if is_truncated { parts.last().map(|p| p.part_number) } else { None };
-            Ok(ListPartsPage { parts, is_truncated, next_part_number_marker: next, checksum_algorithm: urec.algorithm })
+            Ok(ListPartsPage {
+                parts,
+                is_truncated,
+                next_part_number_marker: next,
+                checksum_algorithm: urec.algorithm,
+                checksum_type: urec.checksum_type,
+            })
         })
         .await
     }
@@ -1868,22 +1876,22 @@ impl Store for PosixStore {
         .await
     }
 
-    async fn complete_multipart_upload(
+    async fn complete_multipart_upload_with(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
-        parts: Vec<CompletePart>,
-        conditions: Conditions,
+        req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
         let kp = keys::parse_key(key)?;
         let bdir = self.inner.bucket_dir(bucket)?;
         let (b, k, id) = (bucket.to_string(), key.to_string(), upload_id.to_string());
         self.run(move |s| {
+            let (parts, conditions) = (&req.parts, &req.conditions);
             let (updir, urec) = s.upload(&bdir, &b, &k, &id)?;
             let read_infos = |dir: &Path| -> Result<HashMap<u32, PartInfo>> {
                 let mut m = HashMap::new();
-                for p in &parts {
+                for p in parts {
                     if let Some(i) = s.part_info(dir, p.part_number)? {
                         m.insert(p.part_number, i);
                     }
@@ -1894,8 +1902,11 @@ impl Store for PosixStore {
             // then the parts look missing, and the answer is NoSuchUpload, not InvalidPart.
             let gone = || !updir.exists();
             let infos = read_infos(&updir).map_err(|e| if gone() { Error::no_such_upload(&id) } else { e })?;
-            validate_completion(&parts, |n| infos.get(&n))
+            let chosen = validate_completion(parts, |n| infos.get(&n))
                 .map_err(|e| if gone() { Error::no_such_upload(&id) } else { e })?;
+            // A checksum the client expects but the parts do not give (BadDigest) fails here,
+            // before the upload is claimed; it is computed again from the claimed parts below.
+            completion_checksum(urec.algorithm, urec.checksum_type, &chosen, &req)?;
             // Claim the upload: a concurrent complete or abort now finds NoSuchUpload.
             let claimed = s.uploads_dir(&bdir).join(format!(".claimed-{id}-{}", rand_hex(8)));
             match fs::rename(&updir, &claimed) {
@@ -1905,9 +1916,9 @@ impl Store for PosixStore {
             }
             let result = (|| -> Result<PutObjectOutput> {
                 let infos = read_infos(&claimed)?;
-                let chosen = validate_completion(&parts, |n| infos.get(&n))?;
+                let chosen = validate_completion(parts, |n| infos.get(&n))?;
                 let etag = checksum::multipart_etag(chosen.iter().map(|p| p.etag.as_str()));
-                let cks = multipart_checksum(urec.algorithm, &chosen)?;
+                let cks = completion_checksum(urec.algorithm, urec.checksum_type, &chosen, &req)?;
                 let rec = Record {
                     etag,
                     checksum: cks,
@@ -1928,7 +1939,7 @@ impl Store for PosixStore {
                     for p in &chosen {
                         data.extend(fs::read(claimed.join(part_name(p.part_number)))?);
                     }
-                    return s.publish_dir(&bdir, &b, &k, &kp, data, rec, &conditions);
+                    return s.publish_dir(&bdir, &b, &k, &kp, data, rec, conditions);
                 }
                 let t = s.create_temp(&bdir, &b)?;
                 let mut off = 0;
@@ -1937,7 +1948,7 @@ impl Store for PosixStore {
                     sys::copy_range(&f, 0, &t.file, off, p.size)?;
                     off += p.size;
                 }
-                s.publish(&bdir, &b, &k, &kp, t, rec, &conditions)
+                s.publish(&bdir, &b, &k, &kp, t, rec, conditions)
             })();
             match &result {
                 Ok(_) => {

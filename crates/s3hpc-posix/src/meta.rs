@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use s3hpc_core::{Checksum, ChecksumAlgorithm, ObjectMeta, Tags};
+use s3hpc_core::{Checksum, ChecksumAlgorithm, ChecksumType, ObjectMeta, Tags};
 
 /// Encoding version (first byte). The encoding is compact on purpose: ext4 keeps an xattr inside
 /// the inode only while the value stays under ~64 bytes (256-byte inodes); a larger one costs an
@@ -34,7 +34,14 @@ pub struct Record {
     pub key: String,
     /// Checksum algorithm chosen at CreateMultipartUpload.
     pub algorithm: Option<ChecksumAlgorithm>,
+    /// Checksum type of the upload (`Some` exactly when `algorithm` is). Kept in the algorithm's
+    /// byte: bit 4 set means FULL_OBJECT, clear COMPOSITE (as every upload recorded before the
+    /// type was kept), so older records still decode.
+    pub checksum_type: Option<ChecksumType>,
 }
+
+/// Bit of the upload's algorithm byte that marks a FULL_OBJECT upload.
+const FULL_OBJECT_BIT: u8 = 0x10;
 
 fn alg_index(a: Option<ChecksumAlgorithm>) -> u8 {
     match a {
@@ -204,7 +211,8 @@ impl Record {
         w.pairs(m.user.iter());
         w.pairs(self.tags.iter().map(|(k, v)| (k, v)));
         w.bytes(self.key.as_bytes());
-        w.0.push(alg_index(self.algorithm));
+        let full = self.algorithm.is_some() && self.checksum_type == Some(ChecksumType::FullObject);
+        w.0.push(alg_index(self.algorithm) | if full { FULL_OBJECT_BIT } else { 0 });
         w.0
     }
 
@@ -246,11 +254,34 @@ impl Record {
         };
         let tags = r.pairs()?;
         let key = r.string()?;
-        let algorithm = alg_from(r.u8()?)?;
+        let ab = r.u8()?;
+        if ab & !(FULL_OBJECT_BIT | 0x0f) != 0 {
+            return None;
+        }
+        let algorithm = alg_from(ab & 0x0f)?;
+        let checksum_type = match (algorithm, ab & FULL_OBJECT_BIT != 0) {
+            (None, false) => None,
+            (None, true) => return None,
+            (Some(_), false) => Some(ChecksumType::Composite),
+            (Some(_), true) => Some(ChecksumType::FullObject),
+        };
         if !r.0.is_empty() {
             return None;
         }
-        Some(Record { size, mtime_ns, ino, etag, checksum, part_sizes, meta, tags, inline, key, algorithm })
+        Some(Record {
+            size,
+            mtime_ns,
+            ino,
+            etag,
+            checksum,
+            part_sizes,
+            meta,
+            tags,
+            inline,
+            key,
+            algorithm,
+            checksum_type,
+        })
     }
 }
 
@@ -275,9 +306,27 @@ mod tests {
             inline: Some(b"dir".to_vec()),
             key: "k/é".into(),
             algorithm: Some(ChecksumAlgorithm::Sha256),
+            checksum_type: Some(ChecksumType::Composite),
         };
         let enc = r.encode();
         assert_eq!(Record::decode(&enc), Some(r.clone()));
+        // The upload's checksum type: FULL_OBJECT round-trips; a record written before the type
+        // was kept (bit clear) reads as COMPOSITE; the bit without an algorithm is garbage.
+        let full = Record {
+            key: "u".into(),
+            algorithm: Some(ChecksumAlgorithm::Crc32c),
+            checksum_type: Some(ChecksumType::FullObject),
+            ..Default::default()
+        };
+        assert_eq!(Record::decode(&full.encode()), Some(full.clone()));
+        let mut old = full.encode();
+        *old.last_mut().unwrap() &= !FULL_OBJECT_BIT;
+        assert_eq!(Record::decode(&old).unwrap().checksum_type, Some(ChecksumType::Composite));
+        let mut bad = Record::default().encode();
+        *bad.last_mut().unwrap() |= FULL_OBJECT_BIT;
+        assert_eq!(Record::decode(&bad), None);
+        *bad.last_mut().unwrap() = 0x20;
+        assert_eq!(Record::decode(&bad), None);
         assert_eq!(Record::decode(&Record::default().encode()), Some(Record::default()));
         for cut in 0..enc.len() {
             assert_eq!(Record::decode(&enc[..cut]), None, "truncated at {cut}");

@@ -13,10 +13,10 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use s3hpc_core::{
-    Body, BucketInfo, ByteRange, ChecksumRequest, CompletePart, Conditions, CopyObjectRequest, CreateMultipartRequest,
-    Credentials, Error, ErrorCode, Expected, GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest,
-    ListPartsPage, ListPartsRequest, ListUploadsPage, ListUploadsRequest, ObjectInfo, PartInfo, PutObjectOutput,
-    PutObjectRequest, Result, Store, Tags, UploadPartRequest,
+    Body, BucketInfo, ByteRange, ChecksumRequest, CompleteMultipartRequest, Conditions, CopyObjectRequest,
+    CreateMultipartRequest, Credentials, Error, ErrorCode, Expected, GetObjectOutput, GetObjectRequest,
+    ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest, ListUploadsPage, ListUploadsRequest,
+    ObjectInfo, PartInfo, PutObjectOutput, PutObjectRequest, Result, Store, Tags, UploadPartRequest,
 };
 use tokio::io::AsyncReadExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
@@ -703,6 +703,7 @@ impl Store for WireClient {
             meta: req.meta,
             tags: req.tags,
             checksum_algorithm: req.checksum_algorithm,
+            checksum_type: req.checksum_type,
         };
         let r = self.call(r, None, None).await?;
         let mut d = fields(&r);
@@ -786,20 +787,21 @@ impl Store for WireClient {
         Ok(p)
     }
 
-    async fn complete_multipart_upload(
+    async fn complete_multipart_upload_with(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
-        parts: Vec<CompletePart>,
-        conditions: Conditions,
+        req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
         let r = Request::CompleteMultipart {
             bucket: bucket.into(),
             key: key.into(),
             upload_id: upload_id.into(),
-            parts,
-            conditions,
+            parts: req.parts,
+            conditions: req.conditions,
+            checksum: req.checksum,
+            checksum_type: req.checksum_type,
         };
         let r = self.call(r, None, None).await?;
         let mut d = fields(&r);

@@ -6,9 +6,10 @@ use std::time::{Duration, SystemTime};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use s3hpc_core::{
-    BucketInfo, ByteRange, Checksum, ChecksumAlgorithm, CompletePart, Conditions, CopyObjectRequest, Directive, Error,
-    ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest, ListUploadsPage,
-    ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput, Result, Tags, UploadInfo,
+    BucketInfo, ByteRange, Checksum, ChecksumAlgorithm, ChecksumType, CompletePart, Conditions, CopyObjectRequest,
+    Directive, Error, ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage,
+    ListPartsRequest, ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo,
+    PutObjectOutput, Result, Tags, UploadInfo,
 };
 
 use crate::frame::{MAX_LIST, MAX_STR};
@@ -105,6 +106,14 @@ impl Enc {
         self.u8(match a {
             None => 0,
             Some(a) => ChecksumAlgorithm::ALL.iter().position(|x| *x == a).unwrap() as u8 + 1,
+        });
+    }
+    /// Checksum type, one byte: 0 none, 1 COMPOSITE, 2 FULL_OBJECT.
+    pub fn ctype(&mut self, t: Option<ChecksumType>) {
+        self.u8(match t {
+            None => 0,
+            Some(ChecksumType::Composite) => 1,
+            Some(ChecksumType::FullObject) => 2,
         });
     }
     pub fn checksum(&mut self, c: Option<&Checksum>) {
@@ -332,6 +341,14 @@ impl<'a> Dec<'a> {
             0 => Ok(None),
             n if (n as usize) <= ChecksumAlgorithm::ALL.len() => Ok(Some(ChecksumAlgorithm::ALL[n as usize - 1])),
             n => Err(malformed(format!("unknown checksum algorithm {n}"))),
+        }
+    }
+    pub fn ctype(&mut self) -> Result<Option<ChecksumType>> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => Ok(Some(ChecksumType::Composite)),
+            2 => Ok(Some(ChecksumType::FullObject)),
+            n => Err(malformed(format!("unknown checksum type {n}"))),
         }
     }
     pub fn checksum(&mut self) -> Result<Option<Checksum>> {
@@ -579,6 +596,9 @@ pub enum Request {
         meta: ObjectMeta,
         tags: Tags,
         checksum_algorithm: Option<ChecksumAlgorithm>,
+        /// Optional trailing field: sent only when `Some`, so requests without it stay what
+        /// version-1 peers that predate it send and accept.
+        checksum_type: Option<ChecksumType>,
     },
     UploadPart {
         bucket: String,
@@ -613,6 +633,10 @@ pub enum Request {
         upload_id: String,
         parts: Vec<CompletePart>,
         conditions: Conditions,
+        /// Optional trailing group (`checksum` expected whole-object checksum, `ctype`): sent only
+        /// when either is `Some`.
+        checksum: Option<Checksum>,
+        checksum_type: Option<ChecksumType>,
     },
     AbortMultipart {
         bucket: String,
@@ -825,12 +849,15 @@ impl Request {
                 e.opt_str(req.start_after.as_deref());
                 e.var(req.max_keys as u64);
             }
-            CreateMultipart { bucket, key, meta, tags, checksum_algorithm } => {
+            CreateMultipart { bucket, key, meta, tags, checksum_algorithm, checksum_type } => {
                 e.str(bucket);
                 e.str(key);
                 e.meta(meta);
                 e.tags(tags);
                 e.alg(*checksum_algorithm);
+                if checksum_type.is_some() {
+                    e.ctype(*checksum_type);
+                }
             }
             UploadPart { bucket, key, upload_id, part_number, upload } => {
                 e.str(bucket);
@@ -864,7 +891,7 @@ impl Request {
                 e.opt_str(req.upload_id_marker.as_deref());
                 e.var(req.max_uploads as u64);
             }
-            CompleteMultipart { bucket, key, upload_id, parts, conditions } => {
+            CompleteMultipart { bucket, key, upload_id, parts, conditions, checksum, checksum_type } => {
                 e.str(bucket);
                 e.str(key);
                 e.str(upload_id);
@@ -875,6 +902,10 @@ impl Request {
                     e.checksum(p.checksum.as_ref());
                 }
                 e.conditions(conditions);
+                if checksum.is_some() || checksum_type.is_some() {
+                    e.checksum(checksum.as_ref());
+                    e.ctype(*checksum_type);
+                }
             }
             AbortMultipart { bucket, key, upload_id } => {
                 e.str(bucket);
@@ -938,6 +969,7 @@ impl Request {
                 meta: d.meta()?,
                 tags: d.tags()?,
                 checksum_algorithm: d.alg()?,
+                checksum_type: if d.is_empty() { None } else { d.ctype()? },
             },
             op::UPLOAD_PART => UploadPart {
                 bucket: d.str()?,
@@ -982,7 +1014,9 @@ impl Request {
                 for _ in 0..n {
                     parts.push(CompletePart { part_number: d.var_u32()?, etag: d.str()?, checksum: d.checksum()? });
                 }
-                CompleteMultipart { bucket, key, upload_id, parts, conditions: d.conditions()? }
+                let conditions = d.conditions()?;
+                let (checksum, checksum_type) = if d.is_empty() { (None, None) } else { (d.checksum()?, d.ctype()?) };
+                CompleteMultipart { bucket, key, upload_id, parts, conditions, checksum, checksum_type }
             }
             op::ABORT_MULTIPART => AbortMultipart { bucket: d.str()?, key: d.str()?, upload_id: d.str()? },
             other => return Err(malformed(format!("unknown opcode {other}"))),
@@ -1025,6 +1059,11 @@ impl Enc {
         self.u8(p.is_truncated as u8);
         self.opt_var(p.next_part_number_marker.map(u64::from));
         self.alg(p.checksum_algorithm);
+        // Optional trailing field, sent only for FULL_OBJECT: absent means COMPOSITE when an
+        // algorithm is set (what every upload was before the type existed).
+        if p.checksum_algorithm.is_some() && p.checksum_type == Some(ChecksumType::FullObject) {
+            self.ctype(p.checksum_type);
+        }
     }
     pub fn uploads_page(&mut self, p: &ListUploadsPage) {
         self.var(p.uploads.len() as u64);
@@ -1090,7 +1129,14 @@ impl Dec<'_> {
         }
         let is_truncated = self.bool()?;
         let next_part_number_marker = self.opt_var()?.map(|n| n as u32);
-        Ok(ListPartsPage { parts, is_truncated, next_part_number_marker, checksum_algorithm: self.alg()? })
+        let checksum_algorithm = self.alg()?;
+        let checksum_type = match (checksum_algorithm, self.is_empty()) {
+            (None, true) => None,
+            (Some(_), true) => Some(ChecksumType::Composite),
+            (None, false) => return Err(malformed("checksum type without an algorithm")),
+            (Some(_), false) => self.ctype()?,
+        };
+        Ok(ListPartsPage { parts, is_truncated, next_part_number_marker, checksum_algorithm, checksum_type })
     }
     pub fn uploads_page(&mut self) -> Result<ListUploadsPage> {
         let n = self.len(MAX_LIST, "upload list")?;
@@ -1134,10 +1180,15 @@ mod tests {
         let mut d = Dec::new(&b);
         assert_eq!(Request::decode(&mut d).unwrap(), r);
         d.end().unwrap();
-        // every strict prefix fails cleanly
+        // every strict prefix fails cleanly, except one that ends just before an optional
+        // trailing field: that is the request without it, exactly as it encodes
         for cut in 0..b.len() {
             let mut d = Dec::new(&b[..cut]);
-            assert!(Request::decode(&mut d).and_then(|_| d.end()).is_err(), "prefix {cut} of {r:?} decoded");
+            if let Ok(short) = Request::decode(&mut d).and_then(|x| d.end().map(|_| x)) {
+                let mut e = Enc::new();
+                short.encode(&mut e);
+                assert!(short != r && e.finish()[..] == b[..cut], "prefix {cut} of {r:?} decoded as {short:?}");
+            }
         }
     }
 
@@ -1193,8 +1244,69 @@ mod tests {
                 etag: "e".into(),
                 checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAA".into() }),
             }],
-            conditions: cond,
+            conditions: cond.clone(),
+            checksum: None,
+            checksum_type: None,
         });
+        // The optional trailing fields of CreateMultipart and CompleteMultipart.
+        for checksum_type in [None, Some(ChecksumType::Composite), Some(ChecksumType::FullObject)] {
+            roundtrip(Request::CreateMultipart {
+                bucket: "b".into(),
+                key: "k".into(),
+                meta: ObjectMeta::default(),
+                tags: vec![],
+                checksum_algorithm: Some(ChecksumAlgorithm::Crc32c),
+                checksum_type,
+            });
+            for checksum in
+                [None, Some(Checksum { algorithm: ChecksumAlgorithm::Crc64Nvme, value: "AAAAAAAAAAA=".into() })]
+            {
+                roundtrip(Request::CompleteMultipart {
+                    bucket: "b".into(),
+                    key: "k".into(),
+                    upload_id: "u".into(),
+                    parts: vec![],
+                    conditions: cond.clone(),
+                    checksum,
+                    checksum_type,
+                });
+            }
+        }
+        // A bad checksum type byte is a protocol error, not a guess.
+        let mut e = Enc::new();
+        Request::CreateMultipart {
+            bucket: "b".into(),
+            key: "k".into(),
+            meta: ObjectMeta::default(),
+            tags: vec![],
+            checksum_algorithm: None,
+            checksum_type: None,
+        }
+        .encode(&mut e);
+        e.u8(3);
+        let b = e.finish();
+        assert!(Request::decode(&mut Dec::new(&b)).is_err());
+    }
+
+    #[test]
+    fn parts_page_checksum_type() {
+        let base = ListPartsPage { is_truncated: true, next_part_number_marker: Some(3), ..Default::default() };
+        for (alg, ty) in [
+            (None, None),
+            (Some(ChecksumAlgorithm::Sha1), Some(ChecksumType::Composite)),
+            (Some(ChecksumAlgorithm::Crc32), Some(ChecksumType::FullObject)),
+        ] {
+            let p = ListPartsPage { checksum_algorithm: alg, checksum_type: ty, ..base.clone() };
+            let mut e = Enc::new();
+            e.parts_page(&p);
+            let b = e.finish();
+            // COMPOSITE (and none) encode exactly as before the type existed.
+            let old_len = 1 + 1 + 2 + 1;
+            assert_eq!(b.len(), if ty == Some(ChecksumType::FullObject) { old_len + 1 } else { old_len });
+            let mut d = Dec::new(&b);
+            assert_eq!(d.parts_page().unwrap(), p);
+            d.end().unwrap();
+        }
     }
 
     #[test]

@@ -708,8 +708,8 @@ async fn handle_request(
             PutObjectTagging { bucket, key, tags } => store.put_object_tagging(&bucket, &key, tags).await?,
             DeleteObjectTagging { bucket, key } => store.delete_object_tagging(&bucket, &key).await?,
             ListObjects { bucket, req } => e.list_page(&store.list_objects(&bucket, req).await?),
-            CreateMultipart { bucket, key, meta, tags, checksum_algorithm } => {
-                let r = s3hpc_core::CreateMultipartRequest { meta, tags, checksum_algorithm };
+            CreateMultipart { bucket, key, meta, tags, checksum_algorithm, checksum_type } => {
+                let r = s3hpc_core::CreateMultipartRequest { meta, tags, checksum_algorithm, checksum_type };
                 e.str(&store.create_multipart_upload(&bucket, &key, r).await?)
             }
             UploadPart { bucket, key, upload_id, part_number, upload } => {
@@ -739,8 +739,9 @@ async fn handle_request(
                 e.parts_page(&store.list_parts(&bucket, &key, &upload_id, req).await?)
             }
             ListUploads { bucket, req } => e.uploads_page(&store.list_multipart_uploads(&bucket, req).await?),
-            CompleteMultipart { bucket, key, upload_id, parts, conditions } => {
-                e.put_output(&store.complete_multipart_upload(&bucket, &key, &upload_id, parts, conditions).await?)
+            CompleteMultipart { bucket, key, upload_id, parts, conditions, checksum, checksum_type } => {
+                let r = s3hpc_core::CompleteMultipartRequest { parts, conditions, checksum, checksum_type };
+                e.put_output(&store.complete_multipart_upload_with(&bucket, &key, &upload_id, r).await?)
             }
             AbortMultipart { bucket, key, upload_id } => {
                 store.abort_multipart_upload(&bucket, &key, &upload_id).await?
