@@ -3,7 +3,11 @@
 //! ```text
 //! cargo run --release -p s3hpc-wire --example wire_vs_embedded -- [--secs 2] [--conc 8] [--large-mib 8]
 //!     [--dir /tmp] [--durability strict|relaxed|none] [--backend posix|memory|noop] [--slices 4]
+//!     [--phases "MiB PUT,4 KiB HEAD"] [--targets embedded,unix,tcp,http]
 //! ```
+//!
+//! `--phases` / `--targets` run a subset (for `perf stat` / `strace -c` of one path; the key
+//! pre-creation still runs for the selected phase sizes).
 //!
 //! Each phase runs on the four targets in turn, `--slices` times for `secs / slices` each (the
 //! targets interleaved), so that a change of load on a shared machine skews no column.
@@ -37,6 +41,10 @@ struct Args {
     durability: s3hpc_posix::Durability,
     backend: String,
     slices: usize,
+    /// Only phases whose metric contains one of these (e.g. "MiB PUT", "HEAD"); empty: all.
+    phases: Vec<String>,
+    /// Only these targets (embedded, unix, tcp, http); empty: all.
+    targets: Vec<String>,
 }
 
 fn args() -> Args {
@@ -48,6 +56,8 @@ fn args() -> Args {
         durability: s3hpc_posix::Durability::default(),
         backend: "posix".into(),
         slices: 4,
+        phases: Vec::new(),
+        targets: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -58,6 +68,8 @@ fn args() -> Args {
             "--large-mib" => a.large_mib = v.parse().unwrap(),
             "--dir" => a.dir = v.into(),
             "--slices" => a.slices = v.parse::<usize>().unwrap().max(1),
+            "--phases" => a.phases = v.split(',').map(String::from).collect(),
+            "--targets" => a.targets = v.split(',').map(String::from).collect(),
             "--backend" => {
                 assert!(matches!(v.as_str(), "posix" | "memory" | "noop"), "--backend posix|memory|noop");
                 a.backend = v;
@@ -176,14 +188,15 @@ async fn suite(targets: &[Target], a: &Args, rows: &mut Vec<(String, String, f64
     // Pre-create the keys so GET/HEAD find them whatever the PUT phase reached.
     let keys = 1024u64;
     let large_keys = 8u64;
+    let wanted = |m: &str| a.phases.is_empty() || a.phases.iter().any(|p| m.contains(p.as_str()));
     for t in targets {
         let _ = t.store.create_bucket(bucket).await;
         let _ = t.large.create_bucket(bucket).await;
-        for i in 0..keys {
+        for i in 0..keys * wanted("4 KiB") as u64 {
             let body = Body::from(vec![1u8; small]);
             t.store.put_object(bucket, &format!("o{small}/{i}"), PutObjectRequest::default(), body).await.unwrap();
         }
-        for i in 0..large_keys {
+        for i in 0..large_keys * wanted("MiB") as u64 {
             let body = Body::from(vec![2u8; large]);
             t.large.put_object(bucket, &format!("o{large}/{i}"), PutObjectRequest::default(), body).await.unwrap();
         }
@@ -199,6 +212,7 @@ async fn suite(targets: &[Target], a: &Args, rows: &mut Vec<(String, String, f64
     phases.push((Op::Put, true, lconc, format!("{mib} MiB PUT MiB/s, conc {lconc}")));
     phases.push((Op::Get, true, lconc, format!("{mib} MiB GET MiB/s, conc {lconc}")));
     phases.push((Op::Get, true, 1, format!("{mib} MiB GET MiB/s, conc 1")));
+    phases.retain(|p| wanted(&p.3));
     let slice = a.secs / a.slices as f64;
     for (op, is_large, conc, metric) in phases {
         let mut acc = vec![(0u64, 0u64, 0f64); targets.len()];
@@ -326,6 +340,13 @@ fn main() {
             },
             Target { name: "http (tcp)", store: http(small_srv.http), large: http(l.http) },
         ];
+        let short = ["embedded", "unix", "tcp", "http"];
+        let targets: Vec<Target> = targets
+            .into_iter()
+            .zip(short)
+            .filter(|(_, n)| a.targets.is_empty() || a.targets.iter().any(|t| t == n))
+            .map(|(t, _)| t)
+            .collect();
         suite(&targets, &a, &mut rows).await;
     });
     small_srv.stop(&server_rt);
@@ -336,7 +357,12 @@ fn main() {
     println!("backend {}, durability {:?}", a.backend, a.durability);
     println!("| metric | embedded | wire (unix) | wire (tcp) | http (tcp) | wire unix / embedded | wire unix / http |");
     println!("|---|---|---|---|---|---|---|");
-    let metrics: Vec<String> = rows.iter().filter(|r| r.0 == embedded).map(|r| r.1.clone()).collect::<Vec<_>>();
+    let mut metrics: Vec<String> = Vec::new();
+    for r in &rows {
+        if !metrics.contains(&r.1) {
+            metrics.push(r.1.clone());
+        }
+    }
     for m in metrics {
         let get = |n: &str| rows.iter().find(|r| r.0 == n && r.1 == m).map(|r| r.2).unwrap_or(f64::NAN);
         let (e, w, t, h) = (get(embedded), get("wire (unix socket)"), get("wire (tcp)"), get("http (tcp)"));
