@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release -p s3hpc-wire --example wire_vs_embedded -- [--secs 2] [--conc 8] [--large-mib 8]
 //!     [--dir /tmp] [--durability strict|relaxed|none] [--backend posix|memory|noop] [--slices 4]
-//!     [--phases "MiB PUT,4 KiB HEAD"] [--targets embedded,unix,tcp,http]
+//!     [--phases "MiB PUT,4 KiB HEAD"] [--targets embedded,unix,tcp,http] [--frame-kib 1024] [--conns 2]
 //! ```
 //!
 //! `--phases` / `--targets` run a subset (for `perf stat` / `strace -c` of one path; the key
@@ -45,6 +45,10 @@ struct Args {
     phases: Vec<String>,
     /// Only these targets (embedded, unix, tcp, http); empty: all.
     targets: Vec<String>,
+    /// The wire servers' largest DATA frame, KiB (default: the server's default).
+    frame_kib: Option<u32>,
+    /// Client connections per WireClient.
+    conns: usize,
 }
 
 fn args() -> Args {
@@ -58,6 +62,8 @@ fn args() -> Args {
         slices: 4,
         phases: Vec::new(),
         targets: Vec::new(),
+        frame_kib: None,
+        conns: 2,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -70,6 +76,8 @@ fn args() -> Args {
             "--slices" => a.slices = v.parse::<usize>().unwrap().max(1),
             "--phases" => a.phases = v.split(',').map(String::from).collect(),
             "--targets" => a.targets = v.split(',').map(String::from).collect(),
+            "--frame-kib" => a.frame_kib = Some(v.parse().unwrap()),
+            "--conns" => a.conns = v.parse().unwrap(),
             "--backend" => {
                 assert!(matches!(v.as_str(), "posix" | "memory" | "noop"), "--backend posix|memory|noop");
                 a.backend = v;
@@ -246,11 +254,16 @@ fn start_servers(
     served: DynStore,
     http_store: DynStore,
     creds: &Credentials,
+    a: &Args,
 ) -> Servers {
     let set = Arc::new(CredentialSet::new([creds.clone()]));
+    let mut so = ServerOptions::default();
+    if let Some(k) = a.frame_kib {
+        so.max_data_frame = k << 10;
+    }
     let (unix, tcp) = rt.block_on(async {
-        let u = s3hpc_wire::bind(&sock, served.clone(), set.clone(), ServerOptions::default()).await.unwrap().spawn();
-        let t = s3hpc_wire::bind("tcp://127.0.0.1:0", served, set, ServerOptions::default()).await.unwrap().spawn();
+        let u = s3hpc_wire::bind(&sock, served.clone(), set.clone(), so.clone()).await.unwrap().spawn();
+        let t = s3hpc_wire::bind("tcp://127.0.0.1:0", served, set, so).await.unwrap().spawn();
         (u, t)
     });
     let (http_stop, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -295,12 +308,13 @@ fn main() {
         served,
         http_store,
         &creds,
+        &a,
     );
     // noop answers one fixed size: the large phases get servers of their own.
     let large_srv = noop.then(|| {
         let s = make_store(&a, tmp.path(), large);
         let h = make_store(&a, tmp.path(), large);
-        start_servers(&server_rt, format!("unix://{}", tmp.path().join("wire-large.sock").display()), s, h, &creds)
+        start_servers(&server_rt, format!("unix://{}", tmp.path().join("wire-large.sock").display()), s, h, &creds, &a)
     });
 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -309,7 +323,7 @@ fn main() {
     rt.block_on(async {
         let e = make_store(&a, &tmp.path().join("embedded"), 4096);
         let el = if noop { make_store(&a, tmp.path(), large) } else { e.clone() };
-        let opts = ClientOptions { connections: 2, ..Default::default() };
+        let opts = ClientOptions { connections: a.conns, ..Default::default() };
         let wire = |url: String| {
             let (creds, opts) = (creds.clone(), opts.clone());
             async move { Arc::new(WireClient::connect_with(&url, creds, opts).await.unwrap()) as DynStore }

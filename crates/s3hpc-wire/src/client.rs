@@ -46,6 +46,11 @@ pub struct ClientOptions {
     /// treated as dead (its other requests fail as "connection lost", the next call reconnects).
     /// `None`: wait forever.
     pub request_timeout: Option<Duration>,
+    /// Largest DATA frame the client sends for a streamed upload (capped by the server's
+    /// `max_data_frame`). Smaller frames let the server's store start writing sooner and finish
+    /// sooner after the last byte (1 MiB frames measured ~0.7x of an embedded PUT on posix,
+    /// 256 KiB ~0.85-1.0x: docs/perf/wire.md).
+    pub upload_frame: u32,
 }
 
 impl Default for ClientOptions {
@@ -56,6 +61,7 @@ impl Default for ClientOptions {
             fd_passing: true,
             replay_on_reconnect: true,
             request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
+            upload_frame: 256 << 10,
         }
     }
 }
@@ -186,6 +192,7 @@ struct ClientConn {
     inflight: Arc<Semaphore>,
     next_id: AtomicU32,
     request_timeout: Option<Duration>,
+    upload_frame: u32,
     /// Frames received so far (tells a silent connection from a slow request).
     frames_in: AtomicU64,
 }
@@ -257,6 +264,7 @@ impl ClientConn {
             inflight: Arc::new(Semaphore::new(limits.max_inflight as usize)),
             next_id: AtomicU32::new(1),
             request_timeout: opts.request_timeout,
+            upload_frame: opts.upload_frame.clamp(4096, limits.max_data_frame),
             frames_in: AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&conn);
@@ -388,7 +396,7 @@ impl ClientConn {
         let msg = match (stream_body, credit) {
             (Some(body), Some(credit)) => {
                 let t = self.request_timeout;
-                let upload = upload(&self.out, id, body, credit, deferred, self.limits.max_data_frame, t);
+                let upload = upload(&self.out, id, body, credit, deferred, self.upload_frame, t);
                 tokio::pin!(upload);
                 let early = tokio::select! {
                     r = &mut rx => Some(r),
