@@ -2,8 +2,15 @@
 //!
 //! ```text
 //! cargo run --release -p s3hpc-wire --example wire_vs_embedded -- [--secs 2] [--conc 8] [--large-mib 8]
-//!     [--dir /tmp] [--durability strict|relaxed|none] [--backend posix|memory|noop]
+//!     [--dir /tmp] [--durability strict|relaxed|none] [--backend posix|memory|noop] [--slices 4]
+//!     [--phases "MiB PUT,4 KiB HEAD"] [--targets embedded,unix,tcp,http] [--frame-kib 1024] [--conns 2]
 //! ```
+//!
+//! `--phases` / `--targets` run a subset (for `perf stat` / `strace -c` of one path; the key
+//! pre-creation still runs for the selected phase sizes).
+//!
+//! Each phase runs on the four targets in turn, `--slices` times for `secs / slices` each (the
+//! targets interleaved), so that a change of load on a shared machine skews no column.
 //!
 //! `--backend` picks the store behind every target (default posix). `memory` keeps objects in
 //! RAM (bodies are `Bytes`, so large GETs stream as DATA frames); `noop` stores nothing and
@@ -33,6 +40,15 @@ struct Args {
     dir: std::path::PathBuf,
     durability: s3hpc_posix::Durability,
     backend: String,
+    slices: usize,
+    /// Only phases whose metric contains one of these (e.g. "MiB PUT", "HEAD"); empty: all.
+    phases: Vec<String>,
+    /// Only these targets (embedded, unix, tcp, http); empty: all.
+    targets: Vec<String>,
+    /// The wire servers' largest DATA frame, KiB (default: the server's default).
+    frame_kib: Option<u32>,
+    /// Client connections per WireClient.
+    conns: usize,
 }
 
 fn args() -> Args {
@@ -43,6 +59,11 @@ fn args() -> Args {
         dir: std::env::temp_dir(),
         durability: s3hpc_posix::Durability::default(),
         backend: "posix".into(),
+        slices: 4,
+        phases: Vec::new(),
+        targets: Vec::new(),
+        frame_kib: None,
+        conns: 2,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -52,6 +73,11 @@ fn args() -> Args {
             "--conc" => a.conc = v.parse().unwrap(),
             "--large-mib" => a.large_mib = v.parse().unwrap(),
             "--dir" => a.dir = v.into(),
+            "--slices" => a.slices = v.parse::<usize>().unwrap().max(1),
+            "--phases" => a.phases = v.split(',').map(String::from).collect(),
+            "--targets" => a.targets = v.split(',').map(String::from).collect(),
+            "--frame-kib" => a.frame_kib = Some(v.parse().unwrap()),
+            "--conns" => a.conns = v.parse().unwrap(),
             "--backend" => {
                 assert!(matches!(v.as_str(), "posix" | "memory" | "noop"), "--backend posix|memory|noop");
                 a.backend = v;
@@ -152,42 +178,66 @@ async fn phase(
     (ops.load(Ordering::Relaxed), bytes.load(Ordering::Relaxed), start.elapsed().as_secs_f64())
 }
 
-/// `store` serves the 4 KiB phases, `large` the large ones (the same store unless noop).
-async fn suite(name: &str, store: DynStore, large_store: DynStore, a: &Args, rows: &mut Vec<(String, String, f64)>) {
+/// One access path: `store` serves the 4 KiB phases, `large` the large ones (the same store
+/// unless noop).
+struct Target {
+    name: &'static str,
+    store: DynStore,
+    large: DynStore,
+}
+
+/// Every phase runs on every target in `--slices` round-robin slices of `secs / slices` (target
+/// A, B, C, D, A, B, ...), so a change of the machine's load during the run hits all targets
+/// alike and the ratios within a run stay meaningful.
+async fn suite(targets: &[Target], a: &Args, rows: &mut Vec<(String, String, f64)>) {
     let bucket = "bench";
-    let _ = store.create_bucket(bucket).await;
-    let _ = large_store.create_bucket(bucket).await;
     let small = 4096;
     let large = a.large_mib << 20;
-    // Pre-create the small keys so GET/HEAD find them whatever the PUT phase reached.
+    // Pre-create the keys so GET/HEAD find them whatever the PUT phase reached.
     let keys = 1024u64;
-    for i in 0..keys {
-        store
-            .put_object(bucket, &format!("o{small}/{i}"), PutObjectRequest::default(), Body::from(vec![1u8; small]))
-            .await
-            .unwrap();
-    }
-    for conc in [1, a.conc] {
-        for (op, label) in [(Op::Put, "PUT"), (Op::Get, "GET"), (Op::Head, "HEAD")] {
-            let (n, _, s) = phase(&store, bucket, op, small, conc, a.secs, keys).await;
-            eprintln!("{name}: 4 KiB {label} conc {conc}: {:.0} ops/s", n as f64 / s);
-            rows.push((name.into(), format!("4 KiB {label} ops/s, conc {conc}"), n as f64 / s));
+    let large_keys = 8u64;
+    let wanted = |m: &str| a.phases.is_empty() || a.phases.iter().any(|p| m.contains(p.as_str()));
+    for t in targets {
+        let _ = t.store.create_bucket(bucket).await;
+        let _ = t.large.create_bucket(bucket).await;
+        for i in 0..keys * wanted("4 KiB") as u64 {
+            let body = Body::from(vec![1u8; small]);
+            t.store.put_object(bucket, &format!("o{small}/{i}"), PutObjectRequest::default(), body).await.unwrap();
+        }
+        for i in 0..large_keys * wanted("MiB") as u64 {
+            let body = Body::from(vec![2u8; large]);
+            t.large.put_object(bucket, &format!("o{large}/{i}"), PutObjectRequest::default(), body).await.unwrap();
         }
     }
-    let large_keys = 8u64;
     let lconc = a.conc.min(4);
-    let store = large_store;
-    // Pre-create the large keys too: with a short --secs a PUT phase may not reach every key.
-    for i in 0..large_keys {
-        let body = Body::from(vec![2u8; large]);
-        store.put_object(bucket, &format!("o{large}/{i}"), PutObjectRequest::default(), body).await.unwrap();
+    let mut phases = Vec::new();
+    for conc in [1, a.conc] {
+        for (op, label) in [(Op::Put, "PUT"), (Op::Get, "GET"), (Op::Head, "HEAD")] {
+            phases.push((op, false, conc, format!("4 KiB {label} ops/s, conc {conc}")));
+        }
     }
-    let (_, b, s) = phase(&store, bucket, Op::Put, large, lconc, a.secs, large_keys).await;
-    rows.push((name.into(), format!("{} MiB PUT MiB/s, conc {lconc}", a.large_mib), b as f64 / s / 1048576.0));
-    let (_, b, s) = phase(&store, bucket, Op::Get, large, lconc, a.secs, large_keys).await;
-    rows.push((name.into(), format!("{} MiB GET MiB/s, conc {lconc}", a.large_mib), b as f64 / s / 1048576.0));
-    let (_, b, s) = phase(&store, bucket, Op::Get, large, 1, a.secs, large_keys).await;
-    rows.push((name.into(), format!("{} MiB GET MiB/s, conc 1", a.large_mib), b as f64 / s / 1048576.0));
+    let mib = a.large_mib;
+    phases.push((Op::Put, true, lconc, format!("{mib} MiB PUT MiB/s, conc {lconc}")));
+    phases.push((Op::Get, true, lconc, format!("{mib} MiB GET MiB/s, conc {lconc}")));
+    phases.push((Op::Get, true, 1, format!("{mib} MiB GET MiB/s, conc 1")));
+    phases.retain(|p| wanted(&p.3));
+    let slice = a.secs / a.slices as f64;
+    for (op, is_large, conc, metric) in phases {
+        let mut acc = vec![(0u64, 0u64, 0f64); targets.len()];
+        for _ in 0..a.slices {
+            for (t, acc) in targets.iter().zip(acc.iter_mut()) {
+                let (store, size, nkeys) =
+                    if is_large { (&t.large, large, large_keys) } else { (&t.store, small, keys) };
+                let (n, b, s) = phase(store, bucket, op, size, conc, slice, nkeys).await;
+                *acc = (acc.0 + n, acc.1 + b, acc.2 + s);
+            }
+        }
+        for (t, (n, b, s)) in targets.iter().zip(acc) {
+            let v = if is_large { b as f64 / s / 1048576.0 } else { n as f64 / s };
+            eprintln!("{}: {metric}: {v:.0}", t.name);
+            rows.push((t.name.into(), metric.clone(), v));
+        }
+    }
 }
 
 struct Servers {
@@ -204,11 +254,16 @@ fn start_servers(
     served: DynStore,
     http_store: DynStore,
     creds: &Credentials,
+    a: &Args,
 ) -> Servers {
     let set = Arc::new(CredentialSet::new([creds.clone()]));
+    let mut so = ServerOptions::default();
+    if let Some(k) = a.frame_kib {
+        so.max_data_frame = k << 10;
+    }
     let (unix, tcp) = rt.block_on(async {
-        let u = s3hpc_wire::bind(&sock, served.clone(), set.clone(), ServerOptions::default()).await.unwrap().spawn();
-        let t = s3hpc_wire::bind("tcp://127.0.0.1:0", served, set, ServerOptions::default()).await.unwrap().spawn();
+        let u = s3hpc_wire::bind(&sock, served.clone(), set.clone(), so.clone()).await.unwrap().spawn();
+        let t = s3hpc_wire::bind("tcp://127.0.0.1:0", served, set, so).await.unwrap().spawn();
         (u, t)
     });
     let (http_stop, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -253,12 +308,13 @@ fn main() {
         served,
         http_store,
         &creds,
+        &a,
     );
     // noop answers one fixed size: the large phases get servers of their own.
     let large_srv = noop.then(|| {
         let s = make_store(&a, tmp.path(), large);
         let h = make_store(&a, tmp.path(), large);
-        start_servers(&server_rt, format!("unix://{}", tmp.path().join("wire-large.sock").display()), s, h, &creds)
+        start_servers(&server_rt, format!("unix://{}", tmp.path().join("wire-large.sock").display()), s, h, &creds, &a)
     });
 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -267,8 +323,7 @@ fn main() {
     rt.block_on(async {
         let e = make_store(&a, &tmp.path().join("embedded"), 4096);
         let el = if noop { make_store(&a, tmp.path(), large) } else { e.clone() };
-        suite(embedded, e, el, &a, &mut rows).await;
-        let opts = ClientOptions { connections: 2, ..Default::default() };
+        let opts = ClientOptions { connections: a.conns, ..Default::default() };
         let wire = |url: String| {
             let (creds, opts) = (creds.clone(), opts.clone());
             async move { Arc::new(WireClient::connect_with(&url, creds, opts).await.unwrap()) as DynStore }
@@ -285,11 +340,28 @@ fn main() {
             ) as DynStore
         };
         let l = large_srv.as_ref().unwrap_or(&small_srv);
-        let (s, ls) = (wire(small_srv.unix.url.clone()).await, wire(l.unix.url.clone()).await);
-        suite("wire (unix socket)", s, ls, &a, &mut rows).await;
-        let (s, ls) = (wire(small_srv.tcp.url.clone()).await, wire(l.tcp.url.clone()).await);
-        suite("wire (tcp)", s, ls, &a, &mut rows).await;
-        suite("http (tcp)", http(small_srv.http), http(l.http), &a, &mut rows).await;
+        let targets = [
+            Target { name: embedded, store: e, large: el },
+            Target {
+                name: "wire (unix socket)",
+                store: wire(small_srv.unix.url.clone()).await,
+                large: wire(l.unix.url.clone()).await,
+            },
+            Target {
+                name: "wire (tcp)",
+                store: wire(small_srv.tcp.url.clone()).await,
+                large: wire(l.tcp.url.clone()).await,
+            },
+            Target { name: "http (tcp)", store: http(small_srv.http), large: http(l.http) },
+        ];
+        let short = ["embedded", "unix", "tcp", "http"];
+        let targets: Vec<Target> = targets
+            .into_iter()
+            .zip(short)
+            .filter(|(_, n)| a.targets.is_empty() || a.targets.iter().any(|t| t == n))
+            .map(|(t, _)| t)
+            .collect();
+        suite(&targets, &a, &mut rows).await;
     });
     small_srv.stop(&server_rt);
     if let Some(l) = large_srv {
@@ -299,7 +371,12 @@ fn main() {
     println!("backend {}, durability {:?}", a.backend, a.durability);
     println!("| metric | embedded | wire (unix) | wire (tcp) | http (tcp) | wire unix / embedded | wire unix / http |");
     println!("|---|---|---|---|---|---|---|");
-    let metrics: Vec<String> = rows.iter().filter(|r| r.0 == embedded).map(|r| r.1.clone()).collect::<Vec<_>>();
+    let mut metrics: Vec<String> = Vec::new();
+    for r in &rows {
+        if !metrics.contains(&r.1) {
+            metrics.push(r.1.clone());
+        }
+    }
     for m in metrics {
         let get = |n: &str| rows.iter().find(|r| r.0 == n && r.1 == m).map(|r| r.2).unwrap_or(f64::NAN);
         let (e, w, t, h) = (get(embedded), get("wire (unix socket)"), get("wire (tcp)"), get("http (tcp)"));

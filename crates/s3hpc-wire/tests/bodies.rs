@@ -49,3 +49,41 @@ async fn bodies_by_inline_stream_and_descriptor() {
         r.server.shutdown().await.unwrap();
     }
 }
+
+/// Large DATA frames are received into pooled buffers that are reused once the store is done
+/// with them: concurrent uploads of different contents, again and again (so buffers that held
+/// another upload's bytes come back), into a store that keeps the received chunks (memory) and
+/// one that writes them out (posix), must each store exactly their own bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pooled_receive_buffers_never_mix_uploads() {
+    let dir = tempfile::tempdir().unwrap();
+    let posix: DynStore =
+        Arc::new(s3hpc_posix::PosixStore::open(dir.path(), s3hpc_posix::PosixOptions::default()).unwrap());
+    let memory: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
+    for store in [posix, memory] {
+        store.create_bucket("bkt").await.unwrap();
+        for unix in [true, false] {
+            let r = common::start(store.clone(), unix, ServerOptions::default()).await;
+            let c = Arc::new(common::client(&r.server.url).await);
+            for round in 0..3u64 {
+                let mut tasks = Vec::new();
+                for k in 0..4u64 {
+                    let c = c.clone();
+                    // Sizes around the frame size and the pooled-buffer threshold.
+                    let size = [(1 << 20) + 1, (2 << 20) + 777, 130_000, 3 << 20][k as usize];
+                    let data = s3hpc_conformance::pattern(round * 10 + k, size);
+                    tasks.push(tokio::spawn(async move {
+                        let key = format!("k{k}");
+                        c.put_object("bkt", &key, PutObjectRequest::default(), Body::from(data.clone())).await.unwrap();
+                        let o = c.get_object("bkt", &key, GetObjectRequest::default()).await.unwrap();
+                        assert_eq!(o.body.collect().await.unwrap(), data, "round {round} key {key}");
+                    }));
+                }
+                for t in tasks {
+                    t.await.unwrap();
+                }
+            }
+            r.server.shutdown().await.unwrap();
+        }
+    }
+}

@@ -231,3 +231,94 @@ async fn rapid_restarts_unix() {
 async fn rapid_restarts_tcp() {
     rapid_restarts(false).await;
 }
+
+/// A server that completes the handshake and then reads requests without ever answering: the
+/// request timeout bounds every wait, the silent connection is given up, and the next request
+/// (on a new connection to the same silent server) times out the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mute_server_request_times_out() {
+    use s3hpc_wire::frame;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mute.sock");
+    let l = tokio::net::UnixListener::bind(&path).unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let acc = accepted.clone();
+    let _srv = tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            acc.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut pre = [0u8; frame::CLIENT_PREAMBLE_LEN];
+                s.read_exact(&mut pre).await.unwrap();
+                let mut sp = frame::MAGIC.to_vec();
+                sp.extend_from_slice(&frame::VERSION.to_le_bytes());
+                sp.extend_from_slice(&[0u8; 2 + 32]);
+                s.write_all(&sp).await.unwrap();
+                let mut hdr = [0u8; frame::HEADER_LEN];
+                s.read_exact(&mut hdr).await.unwrap();
+                let h = frame::Header::decode(&hdr, frame::MAX_DATA_FRAME_HARD).unwrap();
+                let mut p = vec![0u8; h.len as usize];
+                s.read_exact(&mut p).await.unwrap();
+                let limits = frame::Limits { max_data_frame: 1 << 20, initial_window: 4 << 20, max_inflight: 16 };
+                let mut ok = bytes::BytesMut::new();
+                frame::put_frame(&mut ok, frame::ty::AUTH_OK, 0, 0, &limits.encode());
+                s.write_all(&ok).await.unwrap();
+                // Swallow every request, answer none.
+                let mut junk = vec![0u8; 64 << 10];
+                while matches!(s.read(&mut junk).await, Ok(n) if n > 0) {}
+            });
+        }
+    });
+    let t = Duration::from_millis(400);
+    let opts = s3hpc_wire::ClientOptions { connections: 1, request_timeout: Some(t), ..Default::default() };
+    let c = WireClient::connect_with(&format!("unix://{}", path.display()), common::creds(), opts).await.unwrap();
+    for round in 0..2 {
+        let start = Instant::now();
+        let r = tokio::time::timeout(BOUND, head_size(&c, "k")).await.expect("HEAD hung past the request timeout");
+        let e = r.expect_err("a mute server answered");
+        assert_eq!(e.code, ErrorCode::RequestTimeout, "round {round}: {e}");
+        assert!(e.message.contains("within"), "unclear error: {e}");
+        let took = start.elapsed();
+        assert!(took >= t && took < t * 5, "round {round}: timed out after {took:?}");
+    }
+    // The silent connection was dropped after the first timeout: the second request reconnected.
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    // Streamed uploads: one that fits the first credit window then waits for the answer; one
+    // larger than the window (4 MiB) waits for credit that never comes. Both are bounded.
+    for (size, what) in [(200_000, "sent no response"), (5 << 20, "sent no upload credit")] {
+        let start = Instant::now();
+        let body = Body::from(vec![1u8; size]);
+        let r = tokio::time::timeout(BOUND, c.put_object("bkt", "p", PutObjectRequest::default(), body))
+            .await
+            .expect("PUT hung past the request timeout");
+        let e = r.expect_err("a mute server answered a PUT");
+        assert_eq!(e.code, ErrorCode::RequestTimeout, "{e}");
+        assert!(e.message.contains(what), "{size} bytes: {e}");
+        assert!(start.elapsed() < t * 5);
+    }
+}
+
+/// A request stuck inside the store of a live server times out; the connection was silent, so
+/// it is replaced, and the next request succeeds. Without a timeout, it would wait for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_stuck_in_store_times_out_and_client_recovers() {
+    let mem: DynStore = Arc::new(MemoryStore::new());
+    mem.create_bucket("bkt").await.unwrap();
+    mem.put_object("bkt", "k", PutObjectRequest::default(), Body::from(vec![5u8; 10])).await.unwrap();
+    let gate = Arc::new(HookedStore::new(mem, Gate { entered: Notify::new(), hung: AtomicBool::new(false) }));
+    let store: DynStore = gate.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("unix://{}", dir.path().join("stuck.sock").display());
+    let srv = start_at(&url, store).await;
+    let t = Duration::from_millis(300);
+    let opts = s3hpc_wire::ClientOptions { connections: 1, request_timeout: Some(t), ..Default::default() };
+    let c = WireClient::connect_with(&url, common::creds(), opts).await.unwrap();
+    assert_eq!(head_size(&c, "k").await.unwrap(), 10);
+    let start = Instant::now();
+    let e = tokio::time::timeout(BOUND, head_size(&c, "hang")).await.expect("hung").expect_err("answered");
+    assert_eq!(e.code, ErrorCode::RequestTimeout, "{e}");
+    assert!(gate.hook().hung.load(Ordering::SeqCst));
+    assert!(start.elapsed() < t * 5);
+    assert_eq!(head_size(&c, "k").await.unwrap(), 10);
+    srv.shutdown().await.unwrap();
+}
