@@ -148,7 +148,20 @@ where
                     }
                     b.build().expect("s3hpc libs3: cannot start a tokio runtime")
                 });
-                Some(rt.block_on(f.take().expect("future present")))
+                let mut f = std::pin::pin!(f.take().expect("future present"));
+                // An Inline posix store finishes a request in its first poll: try that poll
+                // without entering the scheduler (inside the runtime's context, so the future
+                // may still spawn tasks or use the blocking pool); anything still pending is
+                // then driven by the scheduler as before, which polls it again with its own
+                // waker.
+                {
+                    let _ctx = rt.enter();
+                    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                    if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                        return Some(v);
+                    }
+                }
+                Some(rt.block_on(f))
             })
             .ok()
             .flatten();

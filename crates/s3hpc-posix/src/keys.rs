@@ -22,8 +22,8 @@ fn bad(key: &str, why: &str) -> Error {
         .with_resource(key.to_string())
 }
 
-/// Validate `key` and map it to a relative path.
-pub fn parse_key(key: &str) -> Result<KeyPath> {
+/// Validate `key` without building its path: `Ok(true)` for a directory object (`a/b/`).
+pub fn check_key(key: &str) -> Result<bool> {
     names::validate_key(key)?;
     if key.contains('\0') {
         return Err(bad(key, "it contains a NUL byte"));
@@ -35,7 +35,6 @@ pub fn parse_key(key: &str) -> Result<KeyPath> {
         Some(b) => (b, true),
         None => (key, false),
     };
-    let mut rel = PathBuf::new();
     for seg in body.split('/') {
         match seg {
             "" => return Err(bad(key, "empty path segment ('//' or a lone '/')")),
@@ -48,9 +47,18 @@ pub fn parse_key(key: &str) -> Result<KeyPath> {
                 )
                 .with_resource(key.to_string()));
             }
-            s => rel.push(s),
+            _ => {}
         }
     }
+    Ok(dir)
+}
+
+/// Validate `key` and map it to a relative path.
+pub fn parse_key(key: &str) -> Result<KeyPath> {
+    let dir = check_key(key)?;
+    // A valid key's path is the key itself without its trailing '/' (segments are joined by
+    // single slashes and none is '.' or '..').
+    let rel = PathBuf::from(if dir { &key[..key.len() - 1] } else { key });
     Ok(KeyPath { rel, dir })
 }
 
@@ -65,6 +73,8 @@ mod tests {
         assert_eq!(parse_key("...").unwrap().rel, PathBuf::from("..."));
         assert_eq!(parse_key(".s3hpcx/y").unwrap().rel, PathBuf::from(".s3hpcx/y"));
         assert!(parse_key(&"k".repeat(255)).is_ok());
+        assert_eq!(check_key("a/b/"), Ok(true));
+        assert_eq!(check_key("a/b"), Ok(false));
     }
 
     #[test]
@@ -90,6 +100,7 @@ mod tests {
         ];
         for (k, code) in cases {
             assert_eq!(parse_key(k).unwrap_err().code, *code, "{k:?}");
+            assert_eq!(check_key(k).unwrap_err().code, *code, "{k:?}");
         }
         assert_eq!(parse_key(&"k".repeat(256)).unwrap_err().code, ErrorCode::KeyTooLongError);
         assert_eq!(parse_key(&format!("a/{}/b", "k".repeat(256))).unwrap_err().code, ErrorCode::KeyTooLongError);

@@ -206,6 +206,22 @@ fn derived_etag_of(ino: u64, len: u64, mtime_ns: i64) -> String {
     format!("{:032x}-1", xxhash_rust::xxh3::xxh3_128(&b))
 }
 
+/// Info and tags of the file object `key` of `size` bytes from its valid record (moved, not
+/// copied).
+fn file_info(key: &str, size: u64, r: Record) -> (ObjectInfo, Tags) {
+    let info = ObjectInfo {
+        key: key.to_string(),
+        size,
+        etag: r.etag,
+        last_modified: to_time(r.mtime_ns),
+        meta: r.meta,
+        checksum: r.checksum,
+        part_sizes: r.part_sizes,
+        tag_count: r.tags.len(),
+    };
+    (info, r.tags)
+}
+
 fn conflict(key: &str) -> Error {
     Error::new(
         ErrorCode::InvalidRequest,
@@ -494,20 +510,111 @@ impl Inner {
                 has_record: true,
             });
         }
-        let rel = path.strip_prefix(&self.root).unwrap_or(&path);
-        let file = match sys::open_beneath(&self.root_fd, rel, &path) {
+        self.open_file(bucket, key, || bdir.to_path_buf())
+    }
+
+    /// Open the object of the file key `key` (not ending in '/'), which `check_key` accepted;
+    /// `bdir()` (the bucket's path) is only needed off the common path.
+    fn open_file(&self, bucket: &str, key: &str, bdir: impl Fn() -> PathBuf) -> Result<Opened> {
+        let file = match sys::open_beneath2(&self.root_fd, bucket, key, || bdir().join(key)) {
             Ok(f) => f,
-            Err(e) if is_missing(&e) => return Err(self.missing(bdir, bucket, key)),
+            Err(e) if is_missing(&e) => return Err(self.missing(&bdir(), bucket, key)),
             Err(e) => return Err(e.into()),
         };
         let md = file.metadata()?;
         if !md.is_file() {
             return Err(Error::no_such_key(bucket, key));
         }
-        let rec = self.valid_record(Target::File(&file), bdir, key, &md)?;
-        let info = self.info_from(key, &md, rec.as_ref());
+        let stamp = rcache::Stamp { size: md.len(), mtime_ns: mtime_ns(&md), ctime_ns: ctime_ns(&md) };
+        let rec = self.file_record(
+            md.dev(),
+            md.ino(),
+            stamp,
+            || sys::fget_xattr(&file),
+            || self.sidecar_path(&bdir(), key, md.ino()),
+        )?;
         let has_record = rec.is_some();
-        Ok(Opened { info, tags: rec.map(|r| r.tags).unwrap_or_default(), content: Content::File(file), has_record })
+        let (info, tags) = match rec {
+            Some(r) => file_info(key, md.len(), r),
+            None => (self.info_from(key, &md, None), Tags::new()),
+        };
+        Ok(Opened { info, tags, content: Content::File(file), has_record })
+    }
+
+    /// HEAD of a file key on the common path: one `fstatat` relative to the open root (no path
+    /// is built) and the record from the cache (or one `getxattrat`). `None` when the general
+    /// path must decide: missing key or bucket, not a regular file, no valid record (a POSIX
+    /// tool wrote the file, or it was replaced between the calls), errors.
+    fn head_file_fast(&self, bucket: &str, key: &str) -> Option<ObjectInfo> {
+        let st = sys::stat_at2(&self.root_fd, bucket, key).ok().filter(|s| s.is_file)?;
+        let stamp = rcache::Stamp { size: st.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns };
+        let rec = self
+            .file_record(
+                st.dev,
+                st.ino,
+                stamp,
+                || sys::get_xattr_at2(&self.root_fd, bucket, key, || self.root.join(bucket).join(key)),
+                || self.sidecar_path(&self.root.join(bucket), key, st.ino),
+            )
+            .ok()??;
+        Some(file_info(key, st.size, rec).0)
+    }
+
+    /// HeadObject, on the calling thread.
+    fn head_object(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Result<ObjectInfo> {
+        let dir = keys::check_key(key)?;
+        names::check_bucket_name_for_access(bucket)?;
+        let info = match if dir { None } else { self.head_file_fast(bucket, key) } {
+            Some(info) => info,
+            None => {
+                let kp = keys::parse_key(key)?;
+                let bdir = self.bucket_dir(bucket)?;
+                self.head_info(&bdir, bucket, key, &kp)?
+            }
+        };
+        req.conditions.check_read(Some((&info.etag, info.last_modified)))?;
+        match (req.range, req.part_number) {
+            (Some(_), Some(_)) => {
+                return Err(Error::new(ErrorCode::InvalidRequest, "Cannot specify both Range header and partNumber"));
+            }
+            (Some(r), None) => {
+                r.resolve(info.size)?;
+            }
+            (None, Some(n)) => {
+                info.part_range(n)?;
+            }
+            (None, None) => {}
+        }
+        Ok(info)
+    }
+
+    /// GetObject, on the calling thread.
+    fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
+        let dir = keys::check_key(key)?;
+        names::check_bucket_name_for_access(bucket)?;
+        let o = if dir {
+            let kp = keys::parse_key(key)?;
+            let bdir = self.bucket_dir(bucket)?;
+            self.open_object(&bdir, bucket, key, &kp)?
+        } else {
+            self.open_file(bucket, key, || self.root.join(bucket))?
+        };
+        req.conditions.check_read(Some((&o.info.etag, o.info.last_modified)))?;
+        let range = match (req.range, req.part_number) {
+            (Some(_), Some(_)) => {
+                return Err(Error::new(ErrorCode::InvalidRequest, "Cannot specify both Range header and partNumber"));
+            }
+            (Some(r), None) => Some(r.resolve(o.info.size)?),
+            (None, Some(n)) => Some(o.info.part_range(n)?),
+            (None, None) => None,
+        };
+        let (off, len) = range.unwrap_or((0, o.info.size));
+        let body = match o.content {
+            _ if len == 0 => Body::Empty,
+            Content::File(file) => Body::File { file, offset: off, len },
+            Content::Inline(v) => Body::from(Bytes::from(v).slice(off as usize..(off + len) as usize)),
+        };
+        Ok(GetObjectOutput { info: o.info, range, body })
     }
 
     /// Info and tag count of an object without opening it: `stat` + one metadata read. If the
@@ -784,6 +891,32 @@ impl Inner {
     }
 
     fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        let dir = keys::check_key(key)?;
+        names::check_bucket_name_for_access(bucket)?;
+        if !dir && self.mode == MetaMode::Xattr {
+            // Common case: a file whose record is in its xattr, so there is no sidecar to
+            // remove: getxattrat + unlinkat relative to the open root, no stat, no path built.
+            // Anything else (missing, no record, sidecar, errors) takes the general path.
+            let full = || self.root.join(bucket).join(key);
+            if let Ok(Some(v)) = sys::get_xattr_at2(&self.root_fd, bucket, key, full)
+                && v != SIDECAR_POINTER
+            {
+                match sys::unlink_at2(&self.root_fd, bucket, key) {
+                    Ok(()) => {
+                        if key.contains('/') {
+                            let path = full();
+                            if let Some(p) = path.parent() {
+                                self.prune(&self.root.join(bucket), p.to_path_buf());
+                            }
+                        }
+                        return Ok(());
+                    }
+                    // A directory named by a key without '/': not an object, nothing to delete.
+                    Err(e) if e.raw_os_error() == Some(libc::EISDIR) => return Ok(()),
+                    Err(_) => {}
+                }
+            }
+        }
         let kp = keys::parse_key(key)?;
         let bdir = self.bucket_dir(bucket)?;
         let path = bdir.join(&kp.rel);
@@ -1465,62 +1598,25 @@ impl Store for PosixStore {
     }
 
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
-        let kp = keys::parse_key(key)?;
-        let bdir = self.inner.bucket_dir(bucket)?;
+        if self.inner.opts.io == IoMode::Inline {
+            return self.inner.get_object(bucket, key, req);
+        }
         let (b, k) = (bucket.to_string(), key.to_string());
-        self.run(move |s| {
-            let o = s.open_object(&bdir, &b, &k, &kp)?;
-            req.conditions.check_read(Some((&o.info.etag, o.info.last_modified)))?;
-            let range = match (req.range, req.part_number) {
-                (Some(_), Some(_)) => {
-                    return Err(Error::new(
-                        ErrorCode::InvalidRequest,
-                        "Cannot specify both Range header and partNumber",
-                    ));
-                }
-                (Some(r), None) => Some(r.resolve(o.info.size)?),
-                (None, Some(n)) => Some(o.info.part_range(n)?),
-                (None, None) => None,
-            };
-            let (off, len) = range.unwrap_or((0, o.info.size));
-            let body = match o.content {
-                _ if len == 0 => Body::Empty,
-                Content::File(file) => Body::File { file, offset: off, len },
-                Content::Inline(v) => Body::from(Bytes::from(v).slice(off as usize..(off + len) as usize)),
-            };
-            Ok(GetObjectOutput { info: o.info, range, body })
-        })
-        .await
+        self.run(move |s| s.get_object(&b, &k, req)).await
     }
 
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
-        let kp = keys::parse_key(key)?;
-        let bdir = self.inner.bucket_dir(bucket)?;
+        if self.inner.opts.io == IoMode::Inline {
+            return self.inner.head_object(bucket, key, &req);
+        }
         let (b, k) = (bucket.to_string(), key.to_string());
-        self.run(move |s| {
-            let info = s.head_info(&bdir, &b, &k, &kp)?;
-            req.conditions.check_read(Some((&info.etag, info.last_modified)))?;
-            match (req.range, req.part_number) {
-                (Some(_), Some(_)) => {
-                    return Err(Error::new(
-                        ErrorCode::InvalidRequest,
-                        "Cannot specify both Range header and partNumber",
-                    ));
-                }
-                (Some(r), None) => {
-                    r.resolve(info.size)?;
-                }
-                (None, Some(n)) => {
-                    info.part_range(n)?;
-                }
-                (None, None) => {}
-            }
-            Ok(info)
-        })
-        .await
+        self.run(move |s| s.head_object(&b, &k, &req)).await
     }
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        if self.inner.opts.io == IoMode::Inline {
+            return self.inner.delete_object(bucket, key);
+        }
         let (b, k) = (bucket.to_string(), key.to_string());
         self.run(move |s| s.delete_object(&b, &k)).await
     }
@@ -1680,20 +1776,25 @@ impl Store for PosixStore {
                 // One fstatat and (unless cached) one getxattrat, relative to the open directory.
                 let st = sys::stat_at(fd, at.name).ok().filter(|m| m.is_file)?;
                 let stamp = rcache::Stamp { size: st.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns };
-                let rec = s
-                    .file_record(
+                // A cached record: decode only its ETag.
+                let cached = match s.mode {
+                    MetaMode::Xattr => s.rcache.get_with(st.dev, st.ino, stamp, Record::decode_etag),
+                    MetaMode::Sidecar => None,
+                };
+                let etag = cached.or_else(|| {
+                    let rec = s.file_record(
                         st.dev,
                         st.ino,
                         stamp,
                         || sys::get_xattr_at(fd, at.name, || at.path()),
                         || s.sidecar_path(&bdir, key, st.ino),
-                    )
-                    .ok()
-                    .flatten();
+                    );
+                    rec.ok().flatten().map(|r| r.etag)
+                });
                 Some(ObjectSummary {
                     key: key.to_string(),
                     size: st.size,
-                    etag: rec.map(|r| r.etag).unwrap_or_else(|| derived_etag_of(st.ino, st.size, st.mtime_ns)),
+                    etag: etag.unwrap_or_else(|| derived_etag_of(st.ino, st.size, st.mtime_ns)),
                     last_modified: to_time(st.mtime_ns),
                 })
             };

@@ -16,10 +16,12 @@ use std::sync::Mutex;
 use crate::meta::Record;
 
 const SHARDS: usize = 16;
-/// Entries per shard; a full shard is emptied (cheap, and bounds memory: at most
-/// `SHARDS * SHARD_CAP` entries of ~100 bytes (the encoded record, ~40 bytes for a plain
-/// object, plus key and stamp), a few MiB).
-const SHARD_CAP: usize = 2048;
+/// Entries per shard: at most `SHARDS * SHARD_CAP` (131072) entries of ~110 bytes (the encoded
+/// record, ~40 bytes for a plain object, plus key, stamp and table overhead), about 14 MiB, so
+/// listings of directories of 100k objects are served from the cache. A full shard drops an
+/// eighth of its entries (a different, pseudo-random eighth each time), so a working set
+/// somewhat larger than the cache still mostly hits instead of thrashing.
+const SHARD_CAP: usize = 8192;
 
 /// What must be unchanged for a cached record to be current.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,11 +31,30 @@ pub struct Stamp {
     pub ctime_ns: i64,
 }
 
-type Shard = Mutex<HashMap<(u64, u64), (Stamp, Box<[u8]>)>>;
+/// FxHash-style mixing of (device, inode): cheap, and inodes are not chosen by clients.
+#[derive(Default, Clone, Copy)]
+pub struct InoHasher(u64);
+
+impl std::hash::Hasher for InoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+type Shard = Mutex<HashMap<(u64, u64), (Stamp, Box<[u8]>), std::hash::BuildHasherDefault<InoHasher>>>;
 
 #[derive(Default)]
 pub struct RecordCache {
     shards: [Shard; SHARDS],
+    evictions: std::sync::atomic::AtomicU64,
 }
 
 impl RecordCache {
@@ -42,16 +63,22 @@ impl RecordCache {
     }
 
     pub fn get(&self, dev: u64, ino: u64, stamp: Stamp) -> Option<Record> {
+        self.get_with(dev, ino, stamp, Record::decode)
+    }
+
+    /// `f` of the cached encoding, if there is one with this stamp.
+    pub fn get_with<T>(&self, dev: u64, ino: u64, stamp: Stamp, f: impl FnOnce(&[u8]) -> Option<T>) -> Option<T> {
         let m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
         let (_, enc) = m.get(&(dev, ino)).filter(|(s, _)| *s == stamp)?;
-        Record::decode(enc)
+        f(enc)
     }
 
     /// Cache `enc`, the record's encoding as read from the xattr.
     pub fn put(&self, dev: u64, ino: u64, stamp: Stamp, enc: &[u8]) {
         let mut m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
         if m.len() >= SHARD_CAP && !m.contains_key(&(dev, ino)) {
-            *m = HashMap::new();
+            let round = self.evictions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            m.retain(|&(d, i), _| (i ^ d).wrapping_add(round).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 61 != 0);
         }
         m.insert((dev, ino), (stamp, enc.into()));
     }
@@ -73,6 +100,7 @@ mod tests {
         let rec = Record { etag: "e".into(), ino: 9, size: 1, mtime_ns: 2, ..Default::default() };
         c.put(1, 9, st, &rec.encode());
         assert_eq!(c.get(1, 9, st).map(|r| r.etag), Some("e".to_string()));
+        assert_eq!(c.get_with(1, 9, st, Record::decode_etag), Some("e".to_string()));
         assert!(c.get(1, 9, Stamp { ctime_ns: 4, ..st }).is_none(), "a newer ctime must miss");
         assert!(c.get(2, 9, st).is_none(), "another device must miss");
         for i in 0..(SHARDS * SHARD_CAP * 3) as u64 {

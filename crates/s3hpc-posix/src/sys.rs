@@ -212,6 +212,55 @@ pub fn open_beneath(dir: &File, rel: &Path, full: &Path) -> io::Result<File> {
     }
 }
 
+/// As [`open_beneath`] for the path `a/b` beneath `dir`, built on the stack; `full()` is the
+/// path for the fallback (built only then).
+pub fn open_beneath2(dir: &File, a: &str, b: &str, full: impl FnOnce() -> PathBuf) -> io::Result<File> {
+    match with_cpath2(a, b, |c| open_beneath_c(dir, c)) {
+        Some(Some(r)) => r,
+        _ => open_beneath(dir, &Path::new(a).join(b), &full()),
+    }
+}
+
+/// `openat2(RESOLVE_BENEATH)` of the NUL-terminated relative path `c`; `None` where openat2 is
+/// unavailable (then [`open_beneath`] falls back to a plain open).
+fn open_beneath_c(dir: &File, c: *const libc::c_char) -> Option<io::Result<File>> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: open_how is plain data; all-zero is its documented default.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY) as u64;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: valid dir fd, NUL-terminated path, pointer and size of a live open_how.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            c,
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: a fresh fd we own.
+        return Some(Ok(unsafe { File::from_raw_fd(fd as i32) }));
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG) => None,
+        Some(libc::EXDEV) | Some(libc::ELOOP) => Some(Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the key resolves through a symlink that leaves the store root",
+        ))),
+        _ => Some(Err(e)),
+    }
+}
+
+/// `unlinkat(dir, "a/b", 0)`.
+pub fn unlink_at2(dir: &File, a: &str, b: &str) -> io::Result<()> {
+    // SAFETY: valid dir fd, NUL-terminated path.
+    let r = with_cpath2(a, b, |c| unsafe { libc::unlinkat(dir.as_raw_fd(), c, 0) }).ok_or_else(bad_name)?;
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
 /// What a listing needs of a directory entry's `stat`.
 #[derive(Debug, Clone, Copy)]
 pub struct Stat {
@@ -237,14 +286,32 @@ fn bad_name() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "bad entry name")
 }
 
-/// `fstatat(dir, name)` following symlinks (like `fs::metadata`), relative to an open
-/// directory: no path walk from the root per entry.
-pub fn stat_at(dir: &File, name: &str) -> io::Result<Stat> {
+/// `bucket/key` (a valid bucket name and a valid key, so at most 1281 bytes) NUL-terminated in a
+/// stack buffer, or `None` if it does not fit or holds a NUL.
+pub fn with_cpath2<T>(a: &str, b: &str, f: impl FnOnce(*const libc::c_char) -> T) -> Option<T> {
+    const CAP: usize = 1536;
+    let n = a.len() + 1 + b.len();
+    if n >= CAP || a.as_bytes().contains(&0) || b.as_bytes().contains(&0) {
+        return None;
+    }
+    // Only the first n + 1 bytes are written and read (no need to clear the whole buffer).
+    let mut buf = std::mem::MaybeUninit::<[u8; CAP]>::uninit();
+    let p = buf.as_mut_ptr().cast::<u8>();
+    // SAFETY: n + 1 <= CAP bytes are written within the buffer, from slices that do not overlap it.
+    unsafe {
+        std::ptr::copy_nonoverlapping(a.as_ptr(), p, a.len());
+        *p.add(a.len()) = b'/';
+        std::ptr::copy_nonoverlapping(b.as_ptr(), p.add(a.len() + 1), b.len());
+        *p.add(n) = 0;
+    }
+    Some(f(p.cast_const().cast()))
+}
+
+fn stat_c(dir: &File, c: *const libc::c_char) -> io::Result<Stat> {
     // SAFETY: all-zero is a valid `struct stat`.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid dir fd, NUL-terminated name, pointer to a live stat buffer.
-    let r = with_cname(name, |c| unsafe { libc::fstatat(dir.as_raw_fd(), c, &mut st, 0) }).ok_or_else(bad_name)?;
-    if r != 0 {
+    // SAFETY: valid dir fd, NUL-terminated path (the caller's), pointer to a live stat buffer.
+    if unsafe { libc::fstatat(dir.as_raw_fd(), c, &mut st, 0) } != 0 {
         return Err(io::Error::last_os_error());
     }
     let fmt = st.st_mode & libc::S_IFMT;
@@ -256,6 +323,18 @@ pub fn stat_at(dir: &File, name: &str) -> io::Result<Stat> {
         ctime_ns: st.st_ctime.saturating_mul(1_000_000_000).saturating_add(st.st_ctime_nsec),
         is_file: fmt == libc::S_IFREG,
     })
+}
+
+/// `fstatat(dir, name)` following symlinks (like `fs::metadata`), relative to an open
+/// directory: no path walk from the root per entry.
+pub fn stat_at(dir: &File, name: &str) -> io::Result<Stat> {
+    with_cname(name, |c| stat_c(dir, c)).ok_or_else(bad_name)?
+}
+
+/// `fstatat(dir, "a/b")` following symlinks (like `fs::metadata`), without building a path on
+/// the heap.
+pub fn stat_at2(dir: &File, a: &str, b: &str) -> io::Result<Stat> {
+    with_cpath2(a, b, |c| stat_c(dir, c)).ok_or_else(bad_name)?
 }
 
 /// `getxattrat(2)` (Linux 6.13): same syscall number on every architecture.
@@ -273,40 +352,56 @@ struct XattrArgs {
 /// directory); falls back to `getxattr` on the path `full()` on kernels without it or for large
 /// values (the path is built only then).
 pub fn get_xattr_at(dir: &File, name: &str, full: impl FnOnce() -> PathBuf) -> io::Result<Option<Vec<u8>>> {
-    use std::sync::atomic::Ordering;
-    if !NO_GETXATTRAT.load(Ordering::Relaxed) {
-        let mut buf = vec![0u8; 256];
-        let mut args = XattrArgs { value: buf.as_mut_ptr() as u64, size: buf.len() as u32, flags: 0 };
-        let r = with_cname(name, |c| {
-            // SAFETY: valid dir fd, NUL-terminated names, args pointing at a live buffer of `size` bytes.
-            unsafe {
-                libc::syscall(
-                    SYS_GETXATTRAT,
-                    dir.as_raw_fd(),
-                    c,
-                    0 as libc::c_uint,
-                    self::name(),
-                    &mut args as *mut XattrArgs,
-                    std::mem::size_of::<XattrArgs>(),
-                )
-            }
-        });
-        if let Some(n) = r {
-            if n >= 0 {
-                buf.truncate(n as usize);
-                return Ok(Some(buf));
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::ENODATA) => return Ok(None),
-                Some(libc::ENOENT) | Some(libc::ENOTDIR) => return Err(e),
-                Some(libc::ENOSYS) => NO_GETXATTRAT.store(true, Ordering::Relaxed),
-                // ERANGE (a large value), unsupported xattrs, ...: the path call decides.
-                _ => {}
-            }
-        }
+    match with_cname(name, |c| getxattrat_c(dir, c)).flatten() {
+        Some(r) => r,
+        None => get_xattr(&full()),
     }
-    get_xattr(&full())
+}
+
+/// As [`get_xattr_at`] for the path `a/b` beneath `dir`.
+pub fn get_xattr_at2(dir: &File, a: &str, b: &str, full: impl FnOnce() -> PathBuf) -> io::Result<Option<Vec<u8>>> {
+    match with_cpath2(a, b, |c| getxattrat_c(dir, c)).flatten() {
+        Some(r) => r,
+        None => get_xattr(&full()),
+    }
+}
+
+/// `getxattrat` of the NUL-terminated relative path `c`; `None` when the caller must ask
+/// `getxattr` on the full path instead (no getxattrat, a large value, unsupported xattrs).
+fn getxattrat_c(dir: &File, c: *const libc::c_char) -> Option<io::Result<Option<Vec<u8>>>> {
+    use std::sync::atomic::Ordering;
+    if NO_GETXATTRAT.load(Ordering::Relaxed) {
+        return None;
+    }
+    let mut buf = vec![0u8; 256];
+    let mut args = XattrArgs { value: buf.as_mut_ptr() as u64, size: buf.len() as u32, flags: 0 };
+    // SAFETY: valid dir fd, NUL-terminated names, args pointing at a live buffer of `size` bytes.
+    let n = unsafe {
+        libc::syscall(
+            SYS_GETXATTRAT,
+            dir.as_raw_fd(),
+            c,
+            0 as libc::c_uint,
+            self::name(),
+            &mut args as *mut XattrArgs,
+            std::mem::size_of::<XattrArgs>(),
+        )
+    };
+    if n >= 0 {
+        buf.truncate(n as usize);
+        return Some(Ok(Some(buf)));
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENODATA) => Some(Ok(None)),
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) => Some(Err(e)),
+        Some(libc::ENOSYS) => {
+            NO_GETXATTRAT.store(true, Ordering::Relaxed);
+            None
+        }
+        // ERANGE (a large value), unsupported xattrs, ...: the path call decides.
+        _ => None,
+    }
 }
 
 /// Is `dir` on a local file system known to keep nanosecond timestamps from this host's clock
