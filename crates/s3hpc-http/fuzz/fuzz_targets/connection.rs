@@ -50,7 +50,11 @@ fuzz_target!(|data: &[u8]| {
     let addr = server();
     let out = exchange(addr, data);
     // Whatever was answered starts with a status line (or nothing at all).
-    assert!(out.is_empty() || out.starts_with(b"HTTP/1.1 "), "{:?}", String::from_utf8_lossy(&out[..out.len().min(200)]));
+    assert!(
+        out.is_empty() || out.starts_with(b"HTTP/1.1 "),
+        "{:?}",
+        String::from_utf8_lossy(&out[..out.len().min(200)])
+    );
     let ok = exchange(addr, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(ok.starts_with(b"HTTP/1.1 200"), "the server still answers: {:?}", String::from_utf8_lossy(&ok));
 });
