@@ -178,38 +178,14 @@ pub fn hostname() -> String {
 /// (mapped to PermissionDenied). Where openat2 is unavailable (Linux < 5.6, seccomp filters)
 /// falls back to a plain open of `full`.
 pub fn open_beneath(dir: &File, rel: &Path, full: &Path) -> io::Result<File> {
-    use std::os::fd::FromRawFd;
     let c = cpath(rel)?;
-    // SAFETY: open_how is plain data; all-zero is its documented default.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY) as u64;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
-    // SAFETY: valid dir fd, NUL-terminated path, pointer and size of a live open_how.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if fd >= 0 {
-        // SAFETY: a fresh fd we own.
-        return Ok(unsafe { File::from_raw_fd(fd as i32) });
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG) => {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(full)
-        }
-        Some(libc::EXDEV) | Some(libc::ELOOP) => Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            "the key resolves through a symlink that leaves the store root",
-        )),
-        _ => Err(e),
-    }
+    open_beneath_c(dir, c.as_ptr()).unwrap_or_else(|| open_plain(full))
+}
+
+/// The fallback where openat2 is unavailable: a plain read-only open of the full path.
+fn open_plain(full: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(full)
 }
 
 /// As [`open_beneath`] for the path `a/b` beneath `dir`, built on the stack; `full()` is the
@@ -217,7 +193,8 @@ pub fn open_beneath(dir: &File, rel: &Path, full: &Path) -> io::Result<File> {
 pub fn open_beneath2(dir: &File, a: &str, b: &str, full: impl FnOnce() -> PathBuf) -> io::Result<File> {
     match with_cpath2(a, b, |c| open_beneath_c(dir, c)) {
         Some(Some(r)) => r,
-        _ => open_beneath(dir, &Path::new(a).join(b), &full()),
+        Some(None) => open_plain(&full()),
+        None => open_beneath(dir, &Path::new(a).join(b), &full()),
     }
 }
 
