@@ -363,8 +363,14 @@ impl Inner {
 
     /// Store `rec` for the file/dir `t`, in its xattr or (fallback) the sidecar `sidecar`.
     fn set_record(&self, t: Target, sidecar: &Path, rec: &Record) -> io::Result<()> {
+        self.set_record_with(t, || sidecar.to_path_buf(), rec)
+    }
+
+    /// [`Self::set_record`] building the sidecar path only when it is used (puts in xattr mode
+    /// never need it).
+    fn set_record_with(&self, t: Target, sidecar: impl Fn() -> PathBuf, rec: &Record) -> io::Result<()> {
         if self.mode == MetaMode::Sidecar {
-            return self.write_sidecar(sidecar, rec);
+            return self.write_sidecar(&sidecar(), rec);
         }
         let enc = rec.encode();
         let r = match t {
@@ -374,13 +380,13 @@ impl Inner {
         match r {
             Ok(()) => Ok(()),
             Err(e) if sys::is_too_big(&e) => {
-                self.write_sidecar(sidecar, rec)?;
+                self.write_sidecar(&sidecar(), rec)?;
                 match t {
                     Target::File(f) => sys::fset_xattr(f, SIDECAR_POINTER),
                     Target::Path(p) => sys::set_xattr(p, SIDECAR_POINTER),
                 }
             }
-            Err(e) if sys::is_unsupported(&e) => self.write_sidecar(sidecar, rec),
+            Err(e) if sys::is_unsupported(&e) => self.write_sidecar(&sidecar(), rec),
             Err(e) => Err(e),
         }
     }
@@ -790,8 +796,8 @@ impl Inner {
         rec.size = md.len();
         rec.mtime_ns = mtime_ns(&md);
         rec.ino = md.ino();
-        let sidecar = self.sidecar_path(bdir, key, md.ino());
-        self.set_record(Target::File(&t.file), &sidecar, &rec)?;
+        let sidecar = || self.sidecar_path(bdir, key, rec.ino);
+        self.set_record_with(Target::File(&t.file), sidecar, &rec)?;
         self.sync_file(&t.file)?;
         let dst = bdir.join(&kp.rel);
         let old_ino =
@@ -806,7 +812,7 @@ impl Inner {
             }
             let r = self.rename_into_place(&t.path, &dst, bdir, bucket, key, create_only);
             if r.is_err() && self.mode == MetaMode::Sidecar {
-                let _ = fs::remove_file(&sidecar);
+                let _ = fs::remove_file(sidecar());
             }
             r?;
         }
