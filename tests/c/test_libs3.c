@@ -376,6 +376,34 @@ static void test_bad_input(void) {
     CHECK(r.get_len == 3 && memcmp(buf, "old", 3) == 0, "old version kept");
     CHECK_STATUS(del("short"), S3StatusOK);
 
+    /* the same for bodies the store pulls in pieces while it writes (embedded, > 256 KiB): the
+       failure comes after some pieces were written; still nothing stored, the old version kept */
+    {
+        const size_t big = (1 << 20) + 5;
+        char *bdata = pattern(big, 3);
+        char *bbuf = malloc(big);
+        req_init(&r);
+        r.put_data = bdata, r.put_len = big, r.put_chunk = 65536, r.put_abort_at = 600000;
+        S3_put_object(&bctx, "aborted-big", big, NULL, NULL, 0, &put_handler, &r);
+        CHECK_STATUS(r.status, S3StatusAbortedByCallback);
+        CHECK(r.props_calls == 0, "no properties on failure (big)");
+        CHECK_STATUS(head("aborted-big", &r), S3StatusHttpErrorNotFound);
+        CHECK_STATUS(put("short-big", "old", 3, NULL, &r), S3StatusOK);
+        req_init(&r);
+        r.put_data = bdata, r.put_len = big, r.put_stop_at = 700000;
+        S3_put_object(&bctx, "short-big", big, NULL, NULL, 0, &put_handler, &r);
+        CHECK_STATUS(r.status, S3StatusErrorIncompleteBody);
+        CHECK_STATUS(get("short-big", NULL, 0, 0, bbuf, big, &r), S3StatusOK);
+        CHECK(r.get_len == 3 && memcmp(bbuf, "old", 3) == 0, "old version kept (big)");
+        /* and a whole one reads back byte for byte */
+        CHECK_STATUS(put("short-big", bdata, big, NULL, &r), S3StatusOK);
+        CHECK_STATUS(get("short-big", NULL, 0, 0, bbuf, big, &r), S3StatusOK);
+        CHECK(r.get_len == big && memcmp(bbuf, bdata, big) == 0, "big body intact");
+        CHECK_STATUS(del("short-big"), S3StatusOK);
+        free(bbuf);
+        free(bdata);
+    }
+
     /* a NULL data callback with a non-zero length */
     S3PutObjectHandler nodata = {{props_cb, complete_cb}, NULL};
     req_init(&r);

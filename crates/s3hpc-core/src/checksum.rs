@@ -1,4 +1,4 @@
-//! One-pass digests over a streamed body: the ETag (MD5 or a fast content hash), an optional
+//! One-pass digests over a streamed body: the ETag (MD5, or a version tag in fast mode), an optional
 //! `x-amz-checksum-*` algorithm and an optional Content-MD5 check, all fed from the same chunks
 //! so no byte is read twice.
 
@@ -31,8 +31,10 @@ pub enum EtagMode {
     /// Hex MD5 of the body, as AWS does; clients such as rclone and s3cmd compare it.
     #[default]
     Md5,
-    /// XXH3-128 of the body, hex, with a `-1` suffix so clients treat it as opaque (as they do
-    /// for multipart ETags). Many times faster than MD5; still content-derived.
+    /// A version tag: 128 random bits, hex, with a `-1` suffix so clients treat it as opaque
+    /// (as they do for multipart ETags and for AWS's SSE-KMS objects). New for every write, so
+    /// it changes whenever the object does, but it is not derived from the content: two uploads
+    /// of the same bytes get different ETags. Costs nothing per byte (no pass over the body).
     Fast,
 }
 
@@ -106,6 +108,12 @@ pub fn md5_hex(data: &[u8]) -> String {
     hex::encode(Md5::digest(data))
 }
 
+/// A fresh ETag of the fast mode: 128 random bits (the thread's CSPRNG), hex, plus `-1`.
+pub fn version_etag() -> String {
+    use rand::Rng;
+    format!("{:032x}-1", rand::rng().random::<u128>())
+}
+
 /// Everything computed over one body.
 #[derive(Debug, Clone)]
 pub struct Digests {
@@ -119,7 +127,7 @@ pub struct Digests {
 /// Feeds every chunk of a body to the hashers a request needs.
 pub struct BodyDigester {
     md5: Option<Md5>,
-    fast: Option<xxhash_rust::xxh3::Xxh3>,
+    fast: bool,
     checksum: Option<ChecksumHasher>,
     size: u64,
 }
@@ -129,7 +137,7 @@ impl BodyDigester {
     pub fn new(mode: EtagMode, want_md5: bool, checksum: Option<ChecksumAlgorithm>) -> Self {
         BodyDigester {
             md5: (mode == EtagMode::Md5 || want_md5).then(Md5::new),
-            fast: (mode == EtagMode::Fast).then(xxhash_rust::xxh3::Xxh3::new),
+            fast: mode == EtagMode::Fast,
             checksum: checksum.map(ChecksumHasher::new),
             size: 0,
         }
@@ -139,9 +147,6 @@ impl BodyDigester {
     pub fn update(&mut self, data: &[u8]) {
         self.size += data.len() as u64;
         if let Some(h) = &mut self.md5 {
-            h.update(data);
-        }
-        if let Some(h) = &mut self.fast {
             h.update(data);
         }
         if let Some(h) = &mut self.checksum {
@@ -155,17 +160,17 @@ impl BodyDigester {
 
     /// Does hashing cost more than writing the bytes (MD5 or an additional checksum)? Then a
     /// writer of a large body may hash on another thread while it writes. The fast ETag alone
-    /// (XXH3, ~10 GB/s) is cheaper than handing the bytes over.
+    /// costs nothing per byte.
     pub fn is_costly(&self) -> bool {
         self.md5.is_some() || self.checksum.is_some()
     }
 
     pub fn finish(self) -> Digests {
         let md5: Option<[u8; 16]> = self.md5.map(|h| h.finalize().into());
-        let etag = match (&self.fast, md5) {
-            (Some(h), _) => format!("{:032x}-1", h.digest128()),
-            (None, Some(m)) => hex::encode(m),
-            (None, None) => unreachable!("one ETag hasher is always present"),
+        let etag = match (self.fast, md5) {
+            (true, _) => version_etag(),
+            (false, Some(m)) => hex::encode(m),
+            (false, None) => unreachable!("the MD5 hasher is present unless the ETag is a version tag"),
         };
         Digests { etag, md5, checksum: self.checksum.map(ChecksumHasher::finish), size: self.size }
     }
@@ -317,7 +322,19 @@ mod tests {
         f.update(b"hello world");
         let f = f.finish();
         assert!(f.etag.ends_with("-1") && f.etag.len() == 34, "{}", f.etag);
+        assert!(f.etag[..32].bytes().all(|c| c.is_ascii_hexdigit()), "{}", f.etag);
         assert!(f.md5.is_none());
+        assert_eq!(f.size, 11);
+        // A version tag: the same bytes written again get another ETag.
+        let mut g = BodyDigester::new(EtagMode::Fast, false, None);
+        g.update(b"hello world");
+        assert_ne!(g.finish().etag, f.etag);
+        // Content-MD5 in fast mode: MD5 is computed (to check it) but the ETag stays a tag.
+        let mut h = BodyDigester::new(EtagMode::Fast, true, None);
+        h.update(b"hello world");
+        let h = h.finish();
+        assert_eq!(h.md5.map(hex::encode).as_deref(), Some("5eb63bbbe01eeed093cb22bb8f5acdc3"));
+        assert!(h.etag.ends_with("-1"), "{}", h.etag);
     }
 
     #[test]

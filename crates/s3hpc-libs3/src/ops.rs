@@ -1,7 +1,10 @@
 //! The requests, on owned arguments: each runs the store call and makes the libs3 callbacks in
-//! libs3's order (properties, then data or list callbacks). Callbacks always run on the
-//! calling thread and never inside a runtime, so a callback may itself call the library
-//! (IOR deletes objects from inside its list callback).
+//! libs3's order (properties, then data or list callbacks). Callbacks run on the calling
+//! thread, and all but one kind outside any runtime, so a callback may itself call the library
+//! (IOR deletes objects from inside its list callback). The exception: the data callback of an
+//! upload to an embedded store is called while the store pulls the body (from inside the store
+//! call, as libs3 calls it from inside `S3_put_object`); a request made from there still works,
+//! on a helper thread.
 
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_void};
@@ -22,8 +25,8 @@ use crate::ffi::*;
 use crate::status::*;
 use crate::target::{block_on, shared, store_for};
 
-/// Bodies up to this size are gathered from the data callback into one buffer and handed to
-/// the store whole; larger ones stream in [`STREAM_CHUNK`] pieces.
+/// Bodies for a remote store up to this size are gathered from the data callback into one
+/// buffer and handed to the client whole; larger ones stream in [`STREAM_CHUNK`] pieces.
 pub const INLINE_MAX: u64 = 16 << 20;
 pub const STREAM_CHUNK: usize = 4 << 20;
 /// Size of the pieces a file-backed GET hands to the data callback.
@@ -155,19 +158,89 @@ impl DataSource {
     }
 }
 
-/// Run a store write whose body comes from the program's data callback: gathered whole when
-/// small, otherwise streamed to the store running on the shared runtime while this thread
-/// keeps calling the callback. An abort or a short body ends the stream with an error, so the
-/// store publishes nothing.
+/// Pieces an embedded store pulls from the data callback.
+pub const PULL_PIECE: usize = 256 << 10;
+
+/// A body read from the program's data callback when the store polls it. Only given to
+/// embedded stores, which poll their body inside [`block_on`] on the calling thread (or, if
+/// the caller is itself inside a runtime, on a helper thread while the caller waits).
+struct Pull {
+    src: DataSource,
+    left: u64,
+    len: u64,
+    /// Why the body ended early (callback abort or short body), for the libs3 status.
+    failure: std::sync::Arc<std::sync::Mutex<Option<Fail>>>,
+}
+
+// SAFETY: the raw pointers are the program's callback and its data; the stream is polled by
+// one thread at a time while the thread that called the library waits for the store call,
+// which is how libs3 itself calls back (from within the call).
+unsafe impl Send for Pull {}
+
+impl futures::Stream for Pull {
+    type Item = std::io::Result<Bytes>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        if self.left == 0 {
+            return Poll::Ready(None);
+        }
+        let want = (self.left as usize).min(PULL_PIECE);
+        let mut piece: Vec<u8> = Vec::with_capacity(want);
+        while piece.len() < want {
+            let room = want - piece.len();
+            match self.src.fill(&mut piece.spare_capacity_mut()[..room]) {
+                // SAFETY: as in `gather`.
+                Ok(n) if n > 0 => unsafe { piece.set_len(piece.len() + n) },
+                Ok(_) => {
+                    let (got, len) = (self.len - self.left + piece.len() as u64, self.len);
+                    return Poll::Ready(Some(Err(self.fail(DataSource::short(got, len)))));
+                }
+                Err(f) => return Poll::Ready(Some(Err(self.fail(f)))),
+            }
+        }
+        self.left -= want as u64;
+        Poll::Ready(Some(Ok(Bytes::from(piece))))
+    }
+}
+
+impl Pull {
+    fn fail(&mut self, f: Fail) -> std::io::Error {
+        let e = std::io::Error::other(Error::new(ErrorCode::IncompleteBody, format!("{f:?}")));
+        self.left = 0;
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+        e
+    }
+}
+
+/// Run a store write whose body comes from the program's data callback. Small bodies are
+/// gathered whole. Larger ones stream: to an embedded store as pieces pulled from the callback
+/// when the store asks for them (on this thread, each piece hashed and written while it is
+/// still in the CPU cache); to a remote store gathered whole up to [`INLINE_MAX`], beyond that
+/// through a channel to the store running on the shared runtime while this thread keeps
+/// calling the callback. An abort or a short body ends the stream with an error, so the store
+/// publishes nothing.
 pub fn with_body<T, F, Fut>(src: DataSource, len: u64, f: F) -> Res<T>
 where
     T: Send + 'static,
     F: FnOnce(Body) -> Fut,
     Fut: std::future::Future<Output = s3hpc_core::Result<T>> + Send + 'static,
 {
-    if len <= INLINE_MAX {
+    if len <= PULL_PIECE as u64 || (len <= INLINE_MAX && !crate::target::is_embedded()) {
         let buf = src.gather(len)?;
         return Ok(block_on(f(Body::from(buf)))?);
+    }
+    if crate::target::is_embedded() {
+        let failure = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let body = Body::Stream(Box::pin(Pull { src, left: len, len, failure: failure.clone() }));
+        let out = block_on(f(body));
+        if let Some(f) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(f);
+        }
+        return Ok(out?);
     }
     let (tx, mut rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(2);
     let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed();

@@ -180,7 +180,8 @@ async fn io_rows(
         "| operation | store Inline | raw std::fs | Inline / raw | target | store Offload | raw on spawn_blocking | Offload / raw-sb |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    let mut buf = vec![0u8; big.len()];
+    // Touched before any timing: the first read into fresh pages would pay their page faults.
+    let mut buf = vec![1u8; big.len()];
     for (label, size, reps) in [("1 MiB", 1usize << 20, 200usize), ("big", a.big_mib << 20, 6)] {
         let data = big.slice(..size);
         let label = if label == "big" { format!("{} MiB", a.big_mib) } else { label.to_string() };
@@ -188,23 +189,49 @@ async fn io_rows(
             // Interleave the sides in rounds so drift on the machine hits all of them.
             let (mut ts, mut tr, mut tb, mut to) = (Duration::ZERO, Duration::ZERO, Duration::ZERO, Duration::ZERO);
             for r in 0..reps {
-                let t = Instant::now();
-                s.put_object("bench", &format!("obj-{label}"), PutObjectRequest::default(), Body::Bytes(data.clone()))
-                    .await
-                    .unwrap();
-                ts += t.elapsed();
-                let t = Instant::now();
-                so.put_object("bench", &format!("obj-{label}"), PutObjectRequest::default(), Body::Bytes(data.clone()))
-                    .await
-                    .unwrap();
-                to += t.elapsed();
-                let t = Instant::now();
-                raw_put(raw_dir, &format!("obj-{label}"), &data, r as u64);
-                tr += t.elapsed();
-                let (d, dd, l) = (raw_dir.to_path_buf(), data.clone(), label.clone());
-                let t = Instant::now();
-                tokio::task::spawn_blocking(move || raw_put(&d, &format!("obj-b-{l}"), &dd, r as u64)).await.unwrap();
-                tb += t.elapsed();
+                // The first side of a round pays for what the previous one left behind (dirty
+                // pages, freed inodes): rotate which side goes first.
+                for k in 0..4 {
+                    match (k + r) % 4 {
+                        0 => {
+                            let t = Instant::now();
+                            s.put_object(
+                                "bench",
+                                &format!("obj-{label}"),
+                                PutObjectRequest::default(),
+                                Body::Bytes(data.clone()),
+                            )
+                            .await
+                            .unwrap();
+                            ts += t.elapsed();
+                        }
+                        1 => {
+                            let t = Instant::now();
+                            so.put_object(
+                                "bench",
+                                &format!("obj-{label}"),
+                                PutObjectRequest::default(),
+                                Body::Bytes(data.clone()),
+                            )
+                            .await
+                            .unwrap();
+                            to += t.elapsed();
+                        }
+                        2 => {
+                            let t = Instant::now();
+                            raw_put(raw_dir, &format!("obj-{label}"), &data, r as u64);
+                            tr += t.elapsed();
+                        }
+                        _ => {
+                            let (d, dd, l) = (raw_dir.to_path_buf(), data.clone(), label.clone());
+                            let t = Instant::now();
+                            tokio::task::spawn_blocking(move || raw_put(&d, &format!("obj-b-{l}"), &dd, r as u64))
+                                .await
+                                .unwrap();
+                            tb += t.elapsed();
+                        }
+                    }
+                }
             }
             let bytes = (size * reps) as u64;
             let target = if mode == "fast" { 0.95 } else { 0.90 };
@@ -226,28 +253,40 @@ async fn io_rows(
             }
         }
         let (mut ts, mut tr, mut tb, mut to) = (Duration::ZERO, Duration::ZERO, Duration::ZERO, Duration::ZERO);
-        for _ in 0..reps {
-            let t = Instant::now();
-            store_get(fast, &format!("obj-{label}"), &mut buf).await;
-            ts += t.elapsed();
-            let t = Instant::now();
-            store_get(fast_off, &format!("obj-{label}"), &mut buf).await;
-            to += t.elapsed();
-            let t = Instant::now();
-            raw_get(&raw_dir.join(format!("obj-{label}")), &mut buf);
-            tr += t.elapsed();
-            // Raw open + fstat on the blocking pool, then the same read: the async hop alone.
-            let p = raw_dir.join(format!("obj-{label}"));
-            let t = Instant::now();
-            let f = tokio::task::spawn_blocking(move || {
-                let f = File::open(p).unwrap();
-                let len = f.metadata().unwrap().len();
-                (f, len)
-            })
-            .await
-            .unwrap();
-            read_file_region(&f.0, 0, f.1, &mut buf);
-            tb += t.elapsed();
+        for r in 0..reps {
+            for k in 0..4 {
+                match (k + r) % 4 {
+                    0 => {
+                        let t = Instant::now();
+                        store_get(fast, &format!("obj-{label}"), &mut buf).await;
+                        ts += t.elapsed();
+                    }
+                    1 => {
+                        let t = Instant::now();
+                        store_get(fast_off, &format!("obj-{label}"), &mut buf).await;
+                        to += t.elapsed();
+                    }
+                    2 => {
+                        let t = Instant::now();
+                        raw_get(&raw_dir.join(format!("obj-{label}")), &mut buf);
+                        tr += t.elapsed();
+                    }
+                    _ => {
+                        // Raw open + fstat on the blocking pool, then the same read: the async hop alone.
+                        let p = raw_dir.join(format!("obj-{label}"));
+                        let t = Instant::now();
+                        let f = tokio::task::spawn_blocking(move || {
+                            let f = File::open(p).unwrap();
+                            let len = f.metadata().unwrap().len();
+                            (f, len)
+                        })
+                        .await
+                        .unwrap();
+                        read_file_region(&f.0, 0, f.1, &mut buf);
+                        tb += t.elapsed();
+                    }
+                }
+            }
         }
         let bytes = (size * reps) as u64;
         row(&format!("get {label}"), mbps(bytes, ts), mbps(bytes, tr), mbps(bytes, to), mbps(bytes, tb), "MB/s", 0.95);
@@ -284,36 +323,61 @@ async fn io_rows(
     let tsb = t.elapsed();
     row("head vs stat", rate(n, th), rate(n, tst), rate(n, tho), rate(n, tsb), "ops/s", 0.80);
 
-    // 4 KiB puts vs write+rename, distinct keys.
+    // 4 KiB puts vs write+rename, distinct keys, in interleaved slices (file creation rates
+    // drift with the file system's state, e.g. inodes freed just before).
     let n = a.small;
-    let t = Instant::now();
-    for i in 0..n {
-        fast.put_object("bench", &format!("small/{i}"), PutObjectRequest::default(), Body::Bytes(small.clone()))
-            .await
-            .unwrap();
-    }
-    let tp = t.elapsed();
-    let t = Instant::now();
-    for i in 0..n {
-        fast_off
-            .put_object("bench", &format!("small-o/{i}"), PutObjectRequest::default(), Body::Bytes(small.clone()))
-            .await
-            .unwrap();
-    }
-    let tpo = t.elapsed();
     let sdir = raw_dir.join("small");
     fs::create_dir_all(&sdir).unwrap();
-    let t = Instant::now();
-    for i in 0..n {
-        raw_put(&sdir, &i.to_string(), &small, i as u64);
+    let (mut tp, mut tpo, mut tr, mut trb) = (Duration::ZERO, Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let slices = 10;
+    for sl in 0..slices {
+        let range = sl * n / slices..(sl + 1) * n / slices;
+        for k in 0..4 {
+            let t = Instant::now();
+            match (k + sl) % 4 {
+                0 => {
+                    for i in range.clone() {
+                        fast.put_object(
+                            "bench",
+                            &format!("small/{i}"),
+                            PutObjectRequest::default(),
+                            Body::Bytes(small.clone()),
+                        )
+                        .await
+                        .unwrap();
+                    }
+                    tp += t.elapsed();
+                }
+                1 => {
+                    for i in range.clone() {
+                        fast_off
+                            .put_object(
+                                "bench",
+                                &format!("small-o/{i}"),
+                                PutObjectRequest::default(),
+                                Body::Bytes(small.clone()),
+                            )
+                            .await
+                            .unwrap();
+                    }
+                    tpo += t.elapsed();
+                }
+                2 => {
+                    for i in range.clone() {
+                        raw_put(&sdir, &i.to_string(), &small, i as u64);
+                    }
+                    tr += t.elapsed();
+                }
+                _ => {
+                    for i in range.clone() {
+                        let (d, s) = (sdir.clone(), small.clone());
+                        tokio::task::spawn_blocking(move || raw_put(&d, &format!("b{i}"), &s, i as u64)).await.unwrap();
+                    }
+                    trb += t.elapsed();
+                }
+            }
+        }
     }
-    let tr = t.elapsed();
-    let t = Instant::now();
-    for i in 0..n {
-        let (d, s) = (sdir.clone(), small.clone());
-        tokio::task::spawn_blocking(move || raw_put(&d, &format!("b{i}"), &s, i as u64)).await.unwrap();
-    }
-    let trb = t.elapsed();
     row("4 KiB put vs write+rename", rate(n, tp), rate(n, tr), rate(n, tpo), rate(n, trb), "ops/s", 0.80);
 }
 

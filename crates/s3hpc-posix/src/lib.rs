@@ -28,6 +28,7 @@ use s3hpc_core::{
     PutObjectRequest, Tags, UploadPartRequest,
 };
 
+mod hashpool;
 pub mod keys;
 mod meta;
 mod rcache;
@@ -132,11 +133,14 @@ const WRITE_BATCH: usize = 128 << 10;
 /// `(WRITE_QUEUE + 2) * WRITE_BATCH` (384 KiB), plus one chunk larger than a batch if the
 /// producer sends such.
 const WRITE_QUEUE: usize = 1;
-/// Bodies (and streams, once they grew this large) whose digests are costly are hashed on a
-/// helper thread while the writer writes; smaller ones hash on the writing thread.
+/// Bodies (and streams, once announced or grown this large) whose digests are costly (MD5, an
+/// additional checksum) are hashed on a pooled helper thread while the writer writes, if one
+/// is free (see `hashpool`); smaller ones hash on the writing thread.
 const OVERLAP_MIN: u64 = 512 << 10;
-/// In-memory bodies are handed to the helper hasher in pieces of this size, so hashing and
-/// writing proceed side by side.
+/// Pieces queued for the helper hasher.
+const HELPER_QUEUE: usize = 2;
+/// In-memory bodies are hashed and written in pieces of this size: a piece is still in the
+/// CPU cache when it is written, and a helper hasher (costly digests) works beside the writes.
 const HASH_PIECE: usize = 256 << 10;
 const LOCK_STRIPES: usize = 64;
 
@@ -203,7 +207,7 @@ fn derived_etag_of(ino: u64, len: u64, mtime_ns: i64) -> String {
     b[..8].copy_from_slice(&ino.to_le_bytes());
     b[8..16].copy_from_slice(&len.to_le_bytes());
     b[16..].copy_from_slice(&mtime_ns.to_le_bytes());
-    format!("{:032x}-1", xxhash_rust::xxh3::xxh3_128(&b))
+    format!("{:032x}-1", twox_hash::XxHash3_128::oneshot(&b))
 }
 
 /// Info and tags of the file object `key` of `size` bytes from its valid record (moved, not
@@ -295,7 +299,7 @@ impl Inner {
     }
 
     fn lock(&self, p: &Path) -> MutexGuard<'_, ()> {
-        let h = xxhash_rust::xxh3::xxh3_64(p.as_os_str().as_encoded_bytes()) as usize % LOCK_STRIPES;
+        let h = twox_hash::XxHash3_64::oneshot(p.as_os_str().as_encoded_bytes()) as usize % LOCK_STRIPES;
         self.locks[h].lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -321,7 +325,7 @@ impl Inner {
     }
 
     fn sidecar_path(&self, bdir: &Path, key: &str, ino: u64) -> PathBuf {
-        let h = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(key.as_bytes()));
+        let h = format!("{:032x}", twox_hash::XxHash3_128::oneshot(key.as_bytes()));
         bdir.join(INTERNAL).join("meta").join(&h[..2]).join(format!("{h}.{ino:x}"))
     }
 
@@ -701,7 +705,7 @@ impl Inner {
     /// of conditional writes. On NFS flock maps to POSIX byte-range locks; Lustre needs the
     /// `flock` mount option for it to be cluster-wide (see docs/SEMANTICS.md).
     fn cross_process_lock(&self, bdir: &Path, key: &str) -> Result<fs::File> {
-        let stripe = xxhash_rust::xxh3::xxh3_64(key.as_bytes()) % 4096;
+        let stripe = twox_hash::XxHash3_64::oneshot(key.as_bytes()) % 4096;
         let dir = bdir.join(INTERNAL).join("locks");
         let path = dir.join(format!("{stripe:03x}"));
         let open = || OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o644).open(&path);
@@ -1102,27 +1106,34 @@ fn write_hashing(t: &mut Temp, d: &mut BodyDigester, data: &[u8]) -> io::Result<
 // One per body being written, on the stack: not worth a box for the common (`Here`) case.
 #[allow(clippy::large_enum_variant)]
 enum Hashing {
-    Here(BodyDigester),
-    Helper { tx: std::sync::mpsc::SyncSender<Bytes>, done: std::thread::JoinHandle<BodyDigester> },
+    /// Hashing on this thread; `hint`: the body size announced up front (0 if unknown).
+    Here {
+        d: BodyDigester,
+        hint: u64,
+    },
+    Helper {
+        tx: std::sync::mpsc::SyncSender<Bytes>,
+        done: std::sync::mpsc::Receiver<BodyDigester>,
+    },
 }
 
 impl Hashing {
-    fn new(d: BodyDigester) -> Hashing {
-        Hashing::Here(d)
+    fn new(d: BodyDigester, hint: Option<u64>) -> Hashing {
+        Hashing::Here { d, hint: hint.unwrap_or(0) }
     }
 
-    /// Hash `b` (before or while it is written). Moves to a helper thread once a costly body
-    /// reaches `OVERLAP_MIN`.
+    /// Hash `b` (before or while it is written). Moves costly digests to a pooled helper thread
+    /// once the body is announced (or seen) to reach `OVERLAP_MIN`, if a helper is free.
     fn feed(&mut self, b: &Bytes) -> Result<()> {
-        if let Hashing::Here(d) = self
+        if let Hashing::Here { d, hint } = self
             && d.is_costly()
-            && d.size() + b.len() as u64 >= OVERLAP_MIN
+            && (d.size() + b.len() as u64).max(*hint) >= OVERLAP_MIN
+            && let Some(ticket) = hashpool::ticket()
         {
             let mut d = std::mem::replace(d, BodyDigester::new(EtagMode::Fast, false, None));
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Bytes>(2);
-            let done = std::thread::Builder::new()
-                .name("s3hpc-hash".into())
-                .spawn(move || {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Bytes>(HELPER_QUEUE);
+            let done = ticket
+                .run(move || {
                     for b in rx {
                         d.update(&b);
                     }
@@ -1132,7 +1143,7 @@ impl Hashing {
             *self = Hashing::Helper { tx, done };
         }
         match self {
-            Hashing::Here(d) => d.update(b),
+            Hashing::Here { d, .. } => d.update(b),
             Hashing::Helper { tx, .. } => {
                 // A send fails only if the helper died; `finish` reports that.
                 let _ = tx.send(b.clone());
@@ -1143,24 +1154,27 @@ impl Hashing {
 
     fn finish(self) -> Result<BodyDigester> {
         match self {
-            Hashing::Here(d) => Ok(d),
+            Hashing::Here { d, .. } => Ok(d),
             Hashing::Helper { tx, done } => {
                 drop(tx);
-                done.join().map_err(|_| Error::internal("the hashing thread failed"))
+                done.recv().map_err(|_| Error::internal("the hashing thread failed"))
             }
         }
     }
 }
 
-/// Write an in-memory body into the temp file, hashing it (on a helper thread while writing
-/// when the digests are costly and the body is large).
+/// Write an in-memory body into the temp file, hashing it piece by piece: each piece is
+/// hashed while it is in the CPU cache and then written from there (costly digests of large
+/// bodies run on a helper thread while the writes go on). With nothing to hash (fast ETags, no
+/// checksum) the body is written in one call.
 fn write_bytes(t: &mut Temp, d: BodyDigester, data: &Bytes) -> Result<BodyDigester> {
-    if !d.is_costly() || (data.len() as u64) < OVERLAP_MIN {
+    if data.len() <= HASH_PIECE || !d.is_costly() {
         let mut d = d;
         write_hashing(t, &mut d, data)?;
         return Ok(d);
     }
-    let mut h = Hashing::new(d);
+    // The size is known: a helper (if any) takes the body from its first piece.
+    let mut h = Hashing::new(d, Some(data.len() as u64));
     let mut off = 0;
     while off < data.len() {
         let piece = data.slice(off..(off + HASH_PIECE).min(data.len()));
@@ -1301,7 +1315,15 @@ impl PosixStore {
     }
 
     /// Receive a body into a new temp file of bucket `bdir`, hashing it on the way.
-    async fn receive(&self, bdir: PathBuf, bucket: String, body: Body, d: BodyDigester) -> Result<(Temp, Digests)> {
+    /// `hint`: the announced body size, if any (it only decides where hashing runs).
+    async fn receive(
+        &self,
+        bdir: PathBuf,
+        bucket: String,
+        body: Body,
+        d: BodyDigester,
+        hint: Option<u64>,
+    ) -> Result<(Temp, Digests)> {
         match body {
             Body::Empty => self.run(move |s| Ok((s.create_temp(&bdir, &bucket)?, d.finish()))).await,
             Body::Bytes(b) => {
@@ -1324,7 +1346,7 @@ impl PosixStore {
             Body::Stream(mut stream) if self.inner.opts.io == IoMode::Inline => {
                 // Write each batch on this thread as it arrives: no channel, no writer thread.
                 let mut t = self.inner.create_temp(&bdir, &bucket)?;
-                let mut h = Hashing::new(d);
+                let mut h = Hashing::new(d, hint);
                 let mut batcher = Batcher::default();
                 while let Some(item) = stream.next().await {
                     if let Some(b) = batcher.push(item?) {
@@ -1344,7 +1366,7 @@ impl PosixStore {
                 let inner = self.inner.clone();
                 let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, BodyDigester)> {
                     let mut t = inner.create_temp(&bdir, &bucket)?;
-                    let mut h = Hashing::new(d);
+                    let mut h = Hashing::new(d, hint);
                     while let Some(b) = rx.blocking_recv() {
                         h.feed(&b)?;
                         t.file.write_all(&b)?;
@@ -1597,7 +1619,7 @@ impl Store for PosixStore {
                 })
                 .await;
         }
-        let (t, dg) = self.receive(bdir.clone(), bucket.to_string(), body, d).await?;
+        let (t, dg) = self.receive(bdir.clone(), bucket.to_string(), body, d, req.content_length).await?;
         dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
         let (b, k, r, c) = (bucket.to_string(), key.to_string(), rec(&req, &dg), req.conditions.clone());
         self.run(move |s| s.publish(&bdir, &b, &k, &kp, t, r, &c)).await
@@ -1873,7 +1895,7 @@ impl Store for PosixStore {
         };
         let alg = req.checksum.as_ref().map(|c| c.algorithm).or(urec.algorithm);
         let d = BodyDigester::new(self.inner.opts.etag_mode, req.content_md5.is_some(), alg);
-        let (t, dg) = self.receive(bdir, b, body, d).await?;
+        let (t, dg) = self.receive(bdir, b, body, d, req.content_length).await?;
         dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
         self.run(move |s| s.publish_part(&updir, &id, part_number, t, dg)).await
     }

@@ -23,7 +23,7 @@ pub struct ServeArgs {
     /// posix backend durability: strict (fsync file and directory), relaxed (fdatasync), none.
     #[arg(long, default_value = "relaxed")]
     pub durability: String,
-    /// ETag of single PUTs: md5 (as AWS) or fast (XXH3, opaque to clients).
+    /// ETag of single PUTs: md5 (as AWS) or fast (a random version tag per write, opaque to clients).
     #[arg(long, default_value = "md5")]
     pub etag: String,
     /// Access key of a user (with --secret-key).
