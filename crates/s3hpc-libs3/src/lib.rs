@@ -10,6 +10,7 @@ mod backends;
 pub mod exec;
 pub mod ffi;
 pub mod ops;
+mod pagebuf;
 pub mod status;
 mod status_table;
 pub mod target;

@@ -120,11 +120,16 @@ pub struct DataSource {
 impl DataSource {
     /// Ask the callback for up to `buf.len()` bytes; `Ok(0)` at its end.
     fn fill(&self, buf: &mut [std::mem::MaybeUninit<u8>]) -> Res<usize> {
+        self.fill_raw(buf.as_mut_ptr().cast(), buf.len())
+    }
+
+    /// As [`fill`](Self::fill), into the `len` writable bytes at `buf`.
+    fn fill_raw(&self, buf: *mut u8, len: usize) -> Res<usize> {
         let Some(cb) = self.cb else {
             return Ok(0);
         };
-        let want = buf.len().min(i32::MAX as usize);
-        let n = unsafe { cb(want as c_int, buf.as_mut_ptr() as *mut c_char, self.data) };
+        let want = len.min(i32::MAX as usize);
+        let n = unsafe { cb(want as c_int, buf as *mut c_char, self.data) };
         if n < 0 {
             return Err(Fail::Status(S3StatusAbortedByCallback, "the data callback aborted the upload".into()));
         }
@@ -159,7 +164,7 @@ impl DataSource {
 }
 
 /// Pieces an embedded store pulls from the data callback.
-pub const PULL_PIECE: usize = 256 << 10;
+pub const PULL_PIECE: usize = crate::pagebuf::PIECE;
 
 /// A body read from the program's data callback when the store polls it. Only given to
 /// embedded stores, which poll their body inside [`block_on`] on the calling thread (or, if
@@ -189,21 +194,20 @@ impl futures::Stream for Pull {
             return Poll::Ready(None);
         }
         let want = (self.left as usize).min(PULL_PIECE);
-        let mut piece: Vec<u8> = Vec::with_capacity(want);
-        while piece.len() < want {
-            let room = want - piece.len();
-            match self.src.fill(&mut piece.spare_capacity_mut()[..room]) {
-                // SAFETY: as in `gather`.
-                Ok(n) if n > 0 => unsafe { piece.set_len(piece.len() + n) },
+        let mut piece = crate::pagebuf::Piece::take();
+        while piece.len < want {
+            let at = piece.len;
+            match self.src.fill_raw(piece.space()[at..want].as_mut_ptr(), want - at) {
+                Ok(n) if n > 0 => piece.len += n,
                 Ok(_) => {
-                    let (got, len) = (self.len - self.left + piece.len() as u64, self.len);
+                    let (got, len) = (self.len - self.left + piece.len as u64, self.len);
                     return Poll::Ready(Some(Err(self.fail(DataSource::short(got, len)))));
                 }
                 Err(f) => return Poll::Ready(Some(Err(self.fail(f)))),
             }
         }
         self.left -= want as u64;
-        Poll::Ready(Some(Ok(Bytes::from(piece))))
+        Poll::Ready(Some(Ok(Bytes::from_owner(piece))))
     }
 }
 
@@ -313,7 +317,7 @@ pub fn get_range(start: u64, count: u64) -> Option<ByteRange> {
 }
 
 thread_local! {
-    static GET_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static GET_BUF: std::cell::RefCell<Option<crate::pagebuf::PageBuf>> = const { std::cell::RefCell::new(None) };
 }
 
 fn deliver(cb: GetObjectDataCallback, data: *mut c_void, chunk: &[u8]) -> Res {
@@ -331,11 +335,9 @@ fn deliver(cb: GetObjectDataCallback, data: *mut c_void, chunk: &[u8]) -> Res {
 }
 
 fn deliver_file(cb: GetObjectDataCallback, data: *mut c_void, file: &std::fs::File, offset: u64, len: u64) -> Res {
-    let mut buf = GET_BUF.try_with(|b| std::mem::take(&mut *b.borrow_mut())).unwrap_or_default();
     let want = (len as usize).min(GET_CHUNK);
-    if buf.len() < want {
-        buf.resize(want, 0);
-    }
+    let buf = GET_BUF.try_with(|b| b.borrow_mut().take()).ok().flatten().filter(|b| b.len() >= want);
+    let mut buf = buf.unwrap_or_else(|| crate::pagebuf::PageBuf::new(GET_CHUNK));
     let mut pos = 0u64;
     let r = (|| {
         while pos < len {
@@ -352,7 +354,7 @@ fn deliver_file(cb: GetObjectDataCallback, data: *mut c_void, file: &std::fs::Fi
         }
         Ok(())
     })();
-    let _ = GET_BUF.try_with(|b| *b.borrow_mut() = buf);
+    let _ = GET_BUF.try_with(|b| *b.borrow_mut() = Some(buf));
     r
 }
 

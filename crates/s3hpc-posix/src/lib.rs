@@ -137,6 +137,10 @@ const WRITE_QUEUE: usize = 1;
 /// additional checksum) are hashed on a pooled helper thread while the writer writes, if one
 /// is free (see `hashpool`); smaller ones hash on the writing thread.
 const OVERLAP_MIN: u64 = 512 << 10;
+/// Streamed bodies announced at least this large are written by a blocking writer thread even
+/// in `IoMode::Inline`, so the producer (e.g. a libs3 data callback copying from the program's
+/// buffer) fills the next piece while the previous one is written.
+const PIPELINE_MIN: u64 = 4 << 20;
 /// Pieces queued for the helper hasher.
 const HELPER_QUEUE: usize = 2;
 /// In-memory bodies are hashed and written in pieces of this size: a piece is still in the
@@ -164,6 +168,10 @@ struct Inner {
     /// Device of the root, and whether it is a local file system with fine timestamps.
     root_dev: u64,
     root_local: bool,
+    /// The root is local and its file system gives a changed file a new ctime even within one
+    /// clock tick once the old ctime was read (Linux multigrain timestamps, 6.13+; probed at
+    /// open): a record read after a `stat` is current as long as that stat's ctime is.
+    ctime_exact: bool,
     locks: Vec<Mutex<()>>,
 }
 
@@ -171,6 +179,18 @@ struct Inner {
 
 fn mtime_ns(md: &fs::Metadata) -> i64 {
     md.mtime().saturating_mul(1_000_000_000).saturating_add(md.mtime_nsec())
+}
+
+/// Does every change of `f` get a new ctime once the previous one was read, even within one
+/// clock tick (multigrain timestamps)? 32 stat / change / stat rounds, each much shorter than
+/// a tick: with coarse ctimes some round sees the same ctime twice.
+fn ctime_moves_after_query(f: &File) -> bool {
+    (0..32u8).all(|i| {
+        let before = f.metadata().map(|m| ctime_ns(&m));
+        let changed = sys::fset_xattr(f, &[b'p', i]);
+        let after = f.metadata().map(|m| ctime_ns(&m));
+        matches!((before, changed, after), (Ok(b), Ok(()), Ok(a)) if a > b)
+    })
 }
 
 fn ctime_ns(md: &fs::Metadata) -> i64 {
@@ -430,6 +450,9 @@ impl Inner {
     /// May a record of a file with this ctime be cached? Only once a later change would get a
     /// later ctime (see `walk::DirCache` for the windows).
     fn settled(&self, dev: u64, ctime_ns: i64) -> bool {
+        if self.ctime_exact && dev == self.root_dev {
+            return true;
+        }
         walk::settled(ctime_ns, now_ns(), || dev == self.root_dev && self.root_local)
     }
 
@@ -449,12 +472,12 @@ impl Inner {
         }
         let (rec, enc) = self.get_record_src(xattr, sidecar)?;
         let rec = rec.filter(|r| r.ino == ino && r.size == stamp.size && r.mtime_ns == stamp.mtime_ns);
-        if rec.is_some()
+        if let Some(r) = &rec
             && cacheable
             && let Some(enc) = enc
             && self.settled(dev, stamp.ctime_ns)
         {
-            self.rcache.put(dev, ino, stamp, &enc);
+            self.rcache.put(dev, ino, stamp, r, &enc);
         }
         Ok(rec)
     }
@@ -821,6 +844,7 @@ impl Inner {
             r?;
         }
         t.armed = false;
+        self.cache_published(&t.file, &rec);
         if let Some(old) = old_ino.filter(|o| *o != rec.ino) {
             let _ = fs::remove_file(self.sidecar_path(bdir, key, old));
         }
@@ -835,6 +859,27 @@ impl Inner {
             size: rec.size,
             last_modified: to_time(rec.mtime_ns),
         })
+    }
+
+    /// Remember the record of a file just published, so a GET soon after needs no xattr read:
+    /// only where ctimes are exact, with the stamp taken after the publishing rename and the
+    /// xattr read back after that stamp (another process may have changed it in between; any
+    /// change after the stamp moves the ctime, and the entry then simply misses).
+    fn cache_published(&self, f: &File, rec: &Record) {
+        if self.mode != MetaMode::Xattr || !self.ctime_exact {
+            return;
+        }
+        let Ok(md) = f.metadata() else { return };
+        if md.dev() != self.root_dev || md.ino() != rec.ino || md.len() != rec.size || mtime_ns(&md) != rec.mtime_ns {
+            return;
+        }
+        let enc = rec.encode();
+        if let Ok(Some(on_disk)) = sys::fget_xattr(f)
+            && on_disk == enc
+        {
+            let stamp = rcache::Stamp { size: md.len(), mtime_ns: mtime_ns(&md), ctime_ns: ctime_ns(&md) };
+            self.rcache.put(md.dev(), md.ino(), stamp, rec, &enc);
+        }
     }
 
     /// Publish a directory object (`key/`): the directory itself, with its record (and its
@@ -1245,16 +1290,21 @@ impl PosixStore {
         let root = root.canonicalize()?;
         let host = sys::hostname();
         let pid = std::process::id();
+        let mut mgtime = false;
         let mode = match mode {
             Some(m) => m,
             None => {
                 let probe = root.join(format!(".s3hpc-probe.{host}.{pid}.{}", rand_hex(8)));
                 let f = File::create(&probe)?;
                 let r = sys::fset_xattr(&f, b"probe");
+                let exact = r.is_ok() && ctime_moves_after_query(&f);
                 drop(f);
                 let _ = fs::remove_file(&probe);
                 match r {
-                    Ok(()) => MetaMode::Xattr,
+                    Ok(()) => {
+                        mgtime = exact;
+                        MetaMode::Xattr
+                    }
                     Err(e) if sys::is_unsupported(&e) => MetaMode::Sidecar,
                     Err(e) => return Err(e.into()),
                 }
@@ -1267,6 +1317,7 @@ impl PosixStore {
             rcache: rcache::RecordCache::default(),
             root_dev,
             root_local,
+            ctime_exact: root_local && mgtime,
             root_fd,
             root,
             opts,
@@ -1343,7 +1394,9 @@ impl PosixStore {
                 })
                 .await
             }
-            Body::Stream(mut stream) if self.inner.opts.io == IoMode::Inline => {
+            Body::Stream(mut stream)
+                if self.inner.opts.io == IoMode::Inline && hint.is_none_or(|n| n < PIPELINE_MIN) =>
+            {
                 // Write each batch on this thread as it arrives: no channel, no writer thread.
                 let mut t = self.inner.create_temp(&bdir, &bucket)?;
                 let mut h = Hashing::new(d, hint);
@@ -1806,7 +1859,7 @@ impl Store for PosixStore {
                 let stamp = rcache::Stamp { size: st.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns };
                 // A cached record: decode only its ETag.
                 let cached = match s.mode {
-                    MetaMode::Xattr => s.rcache.get_with(st.dev, st.ino, stamp, Record::decode_etag),
+                    MetaMode::Xattr => s.rcache.get_etag(st.dev, st.ino, stamp),
                     MetaMode::Sidecar => None,
                 };
                 let etag = cached.or_else(|| {

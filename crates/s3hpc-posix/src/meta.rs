@@ -260,6 +260,35 @@ impl Record {
     }
 
     /// `None` for anything that is not a well-formed record of this version.
+    /// Is this the record of a file of `size`, `mtime_ns`, `ino` with an ETag and nothing else?
+    pub fn is_plain(&self, size: u64, mtime_ns: i64, ino: u64) -> bool {
+        let Record {
+            size: s,
+            mtime_ns: m,
+            ino: i,
+            etag: _,
+            checksum,
+            part_sizes,
+            meta,
+            tags,
+            inline,
+            key,
+            algorithm,
+            checksum_type,
+        } = self;
+        *s == size
+            && *m == mtime_ns
+            && *i == ino
+            && checksum.is_none()
+            && part_sizes.is_empty()
+            && *meta == ObjectMeta::default()
+            && tags.is_empty()
+            && inline.is_none()
+            && key.is_empty()
+            && algorithm.is_none()
+            && checksum_type.is_none()
+    }
+
     pub fn decode(b: &[u8]) -> Option<Record> {
         let (&v, rest) = b.split_first()?;
         if v != VERSION {

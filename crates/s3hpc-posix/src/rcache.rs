@@ -49,7 +49,14 @@ impl std::hash::Hasher for InoHasher {
     }
 }
 
-type Shard = Mutex<HashMap<(u64, u64), (Stamp, Box<[u8]>), std::hash::BuildHasherDefault<InoHasher>>>;
+/// A cached record: plain ones (an ETag and nothing else, the common case) by their ETag, so a
+/// hit costs no decoding; others as their encoding.
+enum Cached {
+    Plain(Box<str>),
+    Encoded(Box<[u8]>),
+}
+
+type Shard = Mutex<HashMap<(u64, u64), (Stamp, Cached), std::hash::BuildHasherDefault<InoHasher>>>;
 
 #[derive(Default)]
 pub struct RecordCache {
@@ -63,24 +70,41 @@ impl RecordCache {
     }
 
     pub fn get(&self, dev: u64, ino: u64, stamp: Stamp) -> Option<Record> {
-        self.get_with(dev, ino, stamp, Record::decode)
-    }
-
-    /// `f` of the cached encoding, if there is one with this stamp.
-    pub fn get_with<T>(&self, dev: u64, ino: u64, stamp: Stamp, f: impl FnOnce(&[u8]) -> Option<T>) -> Option<T> {
         let m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
-        let (_, enc) = m.get(&(dev, ino)).filter(|(s, _)| *s == stamp)?;
-        f(enc)
+        match &m.get(&(dev, ino)).filter(|(s, _)| *s == stamp)?.1 {
+            Cached::Plain(etag) => Some(Record {
+                size: stamp.size,
+                mtime_ns: stamp.mtime_ns,
+                ino,
+                etag: etag.to_string(),
+                ..Default::default()
+            }),
+            Cached::Encoded(enc) => Record::decode(enc),
+        }
     }
 
-    /// Cache `enc`, the record's encoding as read from the xattr.
-    pub fn put(&self, dev: u64, ino: u64, stamp: Stamp, enc: &[u8]) {
+    /// The ETag of the cached record, if there is one with this stamp (listings).
+    pub fn get_etag(&self, dev: u64, ino: u64, stamp: Stamp) -> Option<String> {
+        let m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
+        match &m.get(&(dev, ino)).filter(|(s, _)| *s == stamp)?.1 {
+            Cached::Plain(etag) => Some(etag.to_string()),
+            Cached::Encoded(enc) => Record::decode_etag(enc),
+        }
+    }
+
+    /// Cache `rec` (read from the xattr, valid for the file with this stamp; `enc` is its encoding).
+    pub fn put(&self, dev: u64, ino: u64, stamp: Stamp, rec: &Record, enc: &[u8]) {
+        let value = if rec.is_plain(stamp.size, stamp.mtime_ns, ino) {
+            Cached::Plain(rec.etag.as_str().into())
+        } else {
+            Cached::Encoded(enc.into())
+        };
         let mut m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
         if m.len() >= SHARD_CAP && !m.contains_key(&(dev, ino)) {
             let round = self.evictions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             m.retain(|&(d, i), _| (i ^ d).wrapping_add(round).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 61 != 0);
         }
-        m.insert((dev, ino), (stamp, enc.into()));
+        m.insert((dev, ino), (stamp, value));
     }
 
     #[cfg(test)]
@@ -98,13 +122,20 @@ mod tests {
         let c = RecordCache::default();
         let st = Stamp { size: 1, mtime_ns: 2, ctime_ns: 3 };
         let rec = Record { etag: "e".into(), ino: 9, size: 1, mtime_ns: 2, ..Default::default() };
-        c.put(1, 9, st, &rec.encode());
-        assert_eq!(c.get(1, 9, st).map(|r| r.etag), Some("e".to_string()));
-        assert_eq!(c.get_with(1, 9, st, Record::decode_etag), Some("e".to_string()));
+        c.put(1, 9, st, &rec, &rec.encode());
+        assert_eq!(c.get(1, 9, st), Some(rec.clone()));
+        assert_eq!(c.get_etag(1, 9, st), Some("e".to_string()));
+        // A record with more than an ETag comes back whole.
+        let mut full = Record { etag: "f".into(), ino: 10, size: 1, mtime_ns: 2, ..Default::default() };
+        full.meta.content_type = Some("text/plain".into());
+        full.tags = vec![("k".into(), "v".into())];
+        c.put(1, 10, st, &full, &full.encode());
+        assert_eq!(c.get(1, 10, st), Some(full.clone()));
+        assert_eq!(c.get_etag(1, 10, st), Some("f".to_string()));
         assert!(c.get(1, 9, Stamp { ctime_ns: 4, ..st }).is_none(), "a newer ctime must miss");
         assert!(c.get(2, 9, st).is_none(), "another device must miss");
         for i in 0..(SHARDS * SHARD_CAP * 3) as u64 {
-            c.put(1, i, st, &rec.encode());
+            c.put(1, i, st, &rec, &rec.encode());
         }
         assert!(c.len() <= SHARDS * SHARD_CAP);
     }
