@@ -1209,6 +1209,17 @@ async fn multipart_checksum_types(s: DynStore, _c: Caps, b: String) -> R {
         )?;
         ensure_eq!(i1.checksum, Some(checksum_of(alg, &p1)));
         ensure_eq!(i2.checksum, Some(checksum_of(alg, &p2)));
+        // A part with another algorithm than the upload's: InvalidRequest, the part untouched.
+        let other_part = if alg == A::Crc32 { A::Crc32c } else { A::Crc32 };
+        let r3 = UploadPartRequest {
+            checksum: Some(ChecksumRequest { algorithm: other_part, expected: None }),
+            ..Default::default()
+        };
+        expect_code(
+            s.upload_part(&b, &key, &id, 2, r3, Body::from(p2.clone())).await,
+            ErrorCode::InvalidRequest,
+            &format!("{what}: part with {}", other_part.as_str()),
+        )?;
         let lp = ok(s.list_parts(&b, &key, &id, ListPartsRequest::default()).await, "list parts")?;
         ensure_eq!((lp.checksum_algorithm, lp.checksum_type), (Some(alg), Some(want_type)));
         let parts = vec![

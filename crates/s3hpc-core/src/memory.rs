@@ -370,7 +370,8 @@ impl Store for MemoryStore {
         body: Body,
     ) -> Result<PartInfo> {
         check_part_number(part_number)?;
-        self.with(|st| st.upload(bucket, key, upload_id).map(|_| ()))?;
+        let alg = self.with(|st| st.upload(bucket, key, upload_id).map(|u| u.req.checksum_algorithm))?;
+        crate::multipart::check_part_checksum(alg, req.checksum.as_ref())?;
         let (data, d) = read_body(body, req.content_md5, req.checksum.as_ref(), req.content_length).await?;
         self.with(|st| {
             st.upload(bucket, key, upload_id)?;

@@ -12,6 +12,22 @@ pub fn check_part_number(n: u32) -> Result<()> {
     Ok(())
 }
 
+/// A part's checksum algorithm must be the upload's (S3 answers InvalidRequest "Checksum Type
+/// mismatch occurred" otherwise). A part without one gets the upload's algorithm computed.
+pub fn check_part_checksum(upload: Option<ChecksumAlgorithm>, part: Option<&ChecksumRequest>) -> Result<()> {
+    match (upload, part.map(|c| c.algorithm)) {
+        (Some(u), Some(p)) if u != p => Err(Error::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+                u.as_str().to_ascii_lowercase(),
+                p.as_str().to_ascii_lowercase()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The rules of CompleteMultipartUpload, shared by every backend: a non-empty list in strictly
 /// ascending part order (`InvalidPartOrder`), each part uploaded with a matching ETag and, when
 /// the client sends one, a matching checksum (`InvalidPart`), and every part but the last at

@@ -1946,6 +1946,7 @@ impl Store for PosixStore {
             let (bdir, b, k, id) = (bdir.clone(), b.clone(), k.clone(), id.clone());
             self.run(move |s| s.upload(&bdir, &b, &k, &id)).await?
         };
+        s3hpc_core::multipart::check_part_checksum(urec.algorithm, req.checksum.as_ref())?;
         let alg = req.checksum.as_ref().map(|c| c.algorithm).or(urec.algorithm);
         let d = BodyDigester::new(self.inner.opts.etag_mode, req.content_md5.is_some(), alg);
         let (t, dg) = self.receive(bdir, b, body, d, req.content_length).await?;
