@@ -387,14 +387,15 @@ impl Inner {
 
     /// Store `rec` for the file/dir `t`, in its xattr or (fallback) the sidecar `sidecar`.
     fn set_record(&self, t: Target, sidecar: &Path, rec: &Record) -> io::Result<()> {
-        self.set_record_with(t, || sidecar.to_path_buf(), rec)
+        self.set_record_with(t, || sidecar.to_path_buf(), rec).map(|_| ())
     }
 
     /// [`Self::set_record`] building the sidecar path only when it is used (puts in xattr mode
     /// never need it).
-    fn set_record_with(&self, t: Target, sidecar: impl Fn() -> PathBuf, rec: &Record) -> io::Result<()> {
+    /// Returns the encoding when the record went into the xattr (`None`: sidecar).
+    fn set_record_with(&self, t: Target, sidecar: impl Fn() -> PathBuf, rec: &Record) -> io::Result<Option<Vec<u8>>> {
         if self.mode == MetaMode::Sidecar {
-            return self.write_sidecar(&sidecar(), rec);
+            return self.write_sidecar(&sidecar(), rec).map(|_| None);
         }
         let enc = rec.encode();
         let r = match t {
@@ -402,15 +403,16 @@ impl Inner {
             Target::Path(p) => sys::set_xattr(p, &enc),
         };
         match r {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(Some(enc)),
             Err(e) if sys::is_too_big(&e) => {
                 self.write_sidecar(&sidecar(), rec)?;
                 match t {
                     Target::File(f) => sys::fset_xattr(f, SIDECAR_POINTER),
                     Target::Path(p) => sys::set_xattr(p, SIDECAR_POINTER),
                 }
+                .map(|_| None)
             }
-            Err(e) if sys::is_unsupported(&e) => self.write_sidecar(&sidecar(), rec),
+            Err(e) if sys::is_unsupported(&e) => self.write_sidecar(&sidecar(), rec).map(|_| None),
             Err(e) => Err(e),
         }
     }
@@ -824,7 +826,7 @@ impl Inner {
         rec.mtime_ns = mtime_ns(&md);
         rec.ino = md.ino();
         let sidecar = || self.sidecar_path(bdir, key, rec.ino);
-        self.set_record_with(Target::File(&t.file), sidecar, &rec)?;
+        let enc = self.set_record_with(Target::File(&t.file), sidecar, &rec)?;
         self.sync_file(&t.file)?;
         let dst = bdir.join(&kp.rel);
         let old_ino =
@@ -844,7 +846,9 @@ impl Inner {
             r?;
         }
         t.armed = false;
-        self.cache_published(&t.file, &rec);
+        if let Some(enc) = enc {
+            self.cache_published(&t.file, &rec, &enc);
+        }
         if let Some(old) = old_ino.filter(|o| *o != rec.ino) {
             let _ = fs::remove_file(self.sidecar_path(bdir, key, old));
         }
@@ -865,20 +869,20 @@ impl Inner {
     /// only where ctimes are exact, with the stamp taken after the publishing rename and the
     /// xattr read back after that stamp (another process may have changed it in between; any
     /// change after the stamp moves the ctime, and the entry then simply misses).
-    fn cache_published(&self, f: &File, rec: &Record) {
-        if self.mode != MetaMode::Xattr || !self.ctime_exact {
+    /// `enc`: the encoding the publish wrote into the xattr.
+    fn cache_published(&self, f: &File, rec: &Record, enc: &[u8]) {
+        if !self.ctime_exact {
             return;
         }
         let Ok(md) = f.metadata() else { return };
         if md.dev() != self.root_dev || md.ino() != rec.ino || md.len() != rec.size || mtime_ns(&md) != rec.mtime_ns {
             return;
         }
-        let enc = rec.encode();
         if let Ok(Some(on_disk)) = sys::fget_xattr(f)
             && on_disk == enc
         {
             let stamp = rcache::Stamp { size: md.len(), mtime_ns: mtime_ns(&md), ctime_ns: ctime_ns(&md) };
-            self.rcache.put(md.dev(), md.ino(), stamp, rec, &enc);
+            self.rcache.put(md.dev(), md.ino(), stamp, rec, enc);
         }
     }
 
