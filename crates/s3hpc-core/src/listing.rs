@@ -71,6 +71,11 @@ impl Lister {
         self.done
     }
 
+    /// How many more entries (objects or common prefixes) this page can take.
+    pub fn remaining(&self) -> usize {
+        if self.done { 0 } else { self.max_keys - self.count }
+    }
+
     /// Offer the next key (strictly greater than every key offered before). `summary` is called
     /// only if the key becomes an object entry of this page; it returns `None` when the object
     /// vanished meanwhile, and the key is then skipped.

@@ -165,6 +165,8 @@ impl At<'_> {
 }
 
 struct Frame {
+    /// Unique within one walk (names the frame for summaries computed ahead).
+    id: u64,
     /// Key prefix of this directory: "" for the bucket, "a/b/" below.
     rel: String,
     path: PathBuf,
@@ -174,6 +176,68 @@ struct Frame {
     idx: usize,
     /// The directory's own key (`a/b/`, a directory object) has not been offered yet.
     self_pending: bool,
+}
+
+/// Fewer files than this are summarized one by one, as the walk reaches them.
+const AHEAD_MIN: usize = 32;
+/// At most this many summaries are computed ahead at once (a page holds at most 1000).
+const AHEAD_MAX: usize = 1000;
+
+/// Threads that summarize files ahead of the walk: the cores, at most 8.
+fn ahead_threads() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8))
+}
+
+/// Summaries of the files `start..start + items.len()` of the frame `frame`, computed ahead.
+#[derive(Default)]
+struct Ahead {
+    frame: u64,
+    start: usize,
+    items: Vec<Option<ObjectSummary>>,
+}
+
+impl Ahead {
+    /// The summary of entry `idx` of `frame` if it was computed ahead (`Some(None)`: the file
+    /// vanished or is not a file).
+    fn take(&mut self, frame: u64, idx: usize) -> Option<Option<ObjectSummary>> {
+        let i = idx.checked_sub(self.start)?;
+        (frame == self.frame && i < self.items.len()).then(|| self.items[i].take())
+    }
+
+    /// Summarize `batch` (name, key) split over [`ahead_threads`] threads (this one included).
+    fn compute(
+        frame: u64,
+        start: usize,
+        batch: &[(&str, String)],
+        summary: impl Fn(&str, &str) -> Option<ObjectSummary> + Sync,
+    ) -> Ahead {
+        let mut items: Vec<Option<ObjectSummary>> = (0..batch.len()).map(|_| None).collect();
+        let threads = ahead_threads().min(batch.len() / (AHEAD_MIN / 2)).max(1);
+        let per = batch.len().div_ceil(threads);
+        let summary = &summary;
+        std::thread::scope(|sc| {
+            let mut parts = items.chunks_mut(per).zip(batch.chunks(per));
+            let first = parts.next();
+            for (out, keys) in parts {
+                sc.spawn(move || fill(out, keys, summary));
+            }
+            if let Some((out, keys)) = first {
+                fill(out, keys, summary);
+            }
+        });
+        Ahead { frame, start, items }
+    }
+}
+
+fn fill(
+    out: &mut [Option<ObjectSummary>],
+    keys: &[(&str, String)],
+    summary: &impl Fn(&str, &str) -> Option<ObjectSummary>,
+) {
+    for (o, (name, key)) in out.iter_mut().zip(keys) {
+        *o = summary(name, key);
+    }
 }
 
 fn read_or_empty(cache: &DirCache, p: &Path) -> io::Result<Arc<Vec<Entry>>> {
@@ -192,7 +256,7 @@ pub fn walk(
     cache: &DirCache,
     bdir: &Path,
     req: &ListObjectsRequest,
-    file_summary: impl Fn(At, &str) -> Option<ObjectSummary>,
+    file_summary: impl Fn(At, &str) -> Option<ObjectSummary> + Sync,
     dir_object: impl Fn(&Path, &str) -> Option<ObjectSummary>,
 ) -> io::Result<ListObjectsPage> {
     let mut lister = Lister::new(req);
@@ -222,13 +286,28 @@ pub fn walk(
             e.dir && r.len() > e.name.len() && r.as_bytes()[e.name.len()] == b'/' && r.starts_with(&*e.name)
         });
         let next = descend.map(|e| e.name.clone());
-        stack.push(Frame { rel: rel.clone(), path: path.clone(), fd: None, entries, idx, self_pending: false });
+        stack.push(Frame {
+            id: stack.len() as u64,
+            rel: rel.clone(),
+            path: path.clone(),
+            fd: None,
+            entries,
+            idx,
+            self_pending: false,
+        });
         let Some(name) = next else { break };
         rel = format!("{rel}{name}/");
         path = path.join(&*name);
         r = &r[name.len() + 1..];
     }
 
+    let mut next_id = stack.len() as u64;
+    // With no delimiter or `/`, a returned file makes every following file of its directory
+    // (that still matches the prefix) an object entry too, so their summaries can be computed
+    // ahead, in parallel: a listing is one stat + one xattr read per key, latency that adds up
+    // on a parallel file system and that spreads over cores here.
+    let speculate = matches!(lister.delimiter(), None | Some("/"));
+    let mut ahead = Ahead::default();
     let mut skip: Option<String> = None;
     while let Some(top) = stack.last_mut() {
         let flow = if top.self_pending {
@@ -262,13 +341,38 @@ pub fn walk(
             if e.dir {
                 let path = top.path.join(&*e.name);
                 let entries = read_or_empty(cache, &path)?;
-                stack.push(Frame { rel: key, path, fd: None, entries, idx: 0, self_pending: true });
+                next_id += 1;
+                stack.push(Frame { id: next_id, rel: key, path, fd: None, entries, idx: 0, self_pending: true });
                 continue;
             }
             let name = e.name.clone();
-            let Frame { path, fd, .. } = top;
+            let idx = top.idx - 1;
+            let remaining = lister.remaining();
+            let Frame { id, rel, path, fd, entries, .. } = top;
             let fd = fd.get_or_insert_with(|| fs::File::open(&*path).ok()).as_ref();
-            lister.offer(&key, || file_summary(At { dir: path, fd, name: &name }, &key))
+            lister.offer(&key, || {
+                if let Some(s) = ahead.take(*id, idx) {
+                    return s;
+                }
+                if speculate && remaining >= AHEAD_MIN {
+                    // This entry and the files after it, up to what the page can take.
+                    let batch: Vec<(&str, String)> = entries[idx..]
+                        .iter()
+                        .take(remaining.min(AHEAD_MAX))
+                        .take_while(|e| !e.dir)
+                        .map(|e| (&*e.name, format!("{rel}{}", e.name)))
+                        .take_while(|(_, k)| k.starts_with(prefix))
+                        .collect();
+                    if batch.len() >= AHEAD_MIN {
+                        ahead =
+                            Ahead::compute(*id, idx, &batch, |name, key| file_summary(At { dir: path, fd, name }, key));
+                        if let Some(s) = ahead.take(*id, idx) {
+                            return s;
+                        }
+                    }
+                }
+                file_summary(At { dir: path, fd, name: &name }, &key)
+            })
         };
         match flow {
             Flow::Continue => {}
