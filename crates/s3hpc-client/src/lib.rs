@@ -167,16 +167,12 @@ impl<'a> Req<'a> {
     }
 
     fn xml_body(self, doc: String) -> Result<Self> {
-        let md5 = B64.encode(<md5_hash::Md5 as md5_hash::Digest>::digest(doc.as_bytes()));
+        let md5 = B64.encode(s3hpc_core::checksum::md5(doc.as_bytes()));
         let len = doc.len() as u64;
         self.h("content-md5", &md5)?
             .h("content-type", "application/xml")
             .map(|r| r.body(Body::from(doc.into_bytes()), Some(len)))
     }
-}
-
-mod md5_hash {
-    pub use md5::{Digest, Md5};
 }
 
 impl S3Client {

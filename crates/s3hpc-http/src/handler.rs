@@ -613,8 +613,7 @@ async fn small_body_with(
     }
     let data = Body::Stream(body_stream(r, body, sink)).collect_limited(xml::MAX_XML_BODY).await?;
     if let Some(want) = md5 {
-        use md5::Digest as _;
-        let got: [u8; 16] = md5::Md5::digest(&data).into();
+        let got = s3hpc_core::checksum::md5(&data);
         if got != want {
             return Err(Error::code(ErrorCode::BadDigest));
         }
