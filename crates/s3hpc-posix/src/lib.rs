@@ -32,6 +32,7 @@ mod hashpool;
 pub mod keys;
 mod meta;
 mod rcache;
+mod reaper;
 mod sys;
 mod walk;
 
@@ -147,6 +148,9 @@ const HELPER_QUEUE: usize = 2;
 /// CPU cache when it is written, and a helper hasher (costly digests) works beside the writes.
 const HASH_PIECE: usize = 256 << 10;
 const LOCK_STRIPES: usize = 64;
+/// A PUT of at least this size that replaces an object leaves the freeing of the old file to a
+/// background thread (see `reaper`).
+const DEFER_FREE_MIN: u64 = 256 << 10;
 
 /// The posix backend. Cheap to clone (shared state).
 #[derive(Clone)]
@@ -328,6 +332,32 @@ impl Inner {
     }
 
     /// A new temp file in the bucket's internal tmp dir (same file system as the objects).
+    /// A new temp file holding the in-memory body `data`, and its digests. Costly digests of a
+    /// large body start on a helper before the temp file is even created, so the hashing
+    /// overlaps the file creation as well as the write.
+    fn write_new(&self, bdir: &Path, bucket: &str, d: BodyDigester, data: &Bytes) -> Result<(Temp, BodyDigester)> {
+        if d.is_costly()
+            && data.len() as u64 >= OVERLAP_MIN
+            && let Some(ticket) = hashpool::ticket()
+        {
+            let body = data.clone();
+            let done = ticket
+                .run(move || {
+                    let mut d = d;
+                    d.update(&body);
+                    d
+                })
+                .map_err(|e| Error::internal(format!("cannot start a hashing thread: {e}")))?;
+            let mut t = self.create_temp(bdir, bucket)?;
+            t.file.write_all(data)?;
+            let d = wait_hash(&done, &t)?;
+            return Ok((t, d));
+        }
+        let mut t = self.create_temp(bdir, bucket)?;
+        let d = write_bytes(&mut t, d, data)?;
+        Ok((t, d))
+    }
+
     fn create_temp(&self, bdir: &Path, bucket: &str) -> Result<Temp> {
         let dir = bdir.join(INTERNAL).join("tmp");
         for _ in 0..2 {
@@ -839,11 +869,18 @@ impl Inner {
                 let cur = self.current(bdir, key, kp)?;
                 conditions.check_write(cur.as_ref().map(|(e, t)| (e.as_str(), *t)))?;
             }
+            // The object this PUT replaces: held open across the rename, so its last reference
+            // (and the freeing of its blocks: ~0.5 ms for 1 MiB on ext4) goes to the reaper
+            // instead of happening inside the rename.
+            let old = (rec.size >= DEFER_FREE_MIN && !create_only).then(|| sys::open_path(&dst)).flatten();
             let r = self.rename_into_place(&t.path, &dst, bdir, bucket, key, create_only);
             if r.is_err() && self.mode == MetaMode::Sidecar {
                 let _ = fs::remove_file(sidecar());
             }
             r?;
+            if let Some(old) = old {
+                reaper::release(old);
+            }
         }
         t.armed = false;
         if let Some(enc) = enc {
@@ -1201,15 +1238,30 @@ impl Hashing {
         Ok(())
     }
 
-    fn finish(self) -> Result<BodyDigester> {
+    /// The digests, once every byte of the body written to `t` was fed.
+    fn finish(self, t: &Temp) -> Result<BodyDigester> {
         match self {
             Hashing::Here { d, .. } => Ok(d),
             Hashing::Helper { tx, done } => {
                 drop(tx);
-                done.recv().map_err(|_| Error::internal("the hashing thread failed"))
+                wait_hash(&done, t)
             }
         }
     }
+}
+
+/// Wait for a helper's digests of the body written to `t`. If the helper is still hashing,
+/// this thread would only wait: it starts the write-back of the file meanwhile (it has to
+/// happen anyway, and ext4 would otherwise do it inside the publishing `rename` over an
+/// existing object, after the hash, where it adds to the PUT's latency).
+fn wait_hash(done: &std::sync::mpsc::Receiver<BodyDigester>, t: &Temp) -> Result<BodyDigester> {
+    use std::sync::mpsc::TryRecvError;
+    match done.try_recv() {
+        Ok(d) => return Ok(d),
+        Err(TryRecvError::Disconnected) => return Err(Error::internal("the hashing thread failed")),
+        Err(TryRecvError::Empty) => sys::start_writeback(&t.file),
+    }
+    done.recv().map_err(|_| Error::internal("the hashing thread failed"))
 }
 
 /// Write an in-memory body into the temp file, hashing it piece by piece: each piece is
@@ -1231,7 +1283,7 @@ fn write_bytes(t: &mut Temp, d: BodyDigester, data: &Bytes) -> Result<BodyDigest
         t.file.write_all(&piece)?;
         off += piece.len();
     }
-    h.finish()
+    h.finish(t)
 }
 
 /// Coalesces small stream chunks into batches of about `WRITE_BATCH`.
@@ -1383,8 +1435,7 @@ impl PosixStore {
             Body::Empty => self.run(move |s| Ok((s.create_temp(&bdir, &bucket)?, d.finish()))).await,
             Body::Bytes(b) => {
                 self.run(move |s| {
-                    let mut t = s.create_temp(&bdir, &bucket)?;
-                    let d = write_bytes(&mut t, d, &b)?;
+                    let (t, d) = s.write_new(&bdir, &bucket, d, &b)?;
                     Ok((t, d.finish()))
                 })
                 .await
@@ -1415,7 +1466,8 @@ impl PosixStore {
                     h.feed(&b)?;
                     t.file.write_all(&b)?;
                 }
-                Ok((t, h.finish()?.finish()))
+                let d = h.finish(&t)?;
+                Ok((t, d.finish()))
             }
             Body::Stream(mut stream) => {
                 // One blocking writer per body, fed batches through a short channel.
@@ -1428,7 +1480,8 @@ impl PosixStore {
                         h.feed(&b)?;
                         t.file.write_all(&b)?;
                     }
-                    Ok((t, h.finish()?))
+                    let d = h.finish(&t)?;
+                    Ok((t, d))
                 });
                 let mut batcher = Batcher::default();
                 let mut failed: Option<io::Error> = None;
@@ -1664,10 +1717,9 @@ impl Store for PosixStore {
             let (b, k) = (bucket.to_string(), key.to_string());
             return self
                 .run(move |s| {
-                    let mut t = s.create_temp(&bdir, &b)?;
-                    let d = match &body {
-                        Body::Bytes(data) => write_bytes(&mut t, d, data)?,
-                        _ => d,
+                    let (t, d) = match &body {
+                        Body::Bytes(data) => s.write_new(&bdir, &b, d, data)?,
+                        _ => (s.create_temp(&bdir, &b)?, d),
                     };
                     let dg = d.finish();
                     dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
