@@ -98,6 +98,8 @@ def test_full_object_crc32_multipart_checksum(s3, bucket):
     parts = _upload_crc32_parts(s3, bucket, "full", up, data)
     lp = s3.list_parts(Bucket=bucket, Key="full", UploadId=up)
     assert lp.get("ChecksumAlgorithm") == "CRC32" and lp.get("ChecksumType") == "FULL_OBJECT"
+    [listed] = [u for u in s3.list_multipart_uploads(Bucket=bucket)["Uploads"] if u["UploadId"] == up]
+    assert listed.get("ChecksumAlgorithm") == "CRC32" and listed.get("ChecksumType") == "FULL_OBJECT"
     out = s3.complete_multipart_upload(Bucket=bucket, Key="full", UploadId=up, MultipartUpload={"Parts": parts},
                                        ChecksumType="FULL_OBJECT", ChecksumCRC32=b64(crc32_raw(whole)))
     # AWS: the CRC32 of the whole object, no -N suffix, type FULL_OBJECT.

@@ -1074,10 +1074,20 @@ impl Store for S3Client {
         let url = n.text_of("EncodingType").is_some_and(|e| e.eq_ignore_ascii_case("url"));
         let uploads = n
             .children("Upload")
-            .map(|u| UploadInfo {
-                key: listed_name(u.text_of("Key").unwrap_or(""), url),
-                upload_id: u.text_of("UploadId").unwrap_or("").to_string(),
-                initiated: xml_time(u, "Initiated"),
+            .map(|u| {
+                let checksum_algorithm =
+                    u.text_of("ChecksumAlgorithm").and_then(|a| ChecksumAlgorithm::parse(a.trim()));
+                UploadInfo {
+                    key: listed_name(u.text_of("Key").unwrap_or(""), url),
+                    upload_id: u.text_of("UploadId").unwrap_or("").to_string(),
+                    initiated: xml_time(u, "Initiated"),
+                    checksum_algorithm,
+                    checksum_type: checksum_algorithm.map(|_| {
+                        u.text_of("ChecksumType")
+                            .and_then(|t| ChecksumType::parse(t.trim()))
+                            .unwrap_or(ChecksumType::Composite)
+                    }),
+                }
             })
             .collect();
         let is_truncated = n.bool_of("IsTruncated");

@@ -1137,6 +1137,10 @@ async fn multipart_listing(s: DynStore, _c: Caps, b: String) -> R {
     let page = ok(s.list_multipart_uploads(&b, ListUploadsRequest::default()).await, "list uploads")?;
     let keys: Vec<&str> = page.uploads.iter().map(|u| u.key.as_str()).collect();
     ensure_eq!(keys, vec!["x/1", "x/2", "y", "y"]);
+    ensure!(
+        page.uploads.iter().all(|u| u.checksum_algorithm.is_none() && u.checksum_type.is_none()),
+        "uploads without a checksum algorithm list one"
+    );
     let page = ok(
         s.list_multipart_uploads(&b, ListUploadsRequest { delimiter: Some("/".into()), ..Default::default() }).await,
         "delimited",
@@ -1222,6 +1226,14 @@ async fn multipart_checksum_types(s: DynStore, _c: Caps, b: String) -> R {
         )?;
         let lp = ok(s.list_parts(&b, &key, &id, ListPartsRequest::default()).await, "list parts")?;
         ensure_eq!((lp.checksum_algorithm, lp.checksum_type), (Some(alg), Some(want_type)));
+        // ListMultipartUploads names the upload's algorithm and type too.
+        let ups = ok(
+            s.list_multipart_uploads(&b, ListUploadsRequest { prefix: key.clone(), ..Default::default() }).await,
+            "list uploads",
+        )?;
+        let listed: Vec<_> =
+            ups.uploads.iter().map(|u| (u.upload_id.as_str(), u.checksum_algorithm, u.checksum_type)).collect();
+        ensure_eq!(listed, vec![(id.as_str(), Some(alg), Some(want_type))]);
         let parts = vec![
             CompletePart { part_number: 1, etag: i1.etag.clone(), checksum: i1.checksum.clone() },
             CompletePart { part_number: 2, etag: i2.etag.clone(), checksum: None },

@@ -145,25 +145,26 @@ impl Lister {
 /// the 1000 cap. Shared by the backends so they page identically.
 pub fn page_uploads(
     req: &crate::types::ListUploadsRequest,
-    mut all: Vec<(String, String, std::time::SystemTime)>,
+    mut all: Vec<crate::types::UploadInfo>,
 ) -> crate::types::ListUploadsPage {
-    use crate::types::{ListUploadsPage, UploadInfo};
-    all.retain(|(k, _, _)| k.starts_with(req.prefix.as_str()));
-    all.sort_by(|a, b| (&a.0, a.2, &a.1).cmp(&(&b.0, b.2, &b.1)));
+    use crate::types::ListUploadsPage;
+    all.retain(|u| u.key.starts_with(req.prefix.as_str()));
+    all.sort_by(|a, b| (&a.key, a.initiated, &a.upload_id).cmp(&(&b.key, b.initiated, &b.upload_id)));
     let marker_pos = req
         .upload_id_marker
         .as_ref()
-        .and_then(|um| all.iter().find(|(_, id, _)| id == um).map(|(_, id, t)| (*t, id.clone())));
+        .and_then(|um| all.iter().find(|u| &u.upload_id == um).map(|u| (u.initiated, u.upload_id.clone())));
     let max = if req.max_uploads == 0 { MAX_KEYS } else { req.max_uploads.min(MAX_KEYS) };
     let mut page = ListUploadsPage::default();
     let mut count = 0;
     let delim = req.delimiter.as_deref().filter(|d| !d.is_empty());
-    for (key, id, initiated) in all {
+    for u in all {
+        let (key, id, initiated) = (&u.key, &u.upload_id, u.initiated);
         if let Some(km) = &req.key_marker {
             match &marker_pos {
                 // Within the marker key, continue after the marker upload.
-                Some(mt) if &key == km && (initiated, id.as_str()) <= (mt.0, mt.1.as_str()) => continue,
-                Some(_) if &key == km => {}
+                Some(mt) if key == km && (initiated, id.as_str()) <= (mt.0, mt.1.as_str()) => continue,
+                Some(_) if key == km => {}
                 _ if key.as_str() <= km.as_str() => continue,
                 _ => {}
             }
@@ -188,7 +189,7 @@ pub fn page_uploads(
             break;
         }
         count += 1;
-        page.uploads.push(UploadInfo { key, upload_id: id, initiated });
+        page.uploads.push(u);
     }
     if page.is_truncated
         && let Some(last) = page.uploads.last()

@@ -457,7 +457,13 @@ impl Store for MemoryStore {
                 .uploads
                 .iter()
                 .filter(|(_, u)| u.bucket == bucket)
-                .map(|(id, u)| (u.key.clone(), id.clone(), u.initiated))
+                .map(|(id, u)| crate::types::UploadInfo {
+                    key: u.key.clone(),
+                    upload_id: id.clone(),
+                    initiated: u.initiated,
+                    checksum_algorithm: u.req.checksum_algorithm,
+                    checksum_type: u.req.checksum_type,
+                })
                 .collect();
             Ok(crate::listing::page_uploads(&req, all))
         })

@@ -437,6 +437,10 @@ pub struct UploadInfo {
     pub key: String,
     pub upload_id: String,
     pub initiated: SystemTime,
+    /// The checksum algorithm the upload was created with, if any.
+    pub checksum_algorithm: Option<ChecksumAlgorithm>,
+    /// The upload's checksum type (present exactly when `checksum_algorithm` is).
+    pub checksum_type: Option<ChecksumType>,
 }
 
 /// ListMultipartUploads.

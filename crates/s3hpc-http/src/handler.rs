@@ -1412,6 +1412,12 @@ async fn list_uploads(r: &Req<'_>) -> Result<Resp> {
         owner_xml(&mut s, "Owner");
         s.push_str("<StorageClass>STANDARD</StorageClass>");
         elem(&mut s, "Initiated", &iso8601(u.initiated));
+        if let Some(a) = u.checksum_algorithm {
+            elem(&mut s, "ChecksumAlgorithm", a.as_str());
+        }
+        if let Some(t) = u.checksum_type {
+            elem(&mut s, "ChecksumType", t.as_str());
+        }
         s.push_str("</Upload>");
     }
     for p in &page.common_prefixes {

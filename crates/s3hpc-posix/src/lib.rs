@@ -25,7 +25,7 @@ use s3hpc_core::{
     BucketInfo, ByteRange, CompleteMultipartRequest, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
     GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest,
     ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput,
-    PutObjectRequest, Tags, UploadPartRequest,
+    PutObjectRequest, Tags, UploadInfo, UploadPartRequest,
 };
 
 mod hashpool;
@@ -2096,7 +2096,7 @@ impl Store for PosixStore {
         let b = bucket.to_string();
         self.run(move |s| {
             s.require_bucket(&bdir, &b)?;
-            let mut all: Vec<(String, String, SystemTime)> = Vec::new();
+            let mut all: Vec<UploadInfo> = Vec::new();
             if let Ok(rd) = fs::read_dir(s.uploads_dir(&bdir)) {
                 for e in rd.flatten() {
                     let Some(id) = e.file_name().to_str().map(str::to_string) else { continue };
@@ -2106,7 +2106,13 @@ impl Store for PosixStore {
                     let Ok(v) = fs::read(e.path().join("info")) else { continue };
                     let Some(r) = Record::decode(&v) else { continue };
                     if r.key.starts_with(req.prefix.as_str()) {
-                        all.push((r.key, id, to_time(r.mtime_ns)));
+                        all.push(UploadInfo {
+                            key: r.key,
+                            upload_id: id,
+                            initiated: to_time(r.mtime_ns),
+                            checksum_algorithm: r.algorithm,
+                            checksum_type: r.checksum_type,
+                        });
                     }
                 }
             }

@@ -1079,6 +1079,14 @@ impl Enc {
         self.u8(p.is_truncated as u8);
         self.opt_str(p.next_key_marker.as_deref());
         self.opt_str(p.next_upload_id_marker.as_deref());
+        // Optional trailing field: each upload's checksum algorithm and type, in upload order,
+        // sent only when some upload has an algorithm.
+        if p.uploads.iter().any(|u| u.checksum_algorithm.is_some()) {
+            for u in &p.uploads {
+                self.alg(u.checksum_algorithm);
+                self.ctype(u.checksum_type);
+            }
+        }
     }
     /// GetObject answer header: info and the served range.
     pub fn get_output(&mut self, info: &ObjectInfo, range: Option<(u64, u64)>) {
@@ -1142,20 +1150,32 @@ impl Dec<'_> {
         let n = self.len(MAX_LIST, "upload list")?;
         let mut uploads = Vec::with_capacity(n.min(1024));
         for _ in 0..n {
-            uploads.push(UploadInfo { key: self.str()?, upload_id: self.str()?, initiated: self.time()? });
+            uploads.push(UploadInfo {
+                key: self.str()?,
+                upload_id: self.str()?,
+                initiated: self.time()?,
+                checksum_algorithm: None,
+                checksum_type: None,
+            });
         }
         let n = self.len(MAX_LIST, "prefix list")?;
         let mut common_prefixes = Vec::with_capacity(n.min(1024));
         for _ in 0..n {
             common_prefixes.push(self.str()?);
         }
-        Ok(ListUploadsPage {
-            uploads,
-            common_prefixes,
-            is_truncated: self.bool()?,
-            next_key_marker: self.opt_str()?,
-            next_upload_id_marker: self.opt_str()?,
-        })
+        let is_truncated = self.bool()?;
+        let next_key_marker = self.opt_str()?;
+        let next_upload_id_marker = self.opt_str()?;
+        if !self.is_empty() {
+            for u in &mut uploads {
+                u.checksum_algorithm = self.alg()?;
+                u.checksum_type = self.ctype()?;
+                if u.checksum_algorithm.is_some() != u.checksum_type.is_some() {
+                    return Err(malformed("upload checksum type without an algorithm, or the reverse"));
+                }
+            }
+        }
+        Ok(ListUploadsPage { uploads, common_prefixes, is_truncated, next_key_marker, next_upload_id_marker })
     }
     pub fn get_output(&mut self) -> Result<(ObjectInfo, Option<(u64, u64)>)> {
         let info = self.object_info()?;
