@@ -4,23 +4,29 @@
 //! the file system frees its blocks and page cache during the `rename` (on ext4 ~0.5 ms per
 //! MiB), after the body was received and hashed: pure latency for the PUT. The publisher holds
 //! an `O_PATH` descriptor of the old file across the rename and hands it here, so that work
-//! happens when this thread closes it. The queue is bounded: when it is full (objects replaced
-//! faster than this thread frees them), the publisher closes the descriptor itself.
+//! happens when this thread closes it. The queue is bounded in files and in bytes (space not
+//! yet returned to the file system): past either bound (objects replaced faster than this
+//! thread frees them, or very large ones), the publisher closes the descriptor itself.
 
 use std::fs::File;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
 
 /// Descriptors waiting to be closed.
 const QUEUE: usize = 64;
+/// Bytes of replaced files waiting to be freed.
+const MAX_PENDING_BYTES: u64 = 1 << 30;
+static PENDING: AtomicU64 = AtomicU64::new(0);
 
-fn queue() -> Option<&'static SyncSender<File>> {
-    static TX: OnceLock<Option<SyncSender<File>>> = OnceLock::new();
+fn queue() -> Option<&'static SyncSender<(File, u64)>> {
+    static TX: OnceLock<Option<SyncSender<(File, u64)>>> = OnceLock::new();
     TX.get_or_init(|| {
-        let (tx, rx) = sync_channel::<File>(QUEUE);
+        let (tx, rx) = sync_channel::<(File, u64)>(QUEUE);
         let spawned = std::thread::Builder::new().name("s3hpc-reaper".into()).spawn(move || {
-            for f in rx {
+            for (f, size) in rx {
                 drop(f);
+                PENDING.fetch_sub(size, Ordering::AcqRel);
             }
         });
         spawned.ok().map(|_| tx)
@@ -28,13 +34,17 @@ fn queue() -> Option<&'static SyncSender<File>> {
     .as_ref()
 }
 
-/// Close `f` on the reaper thread (or here, if the queue is full or there is no thread).
+/// Close `f` on the reaper thread (or here, if a bound is reached or there is no thread).
 pub(crate) fn release(f: File) {
-    if let Some(tx) = queue() {
-        match tx.try_send(f) {
-            Ok(()) => {}
-            Err(TrySendError::Full(f) | TrySendError::Disconnected(f)) => drop(f),
-        }
+    let Some(tx) = queue() else { return };
+    let size = f.metadata().map_or(0, |m| m.len());
+    if PENDING.fetch_add(size, Ordering::AcqRel) + size > MAX_PENDING_BYTES {
+        PENDING.fetch_sub(size, Ordering::AcqRel);
+        return;
+    }
+    if let Err(TrySendError::Full((f, size)) | TrySendError::Disconnected((f, size))) = tx.try_send((f, size)) {
+        drop(f);
+        PENDING.fetch_sub(size, Ordering::AcqRel);
     }
 }
 
@@ -63,5 +73,19 @@ mod tests {
             }
         }
         panic!("the reaper did not close the descriptor");
+    }
+
+    /// A replaced file larger than the byte bound is closed by the publisher at once.
+    #[test]
+    fn huge_files_are_closed_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big");
+        std::fs::File::create(&p).unwrap().set_len(MAX_PENDING_BYTES + 1).unwrap(); // sparse
+        let f = crate::sys::open_path(&p).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&f));
+        release(f);
+        let still = std::fs::read_link(&link).is_ok_and(|t| t.to_string_lossy().ends_with("big (deleted)"));
+        assert!(!still, "a file over the byte bound was queued");
     }
 }
