@@ -331,7 +331,6 @@ impl Inner {
         format!("{}.{}.{}", self.host, self.pid, rand_hex(8))
     }
 
-    /// A new temp file in the bucket's internal tmp dir (same file system as the objects).
     /// A new temp file holding the in-memory body `data`, and its digests. Costly digests of a
     /// large body start on a helper before the temp file is even created, so the hashing
     /// overlaps the file creation as well as the write.
@@ -358,6 +357,7 @@ impl Inner {
         Ok((t, d))
     }
 
+    /// A new temp file in the bucket's internal tmp dir (same file system as the objects).
     fn create_temp(&self, bdir: &Path, bucket: &str) -> Result<Temp> {
         let dir = bdir.join(INTERNAL).join("tmp");
         for _ in 0..2 {
