@@ -355,3 +355,31 @@ async fn binary_protocol_beside_http() {
     drop(server);
     let _ = std::fs::remove_file(&sock);
 }
+
+/// An error the server answers before reading a large body (here: the bucket is missing) reaches
+/// the client as that S3 error, not as a broken connection, and the client stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn early_error_before_a_large_body_reaches_the_client() {
+    use s3hpc_core::{Body, ErrorCode, PutObjectRequest};
+    let server = start_server_with("posix");
+    let c = client(&server.addr);
+    for len in [6usize << 20, 20 << 20] {
+        let body = bytes::Bytes::from(vec![7u8; len]);
+        let req = PutObjectRequest { content_length: Some(len as u64), ..Default::default() };
+        let e = c.put_object("no-such-bucket", "k", req, Body::from(body)).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::NoSuchBucket, "{len} bytes: {e:?}");
+    }
+    // An UploadPart whose checksum algorithm is not the upload's, with a 6 MiB body.
+    use s3hpc_core::{ChecksumAlgorithm, ChecksumRequest, CreateMultipartRequest, UploadPartRequest};
+    c.create_bucket("after").await.unwrap();
+    let create = CreateMultipartRequest { checksum_algorithm: Some(ChecksumAlgorithm::Crc32), ..Default::default() };
+    let id = c.create_multipart_upload("after", "mp", create).await.unwrap();
+    let part = UploadPartRequest {
+        checksum: Some(ChecksumRequest { algorithm: ChecksumAlgorithm::Crc32c, expected: None }),
+        ..Default::default()
+    };
+    let body = Body::from(bytes::Bytes::from(vec![1u8; 6 << 20]));
+    let e = c.upload_part("after", "mp", &id, 1, part, body).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest, "{e:?}");
+    c.head_bucket("after").await.unwrap();
+}
