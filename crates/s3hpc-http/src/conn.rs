@@ -15,7 +15,8 @@
 //!    a blocking-pool thread: head with `MSG_MORE`, then `sendfile(2)` until done, waiting for
 //!    `POLLOUT` with poll(2) on `EAGAIN`; a cold file therefore never stalls a Tokio worker.
 //! 4. The body reader comes back to the connection. A body the S3 layer did not read (an early
-//!    error) is drained when small (up to 1 MiB), else the connection closes after the response
+//!    error) is drained when small (up to 1 MiB; a chunked body of unknown length is drained
+//!    until it passes that), else the connection closes after the response
 //!    (write side shut down first, unread input discarded for a moment, so the client sees the
 //!    response rather than a reset).
 //!
@@ -495,6 +496,9 @@ pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watc
             return;
         };
         if drain && !r.drain().await {
+            // The rest was too long (a chunked body past `DRAIN_MAX`) or too slow: close without
+            // turning unread input into a reset that could destroy the response in flight.
+            linger_close(&io).await;
             return;
         }
         buf = r.buf;

@@ -356,14 +356,18 @@ async fn binary_protocol_beside_http() {
     let _ = std::fs::remove_file(&sock);
 }
 
-/// An error the server answers before reading a large body (here: the bucket is missing) reaches
-/// the client as that S3 error, not as a broken connection, and the client stays usable.
+/// An error the server answers before reading a large body (a missing bucket; an UploadPart with
+/// the wrong checksum algorithm, sent chunked) reaches the client as that S3 error, not as a
+/// reset connection, and the client stays usable. Failed 5 of 8 debug runs before the server
+/// lingered after an unfinished drain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn early_error_before_a_large_body_reaches_the_client() {
     use s3hpc_core::{Body, ErrorCode, PutObjectRequest};
     let server = start_server_with("posix");
     let c = client(&server.addr);
-    for len in [6usize << 20, 20 << 20] {
+    // (Within what the server discards after such an answer, 16 MiB: past that it closes, and
+    // a client still writing sees a broken pipe.)
+    for len in [6usize << 20, 12 << 20] {
         let body = bytes::Bytes::from(vec![7u8; len]);
         let req = PutObjectRequest { content_length: Some(len as u64), ..Default::default() };
         let e = c.put_object("no-such-bucket", "k", req, Body::from(body)).await.unwrap_err();
