@@ -93,27 +93,61 @@ pub fn kept(s: &str) -> *const c_char {
     p
 }
 
-/// What a successful response reports through the properties callback.
+/// What a successful response reports through the properties callback (borrowed from the
+/// response it describes: nothing is copied until the C strings are written).
 #[derive(Default)]
-pub struct Props {
-    pub content_type: Option<String>,
+pub struct Props<'a> {
+    pub content_type: Option<&'a str>,
     pub content_length: u64,
     /// Unquoted.
-    pub etag: Option<String>,
+    pub etag: Option<&'a str>,
     pub last_modified: Option<SystemTime>,
-    pub meta: Vec<(String, String)>,
+    pub meta: Vec<(&'a str, &'a str)>,
 }
 
-impl Props {
-    pub fn of_object(info: &s3hpc_core::ObjectInfo, content_length: u64) -> Self {
+impl<'a> Props<'a> {
+    pub fn of_object(info: &'a s3hpc_core::ObjectInfo, content_length: u64) -> Self {
         Props {
-            content_type: info.meta.content_type.clone(),
+            content_type: info.meta.content_type.as_deref(),
             content_length,
-            etag: Some(info.etag.clone()),
+            etag: Some(&info.etag),
             last_modified: Some(info.last_modified),
-            meta: info.meta.user.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            meta: info.meta.user.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
         }
     }
+
+    /// ETag and time only (puts, copies, parts).
+    pub fn written(etag: &'a str, last_modified: SystemTime) -> Self {
+        Props { etag: Some(etag), last_modified: Some(last_modified), ..Default::default() }
+    }
+}
+
+thread_local! {
+    /// The C strings of the properties callback, reused from call to call on this thread.
+    static PROPS_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Append `s` up to its first NUL (impossible in text from C) and a terminating NUL; returns
+/// the offset where it starts.
+fn push_c(buf: &mut Vec<u8>, s: &str) -> usize {
+    let at = buf.len();
+    let b = s.as_bytes();
+    buf.extend_from_slice(&b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())]);
+    buf.push(0);
+    at
+}
+
+/// As [`push_c`] for the ETag in double quotes (as S3 sends it), unless already quoted.
+fn push_quoted(buf: &mut Vec<u8>, etag: &str) -> usize {
+    if etag.starts_with('"') {
+        return push_c(buf, etag);
+    }
+    let at = buf.len();
+    buf.push(b'"');
+    let b = etag.as_bytes();
+    buf.extend_from_slice(&b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())]);
+    buf.extend_from_slice(b"\"\0");
+    at
 }
 
 /// The response callbacks of one request and its callback data.
@@ -140,25 +174,40 @@ impl Resp {
         let Some(cb) = self.props else {
             return Ok(());
         };
-        let ct = p.content_type.as_deref().map(cstring);
-        let etag = p.etag.as_deref().map(|e| cstring(&quoted(e)));
-        let server = c"s3hpc";
-        let names: Vec<(CString, CString)> = p.meta.iter().map(|(k, v)| (cstring(k), cstring(v))).collect();
-        let nv: Vec<S3NameValue> =
-            names.iter().map(|(k, v)| S3NameValue { name: k.as_ptr(), value: v.as_ptr() }).collect();
+        // The strings go into one buffer kept by the thread (a callback that issues another
+        // request on this thread finds it taken and gets a fresh one).
+        let mut buf = PROPS_BUF
+            .try_with(|b| b.try_borrow_mut().map(|mut b| std::mem::take(&mut *b)).unwrap_or_default())
+            .unwrap_or_default();
+        buf.clear();
+        let ct = p.content_type.map(|c| push_c(&mut buf, c));
+        let etag = p.etag.map(|e| push_quoted(&mut buf, e));
+        let meta: Vec<(usize, usize)> =
+            p.meta.iter().map(|(k, v)| (push_c(&mut buf, k), push_c(&mut buf, v))).collect();
+        // Every string is in place: the buffer no longer moves.
+        let at = |o: usize| -> *const c_char { buf[o..].as_ptr().cast() };
+        let nv: Vec<S3NameValue> = meta.iter().map(|&(k, v)| S3NameValue { name: at(k), value: at(v) }).collect();
         let c = S3ResponseProperties {
             requestId: ptr::null(),
             requestId2: ptr::null(),
-            contentType: ct.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+            contentType: ct.map_or(ptr::null(), at),
             contentLength: p.content_length,
-            server: server.as_ptr(),
-            eTag: etag.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+            server: c"s3hpc".as_ptr(),
+            eTag: etag.map_or(ptr::null(), at),
             lastModified: p.last_modified.map_or(-1, secs),
             metaDataCount: nv.len() as i32,
             metaData: if nv.is_empty() { ptr::null() } else { nv.as_ptr() },
             usesServerSideEncryption: 0,
         };
         let st = unsafe { cb(&c, self.data) };
+        drop(nv);
+        let _ = PROPS_BUF.try_with(|b| {
+            if let Ok(mut b) = b.try_borrow_mut()
+                && buf.capacity() <= 64 * 1024
+            {
+                *b = buf;
+            }
+        });
         check_cb(st, "properties callback")
     }
 
@@ -353,10 +402,16 @@ pub unsafe fn bucket_args(
     if st != S3StatusOK {
         return Err(Fail::Status(st, format!("invalid bucket name {:?}", String::from_utf8_lossy(bytes))));
     }
+    // Embedded stores ignore credentials (the process's uid is what the file system checks).
+    let creds = !crate::target::is_embedded();
     Ok(Bucket {
         name: String::from_utf8_lossy(bytes).into_owned(),
-        access_key: unsafe { opt_str(access, "accessKeyId") }?.unwrap_or_default(),
-        secret_key: unsafe { opt_str(secret, "secretAccessKey") }?.unwrap_or_default(),
+        access_key: if creds { unsafe { opt_str(access, "accessKeyId") }?.unwrap_or_default() } else { String::new() },
+        secret_key: if creds {
+            unsafe { opt_str(secret, "secretAccessKey") }?.unwrap_or_default()
+        } else {
+            String::new()
+        },
     })
 }
 

@@ -299,12 +299,7 @@ pub fn put_object(b: Bucket, key: String, len: u64, props: Option<PutProps>, src
     let req =
         PutObjectRequest { meta: props.meta, content_md5: props.md5, content_length: Some(len), ..Default::default() };
     let out = with_body(src, len, move |body| async move { s.put_object(&b.name, &key, req, body).await })?;
-    resp.properties(&Props {
-        etag: Some(out.etag),
-        last_modified: Some(out.last_modified),
-        content_length: 0,
-        ..Default::default()
-    })
+    resp.properties(&Props::written(&out.etag, out.last_modified))
 }
 
 /// The range libs3 asks for: `byteCount` 0 means "to the end"; both 0 means the whole object.
@@ -367,9 +362,15 @@ pub fn get_object(
     cb: GetObjectDataCallback,
     resp: &Resp,
 ) -> Res {
-    let s = store(&b)?;
     let req = GetObjectRequest { range: get_range(start, count), part_number: None, conditions };
-    let out = block_on(async move { s.get_object(&b.name, &key, req).await })?;
+    let out = match crate::target::posix_inline() {
+        // The posix store answers on this thread: no future, no runtime.
+        Some(p) => p.get_object_blocking(&b.name, &key, req)?,
+        None => {
+            let s = store(&b)?;
+            block_on(async move { s.get_object(&b.name, &key, req).await })?
+        }
+    };
     let len = out.range.map_or(out.info.size, |(_, l)| l);
     resp.properties(&Props::of_object(&out.info, len))?;
     match out.body {
@@ -393,9 +394,14 @@ pub fn get_object(
 }
 
 pub fn head_object(b: Bucket, key: String, resp: &Resp) -> Res {
-    let s = store(&b)?;
-    let info = block_on(async move { s.head_object(&b.name, &key, GetObjectRequest::default()).await })
-        .map_err(|e| Fail::Store(e, false))?;
+    let info = match crate::target::posix_inline() {
+        Some(p) => p.head_object_blocking(&b.name, &key, GetObjectRequest::default()),
+        None => {
+            let s = store(&b)?;
+            block_on(async move { s.head_object(&b.name, &key, GetObjectRequest::default()).await })
+        }
+    }
+    .map_err(|e| Fail::Store(e, false))?;
     resp.properties(&Props::of_object(&info, info.size))
 }
 
@@ -484,7 +490,7 @@ pub fn copy_object(a: CopyArgs, out: CopyOut, resp: &Resp) -> Res {
         (o.etag, o.last_modified)
     };
     out.write(&etag, mtime);
-    resp.properties(&Props { etag: Some(etag), last_modified: Some(mtime), ..Default::default() })
+    resp.properties(&Props::written(&etag, mtime))
 }
 
 // ---------------------------------------------------------------- buckets
@@ -631,7 +637,7 @@ pub fn upload_part(
     let p = with_body(src, len, move |body| async move {
         s.upload_part(&b.name, &key, &upload_id, part as u32, req, body).await
     })?;
-    resp.properties(&Props { etag: Some(p.etag), last_modified: Some(p.last_modified), ..Default::default() })
+    resp.properties(&Props::written(&p.etag, p.last_modified))
 }
 
 /// Parse a CompleteMultipartUpload document.
@@ -716,11 +722,7 @@ pub fn complete_multipart(
         block_on(
             async move { s.complete_multipart_upload(&b.name, &key, &upload_id, parts, Conditions::default()).await },
         )?;
-    resp.properties(&Props {
-        etag: Some(out.etag.clone()),
-        last_modified: Some(out.last_modified),
-        ..Default::default()
-    })?;
+    resp.properties(&Props::written(&out.etag, out.last_modified))?;
     if let Some(cb) = cb {
         let loc = cstring(&location);
         let etag = cstring(&quoted(&out.etag));

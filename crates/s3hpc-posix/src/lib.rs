@@ -1410,6 +1410,18 @@ impl PosixStore {
         self.inner.cache.len()
     }
 
+    /// GetObject on the calling thread, whatever the I/O mode: for callers that wait for the
+    /// answer anyway (the C library), without a future or a runtime. Same semantics as
+    /// [`Store::get_object`]; the body is an open file (or bytes for directory objects).
+    pub fn get_object_blocking(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
+        self.inner.get_object(bucket, key, req)
+    }
+
+    /// HeadObject on the calling thread, as [`get_object_blocking`](Self::get_object_blocking).
+    pub fn head_object_blocking(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
+        self.inner.head_object(bucket, key, &req)
+    }
+
     /// Run blocking file-system work: on the blocking pool (Offload) or right here (Inline).
     async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
         if self.inner.opts.io == IoMode::Inline {

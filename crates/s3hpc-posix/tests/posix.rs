@@ -942,6 +942,12 @@ async fn symlinks_cannot_leak_files_outside_the_root() {
     put(&s, "real", "inside").await.unwrap();
     std::os::unix::fs::symlink("real", b.join("alias")).unwrap();
     assert_eq!(get(&s, "alias").await.unwrap().1, "inside");
+    // So is a key that passes through a symlinked directory inside the root, at any depth.
+    put(&s, "sub/deep/f", "deep").await.unwrap();
+    std::os::unix::fs::symlink("sub", b.join("subalias")).unwrap();
+    std::os::unix::fs::symlink("../sub/deep", b.join("sub/deeplink")).unwrap();
+    assert_eq!(get(&s, "subalias/deep/f").await.unwrap().1, "deep");
+    assert_eq!(get(&s, "sub/deeplink/f").await.unwrap().1, "deep");
     // Symlinked directories are not walked by listings.
     assert!(!keys(&s, "").await.iter().any(|k| k.starts_with("dirlink")));
 }
