@@ -172,6 +172,26 @@ impl BodyDigester {
         self.md5.is_some() || self.checksum.is_some()
     }
 
+    /// Whether the MD5 is computed here (MD5 ETags, or a Content-MD5 to check).
+    pub fn wants_md5(&self) -> bool {
+        self.md5.is_some()
+    }
+
+    /// Stop computing the MD5 here, before any byte was fed: the caller computes it elsewhere
+    /// (see [`md5lanes`](crate::md5lanes)) and hands it to [`finish_with_md5`](Self::finish_with_md5).
+    /// Returns whether there was an MD5 to take over.
+    pub fn detach_md5(&mut self) -> bool {
+        debug_assert_eq!(self.size, 0, "the MD5 is detached before the first byte");
+        self.md5.take().is_some()
+    }
+
+    /// As [`finish`](Self::finish), with the MD5 that was computed elsewhere after
+    /// [`detach_md5`](Self::detach_md5).
+    pub fn finish_with_md5(self, md5: [u8; 16]) -> Digests {
+        let etag = if self.fast { version_etag() } else { hex::encode(md5) };
+        Digests { etag, md5: Some(md5), checksum: self.checksum.map(ChecksumHasher::finish), size: self.size }
+    }
+
     pub fn finish(self) -> Digests {
         let md5: Option<[u8; 16]> = self.md5.map(Md5::finalize);
         let etag = match (self.fast, md5) {

@@ -9,6 +9,7 @@ pub mod creds;
 pub mod error;
 pub mod hooked;
 pub mod listing;
+pub mod md5lanes;
 pub mod memory;
 pub mod multipart;
 pub mod names;

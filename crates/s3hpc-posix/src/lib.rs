@@ -20,7 +20,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use s3hpc_core::checksum::{self, BodyDigester, Digests, EtagMode};
 use s3hpc_core::multipart::{check_part_number, completion_checksum, resolve_checksum_type, validate_completion};
-use s3hpc_core::{Body, Error, ErrorCode, Result, Store, names};
+use s3hpc_core::{Body, Error, ErrorCode, Result, Store, md5lanes, names};
 use s3hpc_core::{
     BucketInfo, ByteRange, CompleteMultipartRequest, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
     GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest,
@@ -147,6 +147,9 @@ const HELPER_QUEUE: usize = 2;
 /// In-memory bodies are hashed and written in pieces of this size: a piece is still in the
 /// CPU cache when it is written, and a helper hasher (costly digests) works beside the writes.
 const HASH_PIECE: usize = 256 << 10;
+/// Bodies announced at least this large (and MD5 wanted) have their MD5 computed by the shared
+/// multi-buffer service (`s3hpc_core::md5lanes`), which hashes concurrent bodies together.
+const LANES_MIN: u64 = 128 << 10;
 const LOCK_STRIPES: usize = 64;
 /// A PUT of at least this size that replaces an object leaves the freeing of the old file to a
 /// background thread (see `reaper`).
@@ -334,7 +337,24 @@ impl Inner {
     /// A new temp file holding the in-memory body `data`, and its digests. Costly digests of a
     /// large body start on a helper before the temp file is even created, so the hashing
     /// overlaps the file creation as well as the write.
-    fn write_new(&self, bdir: &Path, bucket: &str, d: BodyDigester, data: &Bytes) -> Result<(Temp, BodyDigester)> {
+    fn write_new(&self, bdir: &Path, bucket: &str, d: BodyDigester, data: &Bytes) -> Result<(Temp, Digests)> {
+        if d.wants_md5() && data.len() as u64 >= LANES_MIN {
+            // The MD5 goes to the shared multi-buffer service (in pieces, so concurrent bodies
+            // share its SIMD lanes); other checksums, if any, are computed here.
+            let mut rest = d;
+            rest.detach_md5();
+            let mut lane = md5lanes::Lane::new();
+            let mut off = 0;
+            while off < data.len() {
+                let piece = data.slice(off..(off + HASH_PIECE).min(data.len()));
+                off += piece.len();
+                lane.feed(piece);
+            }
+            let mut t = self.create_temp(bdir, bucket)?;
+            write_hashing(&mut t, &mut rest, data)?;
+            let dg = finish_lane(rest, lane, &t);
+            return Ok((t, dg));
+        }
         if d.is_costly()
             && data.len() as u64 >= OVERLAP_MIN
             && let Some(ticket) = hashpool::ticket()
@@ -350,7 +370,7 @@ impl Inner {
             let mut t = self.create_temp(bdir, bucket)?;
             t.file.write_all(data)?;
             let d = wait_hash(&done, &t)?;
-            return Ok((t, d));
+            return Ok((t, d.finish()));
         }
         let mut t = self.create_temp(bdir, bucket)?;
         let d = write_bytes(&mut t, d, data)?;
@@ -1201,6 +1221,12 @@ enum Hashing {
         tx: std::sync::mpsc::SyncSender<Bytes>,
         done: std::sync::mpsc::Receiver<BodyDigester>,
     },
+    /// The MD5 computed by the shared multi-buffer service; `rest`: the other digests (if
+    /// any), computed on this thread.
+    Lanes {
+        rest: BodyDigester,
+        lane: md5lanes::Lane,
+    },
 }
 
 impl Hashing {
@@ -1211,6 +1237,16 @@ impl Hashing {
     /// Hash `b` (before or while it is written). Moves costly digests to a pooled helper thread
     /// once the body is announced (or seen) to reach `OVERLAP_MIN`, if a helper is free.
     fn feed(&mut self, b: &Bytes) -> Result<()> {
+        // An MD5 announced large enough goes to the shared service from the first byte.
+        if let Hashing::Here { d, hint } = self
+            && d.size() == 0
+            && d.wants_md5()
+            && (b.len() as u64).max(*hint) >= LANES_MIN
+        {
+            let mut rest = std::mem::replace(d, BodyDigester::new(EtagMode::Fast, false, None));
+            rest.detach_md5();
+            *self = Hashing::Lanes { rest, lane: md5lanes::Lane::new() };
+        }
         if let Hashing::Here { d, hint } = self
             && d.is_costly()
             && (d.size() + b.len() as u64).max(*hint) >= OVERLAP_MIN
@@ -1234,20 +1270,34 @@ impl Hashing {
                 // A send fails only if the helper died; `finish` reports that.
                 let _ = tx.send(b.clone());
             }
+            Hashing::Lanes { rest, lane } => {
+                lane.feed(b.clone());
+                rest.update(b);
+            }
         }
         Ok(())
     }
 
     /// The digests, once every byte of the body written to `t` was fed.
-    fn finish(self, t: &Temp) -> Result<BodyDigester> {
+    fn finish(self, t: &Temp) -> Result<Digests> {
         match self {
-            Hashing::Here { d, .. } => Ok(d),
+            Hashing::Here { d, .. } => Ok(d.finish()),
             Hashing::Helper { tx, done } => {
                 drop(tx);
-                wait_hash(&done, t)
+                Ok(wait_hash(&done, t)?.finish())
             }
+            Hashing::Lanes { rest, lane } => Ok(finish_lane(rest, lane, t)),
         }
     }
+}
+
+/// The digests of a body whose MD5 went to the shared service. If the service has not caught
+/// up, the write-back of `t` is started meanwhile (as in [`wait_hash`]).
+fn finish_lane(rest: BodyDigester, lane: md5lanes::Lane, t: &Temp) -> Digests {
+    if !lane.caught_up() {
+        sys::start_writeback(&t.file);
+    }
+    rest.finish_with_md5(lane.finish())
 }
 
 /// Wait for a helper's digests of the body written to `t`. If the helper is still hashing,
@@ -1268,11 +1318,11 @@ fn wait_hash(done: &std::sync::mpsc::Receiver<BodyDigester>, t: &Temp) -> Result
 /// hashed while it is in the CPU cache and then written from there (costly digests of large
 /// bodies run on a helper thread while the writes go on). With nothing to hash (fast ETags, no
 /// checksum) the body is written in one call.
-fn write_bytes(t: &mut Temp, d: BodyDigester, data: &Bytes) -> Result<BodyDigester> {
+fn write_bytes(t: &mut Temp, d: BodyDigester, data: &Bytes) -> Result<Digests> {
     if data.len() <= HASH_PIECE || !d.is_costly() {
         let mut d = d;
         write_hashing(t, &mut d, data)?;
-        return Ok(d);
+        return Ok(d.finish());
     }
     // The size is known: a helper (if any) takes the body from its first piece.
     let mut h = Hashing::new(d, Some(data.len() as u64));
@@ -1286,23 +1336,44 @@ fn write_bytes(t: &mut Temp, d: BodyDigester, data: &Bytes) -> Result<BodyDigest
     h.finish(t)
 }
 
-/// Coalesces small stream chunks into batches of about `WRITE_BATCH`.
+/// Coalesces small stream chunks into batches of about `WRITE_BATCH`. Every batch but the last
+/// is a whole number of 64-byte blocks: the MD5 service hashes concurrent bodies together only
+/// while their pieces start on block boundaries (a few bytes are carried to the next batch).
 #[derive(Default)]
 struct Batcher {
     buf: BytesMut,
 }
 
+/// MD5's block size.
+const BLOCK: usize = 64;
+
 impl Batcher {
     fn push(&mut self, c: Bytes) -> Option<Bytes> {
         if self.buf.is_empty() && c.len() >= WRITE_BATCH {
-            return Some(c);
+            // Large chunks pass through (without their last partial block).
+            let whole = c.len() - c.len() % BLOCK;
+            if whole < c.len() {
+                self.buf.reserve(WRITE_BATCH + BLOCK);
+                self.buf.extend_from_slice(&c[whole..]);
+            }
+            return Some(c.slice(..whole));
         }
         if self.buf.capacity() == 0 {
             // One allocation per batch (growing by doubling would leave larger, half-used ones).
             self.buf.reserve(WRITE_BATCH + c.len());
         }
         self.buf.extend_from_slice(&c);
-        (self.buf.len() >= WRITE_BATCH).then(|| std::mem::take(&mut self.buf).freeze())
+        if self.buf.len() < WRITE_BATCH {
+            return None;
+        }
+        let whole = self.buf.len() - self.buf.len() % BLOCK;
+        let out = self.buf.split_to(whole).freeze();
+        if !self.buf.is_empty() {
+            let tail = std::mem::take(&mut self.buf);
+            self.buf.reserve(WRITE_BATCH + BLOCK);
+            self.buf.extend_from_slice(&tail);
+        }
+        Some(out)
     }
 
     fn rest(&mut self) -> Option<Bytes> {
@@ -1445,13 +1516,7 @@ impl PosixStore {
     ) -> Result<(Temp, Digests)> {
         match body {
             Body::Empty => self.run(move |s| Ok((s.create_temp(&bdir, &bucket)?, d.finish()))).await,
-            Body::Bytes(b) => {
-                self.run(move |s| {
-                    let (t, d) = s.write_new(&bdir, &bucket, d, &b)?;
-                    Ok((t, d.finish()))
-                })
-                .await
-            }
+            Body::Bytes(b) => self.run(move |s| s.write_new(&bdir, &bucket, d, &b)).await,
             Body::File { file, offset, len } => {
                 self.run(move |s| {
                     let mut d = d;
@@ -1478,14 +1543,14 @@ impl PosixStore {
                     h.feed(&b)?;
                     t.file.write_all(&b)?;
                 }
-                let d = h.finish(&t)?;
-                Ok((t, d.finish()))
+                let dg = h.finish(&t)?;
+                Ok((t, dg))
             }
             Body::Stream(mut stream) => {
                 // One blocking writer per body, fed batches through a short channel.
                 let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(WRITE_QUEUE);
                 let inner = self.inner.clone();
-                let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, BodyDigester)> {
+                let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, Digests)> {
                     let mut t = inner.create_temp(&bdir, &bucket)?;
                     let mut h = Hashing::new(d, hint);
                     while let Some(b) = rx.blocking_recv() {
@@ -1521,8 +1586,7 @@ impl PosixStore {
                     let _ = tx.send(b).await;
                 }
                 drop(tx);
-                let (t, d) = writer.await.map_err(|e| Error::internal(format!("writer failed: {e}")))??;
-                Ok((t, d.finish()))
+                writer.await.map_err(|e| Error::internal(format!("writer failed: {e}")))?
             }
         }
     }
@@ -1729,11 +1793,10 @@ impl Store for PosixStore {
             let (b, k) = (bucket.to_string(), key.to_string());
             return self
                 .run(move |s| {
-                    let (t, d) = match &body {
+                    let (t, dg) = match &body {
                         Body::Bytes(data) => s.write_new(&bdir, &b, d, data)?,
-                        _ => (s.create_temp(&bdir, &b)?, d),
+                        _ => (s.create_temp(&bdir, &b)?, d.finish()),
                     };
-                    let dg = d.finish();
                     dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
                     let r = rec(&req, &dg);
                     s.publish(&bdir, &b, &k, &kp, t, r, &req.conditions)
@@ -2236,5 +2299,42 @@ impl Store for PosixStore {
             Ok(())
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod batcher_tests {
+    use super::*;
+
+    /// Batches keep the stream's bytes in order, every batch but the last is whole 64-byte
+    /// blocks, and none (but a large chunk passed through) is much smaller than `WRITE_BATCH`.
+    #[test]
+    fn batches_are_block_aligned_and_lossless() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..50 {
+            let mut b = Batcher::default();
+            let mut input = Vec::new();
+            let mut out: Vec<Bytes> = Vec::new();
+            for _ in 0..40 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let len = match x % 4 {
+                    0 => (x >> 8) as usize % 100,
+                    1 => (x >> 8) as usize % 70_000,
+                    2 => WRITE_BATCH + (x >> 8) as usize % 100_000,
+                    _ => (x >> 8) as usize % (3 * WRITE_BATCH),
+                };
+                let chunk: Vec<u8> = (0..len).map(|i| (i as u64 ^ x ^ round) as u8).collect();
+                input.extend_from_slice(&chunk);
+                out.extend(b.push(Bytes::from(chunk)));
+            }
+            for o in &out {
+                assert_eq!(o.len() % BLOCK, 0);
+                assert!(o.len() >= WRITE_BATCH - BLOCK, "batch of {}", o.len());
+            }
+            out.extend(b.rest());
+            assert_eq!(out.concat(), input);
+        }
     }
 }
