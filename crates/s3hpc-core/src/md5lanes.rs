@@ -13,6 +13,7 @@
 //! Memory is bounded per body: a writer with [`MAX_QUEUED`] bytes not yet hashed waits.
 
 use std::collections::{HashMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
 use bytes::Bytes;
@@ -32,6 +33,8 @@ struct Body {
     state: Option<Md5State>,
     queue: VecDeque<Bytes>,
     queued: usize,
+    /// The hashing of a piece of this body panicked: its digest is lost.
+    failed: bool,
 }
 
 #[derive(Default)]
@@ -119,6 +122,7 @@ fn worker(s: &'static Service) {
                 t = s.work.wait(t).unwrap_or_else(|p| p.into_inner());
             }
         }
+        let mut units_ok = true;
         if !units.is_empty() {
             let mut inputs: Vec<&[u8]> = units.iter().map(|p| &p[..]).collect();
             // md5-many's fast kernels take full groups of 8 or 16 equal-length inputs; other
@@ -133,18 +137,24 @@ fn worker(s: &'static Service) {
             };
             states.resize_with(lanes, Md5State::new);
             inputs.resize(lanes, inputs[0]);
-            s.engine.update_many(&mut states, &inputs);
+            let engine = s.engine;
+            units_ok = catch_unwind(AssertUnwindSafe(|| engine.update_many(&mut states, &inputs))).is_ok();
             states.truncate(real);
         }
-        for (_, st, piece) in shorts.iter_mut() {
-            st.update(piece);
-        }
+        let shorts_ok = catch_unwind(AssertUnwindSafe(|| {
+            for (_, st, piece) in shorts.iter_mut() {
+                st.update(piece);
+            }
+        }))
+        .is_ok();
         let more = {
             let mut t = s.lock();
-            let done = ids.drain(..).zip(states.drain(..)).zip(units.drain(..)).map(|((i, st), u)| (i, st, u));
-            for (id, st, p) in done.chain(shorts.drain(..)) {
+            let done =
+                ids.drain(..).zip(states.drain(..)).zip(units.drain(..)).map(|((i, st), u)| (i, st, u, units_ok));
+            for (id, st, p, ok) in done.chain(shorts.drain(..).map(|(i, st, p)| (i, st, p, shorts_ok))) {
                 // A body dropped meanwhile (its writer failed) is simply gone.
                 if let Some(b) = t.bodies.get_mut(&id) {
+                    b.failed |= !ok;
                     b.state = Some(st);
                     b.queued -= p.len();
                     if !b.queue.is_empty() {
@@ -176,7 +186,7 @@ impl Lane {
         let mut t = s.lock();
         let id = t.next_id;
         t.next_id += 1;
-        t.bodies.insert(id, Body { state: Some(Md5State::new()), queue: VecDeque::new(), queued: 0 });
+        t.bodies.insert(id, Body { state: Some(Md5State::new()), queue: VecDeque::new(), queued: 0, failed: false });
         Lane { id, size: 0 }
     }
 
@@ -217,12 +227,14 @@ impl Lane {
         t.bodies.get(&self.id).is_none_or(|x| x.queue.is_empty() && x.state.is_some())
     }
 
-    /// The digest, once every piece is hashed.
-    pub fn finish(self) -> [u8; 16] {
+    /// The digest, once every piece is hashed; `None` if hashing failed (a panic in the
+    /// hashing code: the caller must not publish the body).
+    pub fn finish(self) -> Option<[u8; 16]> {
         let s = service();
         let mut t = s.lock();
         let state = loop {
             match t.bodies.get_mut(&self.id) {
+                Some(x) if x.failed => return None,
                 Some(x) if x.queue.is_empty() && x.state.is_some() => break x.state.take().expect("checked"),
                 Some(_) => t = s.progress.wait(t).unwrap_or_else(|p| p.into_inner()),
                 None => unreachable!("a lane's body leaves the table only in finish or drop"),
@@ -230,7 +242,7 @@ impl Lane {
         };
         drop(t);
         // Drop removes the entry.
-        state.finalize()
+        Some(state.finalize())
     }
 }
 
@@ -298,7 +310,7 @@ mod tests {
                 lane.feed(p.clone());
             }
             assert_eq!(lane.size(), len as u64);
-            assert_eq!(lane.finish(), reference(&pieces), "len {len}");
+            assert_eq!(lane.finish(), Some(reference(&pieces)), "len {len}");
         }
     }
 
@@ -324,7 +336,7 @@ mod tests {
                         for p in &pieces {
                             lane.feed(p.clone());
                         }
-                        assert_eq!(lane.finish(), reference(&pieces), "writer {w} round {round}");
+                        assert_eq!(lane.finish(), Some(reference(&pieces)), "writer {w} round {round}");
                     }
                 });
             }

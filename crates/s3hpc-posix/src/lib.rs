@@ -352,7 +352,7 @@ impl Inner {
             }
             let mut t = self.create_temp(bdir, bucket)?;
             write_hashing(&mut t, &mut rest, data)?;
-            let dg = finish_lane(rest, lane, &t);
+            let dg = finish_lane(rest, lane, &t)?;
             return Ok((t, dg));
         }
         if d.is_costly()
@@ -1286,18 +1286,19 @@ impl Hashing {
                 drop(tx);
                 Ok(wait_hash(&done, t)?.finish())
             }
-            Hashing::Lanes { rest, lane } => Ok(finish_lane(rest, lane, t)),
+            Hashing::Lanes { rest, lane } => finish_lane(rest, lane, t),
         }
     }
 }
 
 /// The digests of a body whose MD5 went to the shared service. If the service has not caught
 /// up, the write-back of `t` is started meanwhile (as in [`wait_hash`]).
-fn finish_lane(rest: BodyDigester, lane: md5lanes::Lane, t: &Temp) -> Digests {
+fn finish_lane(rest: BodyDigester, lane: md5lanes::Lane, t: &Temp) -> Result<Digests> {
     if !lane.caught_up() {
         sys::start_writeback(&t.file);
     }
-    rest.finish_with_md5(lane.finish())
+    let md5 = lane.finish().ok_or_else(|| Error::internal("the MD5 hashing service failed"))?;
+    Ok(rest.finish_with_md5(md5))
 }
 
 /// Wait for a helper's digests of the body written to `t`. If the helper is still hashing,
