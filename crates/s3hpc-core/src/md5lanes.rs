@@ -147,6 +147,9 @@ fn worker(s: &'static Service) {
             }
         }))
         .is_ok();
+        // Writers wait for their last piece (finish) or for room (feed): wake them only when
+        // a body caught up or got room back, not after every step.
+        let mut wake = false;
         let more = {
             let mut t = s.lock();
             let done =
@@ -156,7 +159,9 @@ fn worker(s: &'static Service) {
                 if let Some(b) = t.bodies.get_mut(&id) {
                     b.failed |= !ok;
                     b.state = Some(st);
+                    let was_full = b.queued >= MAX_QUEUED;
                     b.queued -= p.len();
+                    wake |= b.queue.is_empty() || b.failed || (was_full && b.queued < MAX_QUEUED);
                     if !b.queue.is_empty() {
                         t.ready.push_back(id);
                     }
@@ -164,7 +169,9 @@ fn worker(s: &'static Service) {
             }
             !t.ready.is_empty()
         };
-        s.progress.notify_all();
+        if wake {
+            s.progress.notify_all();
+        }
         if more {
             // Other workers (if any) may take part of the rest.
             s.work.notify_one();
