@@ -334,9 +334,10 @@ impl Inner {
         format!("{}.{}.{}", self.host, self.pid, rand_hex(8))
     }
 
-    /// A new temp file holding the in-memory body `data`, and its digests. Costly digests of a
-    /// large body start on a helper before the temp file is even created, so the hashing
-    /// overlaps the file creation as well as the write.
+    /// A new temp file holding the in-memory body `data`, and its digests. The MD5 of a body of
+    /// `LANES_MIN` or more (other costly digests: of `OVERLAP_MIN` or more, on a helper) starts
+    /// before the temp file is even created, so the hashing overlaps the file creation as well
+    /// as the write.
     fn write_new(&self, bdir: &Path, bucket: &str, d: BodyDigester, data: &Bytes) -> Result<(Temp, Digests)> {
         if d.wants_md5() && data.len() as u64 >= LANES_MIN {
             // The MD5 goes to the shared multi-buffer service (in pieces, so concurrent bodies
@@ -1234,8 +1235,10 @@ impl Hashing {
         Hashing::Here { d, hint: hint.unwrap_or(0) }
     }
 
-    /// Hash `b` (before or while it is written). Moves costly digests to a pooled helper thread
-    /// once the body is announced (or seen) to reach `OVERLAP_MIN`, if a helper is free.
+    /// Hash `b` (before or while it is written). An MD5 of a body announced (or starting) at
+    /// `LANES_MIN` or more goes to the shared MD5 service from the first byte; other costly
+    /// digests move to a pooled helper thread once the body is announced (or seen) to reach
+    /// `OVERLAP_MIN`, if a helper is free.
     fn feed(&mut self, b: &Bytes) -> Result<()> {
         // An MD5 announced large enough goes to the shared service from the first byte.
         if let Hashing::Here { d, hint } = self
