@@ -45,6 +45,20 @@ pub trait Store: Send + Sync + 'static {
     /// validated (InvalidRange) but no body is produced.
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo>;
 
+    /// [`get_object`](Self::get_object) completed on the calling thread, for callers that wait
+    /// for the answer anyway (the C library): `Some` when the store answers without waiting on
+    /// anything asynchronous (an in-process store whose I/O runs inline), saving the future and
+    /// the runtime; `None` (the default) to use `get_object`.
+    fn get_object_inline(&self, _bucket: &str, _key: &str, _req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
+        None
+    }
+
+    /// [`head_object`](Self::head_object) on the calling thread, as
+    /// [`get_object_inline`](Self::get_object_inline).
+    fn head_object_inline(&self, _bucket: &str, _key: &str, _req: &GetObjectRequest) -> Option<Result<ObjectInfo>> {
+        None
+    }
+
     /// Delete an object; deleting a missing key succeeds (S3 is idempotent here).
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()>;
 

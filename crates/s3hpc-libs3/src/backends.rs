@@ -25,7 +25,7 @@ pub fn posix_options() -> Result<PosixOptions, String> {
 }
 
 /// The posix backend on `path` (embedded mode).
-pub fn open_posix(path: &str) -> Result<Arc<PosixStore>, String> {
+pub fn open_posix(path: &str) -> Result<DynStore, String> {
     if path.is_empty() || !path.starts_with('/') {
         return Err(format!("S3HPC_TARGET=file://{path}: the path must be absolute (file:///path)"));
     }

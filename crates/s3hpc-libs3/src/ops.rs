@@ -363,13 +363,11 @@ pub fn get_object(
     resp: &Resp,
 ) -> Res {
     let req = GetObjectRequest { range: get_range(start, count), part_number: None, conditions };
-    let out = match crate::target::posix_inline() {
-        // The posix store answers on this thread: no future, no runtime.
-        Some(p) => p.get_object_blocking(&b.name, &key, req)?,
-        None => {
-            let s = store(&b)?;
-            block_on(async move { s.get_object(&b.name, &key, req).await })?
-        }
+    let s = store(&b)?;
+    // An embedded posix store answers on this thread: no future, no runtime.
+    let out = match s.get_object_inline(&b.name, &key, &req) {
+        Some(r) => r?,
+        None => block_on(async move { s.get_object(&b.name, &key, req).await })?,
     };
     let len = out.range.map_or(out.info.size, |(_, l)| l);
     resp.properties(&Props::of_object(&out.info, len))?;
@@ -394,12 +392,10 @@ pub fn get_object(
 }
 
 pub fn head_object(b: Bucket, key: String, resp: &Resp) -> Res {
-    let info = match crate::target::posix_inline() {
-        Some(p) => p.head_object_blocking(&b.name, &key, GetObjectRequest::default()),
-        None => {
-            let s = store(&b)?;
-            block_on(async move { s.head_object(&b.name, &key, GetObjectRequest::default()).await })
-        }
+    let s = store(&b)?;
+    let info = match s.head_object_inline(&b.name, &key, &GetObjectRequest::default()) {
+        Some(r) => r,
+        None => block_on(async move { s.head_object(&b.name, &key, GetObjectRequest::default()).await }),
     }
     .map_err(|e| Fail::Store(e, false))?;
     resp.properties(&Props::of_object(&info, info.size))

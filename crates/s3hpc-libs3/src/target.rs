@@ -12,13 +12,11 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use s3hpc_core::{DynStore, Error};
-use s3hpc_posix::PosixStore;
 
 /// The parsed `S3HPC_TARGET`.
 pub enum Target {
-    /// One store for the whole process; the posix store also typed, when its I/O runs inline,
-    /// for the calls that run synchronously (GET, HEAD).
-    Embedded(DynStore, Option<Arc<PosixStore>>),
+    /// One store for the whole process.
+    Embedded(DynStore),
     /// A gateway URL; clients are made per credentials.
     Remote(String),
 }
@@ -38,17 +36,14 @@ fn parse_target() -> Result<Target, String> {
 /// Open a target from its URL (also used by tests that do not go through the environment).
 pub fn open_target(spec: &str) -> Result<Target, String> {
     if spec == "memory://" || spec == "memory:" {
-        return Ok(Target::Embedded(Arc::new(s3hpc_core::memory::MemoryStore::new()), None));
+        return Ok(Target::Embedded(Arc::new(s3hpc_core::memory::MemoryStore::new())));
     }
     if let Some(rest) = spec.strip_prefix("noop://") {
         let size = rest.parse().unwrap_or(0);
-        return Ok(Target::Embedded(Arc::new(s3hpc_core::noop::NoopStore::new(size)), None));
+        return Ok(Target::Embedded(Arc::new(s3hpc_core::noop::NoopStore::new(size))));
     }
     if let Some(path) = spec.strip_prefix("file://") {
-        return crate::backends::open_posix(path).map(|p| {
-            let direct = (p.options().io == s3hpc_posix::IoMode::Inline).then(|| p.clone());
-            Target::Embedded(p, direct)
-        });
+        return crate::backends::open_posix(path).map(Target::Embedded);
     }
     if spec.starts_with("unix://") || spec.starts_with("tcp://") {
         crate::backends::check_remote(spec)?;
@@ -70,20 +65,12 @@ pub fn target() -> Result<&'static Target, Error> {
     }
 }
 
-/// The embedded posix store whose I/O runs on the calling thread, if that is the target.
-pub fn posix_inline() -> Option<&'static PosixStore> {
-    match TARGET.get() {
-        Some(Ok(Target::Embedded(_, Some(p)))) => Some(p),
-        _ => None,
-    }
-}
-
 pub fn is_remote() -> bool {
     matches!(TARGET.get(), Some(Ok(Target::Remote(_))))
 }
 
 pub fn is_embedded() -> bool {
-    matches!(TARGET.get(), Some(Ok(Target::Embedded(..))))
+    matches!(TARGET.get(), Some(Ok(Target::Embedded(_))))
 }
 
 type ClientKey = (String, String, String);
@@ -92,7 +79,7 @@ static CLIENTS: OnceLock<Mutex<HashMap<ClientKey, DynStore>>> = OnceLock::new();
 /// The store to use for a request made with these credentials.
 pub fn store_for(access_key: &str, secret_key: &str) -> Result<DynStore, Error> {
     match target()? {
-        Target::Embedded(s, _) => Ok(s.clone()),
+        Target::Embedded(s) => Ok(s.clone()),
         Target::Remote(url) => {
             let key = (url.clone(), access_key.to_string(), secret_key.to_string());
             let map = CLIENTS.get_or_init(Default::default);

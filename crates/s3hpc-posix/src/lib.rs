@@ -675,7 +675,7 @@ impl Inner {
     }
 
     /// GetObject, on the calling thread.
-    fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
+    fn get_object(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Result<GetObjectOutput> {
         let dir = keys::check_key(key)?;
         names::check_bucket_name_for_access(bucket)?;
         let o = if dir {
@@ -1485,18 +1485,6 @@ impl PosixStore {
         self.inner.cache.len()
     }
 
-    /// GetObject on the calling thread, whatever the I/O mode: for callers that wait for the
-    /// answer anyway (the C library), without a future or a runtime. Same semantics as
-    /// [`Store::get_object`]; the body is an open file (or bytes for directory objects).
-    pub fn get_object_blocking(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
-        self.inner.get_object(bucket, key, req)
-    }
-
-    /// HeadObject on the calling thread, as [`get_object_blocking`](Self::get_object_blocking).
-    pub fn head_object_blocking(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
-        self.inner.head_object(bucket, key, &req)
-    }
-
     /// Run blocking file-system work: on the blocking pool (Offload) or right here (Inline).
     async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
         if self.inner.opts.io == IoMode::Inline {
@@ -1815,10 +1803,18 @@ impl Store for PosixStore {
 
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
         if self.inner.opts.io == IoMode::Inline {
-            return self.inner.get_object(bucket, key, req);
+            return self.inner.get_object(bucket, key, &req);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
-        self.run(move |s| s.get_object(&b, &k, req)).await
+        self.run(move |s| s.get_object(&b, &k, &req)).await
+    }
+
+    fn get_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
+        (self.inner.opts.io == IoMode::Inline).then(|| self.inner.get_object(bucket, key, req))
+    }
+
+    fn head_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<ObjectInfo>> {
+        (self.inner.opts.io == IoMode::Inline).then(|| self.inner.head_object(bucket, key, req))
     }
 
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
