@@ -200,13 +200,24 @@ impl Lane {
     /// Queue the next piece of the body (no copy: `b` is shared). Waits only while this body
     /// already has [`MAX_QUEUED`] bytes waiting.
     pub fn feed(&mut self, b: Bytes) {
+        self.push(b, true);
+    }
+
+    /// Queue the next piece without ever waiting, for a body the caller already holds whole in
+    /// memory: queuing it costs no memory, and waiting here would keep the caller from writing
+    /// the body while it is hashed.
+    pub fn feed_held(&mut self, b: Bytes) {
+        self.push(b, false);
+    }
+
+    fn push(&mut self, b: Bytes, bounded: bool) {
         if b.is_empty() {
             return;
         }
         self.size += b.len() as u64;
         let s = service();
         let mut t = s.lock();
-        while t.bodies.get(&self.id).is_some_and(|x| x.queued >= MAX_QUEUED) {
+        while bounded && t.bodies.get(&self.id).is_some_and(|x| x.queued >= MAX_QUEUED) {
             t = s.progress.wait(t).unwrap_or_else(|p| p.into_inner());
         }
         let Some(x) = t.bodies.get_mut(&self.id) else { return };
@@ -319,6 +330,19 @@ mod tests {
             assert_eq!(lane.size(), len as u64);
             assert_eq!(lane.finish(), Some(reference(&pieces)), "len {len}");
         }
+    }
+
+    /// A held body is queued whole, past the per-body bound, mixed with bounded feeds.
+    #[test]
+    fn held_bodies_past_the_bound_match_the_reference() {
+        let b = body(7, 3 * MAX_QUEUED + 12_345);
+        let pieces = cut(&b, 3);
+        let mut lane = Lane::new();
+        for (i, p) in pieces.iter().enumerate() {
+            if i % 3 == 0 { lane.feed(p.clone()) } else { lane.feed_held(p.clone()) }
+        }
+        assert_eq!(lane.size(), b.len() as u64);
+        assert_eq!(lane.finish(), Some(reference(&pieces)));
     }
 
     /// Many writers at once, with different lengths and piece sizes (so the batches mix bodies

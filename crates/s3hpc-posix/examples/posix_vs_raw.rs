@@ -31,6 +31,8 @@ struct Args {
     list_only: bool,
 }
 
+const USAGE: &str = "usage: posix_vs_raw [--dir DIR] [--small N] [--list N] [--big-mib N] [--list-only]";
+
 fn args() -> Args {
     let mut a = Args { dir: None, small: 3000, list: 100_000, big_mib: 64, list_only: false };
     let v: Vec<String> = std::env::args().skip(1).collect();
@@ -47,7 +49,14 @@ fn args() -> Args {
                 i += 1;
                 continue;
             }
-            other => panic!("unknown argument {other}"),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => {
+                eprintln!("unknown argument {other}\n{USAGE}");
+                std::process::exit(2);
+            }
         }
         i += 2;
     }

@@ -345,11 +345,13 @@ impl Inner {
             let mut rest = d;
             rest.detach_md5();
             let mut lane = md5lanes::Lane::new();
+            // The whole body is queued at once (it is in memory already), so the hashing runs
+            // beside the file creation and the whole write.
             let mut off = 0;
             while off < data.len() {
                 let piece = data.slice(off..(off + HASH_PIECE).min(data.len()));
                 off += piece.len();
-                lane.feed(piece);
+                lane.feed_held(piece);
             }
             let mut t = self.create_temp(bdir, bucket)?;
             write_hashing(&mut t, &mut rest, data)?;
