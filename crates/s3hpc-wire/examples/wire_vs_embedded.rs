@@ -65,9 +65,20 @@ fn args() -> Args {
         frame_kib: None,
         conns: 2,
     };
+    const USAGE: &str = "usage: wire_vs_embedded [--secs 2] [--conc 8] [--large-mib 8] [--dir DIR] \
+        [--durability strict|relaxed|none] [--backend posix|memory|noop] [--slices 4] [--phases LIST] \
+        [--targets embedded,unix,tcp,http] [--frame-kib N] [--conns 2]";
+    let usage = |why: String| -> ! {
+        eprintln!("{why}\n{USAGE}");
+        std::process::exit(2)
+    };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
-        let v = it.next().unwrap_or_else(|| panic!("{k} needs a value"));
+        if k == "-h" || k == "--help" {
+            println!("{USAGE}");
+            std::process::exit(0);
+        }
+        let v = it.next().unwrap_or_else(|| usage(format!("{k} needs a value")));
         match k.as_str() {
             "--secs" => a.secs = v.parse().unwrap(),
             "--conc" => a.conc = v.parse().unwrap(),
@@ -90,7 +101,7 @@ fn args() -> Args {
                     _ => panic!("--durability strict|relaxed|none"),
                 }
             }
-            _ => panic!("unknown argument {k}"),
+            _ => usage(format!("unknown argument {k}")),
         }
     }
     a
