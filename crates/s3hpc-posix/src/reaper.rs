@@ -90,6 +90,30 @@ mod tests {
         panic!("the reaper did not close the descriptor");
     }
 
+    /// The reaper thread runs at nice 19 (it only frees what PUTs replaced).
+    #[test]
+    fn the_reaper_runs_at_the_lowest_priority() {
+        queue().expect("the reaper thread starts");
+        for _ in 0..200 {
+            for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                if comm.trim_end() != "s3hpc-reaper" {
+                    continue;
+                }
+                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                // Fields after the parenthesised command: state is field 3, nice field 19.
+                let after = &stat[stat.rfind(')').expect("stat has a command") + 2..];
+                let nice: i32 = after.split(' ').nth(16).expect("nice field").parse().unwrap();
+                if nice == 19 {
+                    return;
+                }
+            }
+            // The thread sets its priority as it starts.
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("no s3hpc-reaper thread at nice 19");
+    }
+
     /// A replaced file larger than the byte bound is closed by the publisher at once.
     #[test]
     fn huge_files_are_closed_at_once() {
