@@ -3,7 +3,7 @@
 //! measured against. See `docs/perf/posix.md`.
 //!
 //! ```text
-//! meta_prof head|stat|get|raw-get N [--dir DIR]
+//! meta_prof head|stat|get|raw-get|put|raw-put N [--dir DIR]
 //! ```
 //!
 //! Instructions per operation: run under callgrind with two values of N and divide the
@@ -74,6 +74,21 @@ fn main() {
                 let f = File::open(&raw).unwrap();
                 let len = f.metadata().unwrap().len();
                 f.read_exact_at(&mut buf[..len as usize], 0).unwrap();
+            }
+        }
+        "put" => rt.block_on(async {
+            for i in 0..n {
+                let key = format!("put/{i}");
+                store.put_object("bench", &key, PutObjectRequest::default(), Body::Bytes(small.clone())).await.unwrap();
+            }
+        }),
+        "raw-put" => {
+            let d = dir.join("raw").join("put");
+            fs::create_dir_all(&d).unwrap();
+            for i in 0..n {
+                let tmp = d.join(format!(".tmp.{i}"));
+                fs::write(&tmp, &small).unwrap();
+                fs::rename(&tmp, d.join(i.to_string())).unwrap();
             }
         }
         other => panic!("unknown mode {other}"),
