@@ -819,7 +819,34 @@ impl Inner {
         md.is_dir() && matches!(self.valid_record(Target::Path(dir), bdir, &dir_key(bdir, dir), &md), Ok(Some(_)))
     }
 
-    /// Publish `tmp` at `dst` with one rename (create-only with RENAME_NOREPLACE).
+    /// Writes, deletes and tag changes of `key` act on paths inside the bucket, and a path
+    /// resolves through whatever symlinks POSIX users placed there: refuse (AccessDenied) a key
+    /// whose directory leads out of the root, by the rules reads follow (symlinks that stay
+    /// inside the root are followed). For a file key the directory holding it is checked (its own
+    /// name is replaced or removed, never followed); for a directory key (`a/b/`) the directory
+    /// itself, whose xattr is written. Missing directories pass (they are created inside); a key
+    /// directly in the bucket has nothing to check for a file. One `openat2`; the directory it
+    /// opened is returned (`None`: missing, or nothing checked) so that a publish renames into it
+    /// without a second lookup and without a window for a swap (see SEMANTICS, Limits, for what a
+    /// concurrent swap can still do elsewhere).
+    fn check_key_dir(&self, bucket: &str, key: &str) -> Result<Option<File>> {
+        let dir = match key.strip_suffix('/') {
+            Some(d) => d,
+            None => match key.rfind('/') {
+                Some(i) => &key[..i],
+                None => return Ok(None),
+            },
+        };
+        match sys::open_dir_beneath2(&self.root_fd, bucket, dir) {
+            Ok(d) => Ok(d),
+            Err(e) if is_missing(&e) || e.raw_os_error() == Some(libc::ENOTDIR) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Publish `tmp` at `dst` with one rename (create-only with RENAME_NOREPLACE), into the
+    /// directory `parent` when [`Self::check_key_dir`] opened it.
+    #[allow(clippy::too_many_arguments)]
     fn rename_into_place(
         &self,
         tmp: &Path,
@@ -828,9 +855,15 @@ impl Inner {
         bucket: &str,
         key: &str,
         create_only: bool,
+        mut parent: Option<File>,
     ) -> Result<()> {
+        let name = key.rsplit('/').next().unwrap_or(key);
         for _ in 0..8 {
-            let r = if create_only { sys::rename_noreplace(tmp, dst) } else { fs::rename(tmp, dst) };
+            let r = match &parent {
+                Some(p) => sys::rename_at(tmp, p, name, create_only),
+                None if create_only => sys::rename_noreplace(tmp, dst),
+                None => fs::rename(tmp, dst),
+            };
             let e = match r {
                 Ok(()) => return Ok(()),
                 Err(e) => e,
@@ -841,6 +874,8 @@ impl Inner {
                         return Err(Error::internal("temp file vanished before publish (removed as stale?)"));
                     }
                     self.make_parents(bdir, bucket, key, dst.parent().expect("object path has a parent"))?;
+                    // Created (or deleted and re-created by someone else): look it up afresh.
+                    parent = self.check_key_dir(bucket, key)?;
                 }
                 Some(libc::EEXIST) | Some(libc::EISDIR) | Some(libc::ENOTEMPTY) => {
                     if fs::metadata(dst).is_ok_and(|m| m.is_dir()) {
@@ -874,6 +909,7 @@ impl Inner {
         mut rec: Record,
         conditions: &Conditions,
     ) -> Result<PutObjectOutput> {
+        let parent = self.check_key_dir(bucket, key)?;
         let md = t.file.metadata()?;
         rec.size = md.len();
         rec.mtime_ns = mtime_ns(&md);
@@ -896,7 +932,7 @@ impl Inner {
             // (and the freeing of its blocks: ~0.5 ms for 1 MiB on ext4) goes to the reaper
             // instead of happening inside the rename.
             let old = (rec.size >= DEFER_FREE_MIN && !create_only).then(|| sys::open_path(&dst)).flatten();
-            let r = self.rename_into_place(&t.path, &dst, bdir, bucket, key, create_only);
+            let r = self.rename_into_place(&t.path, &dst, bdir, bucket, key, create_only, parent);
             if r.is_err() && self.mode == MetaMode::Sidecar {
                 let _ = fs::remove_file(sidecar());
             }
@@ -960,6 +996,7 @@ impl Inner {
         conditions: &Conditions,
     ) -> Result<PutObjectOutput> {
         self.require_bucket(bdir, bucket)?;
+        self.check_key_dir(bucket, key)?;
         let path = bdir.join(&kp.rel);
         let _g = self.lock(&path);
         if !conditions.is_empty() {
@@ -1012,6 +1049,7 @@ impl Inner {
     fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         let dir = keys::check_key(key)?;
         names::check_bucket_name_for_access(bucket)?;
+        self.check_key_dir(bucket, key)?;
         if !dir && self.mode == MetaMode::Xattr {
             // Common case: a file whose record is in its xattr, so there is no sidecar to
             // remove: getxattrat + unlinkat relative to the open root, no stat, no path built.
@@ -1935,6 +1973,7 @@ impl Store for PosixStore {
         let bdir = self.inner.bucket_dir(bucket)?;
         let (b, k) = (bucket.to_string(), key.to_string());
         self.run(move |s| {
+            s.check_key_dir(&b, &k)?;
             let path = bdir.join(&kp.rel);
             let _g = s.lock(&path);
             let o = s.open_object(&bdir, &b, &k, &kp)?;

@@ -111,6 +111,42 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+/// Rename `from` to `name` in the open directory `dir` (an `O_PATH` handle is enough): the
+/// destination's directory is not looked up again. `noreplace`: create-only, as
+/// [`rename_noreplace`] (with the same `link` fallback).
+pub fn rename_at(from: &Path, dir: &File, name: &str, noreplace: bool) -> io::Result<()> {
+    let f = cpath(from)?;
+    let flags = if noreplace { libc::RENAME_NOREPLACE } else { 0 };
+    // SAFETY: NUL-terminated paths, AT_FDCWD and an open directory descriptor.
+    let rename =
+        |flags| with_cname(name, |t| unsafe { libc::renameat2(libc::AT_FDCWD, f.as_ptr(), dir.as_raw_fd(), t, flags) });
+    let r = rename(flags).ok_or_else(bad_name)?;
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP) if noreplace => {
+            // SAFETY: as above; linkat does not follow `from` (no AT_SYMLINK_FOLLOW).
+            let r = with_cname(name, |t| unsafe { libc::linkat(libc::AT_FDCWD, f.as_ptr(), dir.as_raw_fd(), t, 0) })
+                .ok_or_else(bad_name)?;
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let _ = std::fs::remove_file(from);
+            Ok(())
+        }
+        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP) => {
+            if rename(0).ok_or_else(bad_name)? == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        }
+        _ => Err(e),
+    }
+}
+
 /// Copy `len` bytes from `src` at `src_off` to `dst` at `dst_off`, in the kernel
 /// (`copy_file_range`: reflink or server-side copy where the file system can) with a
 /// read/write fallback.
@@ -179,7 +215,21 @@ pub fn hostname() -> String {
 /// falls back to a plain open of `full`.
 pub fn open_beneath(dir: &File, rel: &Path, full: &Path) -> io::Result<File> {
     let c = cpath(rel)?;
-    open_beneath_c(dir, c.as_ptr()).unwrap_or_else(|| open_plain(full))
+    open_beneath_c(dir, c.as_ptr(), READ_FLAGS).unwrap_or_else(|| open_plain(full))
+}
+
+/// Flags of the read-only opens of [`open_beneath`].
+const READ_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
+
+/// Check that the directory `a/b` resolves beneath `dir` by the rules of [`open_beneath`]
+/// (symlinks that stay beneath `dir` are followed; `..`, absolute symlinks and symlinks leading
+/// out fail with PermissionDenied): one `openat2(O_PATH | O_DIRECTORY)`. A missing component
+/// fails with NotFound, a file where a directory is expected with ENOTDIR. Returns the
+/// directory as an `O_PATH` handle (usable as the directory of `*at` calls), `None` where openat2
+/// is unavailable (the caller then goes by path, as reads do).
+pub fn open_dir_beneath2(dir: &File, a: &str, b: &str) -> io::Result<Option<File>> {
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    with_cpath2(a, b, |c| open_beneath_c(dir, c, flags)).ok_or_else(bad_name)?.transpose()
 }
 
 /// The fallback where openat2 is unavailable: a plain read-only open of the full path.
@@ -191,7 +241,7 @@ fn open_plain(full: &Path) -> io::Result<File> {
 /// As [`open_beneath`] for the path `a/b` beneath `dir`, built on the stack; `full()` is the
 /// path for the fallback (built only then).
 pub fn open_beneath2(dir: &File, a: &str, b: &str, full: impl FnOnce() -> PathBuf) -> io::Result<File> {
-    match with_cpath2(a, b, |c| open_beneath_c(dir, c)) {
+    match with_cpath2(a, b, |c| open_beneath_c(dir, c, READ_FLAGS)) {
         Some(Some(r)) => r,
         Some(None) => open_plain(&full()),
         None => open_beneath(dir, &Path::new(a).join(b), &full()),
@@ -205,17 +255,17 @@ pub fn open_beneath2(dir: &File, a: &str, b: &str, full: impl FnOnce() -> PathBu
 /// followed, resolution cannot leave `dir`, and the lookup skips the scoped-resolution checks
 /// (about 0.2 us of a 2.8 us open+close here). Only a path that meets a symlink (`ELOOP`) is
 /// opened again with `RESOLVE_BENEATH`, which follows symlinks that stay beneath `dir`.
-fn open_beneath_c(dir: &File, c: *const libc::c_char) -> Option<io::Result<File>> {
+fn open_beneath_c(dir: &File, c: *const libc::c_char, flags: libc::c_int) -> Option<io::Result<File>> {
     // SAFETY: `c` is NUL-terminated (callers build it so).
     let dotdot = unsafe { std::ffi::CStr::from_ptr(c) }.to_bytes().windows(2).any(|w| w == b"..");
     if !dotdot {
-        match openat2_c(dir, c, libc::RESOLVE_NO_SYMLINKS) {
+        match openat2_c(dir, c, flags, libc::RESOLVE_NO_SYMLINKS) {
             Ok(f) => return Some(Ok(f)),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {}
             Err(e) => return scoped_open_error(e),
         }
     }
-    match openat2_c(dir, c, libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS) {
+    match openat2_c(dir, c, flags, libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS) {
         Ok(f) => Some(Ok(f)),
         Err(e) => scoped_open_error(e),
     }
@@ -233,12 +283,12 @@ fn scoped_open_error(e: io::Error) -> Option<io::Result<File>> {
     }
 }
 
-/// `openat2(dir, c, O_RDONLY, resolve)`.
-fn openat2_c(dir: &File, c: *const libc::c_char, resolve: u64) -> io::Result<File> {
+/// `openat2(dir, c, flags, resolve)`.
+fn openat2_c(dir: &File, c: *const libc::c_char, flags: libc::c_int, resolve: u64) -> io::Result<File> {
     use std::os::fd::FromRawFd;
     // SAFETY: open_how is plain data; all-zero is its documented default.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY) as u64;
+    how.flags = flags as u64;
     how.resolve = resolve;
     // SAFETY: valid dir fd, NUL-terminated path, pointer and size of a live open_how.
     let fd = unsafe {

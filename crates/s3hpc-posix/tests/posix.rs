@@ -971,6 +971,10 @@ async fn symlinks_cannot_leak_files_outside_the_root() {
         assert_eq!(e.code, ErrorCode::AccessDenied, "{k}: {e}");
         let e = s.copy_object("bkt", k, "bkt", "copy", CopyObjectRequest::default()).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::AccessDenied, "copy {k}: {e}");
+        let e = s.head_object("bkt", k, GetObjectRequest::default()).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::AccessDenied, "head {k}: {e}");
+        let e = s.get_object_tagging("bkt", k).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::AccessDenied, "get tagging {k}: {e}");
     }
     // A symlink that stays inside the root is served.
     put(&s, "real", "inside").await.unwrap();
@@ -984,6 +988,80 @@ async fn symlinks_cannot_leak_files_outside_the_root() {
     assert_eq!(get(&s, "sub/deeplink/f").await.unwrap().1, "deep");
     // Symlinked directories are not walked by listings.
     assert!(!keys(&s, "").await.iter().any(|k| k.starts_with("dirlink")));
+}
+
+/// Writes, deletes and tag changes never go through a symlinked directory that leads out of the
+/// root (a POSIX user who can create symlinks in a bucket must not be able to make the gateway
+/// write, delete or tag files elsewhere with its own permissions); symlinks that stay inside the
+/// root behave as for reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symlinks_cannot_redirect_writes_outside_the_root() {
+    let (dir, root, s) = setup().await;
+    let outside = dir.path().join("secret-dir");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret"), b"secret").unwrap();
+    let b = root.join("bkt");
+    std::os::unix::fs::symlink(&outside, b.join("dirlink")).unwrap();
+    std::os::unix::fs::symlink("../../secret-dir", b.join("reldirlink")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret"), b.join("filelink")).unwrap();
+    std::fs::create_dir_all(b.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&outside, b.join("sub/deeplink")).unwrap();
+    let denied = |r: Result<()>, what: &str| match r {
+        Err(e) => assert_eq!(e.code, ErrorCode::AccessDenied, "{what}: {e}"),
+        Ok(()) => panic!("{what}: went through a symlink out of the root"),
+    };
+    for d in ["dirlink", "reldirlink", "sub/deeplink"] {
+        denied(put(&s, &format!("{d}/new"), "x").await.map(|_| ()), &format!("put {d}/new"));
+        denied(put(&s, &format!("{d}/a/b/new"), "x").await.map(|_| ()), &format!("put {d}/a/b/new"));
+        denied(put(&s, &format!("{d}/dir/"), "").await.map(|_| ()), &format!("put {d}/dir/"));
+        denied(s.delete_object("bkt", &format!("{d}/secret")).await, &format!("delete {d}/secret"));
+        let tags = vec![("k".to_string(), "v".to_string())];
+        denied(s.put_object_tagging("bkt", &format!("{d}/secret"), tags).await, &format!("tag {d}/secret"));
+        denied(s.delete_object_tagging("bkt", &format!("{d}/secret")).await, &format!("untag {d}/secret"));
+        put(&s, "src", "source").await.unwrap();
+        let r = s.copy_object("bkt", "src", "bkt", &format!("{d}/copy"), CopyObjectRequest::default()).await;
+        denied(r.map(|_| ()), &format!("copy to {d}/copy"));
+        let id = s.create_multipart_upload("bkt", &format!("{d}/mpu"), CreateMultipartRequest::default()).await;
+        if let Ok(id) = id {
+            let p = s
+                .upload_part("bkt", &format!("{d}/mpu"), &id, 1, UploadPartRequest::default(), Body::from("part"))
+                .await
+                .unwrap();
+            let parts = vec![CompletePart { part_number: 1, etag: p.etag, checksum: None }];
+            let r = s.complete_multipart_upload("bkt", &format!("{d}/mpu"), &id, parts, Conditions::default()).await;
+            denied(r.map(|_| ()), &format!("complete {d}/mpu"));
+        }
+    }
+    // A tag on a key that is a symlink to a file outside: refused like a GET of it.
+    let tags = vec![("k".to_string(), "v".to_string())];
+    denied(s.put_object_tagging("bkt", "filelink", tags).await, "tag filelink");
+    // Nothing outside changed.
+    let mut names: Vec<String> =
+        std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, vec!["secret".to_string()]);
+    assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"secret");
+    assert_eq!(xattr_names(&outside.join("secret")), Vec::<String>::new());
+    // Replacing or deleting the symlink itself stays inside the bucket.
+    put(&s, "filelink", "now an object").await.unwrap();
+    assert_eq!(get(&s, "filelink").await.unwrap().1, "now an object");
+    s.delete_object("bkt", "dirlink").await.unwrap();
+    assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"secret");
+    // Symlinked directories that stay inside the root are written through, as they are read.
+    std::fs::create_dir_all(b.join("real")).unwrap();
+    std::os::unix::fs::symlink("real", b.join("alias")).unwrap();
+    put(&s, "alias/f", "via alias").await.unwrap();
+    assert_eq!(std::fs::read(b.join("real/f")).unwrap(), b"via alias");
+    s.delete_object("bkt", "alias/f").await.unwrap();
+    assert!(!b.join("real/f").exists());
+}
+
+fn xattr_names(p: &Path) -> Vec<String> {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = unsafe { libc::listxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(n >= 0);
+    buf[..n as usize].split(|b| *b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into()).collect()
 }
 
 /// One listing page as (keys with size and ETag, common prefixes, truncated).
