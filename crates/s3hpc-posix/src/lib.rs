@@ -381,11 +381,17 @@ impl Inner {
     }
 
     /// A new temp file in the bucket's internal tmp dir (same file system as the objects).
+    /// Created beneath the root (`openat2`): a symlink put in place of the internal directory
+    /// cannot make it create files elsewhere.
     fn create_temp(&self, bdir: &Path, bucket: &str) -> Result<Temp> {
         let dir = bdir.join(INTERNAL).join("tmp");
         for _ in 0..2 {
-            let path = dir.join(self.temp_name());
-            match OpenOptions::new().read(true).write(true).create_new(true).mode(0o644).open(&path) {
+            let name = self.temp_name();
+            let path = dir.join(&name);
+            let rel = format!("{INTERNAL}/tmp/{name}");
+            let created = sys::create_beneath2(&self.root_fd, bucket, &rel)
+                .unwrap_or_else(|| OpenOptions::new().read(true).write(true).create_new(true).mode(0o644).open(&path));
+            match created {
                 Ok(file) => return Ok(Temp { path, file, armed: true }),
                 Err(e) if is_missing(&e) => {
                     self.require_bucket(bdir, bucket)?;
@@ -1134,6 +1140,10 @@ impl Inner {
                 continue;
             }
             let internal = b.path().join(INTERNAL);
+            // Never clean up through a symlink someone put in place of the internal directory.
+            if fs::symlink_metadata(&internal).is_ok_and(|m| !m.is_dir()) {
+                continue;
+            }
             if let Ok(rd) = fs::read_dir(internal.join("tmp")) {
                 for t in rd.flatten() {
                     if old(&t.path()) && fs::remove_file(t.path()).is_ok() {

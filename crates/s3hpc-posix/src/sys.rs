@@ -111,6 +111,18 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+/// Create the new file `a/b` (mode 0644, read-write, `O_EXCL`) beneath `dir` by the rules of
+/// [`open_beneath`]: a symlink on the way that leads out of `dir` fails with PermissionDenied
+/// instead of creating the file elsewhere. `None` where openat2 is unavailable (the caller then
+/// creates it by path).
+pub fn create_beneath2(dir: &File, a: &str, b: &str) -> Option<io::Result<File>> {
+    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOCTTY;
+    match with_cpath2(a, b, |c| open_beneath_c(dir, c, flags)) {
+        Some(r) => r,
+        None => Some(Err(bad_name())),
+    }
+}
+
 /// Rename `from` to `name` in the open directory `dir` (an `O_PATH` handle is enough): the
 /// destination's directory is not looked up again. `noreplace`: create-only, as
 /// [`rename_noreplace`] (with the same `link` fallback).
@@ -289,6 +301,9 @@ fn openat2_c(dir: &File, c: *const libc::c_char, flags: libc::c_int, resolve: u6
     // SAFETY: open_how is plain data; all-zero is its documented default.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags as u64;
+    if flags & libc::O_CREAT != 0 {
+        how.mode = 0o644;
+    }
     how.resolve = resolve;
     // SAFETY: valid dir fd, NUL-terminated path, pointer and size of a live open_how.
     let fd = unsafe {

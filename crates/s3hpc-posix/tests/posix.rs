@@ -1056,6 +1056,27 @@ async fn symlinks_cannot_redirect_writes_outside_the_root() {
     assert!(!b.join("real/f").exists());
 }
 
+/// The internal directory replaced by a symlink to somewhere else: no temp file is created
+/// there (the PUT is refused), and stale-file cleanup does not delete anything there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlinked_internal_directory_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let s = PosixStore::open(&root, PosixOptions { stale_temp_age: Duration::ZERO, ..opts() }).unwrap();
+    s.create_bucket("bkt").await.unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join("tmp")).unwrap();
+    std::fs::write(elsewhere.join("tmp/precious"), b"keep").unwrap();
+    let internal = root.join("bkt/.s3hpc");
+    std::fs::remove_dir_all(&internal).ok();
+    std::os::unix::fs::symlink(&elsewhere, &internal).unwrap();
+    let e = put(&s, "k", "data").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::AccessDenied, "{e}");
+    s.cleanup_stale();
+    let names: Vec<_> = std::fs::read_dir(elsewhere.join("tmp")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("precious")]);
+}
+
 fn xattr_names(p: &Path) -> Vec<String> {
     let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
     let mut buf = vec![0u8; 4096];
