@@ -106,4 +106,71 @@ mod tests {
         assert_eq!(parse_key(&format!("a/{}/b", "k".repeat(256))).unwrap_err().code, ErrorCode::KeyTooLongError);
         assert_eq!(parse_key(&"k/".repeat(600)).unwrap_err().code, ErrorCode::KeyTooLongError);
     }
+
+    use proptest::prelude::*;
+
+    /// Keys made of the segments that matter to path safety, joined with `/` (leading, trailing
+    /// and doubled slashes included), and arbitrary strings.
+    fn key_strategy() -> impl Strategy<Value = String> {
+        let seg = prop_oneof![
+            Just("a".to_string()),
+            Just("..".to_string()),
+            Just(".".to_string()),
+            Just(String::new()),
+            Just(".s3hpc".to_string()),
+            Just(".s3hpc.".to_string()),
+            Just("...".to_string()),
+            Just("a\0b".to_string()),
+            Just("é/..".to_string()),
+            Just("k".repeat(255)),
+            Just("k".repeat(256)),
+            "[a-z./\u{0}-\u{1f}]{0,6}",
+        ];
+        prop_oneof![
+            (any::<bool>(), prop::collection::vec(seg, 1..6), any::<bool>()).prop_map(|(lead, segs, trail)| {
+                let mut k = segs.join("/");
+                if lead {
+                    k.insert(0, '/');
+                }
+                if trail {
+                    k.push('/');
+                }
+                k
+            }),
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Whatever the key, an accepted one maps to a relative path of plain segments (no `.`,
+        /// `..`, root, or internal directory; each at most NAME_MAX bytes) that spells the key,
+        /// so joined to a bucket directory it names something inside it; and `check_key` agrees
+        /// with `parse_key`.
+        #[test]
+        fn accepted_keys_stay_inside_the_bucket(key in key_strategy()) {
+            let parsed = parse_key(&key);
+            prop_assert_eq!(parsed.as_ref().map(|p| p.dir).map_err(|e| e.code), check_key(&key).map_err(|e| e.code));
+            if let Ok(kp) = parsed {
+                prop_assert!(kp.rel.is_relative());
+                prop_assert!(!key.contains('\0'));
+                let mut n = 0;
+                for c in kp.rel.components() {
+                    n += 1;
+                    match c {
+                        std::path::Component::Normal(s) => {
+                            prop_assert!(s != INTERNAL, "{:?}", key);
+                            prop_assert!(s.len() <= NAME_MAX, "{:?}", key);
+                        }
+                        other => prop_assert!(false, "{:?} has component {:?}", key, other),
+                    }
+                }
+                prop_assert_eq!(n, key.trim_end_matches('/').split('/').count());
+                prop_assert_eq!(kp.rel.to_str().unwrap(), key.strip_suffix('/').unwrap_or(&key));
+                let base = std::path::Path::new("/root/bucket");
+                prop_assert!(base.join(&kp.rel).starts_with(base));
+            }
+        }
+    }
 }
