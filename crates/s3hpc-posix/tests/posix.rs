@@ -956,8 +956,10 @@ async fn two_processes_share_one_root() {
     assert!(std::fs::read_dir(root.join("bkt/.s3hpc/tmp")).unwrap().next().is_none());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn symlinks_cannot_leak_files_outside_the_root() {
+/// A store whose bucket holds symlinks a POSIX user planted: `dirlink` to a directory outside the
+/// root (holding `secret`) and `filelink` to that file. Returns the temp dir, the store, the
+/// outside directory and the bucket directory.
+async fn with_planted_symlinks() -> (tempfile::TempDir, PosixStore, PathBuf, PathBuf) {
     let (dir, root, s) = setup().await;
     let outside = dir.path().join("secret-dir");
     std::fs::create_dir_all(&outside).unwrap();
@@ -965,6 +967,12 @@ async fn symlinks_cannot_leak_files_outside_the_root() {
     let b = root.join("bkt");
     std::os::unix::fs::symlink(&outside, b.join("dirlink")).unwrap();
     std::os::unix::fs::symlink(outside.join("secret"), b.join("filelink")).unwrap();
+    (dir, s, outside, b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symlinks_cannot_leak_files_outside_the_root() {
+    let (_dir, s, _outside, b) = with_planted_symlinks().await;
     std::os::unix::fs::symlink("../../secret-dir/secret", b.join("rellink")).unwrap();
     for k in ["dirlink/secret", "filelink", "rellink"] {
         let e = s.get_object("bkt", k, GetObjectRequest::default()).await.unwrap_err();
@@ -996,14 +1004,8 @@ async fn symlinks_cannot_leak_files_outside_the_root() {
 /// root behave as for reads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn symlinks_cannot_redirect_writes_outside_the_root() {
-    let (dir, root, s) = setup().await;
-    let outside = dir.path().join("secret-dir");
-    std::fs::create_dir_all(&outside).unwrap();
-    std::fs::write(outside.join("secret"), b"secret").unwrap();
-    let b = root.join("bkt");
-    std::os::unix::fs::symlink(&outside, b.join("dirlink")).unwrap();
+    let (_dir, s, outside, b) = with_planted_symlinks().await;
     std::os::unix::fs::symlink("../../secret-dir", b.join("reldirlink")).unwrap();
-    std::os::unix::fs::symlink(outside.join("secret"), b.join("filelink")).unwrap();
     std::fs::create_dir_all(b.join("sub")).unwrap();
     std::os::unix::fs::symlink(&outside, b.join("sub/deeplink")).unwrap();
     let denied = |r: Result<()>, what: &str| match r {
