@@ -1055,16 +1055,27 @@ impl Inner {
     fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         let dir = keys::check_key(key)?;
         names::check_bucket_name_for_access(bucket)?;
-        self.check_key_dir(bucket, key)?;
+        // A file key below the bucket is read and removed relative to the directory the check
+        // opened (no second path walk, no window to swap it for a symlink).
+        let parent = self.check_key_dir(bucket, key)?.filter(|_| !dir);
+        let name = key.rsplit('/').next().unwrap_or(key);
         if !dir && self.mode == MetaMode::Xattr {
             // Common case: a file whose record is in its xattr, so there is no sidecar to
-            // remove: getxattrat + unlinkat relative to the open root, no stat, no path built.
-            // Anything else (missing, no record, sidecar, errors) takes the general path.
+            // remove: getxattrat + unlinkat relative to an open directory, no stat, no path
+            // built. Anything else (missing, no record, sidecar, errors) takes the general path.
             let full = || self.root.join(bucket).join(key);
-            if let Ok(Some(v)) = sys::get_xattr_at2(&self.root_fd, bucket, key, full)
+            let rec = match &parent {
+                Some(p) => sys::get_xattr_at(p, name, full),
+                None => sys::get_xattr_at2(&self.root_fd, bucket, key, full),
+            };
+            if let Ok(Some(v)) = rec
                 && v != SIDECAR_POINTER
             {
-                match sys::unlink_at2(&self.root_fd, bucket, key) {
+                let r = match &parent {
+                    Some(p) => sys::unlink_at(p, name),
+                    None => sys::unlink_at2(&self.root_fd, bucket, key),
+                };
+                match r {
                     Ok(()) => {
                         if key.contains('/') {
                             let path = full();
@@ -1111,7 +1122,11 @@ impl Inner {
             MetaMode::Sidecar => true,
             MetaMode::Xattr => !matches!(sys::get_xattr(&path), Ok(Some(v)) if v != SIDECAR_POINTER),
         };
-        match fs::remove_file(&path) {
+        let removed = match &parent {
+            Some(p) => sys::unlink_at(p, name),
+            None => fs::remove_file(&path),
+        };
+        match removed {
             Ok(()) => {}
             Err(e) if is_missing(&e) => {}
             Err(e) => return Err(e.into()),

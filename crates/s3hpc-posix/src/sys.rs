@@ -323,6 +323,13 @@ fn openat2_c(dir: &File, c: *const libc::c_char, flags: libc::c_int, resolve: u6
     }
 }
 
+/// `unlinkat(dir, name, 0)`: `name` (one component) in the open directory `dir`.
+pub fn unlink_at(dir: &File, name: &str) -> io::Result<()> {
+    // SAFETY: valid dir fd, NUL-terminated name.
+    let r = with_cname(name, |c| unsafe { libc::unlinkat(dir.as_raw_fd(), c, 0) }).ok_or_else(bad_name)?;
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
 /// `unlinkat(dir, "a/b", 0)`.
 pub fn unlink_at2(dir: &File, a: &str, b: &str) -> io::Result<()> {
     // SAFETY: valid dir fd, NUL-terminated path.
