@@ -128,32 +128,32 @@ pub fn create_beneath2(dir: &File, a: &str, b: &str) -> Option<io::Result<File>>
 /// [`rename_noreplace`] (with the same `link` fallback).
 pub fn rename_at(from: &Path, dir: &File, name: &str, noreplace: bool) -> io::Result<()> {
     let f = cpath(from)?;
-    let flags = if noreplace { libc::RENAME_NOREPLACE } else { 0 };
-    // SAFETY: NUL-terminated paths, AT_FDCWD and an open directory descriptor.
-    let rename =
-        |flags| with_cname(name, |t| unsafe { libc::renameat2(libc::AT_FDCWD, f.as_ptr(), dir.as_raw_fd(), t, flags) });
-    let r = rename(flags).ok_or_else(bad_name)?;
+    let (d, fp) = (dir.as_raw_fd(), f.as_ptr());
+    let r = with_cname(name, |t| {
+        // SAFETY: NUL-terminated paths, AT_FDCWD and an open directory descriptor.
+        unsafe {
+            if noreplace {
+                libc::renameat2(libc::AT_FDCWD, fp, d, t, libc::RENAME_NOREPLACE)
+            } else {
+                libc::renameat(libc::AT_FDCWD, fp, d, t)
+            }
+        }
+    })
+    .ok_or_else(bad_name)?;
     if r == 0 {
         return Ok(());
     }
     let e = io::Error::last_os_error();
     match e.raw_os_error() {
+        // File systems without renameat2 flags (NFS, some FUSE): link() is atomic create-only.
         Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP) if noreplace => {
-            // SAFETY: as above; linkat does not follow `from` (no AT_SYMLINK_FOLLOW).
-            let r = with_cname(name, |t| unsafe { libc::linkat(libc::AT_FDCWD, f.as_ptr(), dir.as_raw_fd(), t, 0) })
-                .ok_or_else(bad_name)?;
+            // SAFETY: as above; linkat without AT_SYMLINK_FOLLOW does not follow `from`.
+            let r = with_cname(name, |t| unsafe { libc::linkat(libc::AT_FDCWD, fp, d, t, 0) }).ok_or_else(bad_name)?;
             if r != 0 {
                 return Err(io::Error::last_os_error());
             }
             let _ = std::fs::remove_file(from);
             Ok(())
-        }
-        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP) => {
-            if rename(0).ok_or_else(bad_name)? == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
         }
         _ => Err(e),
     }
