@@ -1998,7 +1998,11 @@ impl Store for PosixStore {
         let bdir = self.inner.bucket_dir(bucket)?;
         let (b, k) = (bucket.to_string(), key.to_string());
         self.run(move |s| {
-            s.check_key_dir(&b, &k)?;
+            // A file is opened beneath the root below (open_object); a directory key's xattr is
+            // written by path, so its directory is checked first.
+            if kp.dir {
+                s.check_key_dir(&b, &k)?;
+            }
             let path = bdir.join(&kp.rel);
             let _g = s.lock(&path);
             let o = s.open_object(&bdir, &b, &k, &kp)?;
