@@ -527,10 +527,24 @@ impl Inner {
         xattr: impl FnOnce() -> io::Result<Option<Vec<u8>>>,
         sidecar: impl FnOnce() -> PathBuf,
     ) -> io::Result<Option<Record>> {
-        let cacheable = self.mode == MetaMode::Xattr;
-        if cacheable && let Some(r) = self.rcache.get(dev, ino, stamp) {
+        if self.mode == MetaMode::Xattr
+            && let Some(r) = self.rcache.get(dev, ino, stamp)
+        {
             return Ok(Some(r));
         }
+        self.read_record(dev, ino, stamp, xattr, sidecar)
+    }
+
+    /// The uncached part of [`Self::file_record`]: read, check and (when settled) cache.
+    fn read_record(
+        &self,
+        dev: u64,
+        ino: u64,
+        stamp: rcache::Stamp,
+        xattr: impl FnOnce() -> io::Result<Option<Vec<u8>>>,
+        sidecar: impl FnOnce() -> PathBuf,
+    ) -> io::Result<Option<Record>> {
+        let cacheable = self.mode == MetaMode::Xattr;
         let (rec, enc) = self.get_record_src(xattr, sidecar)?;
         let rec = rec.filter(|r| r.ino == ino && r.size == stamp.size && r.mtime_ns == stamp.mtime_ns);
         if let Some(r) = &rec
@@ -541,6 +555,41 @@ impl Inner {
             self.rcache.put(dev, ino, stamp, r, &enc);
         }
         Ok(rec)
+    }
+
+    /// What HEAD and GET need of the file `key` with this stamp: its info and tags from the
+    /// record (cached or read as [`Self::file_record`] does); `None` when it has no valid record.
+    /// A plain cached record answers from its ETag and the stamp, with no `Record` built.
+    #[allow(clippy::too_many_arguments)]
+    fn file_object(
+        &self,
+        key: &str,
+        dev: u64,
+        ino: u64,
+        stamp: rcache::Stamp,
+        xattr: impl FnOnce() -> io::Result<Option<Vec<u8>>>,
+        sidecar: impl FnOnce() -> PathBuf,
+    ) -> io::Result<Option<(ObjectInfo, Tags)>> {
+        if self.mode == MetaMode::Xattr {
+            match self.rcache.lookup(dev, ino, stamp) {
+                Some(rcache::Hit::Etag(etag)) => {
+                    let info = ObjectInfo {
+                        key: key.to_string(),
+                        size: stamp.size,
+                        etag,
+                        last_modified: to_time(stamp.mtime_ns),
+                        meta: ObjectMeta::default(),
+                        checksum: None,
+                        part_sizes: Vec::new(),
+                        tag_count: 0,
+                    };
+                    return Ok(Some((info, Tags::new())));
+                }
+                Some(rcache::Hit::Record(r)) => return Ok(Some(file_info(key, stamp.size, *r))),
+                None => {}
+            }
+        }
+        Ok(self.read_record(dev, ino, stamp, xattr, sidecar)?.map(|r| file_info(key, stamp.size, r)))
     }
 
     /// The record of `md`'s file if it still describes it (a POSIX tool may have rewritten
@@ -620,18 +669,16 @@ impl Inner {
             return Err(Error::no_such_key(bucket, key));
         }
         let stamp = rcache::Stamp { size: md.len(), mtime_ns: mtime_ns(&md), ctime_ns: ctime_ns(&md) };
-        let rec = self.file_record(
+        let found = self.file_object(
+            key,
             md.dev(),
             md.ino(),
             stamp,
             || sys::fget_xattr(&file),
             || self.sidecar_path(&bdir(), key, md.ino()),
         )?;
-        let has_record = rec.is_some();
-        let (info, tags) = match rec {
-            Some(r) => file_info(key, md.len(), r),
-            None => (self.info_from(key, &md, None), Tags::new()),
-        };
+        let has_record = found.is_some();
+        let (info, tags) = found.unwrap_or_else(|| (self.info_from(key, &md, None), Tags::new()));
         Ok(Opened { info, tags, content: Content::File(file), has_record })
     }
 
@@ -642,8 +689,9 @@ impl Inner {
     fn head_file_fast(&self, bucket: &str, key: &str) -> Option<ObjectInfo> {
         let st = sys::stat_at2(&self.root_fd, bucket, key).ok().filter(|s| s.is_file)?;
         let stamp = rcache::Stamp { size: st.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns };
-        let rec = self
-            .file_record(
+        let found = self
+            .file_object(
+                key,
                 st.dev,
                 st.ino,
                 stamp,
@@ -651,7 +699,7 @@ impl Inner {
                 || self.sidecar_path(&self.root.join(bucket), key, st.ino),
             )
             .ok()??;
-        Some(file_info(key, st.size, rec).0)
+        Some(found.0)
     }
 
     /// HeadObject, on the calling thread.

@@ -56,6 +56,12 @@ enum Cached {
     Encoded(Box<[u8]>),
 }
 
+/// A cache hit: the ETag of a plain record (size, mtime and inode are the stamp's), or the record.
+pub enum Hit {
+    Etag(String),
+    Record(Box<Record>),
+}
+
 type Shard = Mutex<HashMap<(u64, u64), (Stamp, Cached), std::hash::BuildHasherDefault<InoHasher>>>;
 
 #[derive(Default)]
@@ -70,16 +76,19 @@ impl RecordCache {
     }
 
     pub fn get(&self, dev: u64, ino: u64, stamp: Stamp) -> Option<Record> {
+        Some(match self.lookup(dev, ino, stamp)? {
+            Hit::Etag(etag) => Record { size: stamp.size, mtime_ns: stamp.mtime_ns, ino, etag, ..Default::default() },
+            Hit::Record(r) => *r,
+        })
+    }
+
+    /// As [`Self::get`], without building a [`Record`] for a plain one (HEAD and GET answer
+    /// from its ETag and the stamp; a `Record` is some 450 bytes to fill and move).
+    pub fn lookup(&self, dev: u64, ino: u64, stamp: Stamp) -> Option<Hit> {
         let m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
         match &m.get(&(dev, ino)).filter(|(s, _)| *s == stamp)?.1 {
-            Cached::Plain(etag) => Some(Record {
-                size: stamp.size,
-                mtime_ns: stamp.mtime_ns,
-                ino,
-                etag: etag.to_string(),
-                ..Default::default()
-            }),
-            Cached::Encoded(enc) => Record::decode(enc),
+            Cached::Plain(etag) => Some(Hit::Etag(String::from(&**etag))),
+            Cached::Encoded(enc) => Record::decode(enc).map(|r| Hit::Record(Box::new(r))),
         }
     }
 
@@ -87,7 +96,7 @@ impl RecordCache {
     pub fn get_etag(&self, dev: u64, ino: u64, stamp: Stamp) -> Option<String> {
         let m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
         match &m.get(&(dev, ino)).filter(|(s, _)| *s == stamp)?.1 {
-            Cached::Plain(etag) => Some(etag.to_string()),
+            Cached::Plain(etag) => Some(String::from(&**etag)),
             Cached::Encoded(enc) => Record::decode_etag(enc),
         }
     }
@@ -132,6 +141,10 @@ mod tests {
         c.put(1, 10, st, &full, &full.encode());
         assert_eq!(c.get(1, 10, st), Some(full.clone()));
         assert_eq!(c.get_etag(1, 10, st), Some("f".to_string()));
+        // HEAD/GET's lookup: the ETag alone for the plain one, the whole record for the other.
+        assert!(matches!(c.lookup(1, 9, st), Some(Hit::Etag(e)) if e == "e"));
+        assert!(matches!(c.lookup(1, 10, st), Some(Hit::Record(r)) if *r == full));
+        assert!(c.lookup(1, 10, Stamp { size: 2, ..st }).is_none(), "another size must miss");
         assert!(c.get(1, 9, Stamp { ctime_ns: 4, ..st }).is_none(), "a newer ctime must miss");
         assert!(c.get(2, 9, st).is_none(), "another device must miss");
         for i in 0..(SHARDS * SHARD_CAP * 3) as u64 {
