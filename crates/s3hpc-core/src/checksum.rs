@@ -117,8 +117,20 @@ pub fn md5_hex(data: &[u8]) -> String {
 
 /// A fresh ETag of the fast mode: 128 random bits (the thread's CSPRNG), hex, plus `-1`.
 pub fn version_etag() -> String {
-    use rand::Rng;
-    format!("{:032x}-1", rand::rng().random::<u128>())
+    let mut s = String::with_capacity(34);
+    push_hex(&mut s, &rand::random::<u128>().to_be_bytes());
+    s.push_str("-1");
+    s
+}
+
+/// Append `bytes` as lower-case hex (no formatting machinery: this is on every PUT's path).
+pub fn push_hex(s: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    s.reserve(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
 }
 
 /// Everything computed over one body.
@@ -325,6 +337,22 @@ pub fn parse_content_md5(v: &str) -> Result<[u8; 16]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn push_hex_is_lower_case_zero_padded_hex() {
+        for v in [0u128, 1, 0xab, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
+            let mut s = "x".to_string();
+            push_hex(&mut s, &v.to_be_bytes());
+            assert_eq!(s, format!("x{v:032x}"));
+        }
+        let e = version_etag();
+        assert!(
+            e.len() == 34
+                && e.ends_with("-1")
+                && e[..32].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_ne!(version_etag(), e, "two fresh ETags are distinct");
+    }
 
     /// The MD5 kernel against the reference `md-5` crate: every length around block and
     /// padding boundaries and large bodies, one-shot and fed in uneven pieces (as bodies arrive).

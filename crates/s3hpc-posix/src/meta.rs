@@ -56,11 +56,18 @@ fn alg_from(i: u8) -> Option<Option<ChecksumAlgorithm>> {
 
 /// 32 lower-case hex digits as 16 bytes.
 fn hex16(s: &str) -> Option<[u8; 16]> {
-    if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-        return None;
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
     }
+    let s: &[u8; 32] = s.as_bytes().try_into().ok()?;
     let mut out = [0u8; 16];
-    hex::decode_to_slice(s, &mut out).ok()?;
+    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
+        *o = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
     Some(out)
 }
 
@@ -360,6 +367,22 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex16_takes_exactly_32_lower_case_hex_digits() {
+        let h = "0123456789abcdeffedcba9876543210";
+        let b = hex16(h).unwrap();
+        assert_eq!(hex32(&b, None), h);
+        assert_eq!(hex16(&"f".repeat(32)), Some([0xff; 16]));
+        for bad in
+            ["", &h[..31], &format!("{h}0"), &h.to_uppercase(), &format!("g{}", &h[1..]), &format!("{}-", &h[..31])]
+        {
+            assert_eq!(hex16(bad), None, "{bad:?}");
+        }
+        // A non-hex ETag is stored as its text and comes back unchanged.
+        let rec = Record { etag: "0123456789ABCDEF0123456789abcdef".into(), ..Default::default() };
+        assert_eq!(Record::decode(&rec.encode()).unwrap().etag, rec.etag);
+    }
 
     #[test]
     fn roundtrip_and_rejects_garbage() {

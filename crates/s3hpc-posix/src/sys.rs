@@ -55,11 +55,13 @@ pub fn remove_xattr(p: &Path) -> io::Result<()> {
 }
 
 fn get_with(mut call: impl FnMut(*mut libc::c_void, usize) -> isize) -> io::Result<Option<Vec<u8>>> {
-    let mut buf = vec![0u8; 512];
+    // Uninitialised capacity (no zeroing on every read): the call writes the first n bytes.
+    let mut buf: Vec<u8> = Vec::with_capacity(512);
     for _ in 0..4 {
-        let n = call(buf.as_mut_ptr().cast(), buf.len());
+        let n = call(buf.spare_capacity_mut().as_mut_ptr().cast(), buf.capacity());
         if n >= 0 {
-            buf.truncate(n as usize);
+            // SAFETY: the call wrote n <= capacity bytes at the start of the buffer.
+            unsafe { buf.set_len((n as usize).min(buf.capacity())) };
             return Ok(Some(buf));
         }
         let e = io::Error::last_os_error();
@@ -70,7 +72,7 @@ fn get_with(mut call: impl FnMut(*mut libc::c_void, usize) -> isize) -> io::Resu
                 if need < 0 {
                     return Err(io::Error::last_os_error());
                 }
-                buf.resize(need as usize + 64, 0);
+                buf.reserve_exact(need as usize + 64);
             }
             _ => return Err(e),
         }
