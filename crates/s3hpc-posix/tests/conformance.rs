@@ -35,6 +35,14 @@ async fn conformance_xattr_fast_strict() {
     run_all(Arc::new(s), Caps { etag_md5: false, file_and_dir_same_name: false }).await;
 }
 
+/// Every call on the blocking pool (`IoMode::Pool`; `Offload` runs in place on this runtime).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_xattr_fast_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = PosixStore::open(dir.path(), PosixOptions { io: IoMode::Pool, ..opts(EtagMode::Fast) }).unwrap();
+    run_all(Arc::new(s), Caps { etag_md5: false, file_and_dir_same_name: false }).await;
+}
+
 /// The embedded callers' mode: the same suite with every call run on the calling task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_xattr_md5_inline() {

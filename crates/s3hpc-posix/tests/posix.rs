@@ -1185,3 +1185,45 @@ async fn the_put_future_stays_small() {
     assert!(n <= 1024, "the PutObject future is {n} bytes");
     f.await.unwrap();
 }
+
+/// Store calls in the servers' mode never hold up the other tasks of their worker thread, even
+/// on a runtime with a single worker: a ticker task keeps ticking while one task runs a tight
+/// loop of HEADs and PUTs whose every call completes at once (no await ever yields). In `Inline`
+/// mode the same loop starves the ticker (checked as the control).
+#[test]
+fn offloaded_calls_do_not_stall_the_worker() {
+    fn ticks_during_busy_loop(io: IoMode) -> u64 {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        rt.block_on(async move {
+            let (_d, _root, s) = setup_with(PosixOptions { io, ..opts() }).await;
+            put(&s, "k", vec![1u8; 4096]).await.unwrap();
+            let ticks = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let t = ticks.clone();
+            let ticker = tokio::spawn(async move {
+                loop {
+                    t.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+            });
+            // Let the ticker start, then measure only during the busy task.
+            tokio::task::yield_now().await;
+            let busy = tokio::spawn(async move {
+                let start = ticks.load(std::sync::atomic::Ordering::Relaxed);
+                let t0 = std::time::Instant::now();
+                while t0.elapsed() < std::time::Duration::from_millis(300) {
+                    s.head_object("bkt", "k", GetObjectRequest::default()).await.unwrap();
+                    put(&s, "k", vec![2u8; 4096]).await.unwrap();
+                }
+                ticks.load(std::sync::atomic::Ordering::Relaxed) - start
+            });
+            let n = busy.await.unwrap();
+            ticker.abort();
+            n
+        })
+    }
+    assert!(ticks_during_busy_loop(IoMode::Inline) < 10, "control: inline calls should starve the ticker");
+    for io in [IoMode::Offload, IoMode::Pool] {
+        let n = ticks_during_busy_loop(io);
+        assert!(n > 100, "{io:?}: the ticker ran only {n} times while the store was busy");
+    }
+}
