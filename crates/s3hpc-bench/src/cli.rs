@@ -217,10 +217,10 @@ pub struct Common {
     /// ETag mode of file:// targets: md5 (default) or fast.
     #[arg(long)]
     pub etag: Option<String>,
-    /// Where file:// targets do their file I/O: offload (off the async workers, the default,
-    /// as the gateways do: in place with block_in_place, the worker's other tasks moved away),
-    /// pool (always Tokio's blocking pool) or inline (on the calling task, as the libs3 library
-    /// does; with -c above the runtime's worker count, requests then wait for each other).
+    /// Where file:// targets do their file I/O: offload (Tokio's blocking pool, the default,
+    /// as the gateways do), inplace (on the calling thread inside block_in_place, the worker's
+    /// other tasks moved away first) or inline (on the calling task, as the libs3 library does;
+    /// with -c above the runtime's worker count, requests then wait for each other).
     #[arg(long)]
     pub io: Option<String>,
     /// PEM file of CA certificates https:// targets trust besides the system's roots.

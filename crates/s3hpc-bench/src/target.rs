@@ -94,7 +94,7 @@ pub async fn open(spec: &str, opts: &TargetOpts) -> anyhow::Result<DynStore> {
             }
             if let Some(m) = &opts.io {
                 po.io = s3hpc_posix::IoMode::parse(m)
-                    .ok_or_else(|| anyhow::anyhow!("--io {m:?}: expected offload, pool or inline"))?;
+                    .ok_or_else(|| anyhow::anyhow!("--io {m:?}: expected offload, inplace or inline"))?;
             }
             std::fs::create_dir_all(&root)
                 .map_err(|e| anyhow::anyhow!("target {spec}: cannot create {}: {e}", root.display()))?;

@@ -68,17 +68,19 @@ impl Durability {
 /// Where the store runs its blocking file-system work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoMode {
-    /// Never blocking an async worker's other tasks: on a multi-thread Tokio runtime the call
-    /// runs at once on the calling thread inside `block_in_place` (the worker's other tasks move
-    /// to another thread while it runs), elsewhere on the blocking pool (`spawn_blocking`). For
-    /// servers (HTTP gateway, wire server), where one slow disk must not stall other
-    /// connections. Running in place saves the two thread hand-offs of a pool call, which on an
-    /// idle machine were most of a small request's latency (a HEAD: ~30 us against 0.6 us of
-    /// file-system work).
+    /// On Tokio's blocking pool (`spawn_blocking`), so async workers never wait for the disk;
+    /// costs one thread hand-off each way per call. For servers (HTTP gateway, wire server),
+    /// where one slow disk must not stall other connections.
     #[default]
     Offload,
-    /// Always on Tokio's blocking pool (`spawn_blocking`): one thread hand-off each way per call.
-    Pool,
+    /// Like `Offload`, one slow disk never stalls other connections, but on a multi-thread Tokio
+    /// runtime the call runs at once on the calling thread inside `block_in_place` (the worker's
+    /// other tasks move to another thread first); elsewhere it goes to the blocking pool. Saves
+    /// the request the pool's two hand-offs, which on an idle machine are most of a small
+    /// request's latency (a HEAD: ~30 us against 0.6 us of file-system work), but moving the
+    /// worker's tasks away costs CPU of its own: for servers with few requests in flight (a
+    /// node-local gateway for a few processes), not for busy ones.
+    InPlace,
     /// Directly on the calling task: no hand-off, but the calling thread blocks in the file
     /// system while the store's future is polled. For embedded callers that wait for each call
     /// anyway (the libs3 library, benchmarks, a current-thread runtime per caller thread).
@@ -87,11 +89,11 @@ pub enum IoMode {
 }
 
 impl IoMode {
-    /// "offload", "pool" or "inline".
+    /// "offload", "inplace" or "inline".
     pub fn parse(s: &str) -> Option<IoMode> {
         match s.trim().to_ascii_lowercase().as_str() {
             "offload" => Some(IoMode::Offload),
-            "pool" => Some(IoMode::Pool),
+            "inplace" => Some(IoMode::InPlace),
             "inline" => Some(IoMode::Inline),
             _ => None,
         }
@@ -1685,7 +1687,7 @@ impl PosixStore {
     async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
         match self.inner.opts.io {
             IoMode::Inline => return f(&self.inner),
-            IoMode::Offload
+            IoMode::InPlace
                 if tokio::runtime::Handle::try_current()
                     .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread) =>
             {

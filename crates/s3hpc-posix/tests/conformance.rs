@@ -35,11 +35,11 @@ async fn conformance_xattr_fast_strict() {
     run_all(Arc::new(s), Caps { etag_md5: false, file_and_dir_same_name: false }).await;
 }
 
-/// Every call on the blocking pool (`IoMode::Pool`; `Offload` runs in place on this runtime).
+/// Every call in place (`IoMode::InPlace`: `block_in_place` on this runtime).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conformance_xattr_fast_pool() {
+async fn conformance_xattr_fast_in_place() {
     let dir = tempfile::tempdir().unwrap();
-    let s = PosixStore::open(dir.path(), PosixOptions { io: IoMode::Pool, ..opts(EtagMode::Fast) }).unwrap();
+    let s = PosixStore::open(dir.path(), PosixOptions { io: IoMode::InPlace, ..opts(EtagMode::Fast) }).unwrap();
     run_all(Arc::new(s), Caps { etag_md5: false, file_and_dir_same_name: false }).await;
 }
 

@@ -1222,7 +1222,7 @@ fn offloaded_calls_do_not_stall_the_worker() {
         })
     }
     assert!(ticks_during_busy_loop(IoMode::Inline) < 10, "control: inline calls should starve the ticker");
-    for io in [IoMode::Offload, IoMode::Pool] {
+    for io in [IoMode::Offload, IoMode::InPlace] {
         let n = ticks_during_busy_loop(io);
         assert!(n > 100, "{io:?}: the ticker ran only {n} times while the store was busy");
     }

@@ -26,6 +26,11 @@ pub struct ServeArgs {
     /// ETag of single PUTs: md5 (as AWS) or fast (a random version tag per write, opaque to clients).
     #[arg(long, default_value = "md5")]
     pub etag: String,
+    /// posix backend file-system calls: offload (Tokio's blocking pool: a thread hand-off each
+    /// way) or inplace (on the request's thread, its worker's other requests moved away first:
+    /// lower latency with few requests in flight, more CPU per request when busy).
+    #[arg(long, default_value = "offload")]
+    pub io: String,
     /// Access key of a user (with --secret-key).
     #[arg(long, env = "S3HPC_ACCESS_KEY")]
     pub access_key: Option<String>,
@@ -169,7 +174,11 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
                 .with_context(|| format!("--durability {}: expected strict, relaxed or none", args.durability))?;
             let etag_mode =
                 EtagMode::parse(&args.etag).with_context(|| format!("--etag {}: expected md5 or fast", args.etag))?;
-            let opts = s3hpc_posix::PosixOptions { durability, etag_mode, ..Default::default() };
+            let io = match s3hpc_posix::IoMode::parse(&args.io) {
+                Some(m @ (s3hpc_posix::IoMode::Offload | s3hpc_posix::IoMode::InPlace)) => m,
+                _ => anyhow::bail!("--io {}: expected offload or inplace", args.io),
+            };
+            let opts = s3hpc_posix::PosixOptions { durability, etag_mode, io, ..Default::default() };
             Arc::new(
                 s3hpc_posix::PosixStore::open(&args.root, opts)
                     .map_err(|e| anyhow::anyhow!("opening {}: {e}", args.root.display()))?,

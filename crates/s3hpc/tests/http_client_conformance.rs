@@ -142,6 +142,30 @@ async fn conformance_through_gateway_binary_posix() {
     s3hpc_conformance::run_all(store, s3hpc_conformance::Caps::default()).await;
 }
 
+/// The same with the store's calls run in place (`--io inplace`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_through_gateway_binary_posix_in_place() {
+    let server = start_server_args("posix", &["--io", "inplace"]);
+    let store: DynStore = Arc::new(client(&server.addr));
+    s3hpc_conformance::run_all(store, s3hpc_conformance::Caps::default()).await;
+}
+
+/// An unknown `--io` is refused at start, naming the choices.
+#[test]
+fn serve_refuses_an_unknown_io_mode() {
+    let root = std::env::temp_dir().join(format!("s3hpc-io-flag-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_s3hpc"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--io", "inline"])
+        .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--io inline: expected offload or inplace"), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_secret_is_refused() {
     let server = start_server();
