@@ -1964,7 +1964,7 @@ impl Store for PosixStore {
             return Box::pin(self.put_dir(bdir, bucket, key, kp, req, body, d)).await;
         }
         if let Body::Bytes(_) | Body::Empty = &body {
-            // In-memory body: write, verify and publish in one call (blocking pool unless Inline).
+            // In-memory body: write, verify and publish in one blocking call (see `run`).
             if self.inner.opts.io == IoMode::Inline {
                 return self.inner.put_in_memory(&bdir, bucket, key, &kp, &req, &body, d);
             }
