@@ -121,13 +121,8 @@ impl W {
 /// 16 bytes as 32 lower-case hex digits, then `-n` if given (decoded on every HEAD and listed
 /// key, so without the formatting machinery).
 fn hex32(b: &[u8], n: Option<u64>) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [0u8; 32 + 1 + 20];
-    for (i, &x) in b.iter().take(16).enumerate() {
-        out[2 * i] = HEX[(x >> 4) as usize];
-        out[2 * i + 1] = HEX[(x & 15) as usize];
-    }
-    let mut len = 2 * b.len().min(16);
+    let mut s = String::with_capacity(32 + 1 + 20);
+    s3hpc_core::checksum::push_hex(&mut s, &b[..b.len().min(16)]);
     if let Some(mut n) = n {
         let mut digits = [0u8; 20];
         let mut i = digits.len();
@@ -139,12 +134,10 @@ fn hex32(b: &[u8], n: Option<u64>) -> String {
                 break;
             }
         }
-        out[len] = b'-';
-        out[len + 1..len + 1 + digits.len() - i].copy_from_slice(&digits[i..]);
-        len += 1 + digits.len() - i;
+        s.push('-');
+        s.extend(digits[i..].iter().map(|&d| d as char));
     }
-    // Only ASCII hex digits, decimal digits and '-' were written.
-    String::from_utf8(out[..len].to_vec()).unwrap_or_default()
+    s
 }
 
 struct Rd<'a>(&'a [u8]);
