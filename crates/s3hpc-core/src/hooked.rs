@@ -48,11 +48,20 @@ pub trait Hook: Send + Sync + 'static {
 pub struct HookedStore<H> {
     inner: DynStore,
     hook: H,
+    offloads_io: bool,
 }
 
 impl<H: Hook> HookedStore<H> {
     pub fn new(inner: DynStore, hook: H) -> HookedStore<H> {
-        HookedStore { inner, hook }
+        HookedStore { inner, hook, offloads_io: false }
+    }
+
+    /// Report [`Store::offloads_io`] as `true`, so servers run the wrapped store's quick
+    /// requests in batches on blocking-pool threads (hooks then run there too). Off by default:
+    /// a hook that holds one request would also hold the requests batched after it.
+    pub fn offloading_io(mut self) -> HookedStore<H> {
+        self.offloads_io = true;
+        self
     }
 
     pub fn hook(&self) -> &H {
@@ -62,6 +71,9 @@ impl<H: Hook> HookedStore<H> {
 
 #[async_trait]
 impl<H: Hook> Store for HookedStore<H> {
+    fn offloads_io(&self) -> bool {
+        self.offloads_io
+    }
     async fn create_bucket(&self, bucket: &str) -> Result<()> {
         self.hook.before(Op::CreateBucket, bucket, "").await?;
         self.inner.create_bucket(bucket).await

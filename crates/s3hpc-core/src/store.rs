@@ -59,6 +59,15 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
+    /// Whether this store's calls do blocking file-system work that it would otherwise hand to a
+    /// blocking pool, and that it runs on the calling thread inside
+    /// [`io::blocking_here`](crate::io::blocking_here). A server may then run a batch of small
+    /// requests on one blocking-pool thread (one hand-off for the batch instead of two per
+    /// call). `false` (the default) for stores that never block or that wait on the network.
+    fn offloads_io(&self) -> bool {
+        false
+    }
+
     /// Delete an object; deleting a missing key succeeds (S3 is idempotent here).
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()>;
 

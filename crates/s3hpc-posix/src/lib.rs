@@ -1684,7 +1684,16 @@ impl PosixStore {
         self.run(move |s| s.publish_dir(&bdir, &b, &k, &kp, data.to_vec(), r, &c)).await
     }
 
+    /// File-system work runs on the calling thread: `IoMode::Inline`, or a thread that a server
+    /// marked as one that may block (`s3hpc_core::io::blocking_here`).
+    fn inline_io(&self) -> bool {
+        self.inner.opts.io == IoMode::Inline || s3hpc_core::io::may_block()
+    }
+
     async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+        if s3hpc_core::io::may_block() {
+            return f(&self.inner);
+        }
         match self.inner.opts.io {
             IoMode::Inline => return f(&self.inner),
             IoMode::InPlace
@@ -1723,9 +1732,7 @@ impl PosixStore {
                 })
                 .await
             }
-            Body::Stream(mut stream)
-                if self.inner.opts.io == IoMode::Inline && hint.is_none_or(|n| n < PIPELINE_MIN) =>
-            {
+            Body::Stream(mut stream) if self.inline_io() && hint.is_none_or(|n| n < PIPELINE_MIN) => {
                 // Write each batch on this thread as it arrives: no channel, no writer thread.
                 let mut t = self.inner.create_temp(&bdir, &bucket)?;
                 let mut h = Hashing::new(d, hint);
@@ -1965,7 +1972,7 @@ impl Store for PosixStore {
         }
         if let Body::Bytes(_) | Body::Empty = &body {
             // In-memory body: write, verify and publish in one blocking call (see `run`).
-            if self.inner.opts.io == IoMode::Inline {
+            if self.inline_io() {
                 return self.inner.put_in_memory(&bdir, bucket, key, &kp, &req, &body, d);
             }
             let (b, k) = (bucket.to_string(), key.to_string());
@@ -1981,23 +1988,27 @@ impl Store for PosixStore {
     }
 
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
-        if self.inner.opts.io == IoMode::Inline {
+        if self.inline_io() {
             return self.inner.get_object(bucket, key, &req);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
         self.run(move |s| s.get_object(&b, &k, &req)).await
     }
 
+    fn offloads_io(&self) -> bool {
+        self.inner.opts.io != IoMode::Inline
+    }
+
     fn get_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
-        (self.inner.opts.io == IoMode::Inline).then(|| self.inner.get_object(bucket, key, req))
+        self.inline_io().then(|| self.inner.get_object(bucket, key, req))
     }
 
     fn head_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<ObjectInfo>> {
-        (self.inner.opts.io == IoMode::Inline).then(|| self.inner.head_object(bucket, key, req))
+        self.inline_io().then(|| self.inner.head_object(bucket, key, req))
     }
 
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
-        if self.inner.opts.io == IoMode::Inline {
+        if self.inline_io() {
             return self.inner.head_object(bucket, key, &req);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
@@ -2005,7 +2016,7 @@ impl Store for PosixStore {
     }
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
-        if self.inner.opts.io == IoMode::Inline {
+        if self.inline_io() {
             return self.inner.delete_object(bucket, key);
         }
         let (b, k) = (bucket.to_string(), key.to_string());

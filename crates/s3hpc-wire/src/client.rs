@@ -212,7 +212,7 @@ impl ClientConn {
         let pflags = if opts.fd_passing && matches!(ep, Endpoint::Unix(_)) { frame::PREAMBLE_FD_PASSING } else { 0 };
         let fut = async {
             let stream = ep.connect().await.map_err(|e| conn_lost(format!("connect: {e}")))?;
-            let (mut r, mut w) = stream.split();
+            let (mut r, mut w) = stream.split()?;
             let io_err = |e: io::Error| conn_lost(format!("handshake: {e}"));
             w.write_all(&frame::client_preamble(pflags)).await.map_err(io_err)?;
             let mut sp = [0u8; frame::SERVER_PREAMBLE_LEN];

@@ -3,7 +3,9 @@
 //!
 //! Per connection: one reader (this task) decodes frames and routes body chunks, one writer task
 //! owns the socket's write side and coalesces small frames into single writes (and sends file
-//! regions with `sendfile`), and one task per request calls the store.
+//! regions with `sendfile`), and one task per request calls the store; for stores that offload
+//! blocking file-system work, the quick requests decoded from one read run instead as a batch
+//! on one blocking-pool thread (see `Conn::flush_batch`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -293,6 +295,14 @@ struct ConnShared {
 // ---------------------------------------------------------------------------------------------
 // a connection
 
+impl ConnShared {
+    /// Request `id` is done: forget it.
+    fn finish(&self, id: u32) {
+        self.active.lock().unwrap().remove(&id);
+        self.inflight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 fn proto(msg: impl Into<String>) -> Error {
     Error::new(ErrorCode::InvalidRequest, msg.into())
 }
@@ -316,7 +326,7 @@ async fn handle_connection(
         (Some(list), Some(uid)) => list.contains(&uid),
         _ => false,
     };
-    let (mut r, mut w) = stream.split();
+    let (mut r, mut w) = stream.split()?;
     let limits = opts.limits();
 
     // ---- handshake
@@ -368,8 +378,16 @@ async fn handle_connection(
     let (out, drain) = crate::writer::writer(w);
     let writer = tokio::spawn(drain);
     let shared = Arc::new(ConnShared { active: Mutex::new(HashMap::new()), inflight: AtomicU32::new(0) });
-    let mut conn =
-        Conn { store, out: out.clone(), shared: shared.clone(), limits, inbound: HashMap::new(), fd_ok, ended: false };
+    let mut conn = Conn {
+        store,
+        out: out.clone(),
+        shared: shared.clone(),
+        limits,
+        inbound: HashMap::new(),
+        fd_ok,
+        ended: false,
+        batch: Vec::new(),
+    };
     let res = conn.run(&mut r).await;
     conn.ended = true;
 
@@ -431,6 +449,38 @@ struct Conn {
     /// `run` returned (the connection ended by itself). If the connection is dropped without
     /// that (the task was cancelled: server shutdown), the socket is torn down at once.
     ended: bool,
+    /// Quick requests decoded since the last read, run together on one blocking-pool thread
+    /// (only for stores that [offload their I/O](s3hpc_core::Store::offloads_io)).
+    batch: Vec<Job>,
+}
+
+/// A quick request waiting in a connection's batch.
+struct Job {
+    id: u32,
+    req: Request,
+    body: Body,
+    credit: Arc<Semaphore>,
+}
+
+/// At most this many requests run in one batch; more start another.
+const BATCH_MAX: usize = 8;
+
+/// Requests that a batch may run: single small file-system operations (bodies, if any, came
+/// inline in the request frame). Listings, copies and multipart completion, which can take long,
+/// and streamed bodies, which arrive through the reader, run in tasks of their own.
+fn quick(req: &Request) -> bool {
+    use Request::*;
+    matches!(
+        req,
+        HeadBucket { .. }
+            | PutObject { .. }
+            | GetObject { .. }
+            | HeadObject { .. }
+            | DeleteObject { .. }
+            | GetObjectTagging { .. }
+            | PutObjectTagging { .. }
+            | DeleteObjectTagging { .. }
+    )
 }
 
 impl Drop for Conn {
@@ -464,11 +514,19 @@ impl Conn {
     }
 
     async fn run(&mut self, r: &mut ReadHalf) -> Result<(), Error> {
+        let res = self.frames(r).await;
+        // Requests accepted before the connection ended still run, as spawned ones do.
+        self.flush_batch();
+        res
+    }
+
+    async fn frames(&mut self, r: &mut ReadHalf) -> Result<(), Error> {
         let dec = FrameDecoder { max_data: self.limits.max_data_frame };
         let mut buf = BytesMut::with_capacity(256 << 10);
         loop {
             loop {
                 if let Some(h) = large_data_pending(&buf, self.limits.max_data_frame) {
+                    self.flush_batch();
                     let payload = read_large_payload(r, &mut buf, h.len as usize).await?;
                     self.on_frame(h, payload)?;
                     continue;
@@ -478,6 +536,7 @@ impl Conn {
                     None => break,
                 }
             }
+            self.flush_batch();
             if buf.capacity() - buf.len() < 64 << 10 {
                 buf.reserve(256 << 10);
             }
@@ -636,14 +695,55 @@ impl Conn {
             Body::Empty
         };
 
+        if h.flags & flag::BODY_STREAM == 0 && quick(&req) && self.store.offloads_io() {
+            self.batch.push(Job { id: h.id, req, body, credit });
+            if self.batch.len() >= BATCH_MAX {
+                self.flush_batch();
+            }
+            return Ok(());
+        }
         let (store, out, shared, limits, id, fd_ok) =
             (self.store.clone(), self.out.clone(), self.shared.clone(), self.limits, h.id, self.fd_ok);
         tokio::spawn(async move {
             handle_request(&store, &out, id, req, body, deferred_cell, credit, limits, fd_ok).await;
-            shared.active.lock().unwrap().remove(&id);
-            shared.inflight.fetch_sub(1, Ordering::AcqRel);
+            shared.finish(id);
         });
         Ok(())
+    }
+
+    /// Run the batched requests on one blocking-pool thread, one after the other, with the
+    /// store's file-system work on that thread (`s3hpc_core::io::blocking_here`) and each
+    /// response written from there: one thread hand-off for the batch, where a spawned request
+    /// takes a task hand-off plus the store's two. Responses whose bodies must stream within
+    /// the client's credit continue in tasks of their own.
+    fn flush_batch(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let jobs = std::mem::take(&mut self.batch);
+        let (store, out, shared, limits, fd_ok) =
+            (self.store.clone(), self.out.clone(), self.shared.clone(), self.limits, self.fd_ok);
+        let rt = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            s3hpc_core::io::blocking_here(|| {
+                for Job { id, req, body, credit } in jobs {
+                    // A panic in one request fails that request, not the rest of the batch.
+                    let run = std::panic::AssertUnwindSafe(|| rt.block_on(execute(&store, req, body, None)));
+                    let result = std::panic::catch_unwind(run)
+                        .unwrap_or_else(|_| Err(Error::internal("the request's handler panicked")));
+                    match respond_now(&out, id, result, fd_ok) {
+                        None => shared.finish(id),
+                        Some((e, body)) => {
+                            let (out, shared) = (out.clone(), shared.clone());
+                            rt.spawn(async move {
+                                stream_body(&out, id, e, body, &credit, limits).await;
+                                shared.finish(id);
+                            });
+                        }
+                    }
+                }
+            })
+        });
     }
 }
 
@@ -748,9 +848,22 @@ async fn handle_request(
     limits: Limits,
     fd_ok: bool,
 ) {
-    let result: Result<Option<(Enc, Body)>, Error> = async {
-        use Request::*;
-        let mut e = ok();
+    let result = execute(store, req, body, deferred).await;
+    if let Some((e, body)) = respond_now(out, id, result, fd_ok) {
+        stream_body(out, id, e, body, &credit, limits).await;
+    }
+}
+
+/// Run one request against the store: the response's fields and body, or the error.
+async fn execute(
+    store: &DynStore,
+    req: Request,
+    body: Body,
+    deferred: Option<Arc<OnceLock<String>>>,
+) -> Result<(Enc, Body), Error> {
+    use Request::*;
+    let mut e = ok();
+    {
         match req {
             CreateBucket { bucket } => store.create_bucket(&bucket).await?,
             DeleteBucket { bucket } => store.delete_bucket(&bucket).await?,
@@ -773,7 +886,7 @@ async fn handle_request(
             GetObject { bucket, key, req } => {
                 let o = store.get_object(&bucket, &key, req.into()).await?;
                 e.get_output(&o.info, o.range);
-                return Ok(Some((e, o.body)));
+                return Ok((e, o.body));
             }
             HeadObject { bucket, key, req } => e.object_info(&store.head_object(&bucket, &key, req.into()).await?),
             DeleteObject { bucket, key } => store.delete_object(&bucket, &key).await?,
@@ -823,25 +936,21 @@ async fn handle_request(
                 store.abort_multipart_upload(&bucket, &key, &upload_id).await?
             }
         }
-        Ok(Some((e, Body::Empty)))
     }
-    .await;
-
-    match result {
-        Err(err) => {
-            let mut e = Enc::new();
-            e.u8(1);
-            e.error(&err);
-            let _ = out.send(Out::Frames(frame_bytes(ty::RESPONSE, 0, id, &e.finish())));
-        }
-        Ok(None) => {}
-        Ok(Some((e, body))) => send_with_body(out, id, e, body, &credit, limits, fd_ok).await,
-    }
+    Ok((e, Body::Empty))
 }
 
-/// Send a response and its body: inline when small, else DATA frames within the client's credit
-/// (file regions with sendfile).
-async fn send_with_body(out: &OutTx, id: u32, mut e: Enc, body: Body, credit: &Semaphore, limits: Limits, fd_ok: bool) {
+/// Send what needs no waiting: an error, a response without a body or with a small one inline,
+/// or one whose file the client reads itself. Returns a response whose body must be streamed
+/// within the client's credit ([`stream_body`]).
+fn respond_now(out: &OutTx, id: u32, result: Result<(Enc, Body), Error>, fd_ok: bool) -> Option<(Enc, Body)> {
+    let (mut e, body) = match result {
+        Ok(r) => r,
+        Err(err) => {
+            send_error(out, id, &err);
+            return None;
+        }
+    };
     let small = body.known_len().is_some_and(|n| n <= INLINE_MAX as u64);
     match body {
         Body::Empty => {
@@ -858,12 +967,7 @@ async fn send_with_body(out: &OutTx, id: u32, mut e: Enc, body: Body, credit: &S
                 Ok(()) => {
                     let _ = out.send(Out::Frames(ok_frame(id, flag::BODY_INLINE, e)));
                 }
-                Err(err) => {
-                    let mut e = Enc::new();
-                    e.u8(1);
-                    e.error(&Error::from(err));
-                    let _ = out.send(Out::Frames(frame_bytes(ty::RESPONSE, 0, id, &e.finish())));
-                }
+                Err(err) => send_error(out, id, &Error::from(err)),
             }
         }
         Body::File { file, offset, len } if fd_ok && read_only(&file) => {
@@ -872,6 +976,22 @@ async fn send_with_body(out: &OutTx, id: u32, mut e: Enc, body: Body, credit: &S
             e.var(len);
             let _ = out.send(Out::Fd { frame: ok_frame(id, flag::BODY_FD, e), file });
         }
+        body => return Some((e, body)),
+    }
+    None
+}
+
+fn send_error(out: &OutTx, id: u32, err: &Error) {
+    let mut e = Enc::new();
+    e.u8(1);
+    e.error(err);
+    let _ = out.send(Out::Frames(frame_bytes(ty::RESPONSE, 0, id, &e.finish())));
+}
+
+/// Send a response whose body goes in DATA frames within the client's credit (file regions with
+/// sendfile).
+async fn stream_body(out: &OutTx, id: u32, e: Enc, body: Body, credit: &Semaphore, limits: Limits) {
+    match body {
         Body::File { file, offset, len } => {
             if out.send(Out::Frames(ok_frame(id, flag::BODY_STREAM, e))).is_err() {
                 return;
@@ -964,7 +1084,7 @@ pub fn fuzz_connection(data: &[u8]) {
             let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
             a.set_nonblocking(true).unwrap();
             b.set_nonblocking(true).unwrap();
-            let (_, w) = Stream::Unix(tokio::net::UnixStream::from_std(a).unwrap()).split();
+            let (_, w) = Stream::Unix(tokio::net::UnixStream::from_std(a).unwrap()).split().unwrap();
             let mut peer = tokio::net::UnixStream::from_std(b).unwrap();
             let sink = tokio::spawn(async move {
                 let mut junk = vec![0u8; 64 << 10];
@@ -974,8 +1094,16 @@ pub fn fuzz_connection(data: &[u8]) {
             let drain = tokio::spawn(drain);
             let shared = Arc::new(ConnShared { active: Mutex::new(HashMap::new()), inflight: AtomicU32::new(0) });
             let limits = Limits { max_data_frame: 4096, initial_window: 16384, max_inflight: 8 };
-            let mut conn =
-                Conn { store, out, shared: shared.clone(), limits, inbound: HashMap::new(), fd_ok: false, ended: true };
+            let mut conn = Conn {
+                store,
+                out,
+                shared: shared.clone(),
+                limits,
+                inbound: HashMap::new(),
+                fd_ok: false,
+                ended: true,
+                batch: Vec::new(),
+            };
             let dec = FrameDecoder { max_data: limits.max_data_frame };
             let mut buf = BytesMut::from(data);
             'frames: loop {

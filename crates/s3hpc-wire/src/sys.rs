@@ -8,8 +8,12 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use hmac::{KeyInit, Mac};
+use std::os::fd::{OwnedFd, RawFd};
+use std::sync::Arc;
+
+use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWriteExt, Interest, ReadBuf};
-use tokio::net::{TcpStream, UnixStream, tcp, unix};
+use tokio::net::{TcpStream, UnixStream, tcp};
 
 /// Where to listen or connect: `unix:///path` or `tcp://host:port`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,17 +86,17 @@ pub enum Stream {
 }
 
 impl Stream {
-    pub fn split(self) -> (ReadHalf, WriteHalf) {
-        match self {
+    pub fn split(self) -> io::Result<(ReadHalf, WriteHalf)> {
+        Ok(match self {
             Stream::Unix(s) => {
-                let (r, w) = s.into_split();
-                (ReadHalf::Unix(r), WriteHalf::Unix(w))
+                let io = UnixIo::new(s)?;
+                (ReadHalf::Unix(io.clone()), WriteHalf::Unix(UnixWrite(io)))
             }
             Stream::Tcp(s) => {
                 let (r, w) = s.into_split();
                 (ReadHalf::Tcp(r), WriteHalf::Tcp(w))
             }
-        }
+        })
     }
 
     /// The peer's uid on a Unix socket (SO_PEERCRED), `None` on TCP.
@@ -104,30 +108,154 @@ impl Stream {
     }
 }
 
+/// A Unix stream socket registered with the reactor for read readiness only.
+///
+/// Reading from a Unix stream socket makes the kernel signal write space to the peer's socket
+/// (`unix_write_space` on every consumed message), which wakes every epoll that watches the
+/// peer for writability: Tokio's own sockets are always registered for both directions, so
+/// each request read by the server woke the client's parked reactor thread for nothing, and
+/// each response read by the client woke the server's (TCP signals write space only to writers
+/// that ran out of it). Here write readiness is asked for only while a write waits for space,
+/// through a duplicate descriptor registered for that alone.
+pub struct UnixIo {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl UnixIo {
+    fn new(s: UnixStream) -> io::Result<Arc<UnixIo>> {
+        // `into_std` deregisters the socket and leaves it non-blocking.
+        let fd = OwnedFd::from(s.into_std()?);
+        Ok(Arc::new(UnixIo { fd: register(fd, Interest::READABLE)? }))
+    }
+
+    fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Run a non-blocking read operation once the socket is readable, retrying on `WouldBlock`.
+    async fn read_with<R>(&self, mut f: impl FnMut(RawFd) -> io::Result<R>) -> io::Result<R> {
+        loop {
+            let mut g = self.fd.readable().await?;
+            match g.try_io(|fd| f(fd.as_raw_fd())) {
+                Ok(r) => return r,
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    fn poll_read(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        loop {
+            let mut g = std::task::ready!(self.fd.poll_read_ready(cx))?;
+            // SAFETY: recv(2) writes at most `spare.len()` bytes into the unfilled part of the
+            // buffer, which are then marked initialised and filled.
+            let res = g.try_io(|fd| unsafe {
+                let spare = buf.unfilled_mut();
+                let n = libc::recv(fd.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len(), 0);
+                if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+            });
+            match res {
+                Ok(Ok(n)) => {
+                    // SAFETY: the kernel initialised `n` bytes of the unfilled part.
+                    unsafe { buf.assume_init(n) };
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Ok(Err(e)) => return Poll::Ready(Err(e)),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    /// Wait until the socket has write space. Registers a duplicate of the descriptor for write
+    /// readiness for the duration of the wait (epoll reports the current state on registration,
+    /// so space freed before this call is not missed).
+    async fn writable(&self) -> io::Result<()> {
+        let dup = self.fd.get_ref().try_clone()?;
+        let w = register(dup, Interest::WRITABLE)?;
+        let _ready = w.writable().await?;
+        Ok(())
+    }
+
+    fn try_write(&self, b: &[u8]) -> io::Result<usize> {
+        // SAFETY: send(2) reads at most `b.len()` bytes from `b`; MSG_NOSIGNAL: a closed peer
+        // gives EPIPE, never SIGPIPE (the C library runs inside programs that keep SIGPIPE).
+        let n = unsafe { libc::send(self.raw(), b.as_ptr().cast(), b.len(), libc::MSG_NOSIGNAL) };
+        if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+    }
+
+    fn try_write_vectored(&self, b: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        // SAFETY: IoSlice is ABI-compatible with iovec; sendmsg(2) only reads the slices.
+        unsafe {
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = b.as_ptr() as *mut libc::iovec;
+            msg.msg_iovlen = b.len() as _;
+            let n = libc::sendmsg(self.raw(), &msg, libc::MSG_NOSIGNAL);
+            if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+        }
+    }
+}
+
+impl AsRawFd for UnixIo {
+    fn as_raw_fd(&self) -> RawFd {
+        self.raw()
+    }
+}
+
+fn register(fd: OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: an OwnedFd is open, is owned by the AsyncFd for the AsyncFd's whole life, and
+    // always returns the same descriptor.
+    Ok(unsafe { AsyncFd::register_with_interest(fd, interest) }?)
+}
+
+/// The write side of a [`UnixIo`]; dropping it shuts the write direction down (as Tokio's
+/// owned write halves do), so the peer sees the end of the stream.
+pub struct UnixWrite(Arc<UnixIo>);
+
+impl Drop for UnixWrite {
+    fn drop(&mut self) {
+        // SAFETY: shutdown(2) on a descriptor the Arc keeps open; errors are irrelevant.
+        unsafe {
+            libc::shutdown(self.0.raw(), libc::SHUT_WR);
+        }
+    }
+}
+
 pub enum ReadHalf {
-    Unix(unix::OwnedReadHalf),
+    Unix(Arc<UnixIo>),
     Tcp(tcp::OwnedReadHalf),
 }
 
 impl AsyncRead for ReadHalf {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            ReadHalf::Unix(r) => Pin::new(r).poll_read(cx, buf),
+            ReadHalf::Unix(r) => r.poll_read(cx, buf),
             ReadHalf::Tcp(r) => Pin::new(r).poll_read(cx, buf),
         }
     }
 }
 
 pub enum WriteHalf {
-    Unix(unix::OwnedWriteHalf),
+    Unix(UnixWrite),
     Tcp(tcp::OwnedWriteHalf),
 }
 
 impl WriteHalf {
     /// Write everything, waiting for the socket as needed (used by the handshake).
-    pub async fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+    pub async fn write_all(&mut self, mut b: &[u8]) -> io::Result<()> {
         match self {
-            WriteHalf::Unix(w) => w.write_all(b).await,
+            WriteHalf::Unix(w) => {
+                while !b.is_empty() {
+                    match w.0.try_write(b) {
+                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                        Ok(n) => b = &b[n..],
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => w.0.writable().await?,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            }
             WriteHalf::Tcp(w) => w.write_all(b).await,
         }
     }
@@ -135,22 +263,29 @@ impl WriteHalf {
     /// One non-blocking write.
     pub fn try_write(&self, b: &[u8]) -> io::Result<usize> {
         match self {
-            WriteHalf::Unix(w) => w.try_write(b),
+            WriteHalf::Unix(w) => w.0.try_write(b),
             WriteHalf::Tcp(w) => w.try_write(b),
         }
     }
 
     async fn writable(&self) -> io::Result<()> {
         match self {
-            WriteHalf::Unix(w) => w.as_ref().writable().await,
+            WriteHalf::Unix(w) => w.0.writable().await,
             WriteHalf::Tcp(w) => w.as_ref().writable().await,
         }
     }
 
     fn try_write_vectored(&self, b: &[io::IoSlice<'_>]) -> io::Result<usize> {
         match self {
-            WriteHalf::Unix(w) => w.try_write_vectored(b),
+            WriteHalf::Unix(w) => w.0.try_write_vectored(b),
             WriteHalf::Tcp(w) => w.try_write_vectored(b),
+        }
+    }
+
+    fn raw_fd(&self) -> RawFd {
+        match self {
+            WriteHalf::Unix(w) => w.0.raw(),
+            WriteHalf::Tcp(w) => w.as_ref().as_raw_fd(),
         }
     }
 
@@ -190,10 +325,7 @@ impl WriteHalf {
 
     /// Close the write direction (the peer sees end of stream).
     pub fn shutdown_write(&self) {
-        let fd = match self {
-            WriteHalf::Unix(w) => w.as_ref().as_raw_fd(),
-            WriteHalf::Tcp(w) => w.as_ref().as_raw_fd(),
-        };
+        let fd = self.raw_fd();
         // SAFETY: shutdown(2) on a descriptor we own; errors (already closed) are irrelevant.
         unsafe {
             libc::shutdown(fd, libc::SHUT_WR);
@@ -203,10 +335,7 @@ impl WriteHalf {
     /// Whether the peer has closed the connection (its end of stream is waiting to be read): one
     /// non-blocking `recv(MSG_PEEK)`, which consumes nothing.
     pub fn peer_closed(&self) -> bool {
-        let fd = match self {
-            WriteHalf::Unix(w) => w.as_ref().as_raw_fd(),
-            WriteHalf::Tcp(w) => w.as_ref().as_raw_fd(),
-        };
+        let fd = self.raw_fd();
         let mut b = [0u8; 1];
         // SAFETY: recv into a 1-byte stack buffer on a descriptor we own; MSG_PEEK leaves the data
         // (and any attached descriptors) queued for the reader.
@@ -216,10 +345,7 @@ impl WriteHalf {
 
     /// Shut the socket down in both directions (the peer sees end of stream; our reads end).
     pub fn shutdown_both(&self) {
-        let fd = match self {
-            WriteHalf::Unix(w) => w.as_ref().as_raw_fd(),
-            WriteHalf::Tcp(w) => w.as_ref().as_raw_fd(),
-        };
+        let fd = self.raw_fd();
         // SAFETY: shutdown(2) on a descriptor we own; errors (already closed) are irrelevant.
         unsafe {
             libc::shutdown(fd, libc::SHUT_RDWR);
@@ -231,12 +357,11 @@ impl WriteHalf {
         let WriteHalf::Unix(w) = self else {
             return Err(io::Error::new(io::ErrorKind::Unsupported, "descriptor passing needs a Unix socket"));
         };
-        let sock: &UnixStream = w.as_ref();
         let sent = loop {
-            sock.writable().await?;
-            match sock.try_io(Interest::WRITABLE, || sendmsg_fd(sock.as_raw_fd(), data, fd)) {
+            match sendmsg_fd(w.0.raw(), data, fd) {
                 Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => w.0.writable().await?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         };
@@ -247,7 +372,7 @@ impl WriteHalf {
     /// Send `len` bytes of `file` from `offset` straight from the page cache into the socket.
     pub async fn sendfile(&self, file: &std::fs::File, offset: u64, len: u64) -> io::Result<()> {
         match self {
-            WriteHalf::Unix(w) => sendfile_on(w.as_ref(), file, offset, len).await,
+            WriteHalf::Unix(w) => sendfile_on(&*w.0, file, offset, len).await,
             WriteHalf::Tcp(w) => sendfile_on(w.as_ref(), file, offset, len).await,
         }
     }
@@ -287,16 +412,13 @@ impl ReadHalf {
         let ReadHalf::Unix(r) = self else {
             return self.read_buf(buf).await;
         };
-        let sock: &UnixStream = r.as_ref();
         if buf.capacity() == buf.len() {
             buf.reserve(64 << 10);
         }
         loop {
-            sock.readable().await?;
-            match sock.try_io(Interest::READABLE, || recvmsg_fds(sock.as_raw_fd(), buf, fds)) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+            match r.read_with(|fd| recvmsg_fds(fd, buf, fds)).await {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                res => return res,
             }
         }
     }
@@ -351,12 +473,12 @@ trait Socketish: AsRawFd {
     fn try_io<R>(&self, f: impl FnOnce() -> io::Result<R>) -> io::Result<R>;
 }
 
-impl Socketish for UnixStream {
+impl Socketish for UnixIo {
     async fn writable(&self) -> io::Result<()> {
-        UnixStream::writable(self).await
+        UnixIo::writable(self).await
     }
     fn try_io<R>(&self, f: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
-        UnixStream::try_io(self, Interest::WRITABLE, f)
+        f()
     }
 }
 
@@ -374,7 +496,6 @@ async fn sendfile_on<S: Socketish>(sock: &S, file: &std::fs::File, offset: u64, 
     let mut off = offset as libc::off_t;
     let end = offset + len;
     while (off as u64) < end {
-        sock.writable().await?;
         let want = ((end - off as u64) as usize).min(1 << 30);
         match sock.try_io(|| {
             // SAFETY: both descriptors are open for the duration of the call; `off` is a valid
@@ -386,7 +507,7 @@ async fn sendfile_on<S: Socketish>(sock: &S, file: &std::fs::File, offset: u64, 
                 return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "object file shorter than its recorded size"));
             }
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => sock.writable().await?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
