@@ -68,6 +68,13 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
+    /// With [`offloads_io`](Self::offloads_io): the store runs that work on the calling worker
+    /// inside `block_in_place` (multi-thread runtimes) rather than on the pool, so a server may
+    /// run its batches the same way, without a hand-off on the request's path.
+    fn offloads_in_place(&self) -> bool {
+        false
+    }
+
     /// Delete an object; deleting a missing key succeeds (S3 is idempotent here).
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()>;
 

@@ -1999,6 +1999,10 @@ impl Store for PosixStore {
         self.inner.opts.io != IoMode::Inline
     }
 
+    fn offloads_in_place(&self) -> bool {
+        self.inner.opts.io == IoMode::InPlace
+    }
+
     fn get_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
         self.inline_io().then(|| self.inner.get_object(bucket, key, req))
     }

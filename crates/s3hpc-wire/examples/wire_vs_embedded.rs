@@ -49,6 +49,8 @@ struct Args {
     frame_kib: Option<u32>,
     /// Client connections per WireClient.
     conns: usize,
+    /// The posix store's I/O mode (the servers' and the embedded target's).
+    io: s3hpc_posix::IoMode,
 }
 
 fn args() -> Args {
@@ -64,10 +66,11 @@ fn args() -> Args {
         targets: Vec::new(),
         frame_kib: None,
         conns: 2,
+        io: s3hpc_posix::IoMode::Offload,
     };
     const USAGE: &str = "usage: wire_vs_embedded [--secs 2] [--conc 8] [--large-mib 8] [--dir DIR] \
         [--durability strict|relaxed|none] [--backend posix|memory|noop] [--slices 4] [--phases LIST] \
-        [--targets embedded,unix,tcp,http] [--frame-kib N] [--conns 2]";
+        [--targets embedded,unix,tcp,http] [--frame-kib N] [--conns 2] [--io offload|inplace]";
     let usage = |why: String| -> ! {
         eprintln!("{why}\n{USAGE}");
         std::process::exit(2)
@@ -101,6 +104,12 @@ fn args() -> Args {
                     _ => panic!("--durability strict|relaxed|none"),
                 }
             }
+            "--io" => {
+                a.io = match s3hpc_posix::IoMode::parse(&v) {
+                    Some(m @ (s3hpc_posix::IoMode::Offload | s3hpc_posix::IoMode::InPlace)) => m,
+                    _ => usage(format!("--io {v}: expected offload or inplace")),
+                }
+            }
             _ => usage(format!("unknown argument {k}")),
         }
     }
@@ -114,7 +123,7 @@ fn make_store(a: &Args, root: &std::path::Path, object_size: usize) -> DynStore 
         "noop" => Arc::new(s3hpc_core::noop::NoopStore::new(object_size)),
         _ => {
             std::fs::create_dir_all(root).unwrap();
-            let opts = s3hpc_posix::PosixOptions { durability: a.durability, ..Default::default() };
+            let opts = s3hpc_posix::PosixOptions { durability: a.durability, io: a.io, ..Default::default() };
             Arc::new(s3hpc_posix::PosixStore::open(root, opts).unwrap())
         }
     }

@@ -711,7 +711,8 @@ impl Conn {
         Ok(())
     }
 
-    /// Run the batched requests on one blocking-pool thread, one after the other, with the
+    /// Run the batched requests on one blocking-pool thread (or, for stores that work in place,
+    /// on this worker inside `block_in_place`), one after the other, with the
     /// store's file-system work on that thread (`s3hpc_core::io::blocking_here`) and each
     /// response written from there: one thread hand-off for the batch, where a spawned request
     /// takes a task hand-off plus the store's two. Responses whose bodies must stream within
@@ -724,7 +725,9 @@ impl Conn {
         let (store, out, shared, limits, fd_ok) =
             (self.store.clone(), self.out.clone(), self.shared.clone(), self.limits, self.fd_ok);
         let rt = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
+        let in_place =
+            self.store.offloads_in_place() && rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+        let run = move || {
             s3hpc_core::io::blocking_here(|| {
                 for Job { id, req, body, credit } in jobs {
                     // A panic in one request fails that request, not the rest of the batch.
@@ -743,7 +746,14 @@ impl Conn {
                     }
                 }
             })
-        });
+        };
+        if in_place {
+            // Like the store's own in-place calls: this worker's other tasks move to another
+            // thread first, the batch runs here (no hand-off on the requests' path).
+            tokio::task::block_in_place(run);
+        } else {
+            tokio::task::spawn_blocking(run);
+        }
     }
 }
 

@@ -11,11 +11,16 @@ use s3hpc_core::memory::MemoryStore;
 use s3hpc_wire::ServerOptions;
 
 async fn run(unix: bool, memory: bool) {
+    run_io(unix, memory, s3hpc_posix::IoMode::Offload).await
+}
+
+async fn run_io(unix: bool, memory: bool, io: s3hpc_posix::IoMode) {
     let dir = tempfile::tempdir().unwrap();
     let (store, caps): (DynStore, Caps) = if memory {
         (Arc::new(MemoryStore::new()), Caps { etag_md5: true, file_and_dir_same_name: true })
     } else {
-        let posix = s3hpc_posix::PosixStore::open(dir.path(), s3hpc_posix::PosixOptions::default()).unwrap();
+        let opts = s3hpc_posix::PosixOptions { io, ..Default::default() };
+        let posix = s3hpc_posix::PosixStore::open(dir.path(), opts).unwrap();
         (Arc::new(posix), Caps { etag_md5: true, file_and_dir_same_name: false })
     };
     // Small frames and windows so that multi-frame bodies and credit updates are exercised.
@@ -34,6 +39,12 @@ async fn conformance_over_unix_socket_posix() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_over_tcp_posix() {
     run(false, false).await;
+}
+
+/// The server's batches then run inside `block_in_place` on its workers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_over_unix_socket_posix_in_place() {
+    run_io(true, false, s3hpc_posix::IoMode::InPlace).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
