@@ -1691,11 +1691,10 @@ impl PosixStore {
     }
 
     async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
-        if s3hpc_core::io::may_block() {
+        if self.inline_io() {
             return f(&self.inner);
         }
         match self.inner.opts.io {
-            IoMode::Inline => return f(&self.inner),
             IoMode::InPlace
                 if tokio::runtime::Handle::try_current()
                     .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread) =>

@@ -731,8 +731,8 @@ impl Conn {
             s3hpc_core::io::blocking_here(|| {
                 for Job { id, req, body, credit } in jobs {
                     // A panic in one request fails that request, not the rest of the batch.
-                    let run = std::panic::AssertUnwindSafe(|| rt.block_on(execute(&store, req, body, None)));
-                    let result = std::panic::catch_unwind(run)
+                    let call = std::panic::AssertUnwindSafe(|| rt.block_on(execute(&store, req, body, None)));
+                    let result = std::panic::catch_unwind(call)
                         .unwrap_or_else(|_| Err(Error::internal("the request's handler panicked")));
                     match respond_now(&out, id, result, fd_ok) {
                         None => shared.finish(id),
@@ -873,79 +873,75 @@ async fn execute(
 ) -> Result<(Enc, Body), Error> {
     use Request::*;
     let mut e = ok();
-    {
-        match req {
-            CreateBucket { bucket } => store.create_bucket(&bucket).await?,
-            DeleteBucket { bucket } => store.delete_bucket(&bucket).await?,
-            HeadBucket { bucket } => store.head_bucket(&bucket).await?,
-            ListBuckets => e.buckets(&store.list_buckets().await?),
-            GetBucketTagging { bucket } => e.tags(&store.get_bucket_tagging(&bucket).await?),
-            PutBucketTagging { bucket, tags } => store.put_bucket_tagging(&bucket, tags).await?,
-            DeleteBucketTagging { bucket } => store.delete_bucket_tagging(&bucket).await?,
-            PutObject { bucket, key, meta, tags, conditions, upload } => {
-                let r = PutObjectRequest {
-                    meta,
-                    tags,
-                    content_md5: upload.content_md5,
-                    checksum: upload_checksum(&upload, deferred),
-                    content_length: upload.content_length,
-                    conditions,
-                };
-                e.put_output(&store.put_object(&bucket, &key, r, body).await?)
-            }
-            GetObject { bucket, key, req } => {
-                let o = store.get_object(&bucket, &key, req.into()).await?;
-                e.get_output(&o.info, o.range);
-                return Ok((e, o.body));
-            }
-            HeadObject { bucket, key, req } => e.object_info(&store.head_object(&bucket, &key, req.into()).await?),
-            DeleteObject { bucket, key } => store.delete_object(&bucket, &key).await?,
-            CopyObject { src_bucket, src_key, dst_bucket, dst_key, req } => {
-                e.put_output(&store.copy_object(&src_bucket, &src_key, &dst_bucket, &dst_key, req.into()).await?)
-            }
-            GetObjectTagging { bucket, key } => e.tags(&store.get_object_tagging(&bucket, &key).await?),
-            PutObjectTagging { bucket, key, tags } => store.put_object_tagging(&bucket, &key, tags).await?,
-            DeleteObjectTagging { bucket, key } => store.delete_object_tagging(&bucket, &key).await?,
-            ListObjects { bucket, req } => e.list_page(&store.list_objects(&bucket, req).await?),
-            CreateMultipart { bucket, key, meta, tags, checksum_algorithm, checksum_type } => {
-                let r = s3hpc_core::CreateMultipartRequest { meta, tags, checksum_algorithm, checksum_type };
-                e.str(&store.create_multipart_upload(&bucket, &key, r).await?)
-            }
-            UploadPart { bucket, key, upload_id, part_number, upload } => {
-                let r = UploadPartRequest {
-                    content_md5: upload.content_md5,
-                    checksum: upload_checksum(&upload, deferred),
-                    content_length: upload.content_length,
-                };
-                e.part_info(&store.upload_part(&bucket, &key, &upload_id, part_number, r, body).await?)
-            }
-            UploadPartCopy { bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions } => e
-                .part_info(
-                    &store
-                        .upload_part_copy(
-                            &bucket,
-                            &key,
-                            &upload_id,
-                            part_number,
-                            &src_bucket,
-                            &src_key,
-                            src_range,
-                            src_conditions,
-                        )
-                        .await?,
-                ),
-            ListParts { bucket, key, upload_id, req } => {
-                e.parts_page(&store.list_parts(&bucket, &key, &upload_id, req).await?)
-            }
-            ListUploads { bucket, req } => e.uploads_page(&store.list_multipart_uploads(&bucket, req).await?),
-            CompleteMultipart { bucket, key, upload_id, parts, conditions, checksum, checksum_type } => {
-                let r = s3hpc_core::CompleteMultipartRequest { parts, conditions, checksum, checksum_type };
-                e.put_output(&store.complete_multipart_upload_with(&bucket, &key, &upload_id, r).await?)
-            }
-            AbortMultipart { bucket, key, upload_id } => {
-                store.abort_multipart_upload(&bucket, &key, &upload_id).await?
-            }
+    match req {
+        CreateBucket { bucket } => store.create_bucket(&bucket).await?,
+        DeleteBucket { bucket } => store.delete_bucket(&bucket).await?,
+        HeadBucket { bucket } => store.head_bucket(&bucket).await?,
+        ListBuckets => e.buckets(&store.list_buckets().await?),
+        GetBucketTagging { bucket } => e.tags(&store.get_bucket_tagging(&bucket).await?),
+        PutBucketTagging { bucket, tags } => store.put_bucket_tagging(&bucket, tags).await?,
+        DeleteBucketTagging { bucket } => store.delete_bucket_tagging(&bucket).await?,
+        PutObject { bucket, key, meta, tags, conditions, upload } => {
+            let r = PutObjectRequest {
+                meta,
+                tags,
+                content_md5: upload.content_md5,
+                checksum: upload_checksum(&upload, deferred),
+                content_length: upload.content_length,
+                conditions,
+            };
+            e.put_output(&store.put_object(&bucket, &key, r, body).await?)
         }
+        GetObject { bucket, key, req } => {
+            let o = store.get_object(&bucket, &key, req.into()).await?;
+            e.get_output(&o.info, o.range);
+            return Ok((e, o.body));
+        }
+        HeadObject { bucket, key, req } => e.object_info(&store.head_object(&bucket, &key, req.into()).await?),
+        DeleteObject { bucket, key } => store.delete_object(&bucket, &key).await?,
+        CopyObject { src_bucket, src_key, dst_bucket, dst_key, req } => {
+            e.put_output(&store.copy_object(&src_bucket, &src_key, &dst_bucket, &dst_key, req.into()).await?)
+        }
+        GetObjectTagging { bucket, key } => e.tags(&store.get_object_tagging(&bucket, &key).await?),
+        PutObjectTagging { bucket, key, tags } => store.put_object_tagging(&bucket, &key, tags).await?,
+        DeleteObjectTagging { bucket, key } => store.delete_object_tagging(&bucket, &key).await?,
+        ListObjects { bucket, req } => e.list_page(&store.list_objects(&bucket, req).await?),
+        CreateMultipart { bucket, key, meta, tags, checksum_algorithm, checksum_type } => {
+            let r = s3hpc_core::CreateMultipartRequest { meta, tags, checksum_algorithm, checksum_type };
+            e.str(&store.create_multipart_upload(&bucket, &key, r).await?)
+        }
+        UploadPart { bucket, key, upload_id, part_number, upload } => {
+            let r = UploadPartRequest {
+                content_md5: upload.content_md5,
+                checksum: upload_checksum(&upload, deferred),
+                content_length: upload.content_length,
+            };
+            e.part_info(&store.upload_part(&bucket, &key, &upload_id, part_number, r, body).await?)
+        }
+        UploadPartCopy { bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions } => e
+            .part_info(
+                &store
+                    .upload_part_copy(
+                        &bucket,
+                        &key,
+                        &upload_id,
+                        part_number,
+                        &src_bucket,
+                        &src_key,
+                        src_range,
+                        src_conditions,
+                    )
+                    .await?,
+            ),
+        ListParts { bucket, key, upload_id, req } => {
+            e.parts_page(&store.list_parts(&bucket, &key, &upload_id, req).await?)
+        }
+        ListUploads { bucket, req } => e.uploads_page(&store.list_multipart_uploads(&bucket, req).await?),
+        CompleteMultipart { bucket, key, upload_id, parts, conditions, checksum, checksum_type } => {
+            let r = s3hpc_core::CompleteMultipartRequest { parts, conditions, checksum, checksum_type };
+            e.put_output(&store.complete_multipart_upload_with(&bucket, &key, &upload_id, r).await?)
+        }
+        AbortMultipart { bucket, key, upload_id } => store.abort_multipart_upload(&bucket, &key, &upload_id).await?,
     }
     Ok((e, Body::Empty))
 }

@@ -2,15 +2,13 @@
 //! the handshake proof.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use hmac::{KeyInit, Mac};
-use std::os::fd::{OwnedFd, RawFd};
-use std::sync::Arc;
-
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWriteExt, Interest, ReadBuf};
 use tokio::net::{TcpStream, UnixStream, tcp};
