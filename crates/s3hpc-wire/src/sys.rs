@@ -533,3 +533,114 @@ pub fn verify_proof(secret: &str, nonce: &[u8; 32], access_key: &str, proof: &[u
     mac.update(access_key.as_bytes());
     mac.verify_slice(proof).is_ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::Duration;
+    use tokio::io::AsyncReadExt;
+
+    /// A Unix socket pair: our halves on `a`, and the peer's end `b` as a tokio stream.
+    fn pair(sndbuf: libc::c_int) -> (ReadHalf, WriteHalf, UnixStream) {
+        let (a, b) = UnixStream::pair().unwrap();
+        // SAFETY: setsockopt with a pointer to a c_int of the size passed.
+        unsafe {
+            libc::setsockopt(
+                a.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&sndbuf as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        let (r, w) = Stream::Unix(a).split().unwrap();
+        (r, w, b)
+    }
+
+    fn pattern(n: usize, seed: u8) -> Vec<u8> {
+        (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    }
+
+    /// Writes that fill the socket wait for space (through the write-only registration) and
+    /// resume when a slow reader drains it; every byte arrives in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_to_a_full_unix_socket_wait_for_space() {
+        let (_r, mut w, mut peer) = pair(16 << 10);
+        let a = pattern(3 << 20, 1);
+        let b = pattern(5 << 20, 2);
+        let expect: Vec<u8> = [&a[..1000], &a[1000..], &b[..]].concat();
+        let reader = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 7000];
+            loop {
+                let n = peer.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    return got;
+                }
+                got.extend_from_slice(&buf[..n]);
+                if got.len() % 5 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+        let writes = async {
+            w.write_all(&a[..1000]).await?;
+            w.write_all_vectored(&mut [Bytes::copy_from_slice(&a[1000..]), Bytes::from(b)]).await
+        };
+        tokio::time::timeout(Duration::from_secs(20), writes).await.expect("a write never saw space").unwrap();
+        drop(w); // shuts the write direction down: the reader sees the end
+        let got = tokio::time::timeout(Duration::from_secs(20), reader).await.unwrap().unwrap();
+        assert!(got == expect, "{} bytes arrived, {} sent", got.len(), expect.len());
+    }
+
+    /// `sendfile` into a full Unix socket waits for space the same way.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sendfile_into_a_full_unix_socket_waits_for_space() {
+        let (_r, w, mut peer) = pair(16 << 10);
+        let data = pattern(4 << 20, 3);
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&data).unwrap();
+        let reader = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let mut got = Vec::new();
+            peer.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        let send = w.sendfile(&f, 1000, (data.len() - 1000) as u64);
+        tokio::time::timeout(Duration::from_secs(20), send).await.expect("sendfile never saw space").unwrap();
+        drop(w);
+        let got = tokio::time::timeout(Duration::from_secs(20), reader).await.unwrap().unwrap();
+        assert!(got[..] == data[1000..], "{} bytes arrived", got.len());
+    }
+
+    /// Reads wait for data that arrives later, see the end of the stream, and pick up passed
+    /// descriptors; the peer's reads do not depend on our write registration.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_wait_for_late_data_and_descriptors() {
+        let (mut r, w, peer) = pair(1 << 20);
+        let peer = peer.into_std().unwrap();
+        let f = tempfile::tempfile().unwrap();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            sendmsg_fd(peer.as_raw_fd(), b"hello", f.as_raw_fd()).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            (&peer).write_all(b" world").unwrap();
+            drop(peer);
+        });
+        let mut buf = bytes::BytesMut::new();
+        let mut fds = std::collections::VecDeque::new();
+        while buf.len() < 11 {
+            let n = r.read_with_fds(&mut buf, &mut fds).await.unwrap();
+            assert!(n > 0, "early end after {:?}", buf);
+        }
+        assert_eq!(&buf[..], b"hello world");
+        assert_eq!(fds.len(), 1, "the passed descriptor arrives with the first byte");
+        let mut rest = Vec::new();
+        r.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty());
+        sender.join().unwrap();
+        drop(w);
+    }
+}
