@@ -1074,17 +1074,36 @@ fn read_full_at(f: &std::fs::File, mut buf: &mut [u8], mut off: u64) -> io::Resu
 
 /// Fuzzing entry point: feed arbitrary bytes (as received after a successful handshake) through
 /// the server's frame decoder and connection state machine, backed by a memory store, and run
-/// the spawned request handlers to completion. Protocol violations end the input like they end
-/// a connection. Must never panic.
+/// the request handlers to completion; each input runs twice, with requests spawned one by one
+/// and with quick requests batched on blocking threads (the store then reports that it offloads
+/// its I/O). Protocol violations end the input like they end a connection. Must never panic.
 #[doc(hidden)]
 pub fn fuzz_connection(data: &[u8]) {
+    fuzz_connection_with(data, false);
+    fuzz_connection_with(data, true);
+}
+
+/// A hook that does nothing: lets the fuzzer wrap the memory store in a `HookedStore` that
+/// reports `offloads_io`.
+struct NoHook;
+
+#[async_trait::async_trait]
+impl s3hpc_core::hooked::Hook for NoHook {
+    async fn before(&self, _op: s3hpc_core::hooked::Op, _bucket: &str, _key: &str) -> s3hpc_core::Result<()> {
+        Ok(())
+    }
+}
+
+fn fuzz_connection_with(data: &[u8], batches: bool) {
     thread_local! {
         static RT: tokio::runtime::Runtime =
             tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     }
     RT.with(|rt| {
         rt.block_on(async {
-            let store: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
+            let mem: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
+            let store: DynStore =
+                if batches { Arc::new(s3hpc_core::hooked::HookedStore::new(mem, NoHook).offloading_io()) } else { mem };
             let _ = store.create_bucket("bkt").await;
             // The connection writes into one end of a socket pair; a sink drains the other.
             let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
@@ -1115,7 +1134,12 @@ pub fn fuzz_connection(data: &[u8]) {
             'frames: loop {
                 match dec.decode(&mut buf) {
                     Ok(Some((h, payload))) => {
-                        if conn.on_frame(h, payload).is_err() {
+                        let res = conn.on_frame(h, payload);
+                        // Every other frame ends a "read": what is batched runs.
+                        if res.is_err() || buf.len() % 2 == 0 {
+                            conn.flush_batch();
+                        }
+                        if res.is_err() {
                             break 'frames;
                         }
                     }
@@ -1123,12 +1147,17 @@ pub fn fuzz_connection(data: &[u8]) {
                 }
                 tokio::task::yield_now().await;
             }
+            conn.flush_batch();
             conn.teardown();
             drop(conn);
-            for _ in 0..64 {
-                tokio::task::yield_now().await;
+            for i in 0..64 {
                 if shared.inflight.load(Ordering::Acquire) == 0 {
                     break;
+                }
+                tokio::task::yield_now().await;
+                if batches && i >= 32 {
+                    // Batches run on blocking threads: give them real time.
+                    tokio::time::sleep(Duration::from_millis(1)).await;
                 }
             }
             // Handlers still waiting (none should be, after teardown) are cut off with the runtime
