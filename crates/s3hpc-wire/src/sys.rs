@@ -64,7 +64,11 @@ pub const UNIX_SNDBUF: libc::c_int = 2 << 20;
 
 /// Enlarge the send buffer of a Unix stream socket (best effort).
 pub fn tune_unix(s: &UnixStream) {
-    let v: libc::c_int = UNIX_SNDBUF;
+    set_sndbuf(s, UNIX_SNDBUF);
+}
+
+/// Ask for a send buffer of `v` bytes (best effort; the kernel doubles and caps it).
+fn set_sndbuf(s: &impl AsRawFd, v: libc::c_int) {
     // SAFETY: setsockopt with a pointer to a c_int of the size passed, on a descriptor we own.
     unsafe {
         libc::setsockopt(
@@ -544,16 +548,7 @@ mod tests {
     /// A Unix socket pair: our halves on `a`, and the peer's end `b` as a tokio stream.
     fn pair(sndbuf: libc::c_int) -> (ReadHalf, WriteHalf, UnixStream) {
         let (a, b) = UnixStream::pair().unwrap();
-        // SAFETY: setsockopt with a pointer to a c_int of the size passed.
-        unsafe {
-            libc::setsockopt(
-                a.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_SNDBUF,
-                (&sndbuf as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        set_sndbuf(&a, sndbuf);
         let (r, w) = Stream::Unix(a).split().unwrap();
         (r, w, b)
     }
