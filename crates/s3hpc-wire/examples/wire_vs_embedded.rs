@@ -217,18 +217,6 @@ async fn suite(targets: &[Target], a: &Args, rows: &mut Vec<(String, String, f64
     let keys = 1024u64;
     let large_keys = 8u64;
     let wanted = |m: &str| a.phases.is_empty() || a.phases.iter().any(|p| m.contains(p.as_str()));
-    for t in targets {
-        let _ = t.store.create_bucket(bucket).await;
-        let _ = t.large.create_bucket(bucket).await;
-        for i in 0..keys * wanted("4 KiB") as u64 {
-            let body = Body::from(vec![1u8; small]);
-            t.store.put_object(bucket, &format!("o{small}/{i}"), PutObjectRequest::default(), body).await.unwrap();
-        }
-        for i in 0..large_keys * wanted("MiB") as u64 {
-            let body = Body::from(vec![2u8; large]);
-            t.large.put_object(bucket, &format!("o{large}/{i}"), PutObjectRequest::default(), body).await.unwrap();
-        }
-    }
     let lconc = a.conc.min(4);
     let mut phases = Vec::new();
     for conc in [1, a.conc] {
@@ -241,6 +229,18 @@ async fn suite(targets: &[Target], a: &Args, rows: &mut Vec<(String, String, f64
     phases.push((Op::Get, true, lconc, format!("{mib} MiB GET MiB/s, conc {lconc}")));
     phases.push((Op::Get, true, 1, format!("{mib} MiB GET MiB/s, conc 1")));
     phases.retain(|p| wanted(&p.3));
+    for t in targets {
+        let _ = t.store.create_bucket(bucket).await;
+        let _ = t.large.create_bucket(bucket).await;
+        for i in 0..keys * phases.iter().any(|p| !p.1) as u64 {
+            let body = Body::from(vec![1u8; small]);
+            t.store.put_object(bucket, &format!("o{small}/{i}"), PutObjectRequest::default(), body).await.unwrap();
+        }
+        for i in 0..large_keys * phases.iter().any(|p| p.1) as u64 {
+            let body = Body::from(vec![2u8; large]);
+            t.large.put_object(bucket, &format!("o{large}/{i}"), PutObjectRequest::default(), body).await.unwrap();
+        }
+    }
     let slice = a.secs / a.slices as f64;
     for (op, is_large, conc, metric) in phases {
         let mut acc = vec![(0u64, 0u64, 0f64); targets.len()];
