@@ -49,6 +49,12 @@ pub struct ServerOptions {
     /// On Unix sockets, to clients that offer it: answer GETs of file-backed bodies larger than
     /// the inline limit by passing the open file descriptor (SCM_RIGHTS) instead of the bytes.
     pub fd_passing: bool,
+    /// Connections served each on a thread of its own (running its own single-threaded Tokio
+    /// runtime) rather than on the shared runtime; further connections share the runtime. On its
+    /// own thread a connection reads, runs its quick requests (stores that
+    /// [offload their I/O](s3hpc_core::Store::offloads_io)) and writes their responses with no
+    /// hand-off between threads. 0: every connection on the shared runtime.
+    pub dedicated_threads: usize,
 }
 
 impl Default for ServerOptions {
@@ -61,6 +67,7 @@ impl Default for ServerOptions {
             trusted_uids: None,
             require_trusted_uid: false,
             fd_passing: true,
+            dedicated_threads: 64,
         }
     }
 }
@@ -141,11 +148,16 @@ impl WireServer {
         let WireServer { listener, url, store, creds, opts } = self;
         tracing::info!(%url, "binary protocol server listening");
         let mut conns = JoinSet::new();
+        // Connections on threads of their own: each ends when told to stop, and `threads` sees
+        // them go (a waiter per thread, woken when the thread drops its sender).
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let mut threads = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
             let accepted = tokio::select! {
                 _ = &mut shutdown => break,
                 Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+                Some(_) = threads.join_next(), if !threads.is_empty() => continue,
                 a = accept(&listener) => a,
             };
             let stream = match accepted {
@@ -157,13 +169,47 @@ impl WireServer {
                 }
             };
             let (store, creds, opts) = (store.clone(), creds.clone(), opts.clone());
+            if threads.len() < opts.dedicated_threads {
+                let (gone, waiter) = tokio::sync::oneshot::channel::<()>();
+                let mut stopped = stopped.clone();
+                let serve = move || {
+                    let _gone = gone;
+                    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                        Ok(rt) => rt,
+                        Err(e) => return tracing::warn!(error = %e, "cannot start a connection's runtime"),
+                    };
+                    rt.block_on(async move {
+                        tokio::select! {
+                            r = handle_connection(stream, store, creds, opts, true) => {
+                                if let Err(e) = r {
+                                    tracing::warn!(error = %e, "binary protocol connection closed with an error");
+                                }
+                            }
+                            // Shutdown: dropping the connection tears it down, as for the
+                            // shared runtime's tasks below.
+                            _ = stopped.wait_for(|s| *s) => {}
+                        }
+                    });
+                };
+                match std::thread::Builder::new().name("s3hpc-wire-conn".into()).spawn(serve) {
+                    Ok(_) => {
+                        threads.spawn(async move {
+                            let _ = waiter.await;
+                        });
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot start a connection's thread; connection dropped"),
+                }
+                continue;
+            }
             conns.spawn(async move {
-                if let Err(e) = handle_connection(stream, store, creds, opts).await {
+                if let Err(e) = handle_connection(stream, store, creds, opts, false).await {
                     tracing::warn!(error = %e, "binary protocol connection closed with an error");
                 }
             });
         }
+        let _ = stop.send(true);
         conns.shutdown().await;
+        while threads.join_next().await.is_some() {}
         if let Listener::Unix(_, path) = &listener {
             let _ = std::fs::remove_file(path);
         }
@@ -319,6 +365,7 @@ async fn handle_connection(
     store: DynStore,
     creds: Arc<CredentialSet>,
     opts: Arc<ServerOptions>,
+    dedicated: bool,
 ) -> io::Result<()> {
     let peer_uid = stream.peer_uid();
     let is_unix = matches!(stream, Stream::Unix(_));
@@ -387,6 +434,7 @@ async fn handle_connection(
         fd_ok,
         ended: false,
         batch: Vec::new(),
+        dedicated,
     };
     let res = conn.run(&mut r).await;
     conn.ended = true;
@@ -452,6 +500,9 @@ struct Conn {
     /// Quick requests decoded since the last read, run together on one blocking-pool thread
     /// (only for stores that [offload their I/O](s3hpc_core::Store::offloads_io)).
     batch: Vec<Job>,
+    /// The connection has a thread of its own ([`ServerOptions::dedicated_threads`]): batches
+    /// run right here.
+    dedicated: bool,
 }
 
 /// A quick request waiting in a connection's batch.
@@ -727,11 +778,18 @@ impl Conn {
         let rt = tokio::runtime::Handle::current();
         let in_place =
             self.store.offloads_in_place() && rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+        // On the connection's own thread (inside its runtime, which must not be re-entered) the
+        // store's futures are polled to completion by a plain executor: a store that offloads
+        // its I/O does it synchronously inside `blocking_here` and never waits on this runtime.
+        let here = self.dedicated;
         let run = move || {
             s3hpc_core::io::blocking_here(|| {
                 for Job { id, req, body, credit } in jobs {
                     // A panic in one request fails that request, not the rest of the batch.
-                    let call = std::panic::AssertUnwindSafe(|| rt.block_on(execute(&store, req, body, None)));
+                    let call = std::panic::AssertUnwindSafe(|| {
+                        let f = execute(&store, req, body, None);
+                        if here { futures::executor::block_on(f) } else { rt.block_on(f) }
+                    });
                     let result = std::panic::catch_unwind(call)
                         .unwrap_or_else(|_| Err(Error::internal("the request's handler panicked")));
                     match respond_now(&out, id, result, fd_ok) {
@@ -747,7 +805,9 @@ impl Conn {
                 }
             })
         };
-        if in_place {
+        if here {
+            run();
+        } else if in_place {
             // Like the store's own in-place calls: this worker's other tasks move to another
             // thread first, the batch runs here (no hand-off on the requests' path).
             tokio::task::block_in_place(run);
@@ -1074,13 +1134,16 @@ fn read_full_at(f: &std::fs::File, mut buf: &mut [u8], mut off: u64) -> io::Resu
 
 /// Fuzzing entry point: feed arbitrary bytes (as received after a successful handshake) through
 /// the server's frame decoder and connection state machine, backed by a memory store, and run
-/// the request handlers to completion; each input runs twice, with requests spawned one by one
-/// and with quick requests batched on blocking threads (the store then reports that it offloads
-/// its I/O). Protocol violations end the input like they end a connection. Must never panic.
+/// the request handlers to completion; each input runs three times: with requests spawned one by
+/// one, with quick requests batched on blocking threads (the store then reports that it offloads
+/// its I/O), and with those batches run on the connection's thread as on a
+/// [dedicated](ServerOptions::dedicated_threads) one. Protocol violations end the input like they
+/// end a connection. Must never panic.
 #[doc(hidden)]
 pub fn fuzz_connection(data: &[u8]) {
-    fuzz_connection_with(data, false);
-    fuzz_connection_with(data, true);
+    fuzz_connection_with(data, false, false);
+    fuzz_connection_with(data, true, false);
+    fuzz_connection_with(data, true, true);
 }
 
 /// A hook that does nothing: lets the fuzzer wrap the memory store in a `HookedStore` that
@@ -1094,7 +1157,7 @@ impl s3hpc_core::hooked::Hook for NoHook {
     }
 }
 
-fn fuzz_connection_with(data: &[u8], batches: bool) {
+fn fuzz_connection_with(data: &[u8], batches: bool, dedicated: bool) {
     thread_local! {
         static RT: tokio::runtime::Runtime =
             tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -1128,6 +1191,7 @@ fn fuzz_connection_with(data: &[u8], batches: bool) {
                 fd_ok: false,
                 ended: true,
                 batch: Vec::new(),
+                dedicated,
             };
             let dec = FrameDecoder { max_data: limits.max_data_frame };
             let mut buf = BytesMut::from(data);

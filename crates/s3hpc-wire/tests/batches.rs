@@ -1,5 +1,5 @@
-//! Quick requests of stores that offload blocking work run in batches on blocking-pool threads
-//! (one batch per read of the connection). A request that fails or panics there fails alone;
+//! Quick requests of stores that offload blocking work run in batches (one batch per read of the
+//! connection) on blocking-pool threads, or on the connection's own thread when it has one. A request that fails or panics there fails alone;
 //! responses too large to send inline continue as streams within the client's credit.
 
 mod common;
@@ -34,7 +34,10 @@ async fn panicking_request_fails_alone(unix: bool) {
     let mem = Arc::new(MemoryStore::new());
     let store = Arc::new(HookedStore::new(mem, Boom).offloading_io());
     assert!(store.offloads_io());
-    let r = common::start(store, unix, ServerOptions::default()).await;
+    // Over TCP the connection shares the server's runtime and batches go to the blocking pool;
+    // over the Unix socket it has a thread of its own and batches run there.
+    let dedicated_threads = if unix { 1 } else { 0 };
+    let r = common::start(store, unix, ServerOptions { dedicated_threads, ..Default::default() }).await;
     let c = Arc::new(common::client(&r.server.url).await);
     c.create_bucket("bkt").await.unwrap();
     for i in 0..8 {
@@ -76,13 +79,25 @@ async fn a_panicking_request_fails_alone_over_tcp() {
 }
 
 /// Over TCP (no descriptor passing) GETs of objects larger than an inline response stream in DATA
-/// frames within a small window, while small HEADs, GETs and PUTs share the batches.
+/// frames within a small window, while small HEADs, GETs and PUTs share the batches; the
+/// connection on a thread of its own (batches run there, streams continue on its runtime).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_responses_of_batched_gets_stream_within_credit() {
+    large_responses_stream_within_credit(1).await;
+}
+
+/// The same with the connection on the server's shared runtime (batches on the blocking pool).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_responses_of_batched_gets_stream_within_credit_on_the_shared_runtime() {
+    large_responses_stream_within_credit(0).await;
+}
+
+async fn large_responses_stream_within_credit(dedicated_threads: usize) {
     let dir = tempfile::tempdir().unwrap();
     let posix = s3hpc_posix::PosixStore::open(dir.path(), s3hpc_posix::PosixOptions::default()).unwrap();
     assert!(posix.offloads_io());
-    let opts = ServerOptions { max_data_frame: 16 << 10, initial_window: 64 << 10, ..Default::default() };
+    let opts =
+        ServerOptions { max_data_frame: 16 << 10, initial_window: 64 << 10, dedicated_threads, ..Default::default() };
     let r = common::start(Arc::new(posix), false, opts).await;
     let c = Arc::new(common::client(&r.server.url).await);
     c.create_bucket("bkt").await.unwrap();

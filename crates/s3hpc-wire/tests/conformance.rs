@@ -24,7 +24,11 @@ async fn run_io(unix: bool, memory: bool, io: s3hpc_posix::IoMode) {
         (Arc::new(posix), Caps { etag_md5: true, file_and_dir_same_name: false })
     };
     // Small frames and windows so that multi-frame bodies and credit updates are exercised.
-    let opts = ServerOptions { max_data_frame: 64 << 10, initial_window: 256 << 10, ..Default::default() };
+    // Over TCP every connection shares the server's runtime (no dedicated threads), so both ways
+    // of serving a connection run the whole suite.
+    let dedicated_threads = if unix { ServerOptions::default().dedicated_threads } else { 0 };
+    let opts =
+        ServerOptions { max_data_frame: 64 << 10, initial_window: 256 << 10, dedicated_threads, ..Default::default() };
     let r = common::start(store, unix, opts).await;
     let client = common::client(&r.server.url).await;
     run_all(Arc::new(client), caps).await;

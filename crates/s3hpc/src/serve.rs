@@ -71,6 +71,11 @@ pub struct ServeArgs {
     /// authenticate with their access key alone, without proving the secret (repeatable).
     #[arg(long = "binary-trusted-uid", value_name = "UID")]
     pub binary_trusted_uid: Vec<u32>,
+    /// Binary-protocol connections served each on a thread of its own (lowest latency: no
+    /// hand-off between threads per request); connections beyond this share the server's
+    /// runtime. 0: all share it.
+    #[arg(long = "binary-threads", value_name = "N", default_value_t = 64)]
+    pub binary_threads: usize,
     /// Serve only the binary protocol (with --binary), no HTTP.
     #[arg(long, requires = "binary")]
     pub no_http: bool,
@@ -247,6 +252,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     for url in &args.binary {
         let opts = s3hpc_wire::ServerOptions {
             trusted_uids: (!args.binary_trusted_uid.is_empty()).then(|| args.binary_trusted_uid.clone()),
+            dedicated_threads: args.binary_threads,
             ..Default::default()
         };
         let server = s3hpc_wire::bind(url, store.clone(), creds.clone(), opts)
