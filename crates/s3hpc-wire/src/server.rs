@@ -57,6 +57,9 @@ pub struct ServerOptions {
     pub dedicated_threads: usize,
 }
 
+/// Blocking-pool threads of a connection served on a thread of its own.
+const CONN_BLOCKING_THREADS: usize = 32;
+
 impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
@@ -174,7 +177,14 @@ impl WireServer {
                 let mut stopped = stopped.clone();
                 let serve = move || {
                     let _gone = gone;
-                    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    // The runtime's own blocking pool serves this connection's other requests
+                    // (a streamed PUT's writer, listings); bounded well below Tokio's 512 per
+                    // runtime, since there may be many such runtimes. Beyond it they queue.
+                    let built = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .max_blocking_threads(CONN_BLOCKING_THREADS)
+                        .build();
+                    let rt = match built {
                         Ok(rt) => rt,
                         Err(e) => return tracing::warn!(error = %e, "cannot start a connection's runtime"),
                     };

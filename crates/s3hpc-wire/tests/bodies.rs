@@ -4,6 +4,9 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
 
 use s3hpc_core::{Body, ByteRange, DynStore, GetObjectRequest, PutObjectRequest, Store};
 use s3hpc_wire::{ClientOptions, ServerOptions, WireClient};
@@ -86,4 +89,37 @@ async fn pooled_receive_buffers_never_mix_uploads() {
             r.server.shutdown().await.unwrap();
         }
     }
+}
+
+/// More streamed uploads at once on one connection with a thread of its own than its runtime has
+/// blocking threads (each posix upload writes on one): the rest wait for a thread, and all land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_streamed_uploads_than_a_connections_blocking_threads_all_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let posix = s3hpc_posix::PosixStore::open(dir.path(), s3hpc_posix::PosixOptions::default()).unwrap();
+    let store: DynStore = Arc::new(posix);
+    store.create_bucket("bkt").await.unwrap();
+    let r = common::start(store.clone(), true, ServerOptions { dedicated_threads: 1, ..Default::default() }).await;
+    let opts = ClientOptions { connections: 1, ..Default::default() };
+    let c = Arc::new(WireClient::connect_with(&r.server.url, common::creds(), opts).await.unwrap());
+    let body = |i: usize| -> Vec<u8> { (0..300_000 + i).map(|j| (j * 7 + i) as u8).collect() };
+    let puts = (0..80).map(|i| {
+        let c = c.clone();
+        async move {
+            let data = body(i);
+            let chunks: Vec<std::io::Result<Bytes>> =
+                data.chunks(64 << 10).map(|p| Ok(Bytes::copy_from_slice(p))).collect();
+            let b = Body::Stream(Box::pin(futures::stream::iter(chunks)));
+            c.put_object("bkt", &format!("s{i}"), PutObjectRequest::default(), b).await
+        }
+    });
+    let done = tokio::time::timeout(Duration::from_secs(60), futures::future::join_all(puts)).await;
+    for (i, res) in done.expect("streamed uploads hung").into_iter().enumerate() {
+        res.unwrap_or_else(|e| panic!("upload {i}: {e}"));
+    }
+    for i in (0..80).step_by(7) {
+        let o = store.get_object("bkt", &format!("s{i}"), GetObjectRequest::default()).await.unwrap();
+        assert!(o.body.collect().await.unwrap()[..] == body(i)[..], "object s{i}");
+    }
+    r.server.shutdown().await.unwrap();
 }
