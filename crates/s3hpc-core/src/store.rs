@@ -63,7 +63,10 @@ pub trait Store: Send + Sync + 'static {
     /// blocking pool, and that it runs on the calling thread inside
     /// [`io::blocking_here`](crate::io::blocking_here). A server may then run a batch of small
     /// requests on one blocking-pool thread (one hand-off for the batch instead of two per
-    /// call). `false` (the default) for stores that never block or that wait on the network.
+    /// call), or on a connection's own thread, polling the store's futures there with a plain
+    /// executor: inside `blocking_here` such a store's calls must finish without waiting on a
+    /// Tokio runtime (no timers, no runtime I/O). `false` (the default) for stores that never
+    /// block or that wait on the network.
     fn offloads_io(&self) -> bool {
         false
     }
