@@ -57,6 +57,9 @@ pub struct ServerOptions {
     pub dedicated_threads: usize,
 }
 
+/// The default of [`ServerOptions::dedicated_threads`].
+pub const DEDICATED_THREADS: usize = 64;
+
 /// Blocking-pool threads of a connection served on a thread of its own.
 const CONN_BLOCKING_THREADS: usize = 32;
 
@@ -70,7 +73,7 @@ impl Default for ServerOptions {
             trusted_uids: None,
             require_trusted_uid: false,
             fd_passing: true,
-            dedicated_threads: 64,
+            dedicated_threads: DEDICATED_THREADS,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Quick requests of stores that offload blocking work run in batches (one batch per read of the
-//! connection) on blocking-pool threads, or on the connection's own thread when it has one. A request that fails or panics there fails alone;
-//! responses too large to send inline continue as streams within the client's credit.
+//! connection) on blocking-pool threads, or on the connection's own thread when it has one. A
+//! request that fails or panics there fails alone; responses too large to send inline continue
+//! as streams within the client's credit.
 
 mod common;
 

@@ -70,7 +70,8 @@ async fn dedicated_threads_are_capped_end_with_their_connection_and_at_shutdown(
     assert_eq!(connection_threads(), 0);
     let r = common::start(store.clone(), true, ServerOptions { dedicated_threads: 2, ..Default::default() }).await;
 
-    // Four connections (one client with one connection each): two get threads, two share the runtime; all serve.
+    // Four connections (a client with one connection each): two get threads, two share the
+    // runtime; all serve.
     let mut clients = Vec::new();
     for i in 0..4 {
         let c = client(&r.server.url).await;

@@ -74,7 +74,7 @@ pub struct ServeArgs {
     /// Binary-protocol connections served each on a thread of its own (lowest latency: no
     /// hand-off between threads per request); connections beyond this share the server's
     /// runtime. 0: all share it.
-    #[arg(long = "binary-threads", value_name = "N", default_value_t = 64)]
+    #[arg(long = "binary-threads", value_name = "N", default_value_t = s3hpc_wire::server::DEDICATED_THREADS)]
     pub binary_threads: usize,
     /// Serve only the binary protocol (with --binary), no HTTP.
     #[arg(long, requires = "binary")]
