@@ -5,7 +5,8 @@
 //! response). Everything else (a full socket buffer, a partial write, file regions, passed
 //! descriptors) goes through a queue that one background task drains, coalescing small frames
 //! into vectored writes. Frame order is preserved: the fast path is only taken with an empty
-//! queue, and the remainder of a partial write goes to the front of the queue.
+//! queue, and the remainder of a partial write goes to the front of the queue. A sender may also
+//! hold frames back for a while ([`OutTx::hold`]) and then send them with one write.
 
 use std::collections::VecDeque;
 use std::io;
@@ -38,6 +39,8 @@ struct State {
     busy: bool,
     /// No more frames are accepted (closed, or the socket failed).
     closed: bool,
+    /// While [`OutTx::hold`] is in effect: the complete frames sent since, concatenated.
+    held: Option<Vec<u8>>,
 }
 
 struct Shared {
@@ -76,6 +79,17 @@ impl OutTx {
         if st.closed {
             return Err(o);
         }
+        if let Some(h) = st.held.as_mut() {
+            if let Out::Frames(b) = &o {
+                h.extend_from_slice(b);
+                return Ok(());
+            }
+            // Anything else goes after what is held: queue that first (order is kept).
+            let before = std::mem::take(h);
+            if !before.is_empty() {
+                st.queue.push_back(Out::Frames(Bytes::from(before)));
+            }
+        }
         let fast = !st.busy && st.queue.is_empty() && matches!(&o, Out::Frames(b) if b.len() <= FAST_PATH_MAX);
         if !fast {
             st.queue.push_back(o);
@@ -98,6 +112,24 @@ impl OutTx {
             s.wake.notify_one();
         }
         Ok(())
+    }
+
+    /// Hold complete frames back until [`release`](Self::release), to send them with one
+    /// write: a server's batch of quick requests answers all of them at once (one system call
+    /// and one wake-up of the client instead of one per response). Other items still go out in
+    /// order, after what is held.
+    pub(crate) fn hold(&self) {
+        self.0.state.lock().unwrap().held = Some(Vec::new());
+    }
+
+    /// Send what [`hold`](Self::hold) kept back, and stop holding.
+    pub(crate) fn release(&self) {
+        let held = self.0.state.lock().unwrap().held.take();
+        if let Some(h) = held
+            && !h.is_empty()
+        {
+            let _ = self.send(Out::Frames(Bytes::from(h)));
+        }
     }
 
     /// Whether the peer has closed the connection (see [`WriteHalf::peer_closed`]).
@@ -124,7 +156,7 @@ impl OutTx {
 pub(crate) fn writer(sock: WriteHalf) -> (OutTx, impl Future<Output = io::Result<()>> + Send) {
     let shared = Arc::new(Shared {
         sock,
-        state: Mutex::new(State { queue: VecDeque::new(), busy: false, closed: false }),
+        state: Mutex::new(State { queue: VecDeque::new(), busy: false, closed: false, held: None }),
         wake: Notify::new(),
         senders: AtomicUsize::new(1),
     });
@@ -220,4 +252,36 @@ async fn write_batch(s: &Shared, batch: Vec<Out>, bufs: &mut Vec<Bytes>) -> io::
         bufs.clear();
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::Stream;
+    use tokio::io::AsyncReadExt;
+
+    /// Frames sent while held leave together at `release`, and items of other kinds sent
+    /// meanwhile go out after the frames held before them: the peer sees the sending order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn held_frames_keep_their_order_with_other_items() {
+        let (a, mut peer) = tokio::net::UnixStream::pair().unwrap();
+        let (_r, w) = Stream::Unix(a).split().unwrap();
+        let (out, drain) = writer(w);
+        let drain = tokio::spawn(drain);
+        let frames = |s: &'static str| Out::Frames(Bytes::from_static(s.as_bytes()));
+        out.hold();
+        assert!(out.send(frames("one,")).is_ok());
+        assert!(out.send(frames("two,")).is_ok());
+        let header = [b'H'; HEADER_LEN];
+        assert!(out.send(Out::Data { header, payload: Bytes::from_static(b"three,") }).is_ok());
+        assert!(out.send(frames("four,")).is_ok());
+        out.release();
+        assert!(out.send(frames("five")).is_ok());
+        drop(out);
+        drain.await.unwrap().unwrap();
+        let mut got = Vec::new();
+        peer.read_to_end(&mut got).await.unwrap();
+        let want = [&b"one,two,"[..], &header[..], b"three,four,five"].concat();
+        assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&want));
+    }
 }
