@@ -5,7 +5,8 @@
 //! owns the socket's write side and coalesces small frames into single writes (and sends file
 //! regions with `sendfile`), and one task per request calls the store; for stores that offload
 //! blocking file-system work, the quick requests decoded from one read run instead as a batch
-//! on one blocking-pool thread (see `Conn::flush_batch`).
+//! on one blocking-pool thread, or right on the connection's thread when it has one of its own
+//! ([`ServerOptions::dedicated_threads`]; see `Conn::flush_batch`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -510,8 +511,8 @@ struct Conn {
     /// `run` returned (the connection ended by itself). If the connection is dropped without
     /// that (the task was cancelled: server shutdown), the socket is torn down at once.
     ended: bool,
-    /// Quick requests decoded since the last read, run together on one blocking-pool thread
-    /// (only for stores that [offload their I/O](s3hpc_core::Store::offloads_io)).
+    /// Quick requests decoded since the last read, run together on one thread (only for stores
+    /// that [offload their I/O](s3hpc_core::Store::offloads_io)).
     batch: Vec<Job>,
     /// The connection has a thread of its own ([`ServerOptions::dedicated_threads`]): batches
     /// run right here.
@@ -775,8 +776,9 @@ impl Conn {
         Ok(())
     }
 
-    /// Run the batched requests on one blocking-pool thread (or, for stores that work in place,
-    /// on this worker inside `block_in_place`), one after the other, with the
+    /// Run the batched requests on one blocking-pool thread (on the connection's own thread when
+    /// it has one; for stores that work in place, on this worker inside `block_in_place`), one
+    /// after the other, with the
     /// store's file-system work on that thread (`s3hpc_core::io::blocking_here`) and each
     /// response written from there: one thread hand-off for the batch, where a spawned request
     /// takes a task hand-off plus the store's two. Responses whose bodies must stream within
@@ -820,7 +822,8 @@ impl Conn {
         };
         if here {
             // The batch's responses leave together when it is done (on this thread nothing
-            // else could write meanwhile): at 8 PUTs in flight +11-14 % PUTs per second.
+            // else could write meanwhile): one write and one wake-up of the client per batch
+            // (PERFORMANCE.md, eleventh round).
             self.out.hold();
             run();
             self.out.release();
