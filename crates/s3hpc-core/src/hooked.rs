@@ -74,6 +74,9 @@ impl<H: Hook> Store for HookedStore<H> {
     fn offloads_io(&self) -> bool {
         self.offloads_io
     }
+    fn keeps_body_bytes(&self) -> bool {
+        self.inner.keeps_body_bytes()
+    }
     async fn create_bucket(&self, bucket: &str) -> Result<()> {
         self.hook.before(Op::CreateBucket, bucket, "").await?;
         self.inner.create_bucket(bucket).await

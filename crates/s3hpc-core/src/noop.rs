@@ -70,6 +70,9 @@ impl Default for NoopStore {
 
 #[async_trait]
 impl Store for NoopStore {
+    fn keeps_body_bytes(&self) -> bool {
+        false
+    }
     async fn create_bucket(&self, bucket: &str) -> Result<()> {
         crate::names::validate_bucket_name(bucket)
     }

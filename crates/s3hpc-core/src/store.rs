@@ -78,6 +78,15 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
+    /// Whether the store may still hold a [`Body::Bytes`] it was given (or a part of it) after
+    /// `put_object`/`upload_part` returned, as the memory backend does (the bytes become the
+    /// object). A front end that only lends the bytes for the duration of the call (the binary
+    /// protocol server's shared upload buffers) copies them first when this is `true`, the
+    /// default; stores that write the bytes somewhere and drop them say `false`.
+    fn keeps_body_bytes(&self) -> bool {
+        true
+    }
+
     /// Delete an object; deleting a missing key succeeds (S3 is idempotent here).
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()>;
 

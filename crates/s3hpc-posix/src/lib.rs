@@ -2002,6 +2002,10 @@ impl Store for PosixStore {
         self.inner.opts.io == IoMode::InPlace
     }
 
+    fn keeps_body_bytes(&self) -> bool {
+        false
+    }
+
     fn get_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
         self.inline_io().then(|| self.inner.get_object(bucket, key, req))
     }

@@ -33,7 +33,10 @@ pub struct ClientOptions {
     /// concurrent requests, so 1-4 is plenty.
     pub connections: usize,
     pub connect_timeout: Duration,
-    /// On Unix sockets: accept large GET bodies as a passed file descriptor (zero copy).
+    /// On Unix sockets, descriptors cross the socket instead of body bytes: large GET bodies
+    /// arrive as the object's file (zero copy), and PUT/UploadPart bodies held in memory of
+    /// [`FD_BODY_MIN`](crate::frame::FD_BODY_MIN) to [`FD_BODY_MAX`](crate::frame::FD_BODY_MAX)
+    /// leave as a sealed memory file that the server maps (one copy, into that file).
     pub fd_passing: bool,
     /// Send a request that is safe to repeat (reads, tagging, DeleteObject, unconditional
     /// PutObject/UploadPart with an in-memory body) once more on a new connection when its
@@ -195,6 +198,91 @@ struct ClientConn {
     upload_frame: u32,
     /// Frames received so far (tells a silent connection from a slow request).
     frames_in: AtomicU64,
+    /// The server accepts request bodies in upload slots (BODY_FD).
+    fd_bodies: bool,
+    slots: Mutex<SlotPool>,
+}
+
+/// Most bytes of upload slots one connection keeps.
+const SLOT_BYTES_MAX: usize = 256 << 20;
+
+/// A connection's upload slots: memory files shared with the server, each filled with one
+/// request body at a time (BODY_FD requests, `docs/PROTOCOL.md`).
+#[derive(Default)]
+struct SlotPool {
+    /// Slots not carrying a body.
+    free: Vec<UploadSlot>,
+    /// Ids with no slot behind them.
+    spare_ids: Vec<u32>,
+    /// Bytes of all slots, free or lent.
+    bytes: usize,
+}
+
+struct UploadSlot {
+    id: u32,
+    map: crate::sys::SlotMap,
+    /// The descriptor, until it has gone to the server with the slot's first body.
+    unsent: Option<std::fs::File>,
+}
+
+/// A slot lent to one request. It goes back to the pool only once the server answered that
+/// request with success; otherwise (error, timeout, lost connection, cancelled call) the server
+/// may still be reading it, so it is dropped and its id later gets a new memory file.
+struct SlotLease {
+    conn: Arc<ClientConn>,
+    slot: Option<UploadSlot>,
+    done: bool,
+}
+
+impl SlotLease {
+    /// A slot of at least `len` bytes: a free one, or a new one (in place of a smaller free
+    /// one if no id is spare). `None` when every slot is lent or the byte budget is spent.
+    fn take(conn: &Arc<ClientConn>, len: usize) -> Option<SlotLease> {
+        let mut p = conn.slots.lock().unwrap();
+        let lease = |slot| SlotLease { conn: conn.clone(), slot: Some(slot), done: false };
+        if let Some(i) = p.free.iter().position(|s| s.map.len() >= len) {
+            let slot = p.free.swap_remove(i);
+            return Some(lease(slot));
+        }
+        let id = match p.spare_ids.pop() {
+            Some(id) => id,
+            None => {
+                let i = (0..p.free.len()).min_by_key(|&i| p.free[i].map.len())?;
+                let old = p.free.swap_remove(i);
+                p.bytes -= old.map.len();
+                old.id
+            }
+        };
+        let size = len.next_multiple_of(1 << 20).min(frame::FD_BODY_MAX as usize);
+        let made = (p.bytes + size <= SLOT_BYTES_MAX)
+            .then(|| crate::sys::slot_file(size).and_then(|f| Ok((crate::sys::SlotMap::writable(&f)?, f))));
+        match made {
+            Some(Ok((map, file))) => {
+                p.bytes += size;
+                Some(lease(UploadSlot { id, map, unsent: Some(file) }))
+            }
+            other => {
+                if let Some(Err(e)) = other {
+                    tracing::debug!(error = %e, "no upload slot; the body streams");
+                }
+                p.spare_ids.push(id);
+                None
+            }
+        }
+    }
+}
+
+impl Drop for SlotLease {
+    fn drop(&mut self) {
+        let Some(slot) = self.slot.take() else { return };
+        let mut p = self.conn.slots.lock().unwrap();
+        if self.done {
+            p.free.push(slot);
+        } else {
+            p.bytes -= slot.map.len();
+            p.spare_ids.push(slot.id);
+        }
+    }
 }
 
 struct Resp {
@@ -228,6 +316,7 @@ impl ClientConn {
                 }
                 return Err(conn_lost(format!("server refused protocol version {}", frame::VERSION)));
             }
+            let server_flags = u16::from_le_bytes([sp[6], sp[7]]);
             let nonce: [u8; 32] = sp[8..40].try_into().unwrap();
             let mut e = Enc::new();
             e.str(&creds.access_key);
@@ -241,13 +330,13 @@ impl ClientConn {
             match h.ty {
                 ty::AUTH_OK => {
                     let limits = Limits::decode(&p).ok_or_else(|| conn_lost("bad limits in AUTH_OK"))?;
-                    Ok((r, w, limits))
+                    Ok((r, w, limits, server_flags))
                 }
                 ty::GOAWAY => Err(Dec::new(&p).error()?),
                 t => Err(conn_lost(format!("unexpected frame {t:#04x} in the handshake"))),
             }
         };
-        let (r, w, limits) =
+        let (r, w, limits, server_flags) =
             tokio::time::timeout(timeout, fut).await.map_err(|_| conn_lost("handshake timed out"))??;
         let (out, drain) = crate::writer::writer(w);
         tokio::spawn(async move {
@@ -265,6 +354,8 @@ impl ClientConn {
             next_id: AtomicU32::new(1),
             request_timeout: opts.request_timeout,
             upload_frame: opts.upload_frame.clamp(4096, limits.max_data_frame),
+            fd_bodies: pflags & frame::PREAMBLE_FD_PASSING != 0 && server_flags & frame::SERVER_FD_BODIES != 0,
+            slots: Mutex::new(SlotPool { spare_ids: (0..frame::MAX_SLOTS).rev().collect(), ..Default::default() }),
             frames_in: AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&conn);
@@ -369,11 +460,34 @@ impl ClientConn {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut e = Enc::new();
         req.encode(&mut e);
+        let (mut fd_file, mut slot_lease) = (None, None);
         let (flags, stream_body) = match body {
             None | Some(Body::Empty) => (0, None),
             Some(Body::Bytes(b)) if b.len() <= INLINE_MAX && deferred.is_none() => {
                 e.buf.extend_from_slice(&b);
                 (flag::BODY_INLINE, None)
+            }
+            Some(Body::Bytes(b))
+                if self.fd_bodies
+                    && deferred.is_none()
+                    && b.len() >= frame::FD_BODY_MIN
+                    && b.len() as u64 <= frame::FD_BODY_MAX =>
+            {
+                // One copy into an upload slot, which the server has mapped: the bytes do not
+                // cross the socket. Without a free slot they stream.
+                match SlotLease::take(&self, b.len()) {
+                    Some(mut lease) => {
+                        let slot = lease.slot.as_mut().unwrap();
+                        slot.map.fill(&b);
+                        e.var(slot.id as u64);
+                        e.u8(slot.unsent.is_some() as u8);
+                        e.var(b.len() as u64);
+                        fd_file = slot.unsent.take();
+                        slot_lease = Some(lease);
+                        (flag::BODY_FD, None)
+                    }
+                    None => (flag::BODY_STREAM, Some(Body::Bytes(b))),
+                }
             }
             Some(b) => (flag::BODY_STREAM, Some(b)),
         };
@@ -387,7 +501,12 @@ impl ClientConn {
             }
             pending.insert(id, Pending { resp: Some(tx), body: None, upload_credit: credit.clone(), _permit: permit });
         }
-        if self.out.send(Out::Frames(frame_bytes(ty::REQUEST, flags, id, &e.finish()))).is_err() {
+        let frame = frame_bytes(ty::REQUEST, flags, id, &e.finish());
+        let item = match fd_file {
+            Some(file) => Out::Fd { frame, file },
+            None => Out::Frames(frame),
+        };
+        if self.out.send(item).is_err() {
             self.pending.lock().unwrap().remove(&id);
             return Err(conn_lost("writer stopped"));
         }
@@ -430,6 +549,10 @@ impl ClientConn {
         if payload[0] != 0 {
             let mut d = Dec::new(&payload[1..]);
             return Err(d.error()?);
+        }
+        if let Some(l) = slot_lease.as_mut() {
+            // The server is done with the slot's bytes: it may carry the next body.
+            l.done = true;
         }
         let stream = body_rx.map(|rx| ClientBody {
             rx,

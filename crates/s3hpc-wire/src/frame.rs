@@ -44,14 +44,33 @@ pub mod flag {
     pub const BODY_INLINE: u8 = 0x01;
     /// DATA frames with this request id follow, then END (or ABORT).
     pub const BODY_STREAM: u8 = 0x02;
-    /// (RESPONSE on a Unix socket, when the client offered it) the body is a region of a file
-    /// whose descriptor travels with this frame (SCM_RIGHTS); the fields end with `varint offset,
-    /// varint len`.
+    /// (Unix sockets, when both sides offered it) the body is in a file shared through the
+    /// socket (SCM_RIGHTS). RESPONSE: the object's file travels with this frame; the fields end
+    /// with `varint offset, varint len`. REQUEST: the body is the first bytes of one of the
+    /// connection's upload slots, memory files the client fills and the server maps once; the
+    /// fields end with `varint slot, bool attached, varint len`, and a slot's (new) descriptor
+    /// travels with the frame when `attached`.
     pub const BODY_FD: u8 = 0x04;
 }
 
+/// Seals an upload slot's memory file must carry (its size can never change, so a server that
+/// maps it never faults on it).
+pub const SLOT_SEALS: i32 = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+/// Largest upload slot, and so largest request body passed through one.
+pub const FD_BODY_MAX: u64 = 64 << 20;
+/// Slots per connection (ids `0..MAX_SLOTS`).
+pub const MAX_SLOTS: u32 = 16;
+/// The reference client sends request bodies from this size up through a slot (smaller ones
+/// cost less to copy through the socket).
+pub const FD_BODY_MIN: usize = 256 << 10;
+
 /// Client preamble flag: the client accepts [`flag::BODY_FD`] responses (Unix sockets only).
 pub const PREAMBLE_FD_PASSING: u16 = 0x0001;
+/// Server preamble flag: the peer's uid is trusted, an empty proof is accepted.
+pub const SERVER_TRUSTED: u16 = 0x0001;
+/// Server preamble flag: the server accepts [`flag::BODY_FD`] requests (sent only to clients that
+/// offered [`PREAMBLE_FD_PASSING`] on a Unix socket).
+pub const SERVER_FD_BODIES: u16 = 0x0002;
 
 /// A decoded frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,8 +120,7 @@ impl Header {
             return Err("CREDIT frame payload must be 4 bytes".into());
         }
         let allowed_flags = match h.ty {
-            ty::REQUEST => flag::BODY_INLINE | flag::BODY_STREAM,
-            ty::RESPONSE => flag::BODY_INLINE | flag::BODY_STREAM | flag::BODY_FD,
+            ty::REQUEST | ty::RESPONSE => flag::BODY_INLINE | flag::BODY_STREAM | flag::BODY_FD,
             _ => 0,
         };
         if h.flags & !allowed_flags != 0 || h.flags.count_ones() > 1 {

@@ -409,7 +409,8 @@ async fn handle_connection(
     }
     let fd_ok = is_unix && opts.fd_passing && client_flags.unwrap_or(0) & frame::PREAMBLE_FD_PASSING != 0;
     sp.extend_from_slice(&frame::VERSION.to_le_bytes());
-    sp.extend_from_slice(&(trusted as u16).to_le_bytes());
+    let sflags = if trusted { frame::SERVER_TRUSTED } else { 0 } | if fd_ok { frame::SERVER_FD_BODIES } else { 0 };
+    sp.extend_from_slice(&sflags.to_le_bytes());
     sp.extend_from_slice(&nonce);
     w.write_all(&sp).await?;
 
@@ -446,6 +447,8 @@ async fn handle_connection(
         limits,
         inbound: HashMap::new(),
         fd_ok,
+        fds: std::collections::VecDeque::new(),
+        slots: Default::default(),
         ended: false,
         batch: Vec::new(),
         dedicated,
@@ -506,8 +509,12 @@ struct Conn {
     shared: Arc<ConnShared>,
     limits: Limits,
     inbound: HashMap<u32, Inbound>,
-    /// The client accepts BODY_FD responses.
+    /// The client accepts BODY_FD responses, and may send BODY_FD requests.
     fd_ok: bool,
+    /// Descriptors received and not yet taken by a BODY_FD request, in arrival order.
+    fds: std::collections::VecDeque<std::os::fd::OwnedFd>,
+    /// The client's upload slots, mapped (BODY_FD requests).
+    slots: [Option<Arc<crate::sys::SlotMap>>; frame::MAX_SLOTS as usize],
     /// `run` returned (the connection ended by itself). If the connection is dropped without
     /// that (the task was cancelled: server shutdown), the socket is torn down at once.
     ended: bool,
@@ -605,7 +612,14 @@ impl Conn {
             if buf.capacity() - buf.len() < 64 << 10 {
                 buf.reserve(256 << 10);
             }
-            let n = r.read_buf(&mut buf).await.map_err(|e| proto(format!("read failed: {e}")))?;
+            // A descriptor arrives with the first byte of its BODY_FD request: once every complete
+            // frame is taken, only the incomplete one may still have one waiting.
+            if self.fds.len() > 1 || (buf.is_empty() && !self.fds.is_empty()) {
+                return Err(proto("a descriptor came with a frame that is not a BODY_FD request"));
+            }
+            let n =
+                if self.fd_ok { r.read_with_fds(&mut buf, &mut self.fds).await } else { r.read_buf(&mut buf).await };
+            let n = n.map_err(|e| proto(format!("read failed: {e}")))?;
             if n == 0 {
                 if buf.is_empty() {
                     return Ok(());
@@ -710,6 +724,7 @@ impl Conn {
         if h.flags != 0 && !req.takes_body() {
             return Err(proto(format!("request {}: opcode {} carries no body", h.id, req.opcode())));
         }
+        let slot_body = if h.flags & flag::BODY_FD != 0 { Some(self.slot_body(h.id, &mut d)?) } else { None };
         if h.flags & flag::BODY_INLINE == 0 {
             d.end()?;
         }
@@ -760,7 +775,7 @@ impl Conn {
             Body::Empty
         };
 
-        if h.flags & flag::BODY_STREAM == 0 && quick(&req) && self.store.offloads_io() {
+        if h.flags & (flag::BODY_STREAM | flag::BODY_FD) == 0 && quick(&req) && self.store.offloads_io() {
             self.batch.push(Job { id: h.id, req, body, credit });
             if self.batch.len() >= BATCH_MAX {
                 self.flush_batch();
@@ -770,10 +785,57 @@ impl Conn {
         let (store, out, shared, limits, id, fd_ok) =
             (self.store.clone(), self.out.clone(), self.shared.clone(), self.limits, h.id, self.fd_ok);
         tokio::spawn(async move {
-            handle_request(&store, &out, id, req, body, deferred_cell, credit, limits, fd_ok).await;
+            match slot_body {
+                Some(Err(e)) => {
+                    let _ = respond_now(&out, id, Err(e), fd_ok);
+                }
+                slot_body => {
+                    // The slot is lent until the answer: a store that may keep the bytes gets a copy.
+                    let body = match slot_body {
+                        Some(Ok(b)) if store.keeps_body_bytes() => Body::from(Bytes::copy_from_slice(&b)),
+                        Some(Ok(b)) => Body::from(b),
+                        _ => body,
+                    };
+                    handle_request(&store, &out, id, req, body, deferred_cell, credit, limits, fd_ok).await;
+                }
+            }
             shared.finish(id);
         });
         Ok(())
+    }
+
+    /// The body of a BODY_FD request: `len` bytes at the start of an upload slot, attaching the
+    /// slot's descriptor first if it came with the frame. Malformed fields and a missing
+    /// descriptor are protocol errors; a slot that cannot be used fails only the request.
+    fn slot_body(&mut self, id: u32, d: &mut Dec<'_>) -> Result<Result<Bytes, Error>, Error> {
+        if !self.fd_ok {
+            return Err(proto(format!("request {id}: BODY_FD is not offered on this connection")));
+        }
+        let (slot, attached, len) = (d.var_u32()?, d.bool()?, d.var()?);
+        if slot >= frame::MAX_SLOTS {
+            return Err(proto(format!(
+                "request {id}: upload slot {slot} (at most {} per connection)",
+                frame::MAX_SLOTS
+            )));
+        }
+        let bad =
+            |m: String| Error::new(ErrorCode::InvalidRequest, format!("binary protocol: upload slot {slot}: {m}"));
+        if attached {
+            let fd =
+                self.fds.pop_front().ok_or_else(|| proto(format!("request {id}: BODY_FD without a descriptor")))?;
+            match crate::sys::SlotMap::read_only(&std::fs::File::from(fd)) {
+                Ok(m) => self.slots[slot as usize] = Some(Arc::new(m)),
+                Err(e) => {
+                    self.slots[slot as usize] = None;
+                    return Ok(Err(bad(e.to_string())));
+                }
+            }
+        }
+        let Some(map) = &self.slots[slot as usize] else { return Ok(Err(bad("no descriptor attached".into()))) };
+        if len > map.len() as u64 {
+            return Ok(Err(bad(format!("a body of {len} bytes in a slot of {}", map.len()))));
+        }
+        Ok(Ok(Bytes::from_owner(SlotView(map.clone())).slice(..len as usize)))
     }
 
     /// Run the batched requests on one blocking-pool thread (on the connection's own thread when
@@ -834,6 +896,15 @@ impl Conn {
         } else {
             tokio::task::spawn_blocking(run);
         }
+    }
+}
+
+/// A shared reference to an upload slot's mapping, as the owner of a body's `Bytes`.
+struct SlotView(Arc<crate::sys::SlotMap>);
+
+impl AsRef<[u8]> for SlotView {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_ref().as_ref()
     }
 }
 
@@ -1159,6 +1230,15 @@ fn read_full_at(f: &std::fs::File, mut buf: &mut [u8], mut off: u64) -> io::Resu
 /// its I/O), and with those batches run on the connection's thread as on a
 /// [dedicated](ServerOptions::dedicated_threads) one. Protocol violations end the input like they
 /// end a connection. Must never panic.
+/// A descriptor for the fuzzer's BODY_FD requests: a 4000-byte slot file as a client makes it,
+/// or (`unsealed`) one that is not a memory file.
+fn fuzz_body_file(unsealed: bool) -> std::fs::File {
+    if unsealed {
+        return std::fs::File::open("/dev/null").expect("/dev/null");
+    }
+    crate::sys::slot_file(4000).expect("memfd_create")
+}
+
 #[doc(hidden)]
 pub fn fuzz_connection(data: &[u8]) {
     fuzz_connection_with(data, false, false);
@@ -1208,7 +1288,9 @@ fn fuzz_connection_with(data: &[u8], batches: bool, dedicated: bool) {
                 shared: shared.clone(),
                 limits,
                 inbound: HashMap::new(),
-                fd_ok: false,
+                fd_ok: true,
+                fds: std::collections::VecDeque::new(),
+                slots: Default::default(),
                 ended: true,
                 batch: Vec::new(),
                 dedicated,
@@ -1218,6 +1300,11 @@ fn fuzz_connection_with(data: &[u8], batches: bool, dedicated: bool) {
             'frames: loop {
                 match dec.decode(&mut buf) {
                     Ok(Some((h, payload))) => {
+                        if h.ty == ty::REQUEST && h.flags & flag::BODY_FD != 0 && h.id % 4 != 0 {
+                            // A body descriptor as a client would pass it: sealed, or (ids 4k+1)
+                            // a memory file without seals; none for ids 4k.
+                            conn.fds.push_back(fuzz_body_file(h.id % 4 == 1).into());
+                        }
                         let res = conn.on_frame(h, payload);
                         // Every other frame ends a "read": what is batched runs.
                         if res.is_err() || buf.len() % 2 == 0 {

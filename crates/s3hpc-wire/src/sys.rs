@@ -517,6 +517,110 @@ async fn sendfile_on<S: Socketish>(sock: &S, file: &std::fs::File, offset: u64, 
     Ok(())
 }
 
+/// A memory file of `len` bytes for a client's upload slot ([`crate::frame::flag::BODY_FD`]),
+/// sealed so that its size never changes: a server that maps it can never fault on it.
+pub fn slot_file(len: usize) -> io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: memfd_create(2) with a NUL-terminated name; the returned descriptor is owned here.
+    let fd = unsafe { libc::memfd_create(c"s3hpc-upload".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    let f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    f.set_len(len as u64)?;
+    let seals = crate::frame::SLOT_SEALS | libc::F_SEAL_SEAL;
+    // SAFETY: fcntl(2) F_ADD_SEALS on a descriptor we own.
+    if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(f)
+}
+
+/// A shared mapping of a whole memory file: read-write in the client that fills an upload slot,
+/// read-only in the server that takes bodies from it. Unmapped on drop.
+pub struct SlotMap {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory that lives as long as `self`; writes go through `&mut self`.
+unsafe impl Send for SlotMap {}
+unsafe impl Sync for SlotMap {}
+
+impl SlotMap {
+    /// The client's view of a file made by [`slot_file`].
+    pub fn writable(file: &std::fs::File) -> io::Result<SlotMap> {
+        Self::map(file, libc::PROT_READ | libc::PROT_WRITE)
+    }
+
+    /// The server's view of a client's slot file. Refused unless the file is sealed against
+    /// shrinking and growing ([`crate::frame::SLOT_SEALS`], which only memory files allow) and
+    /// is 1 byte to [`crate::frame::FD_BODY_MAX`] long: then its size is fixed and reading the
+    /// mapping cannot fault, whatever the client does.
+    pub fn read_only(file: &std::fs::File) -> io::Result<SlotMap> {
+        let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+        // SAFETY: fcntl(2) F_GET_SEALS on a descriptor we own.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        let need = crate::frame::SLOT_SEALS;
+        if seals < 0 || seals & need != need {
+            return Err(invalid("the slot descriptor is not a memory file sealed against resizing".into()));
+        }
+        let size = file.metadata()?.len();
+        if size == 0 || size > crate::frame::FD_BODY_MAX {
+            return Err(invalid(format!("a slot file of {size} bytes (1 to {} allowed)", crate::frame::FD_BODY_MAX)));
+        }
+        Self::map(file, libc::PROT_READ)
+    }
+
+    fn map(file: &std::fs::File, prot: libc::c_int) -> io::Result<SlotMap> {
+        let len = usize::try_from(file.metadata()?.len()).map_err(io::Error::other)?;
+        // SAFETY: a fresh shared mapping of the whole file, whose size is sealed (checked by
+        // the callers: `slot_file` made it, or `read_only` verified the seals); unmapped once, in
+        // `drop`.
+        let ptr = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED | libc::MAP_POPULATE, file.as_raw_fd(), 0)
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SlotMap { ptr: ptr as *mut u8, len })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copy `data` to the start of a writable mapping.
+    pub fn fill(&mut self, data: &[u8]) {
+        assert!(data.len() <= self.len, "slot too small");
+        // SAFETY: `ptr` maps `len >= data.len()` writable bytes (a `writable` mapping), which no
+        // reference of this process aliases while `&mut self` is held.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, data.len()) };
+    }
+}
+
+impl AsRef<[u8]> for SlotMap {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` readable bytes for the life of `self`, and the file's size is
+        // sealed, so reading never faults. Another process (the client) may write to the file
+        // meanwhile; only a client that breaks the protocol does, and then only the content of
+        // its own upload is unspecified: nothing here derives a length or an index from it.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for SlotMap {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the region mapped in `map`, once.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
 /// Domain-separation label of the handshake proof.
 pub const AUTH_LABEL: &[u8] = b"s3hpc-wire-auth-v1";
 
