@@ -551,7 +551,8 @@ unsafe impl Sync for SlotMap {}
 impl SlotMap {
     /// The client's view of a file made by [`slot_file`].
     pub fn writable(file: &std::fs::File) -> io::Result<SlotMap> {
-        Self::map(file, libc::PROT_READ | libc::PROT_WRITE)
+        // Populated: the client's own pages, allocated once per slot rather than on first use.
+        Self::map(file, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_POPULATE)
     }
 
     /// The server's view of a client's slot file. Refused unless the file is sealed against
@@ -570,17 +571,17 @@ impl SlotMap {
         if size == 0 || size > crate::frame::FD_BODY_MAX {
             return Err(invalid(format!("a slot file of {size} bytes (1 to {} allowed)", crate::frame::FD_BODY_MAX)));
         }
-        Self::map(file, libc::PROT_READ)
+        // Not populated: a client could attach a large file it never wrote, and reading its holes
+        // would allocate pages here; pages are mapped as bodies are read, once per slot.
+        Self::map(file, libc::PROT_READ, 0)
     }
 
-    fn map(file: &std::fs::File, prot: libc::c_int) -> io::Result<SlotMap> {
+    fn map(file: &std::fs::File, prot: libc::c_int, flags: libc::c_int) -> io::Result<SlotMap> {
         let len = usize::try_from(file.metadata()?.len()).map_err(io::Error::other)?;
         // SAFETY: a fresh shared mapping of the whole file, whose size is sealed (checked by
         // the callers: `slot_file` made it, or `read_only` verified the seals); unmapped once, in
         // `drop`.
-        let ptr = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED | libc::MAP_POPULATE, file.as_raw_fd(), 0)
-        };
+        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED | flags, file.as_raw_fd(), 0) };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
