@@ -254,17 +254,19 @@ impl SlotLease {
             }
         };
         let size = len.next_multiple_of(1 << 20).min(frame::FD_BODY_MAX as usize);
-        let made = (p.bytes + size <= SLOT_BYTES_MAX)
-            .then(|| crate::sys::slot_file(size).and_then(|f| Ok((crate::sys::SlotMap::writable(&f)?, f))));
-        match made {
-            Some(Ok((map, file))) => {
-                p.bytes += size;
-                Some(lease(UploadSlot { id, map, unsent: Some(file) }))
-            }
-            other => {
-                if let Some(Err(e)) = other {
-                    tracing::debug!(error = %e, "no upload slot; the body streams");
-                }
+        if p.bytes + size > SLOT_BYTES_MAX {
+            p.spare_ids.push(id);
+            return None;
+        }
+        // Reserved; the file is made (and its pages allocated) outside the lock.
+        p.bytes += size;
+        drop(p);
+        match crate::sys::slot_file(size).and_then(|f| Ok((crate::sys::SlotMap::writable(&f)?, f))) {
+            Ok((map, file)) => Some(lease(UploadSlot { id, map, unsent: Some(file) })),
+            Err(e) => {
+                tracing::debug!(error = %e, "no upload slot; the body streams");
+                let mut p = conn.slots.lock().unwrap();
+                p.bytes -= size;
                 p.spare_ids.push(id);
                 None
             }
