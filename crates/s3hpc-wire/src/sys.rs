@@ -380,7 +380,8 @@ impl WriteHalf {
     }
 }
 
-fn sendmsg_fd(sock: std::os::fd::RawFd, data: &[u8], fd: std::os::fd::RawFd) -> io::Result<usize> {
+/// One `sendmsg(2)` of `data` with `fd` attached (SCM_RIGHTS); the bytes sent.
+pub fn sendmsg_fd(sock: std::os::fd::RawFd, data: &[u8], fd: std::os::fd::RawFd) -> io::Result<usize> {
     // SAFETY: plain sendmsg(2) with one iovec over `data` and a control buffer sized by
     // CMSG_SPACE for one int, filled through the CMSG_* accessors.
     unsafe {

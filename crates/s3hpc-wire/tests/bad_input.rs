@@ -29,20 +29,7 @@ async fn raw_connect(url: &str) -> Box<dyn Sock> {
     }
 }
 
-fn frame_bytes(t: u8, flags: u8, id: u32, payload: &[u8]) -> Vec<u8> {
-    let mut v = Header { ty: t, flags, id, len: payload.len() as u32 }.encode().to_vec();
-    v.extend_from_slice(payload);
-    v
-}
-
-async fn read_frame(s: &mut Box<dyn Sock>) -> Option<(Header, Vec<u8>)> {
-    let mut h = [0u8; frame::HEADER_LEN];
-    tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut h)).await.expect("server went silent").ok()?;
-    let h = Header::decode(&h, frame::MAX_DATA_FRAME_HARD).unwrap();
-    let mut p = vec![0; h.len as usize];
-    s.read_exact(&mut p).await.ok()?;
-    Some((h, p))
-}
+use common::{frame_bytes, read_frame};
 
 /// Authenticate a raw socket; `proof` None = the correct HMAC.
 async fn raw_session(url: &str, creds: &Credentials, proof: Option<Vec<u8>>) -> (Box<dyn Sock>, Header, Vec<u8>) {

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use s3hpc_core::hooked::{Hook, HookedStore, Op};
 use s3hpc_core::{Body, DynStore, ErrorCode, GetObjectRequest, PutObjectRequest, Result, Store};
 use s3hpc_wire::codec::{Dec, Enc, Request, UploadFields};
-use s3hpc_wire::frame::{self, Header, flag, ty};
+use s3hpc_wire::frame::{self, flag, ty};
 use s3hpc_wire::sys::{auth_proof, slot_file};
 use s3hpc_wire::{ClientOptions, ServerOptions, WireClient};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -162,11 +162,7 @@ async fn many_concurrent_uploads_land_whole() {
 
 // ---- raw frames
 
-fn frame_bytes(t: u8, flags: u8, id: u32, payload: &[u8]) -> Vec<u8> {
-    let mut v = Header { ty: t, flags, id, len: payload.len() as u32 }.encode().to_vec();
-    v.extend_from_slice(payload);
-    v
-}
+use common::{frame_bytes, read_frame};
 
 /// A raw, authenticated Unix socket session that offered descriptor passing.
 async fn raw_session(url: &str) -> UnixStream {
@@ -186,35 +182,9 @@ async fn raw_session(url: &str) -> UnixStream {
     s
 }
 
-async fn read_frame(s: &mut UnixStream) -> Option<(Header, Vec<u8>)> {
-    let mut h = [0u8; frame::HEADER_LEN];
-    tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut h)).await.expect("server went silent").ok()?;
-    let h = Header::decode(&h, frame::MAX_DATA_FRAME_HARD).unwrap();
-    let mut p = vec![0; h.len as usize];
-    s.read_exact(&mut p).await.ok()?;
-    Some((h, p))
-}
-
 /// Send `data` with `fd` attached to its first byte (the frames here are small: one sendmsg).
 fn send_with_fd(s: &UnixStream, data: &[u8], fd: RawFd) {
-    // SAFETY: sendmsg(2) with one iovec over `data` and one SCM_RIGHTS control message built
-    // with the CMSG_* accessors in a buffer of CMSG_SPACE bytes.
-    unsafe {
-        let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
-        let space = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
-        let mut cbuf = vec![0u64; space.div_ceil(8)];
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = space as _;
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_SOCKET;
-        (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, fd);
-        assert_eq!(libc::sendmsg(s.as_raw_fd(), &msg, 0), data.len() as isize);
-    }
+    assert_eq!(s3hpc_wire::sys::sendmsg_fd(s.as_raw_fd(), data, fd).unwrap(), data.len());
 }
 
 /// A PutObject REQUEST whose body is `len` bytes of upload slot `slot`.
