@@ -36,7 +36,8 @@ pub struct ClientOptions {
     /// On Unix sockets, descriptors cross the socket instead of body bytes: large GET bodies
     /// arrive as the object's file (zero copy), and PUT/UploadPart bodies held in memory of
     /// [`FD_BODY_MIN`](crate::frame::FD_BODY_MIN) to [`FD_BODY_MAX`](crate::frame::FD_BODY_MAX)
-    /// leave as a sealed memory file that the server maps (one copy, into that file).
+    /// go through the connection's upload slots, memory files the server has mapped (one copy,
+    /// into the slot; `docs/PROTOCOL.md` "Upload slots").
     pub fd_passing: bool,
     /// Send a request that is safe to repeat (reads, tagging, DeleteObject, unconditional
     /// PutObject/UploadPart with an in-memory body) once more on a new connection when its

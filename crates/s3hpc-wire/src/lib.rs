@@ -3,7 +3,8 @@
 //! A framed, versioned, authenticated protocol that carries every [`s3hpc_core::Store`]
 //! operation, with many requests in flight per connection, per-request flow control, large DATA
 //! frames, zero-copy (`sendfile`) file bodies on the server side and, on Unix sockets, object files
-//! handed to the client as descriptors (SCM_RIGHTS). `docs/PROTOCOL.md` is the specification.
+//! handed to the client as descriptors (SCM_RIGHTS) and upload bodies passed through memory files
+//! both sides map (upload slots). `docs/PROTOCOL.md` is the specification.
 //!
 //! * [`server::serve`] / [`server::bind`]: serve a [`s3hpc_core::DynStore`] on `unix:///path` or
 //!   `tcp://host:port`.

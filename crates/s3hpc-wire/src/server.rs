@@ -1223,13 +1223,6 @@ fn read_full_at(f: &std::fs::File, mut buf: &mut [u8], mut off: u64) -> io::Resu
     Ok(())
 }
 
-/// Fuzzing entry point: feed arbitrary bytes (as received after a successful handshake) through
-/// the server's frame decoder and connection state machine, backed by a memory store, and run
-/// the request handlers to completion; each input runs three times: with requests spawned one by
-/// one, with quick requests batched on blocking threads (the store then reports that it offloads
-/// its I/O), and with those batches run on the connection's thread as on a
-/// [dedicated](ServerOptions::dedicated_threads) one. Protocol violations end the input like they
-/// end a connection. Must never panic.
 /// A descriptor for the fuzzer's BODY_FD requests: a 4000-byte slot file as a client makes it,
 /// or (`unsealed`) one that is not a memory file.
 fn fuzz_body_file(unsealed: bool) -> std::fs::File {
@@ -1239,6 +1232,13 @@ fn fuzz_body_file(unsealed: bool) -> std::fs::File {
     crate::sys::slot_file(4000).expect("memfd_create")
 }
 
+/// Fuzzing entry point: feed arbitrary bytes (as received after a successful handshake) through
+/// the server's frame decoder and connection state machine, backed by a memory store, and run
+/// the request handlers to completion; each input runs three times: with requests spawned one by
+/// one, with quick requests batched on blocking threads (the store then reports that it offloads
+/// its I/O), and with those batches run on the connection's thread as on a
+/// [dedicated](ServerOptions::dedicated_threads) one. Protocol violations end the input like they
+/// end a connection. Must never panic.
 #[doc(hidden)]
 pub fn fuzz_connection(data: &[u8]) {
     fuzz_connection_with(data, false, false);
@@ -1301,8 +1301,8 @@ fn fuzz_connection_with(data: &[u8], batches: bool, dedicated: bool) {
                 match dec.decode(&mut buf) {
                     Ok(Some((h, payload))) => {
                         if h.ty == ty::REQUEST && h.flags & flag::BODY_FD != 0 && h.id % 4 != 0 {
-                            // A body descriptor as a client would pass it: sealed, or (ids 4k+1)
-                            // a memory file without seals; none for ids 4k.
+                            // A slot's descriptor as a client passes it, or (ids 4k+1) one that is
+                            // not a memory file; none for ids 4k.
                             conn.fds.push_back(fuzz_body_file(h.id % 4 == 1).into());
                         }
                         let res = conn.on_frame(h, payload);
