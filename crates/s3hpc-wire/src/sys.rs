@@ -543,6 +543,7 @@ pub fn slot_file(len: usize) -> io::Result<std::fs::File> {
 pub struct SlotMap {
     ptr: *mut u8,
     len: usize,
+    writable: bool,
 }
 
 // SAFETY: the mapping is plain memory that lives as long as `self`; writes go through `&mut self`.
@@ -586,7 +587,7 @@ impl SlotMap {
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(SlotMap { ptr: ptr as *mut u8, len })
+        Ok(SlotMap { ptr: ptr as *mut u8, len, writable: prot & libc::PROT_WRITE != 0 })
     }
 
     pub fn len(&self) -> usize {
@@ -597,10 +598,11 @@ impl SlotMap {
         self.len == 0
     }
 
-    /// Copy `data` to the start of a writable mapping.
+    /// Copy `data` to the start of a [`writable`](Self::writable) mapping.
     pub fn fill(&mut self, data: &[u8]) {
+        assert!(self.writable, "a read-only slot mapping cannot be filled");
         assert!(data.len() <= self.len, "slot too small");
-        // SAFETY: `ptr` maps `len >= data.len()` writable bytes (a `writable` mapping), which no
+        // SAFETY: `ptr` maps `len >= data.len()` writable bytes (checked above), which no
         // reference of this process aliases while `&mut self` is held.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, data.len()) };
     }
