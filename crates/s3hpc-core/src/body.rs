@@ -167,3 +167,47 @@ fn file_stream(file: std::fs::File, offset: u64, len: u64) -> ByteStream {
         Ok(Some((chunk, st)))
     }))
 }
+
+/// Memory behind a [`BodyBuffer`]: what a store hands out for bodies it can take without a copy.
+pub trait BufferMemory: AsRef<[u8]> + AsMut<[u8]> + Send + Sync + 'static {
+    /// The filled buffer as the `Bytes` of a body. A store that recognises its own buffers in
+    /// the bodies it is given (by address) registers the buffer here.
+    fn into_bytes(self: Box<Self>) -> Bytes;
+}
+
+/// A buffer for a PUT or UploadPart body from [`Store::body_buffer`](crate::Store::body_buffer):
+/// the caller writes the body into it, then [`freeze`](BodyBuffer::freeze)s it into the
+/// `Bytes` of a [`Body`]. A body that is such `Bytes` (whole, or a prefix of them) reaches that
+/// store without being copied; any other store, or any other body, works as usual.
+pub struct BodyBuffer(Box<dyn BufferMemory>);
+
+impl BodyBuffer {
+    pub fn new(mem: impl BufferMemory) -> BodyBuffer {
+        BodyBuffer(Box::new(mem))
+    }
+
+    /// The filled buffer, immutable from now on. The `Bytes` may be cloned and sent as the body
+    /// of any number of requests, also at once.
+    pub fn freeze(self) -> Bytes {
+        self.0.into_bytes()
+    }
+}
+
+impl std::ops::Deref for BodyBuffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+impl std::ops::DerefMut for BodyBuffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        (*self.0).as_mut()
+    }
+}
+
+impl std::fmt::Debug for BodyBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BodyBuffer({} bytes)", self.len())
+    }
+}

@@ -77,6 +77,9 @@ impl<H: Hook> Store for HookedStore<H> {
     fn keeps_body_bytes(&self) -> bool {
         self.inner.keeps_body_bytes()
     }
+    fn body_buffer(&self, len: usize) -> Option<crate::BodyBuffer> {
+        self.inner.body_buffer(len)
+    }
     async fn create_bucket(&self, bucket: &str) -> Result<()> {
         self.hook.before(Op::CreateBucket, bucket, "").await?;
         self.inner.create_bucket(bucket).await

@@ -18,7 +18,7 @@ pub mod noop;
 pub mod store;
 pub mod types;
 
-pub use body::{Body, ByteStream};
+pub use body::{Body, BodyBuffer, BufferMemory, ByteStream};
 pub use checksum::EtagMode;
 pub use creds::{CredentialSet, Credentials};
 pub use error::{Error, ErrorCode, Result};

@@ -87,6 +87,14 @@ pub trait Store: Send + Sync + 'static {
         true
     }
 
+    /// Memory for a PUT or UploadPart body of `len` bytes that this store takes without copying
+    /// it: the binary-protocol client lends an upload slot, memory its server has mapped, so a
+    /// body written there is never copied on its way to the server's store. `None` (the
+    /// default, and when the store has no such memory to spare): use any memory.
+    fn body_buffer(&self, _len: usize) -> Option<crate::BodyBuffer> {
+        None
+    }
+
     /// Delete an object; deleting a missing key succeeds (S3 is idempotent here).
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()>;
 

@@ -146,6 +146,19 @@ impl DataSource {
         )
     }
 
+    /// Fill all of `buf` from the callback.
+    fn gather_into(&self, buf: &mut [u8]) -> Res<()> {
+        let mut at = 0;
+        while at < buf.len() {
+            let n = self.fill_raw(buf[at..].as_mut_ptr(), buf.len() - at)?;
+            if n == 0 {
+                return Err(Self::short(at as u64, buf.len() as u64));
+            }
+            at += n;
+        }
+        Ok(())
+    }
+
     /// Gather exactly `len` bytes (small bodies).
     fn gather(&self, len: u64) -> Res<Vec<u8>> {
         let len = len as usize;
@@ -223,17 +236,23 @@ impl Pull {
 /// Run a store write whose body comes from the program's data callback. Small bodies are
 /// gathered whole. Larger ones stream: to an embedded store as pieces pulled from the callback
 /// when the store asks for them (on this thread, each piece hashed and written while it is
-/// still in the CPU cache); to a remote store gathered whole up to [`INLINE_MAX`], beyond that
+/// still in the CPU cache); to a remote store gathered whole up to [`INLINE_MAX`] (into the
+/// store's own memory when it lends some, `Store::body_buffer`: then the callback's copy is the
+/// only one on the way to the gateway's store), beyond that
 /// through a channel to the store running on the shared runtime while this thread keeps
 /// calling the callback. An abort or a short body ends the stream with an error, so the store
 /// publishes nothing.
-pub fn with_body<T, F, Fut>(src: DataSource, len: u64, f: F) -> Res<T>
+pub fn with_body<T, F, Fut>(store: &DynStore, src: DataSource, len: u64, f: F) -> Res<T>
 where
     T: Send + 'static,
     F: FnOnce(Body) -> Fut,
     Fut: std::future::Future<Output = s3hpc_core::Result<T>> + Send + 'static,
 {
     if len <= PULL_PIECE as u64 || (len <= INLINE_MAX && !crate::target::is_embedded()) {
+        if let Some(mut buf) = store.body_buffer(len as usize) {
+            src.gather_into(&mut buf)?;
+            return Ok(block_on(f(Body::from(buf.freeze())))?);
+        }
         let buf = src.gather(len)?;
         return Ok(block_on(f(Body::from(buf)))?);
     }
@@ -298,7 +317,8 @@ pub fn put_object(b: Bucket, key: String, len: u64, props: Option<PutProps>, src
     let props = props.unwrap_or_default();
     let req =
         PutObjectRequest { meta: props.meta, content_md5: props.md5, content_length: Some(len), ..Default::default() };
-    let out = with_body(src, len, move |body| async move { s.put_object(&b.name, &key, req, body).await })?;
+    let st = s.clone();
+    let out = with_body(&s, src, len, move |body| async move { st.put_object(&b.name, &key, req, body).await })?;
     resp.properties(&Props::written(&out.etag, out.last_modified))
 }
 
@@ -630,8 +650,9 @@ pub fn upload_part(
     let s = store(&b)?;
     let req =
         UploadPartRequest { content_md5: props.and_then(|p| p.md5), content_length: Some(len), ..Default::default() };
-    let p = with_body(src, len, move |body| async move {
-        s.upload_part(&b.name, &key, &upload_id, part as u32, req, body).await
+    let st = s.clone();
+    let p = with_body(&s, src, len, move |body| async move {
+        st.upload_part(&b.name, &key, &upload_id, part as u32, req, body).await
     })?;
     resp.properties(&Props::written(&p.etag, p.last_modified))
 }

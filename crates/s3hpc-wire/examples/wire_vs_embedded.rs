@@ -21,7 +21,10 @@
 //! For each target (the posix backend called directly; WireClient over a Unix socket and over TCP
 //! to a server backed by the same kind of posix store; the S3 HTTP gateway `s3hpc-http` with the
 //! HTTP client `s3hpc-client` over TCP, also on a posix store) it measures 4 KiB PUT/GET/HEAD ops/s at
-//! concurrency 1 and `--conc`, and PUT/GET throughput of `--large-mib` MiB objects. The server runs
+//! concurrency 1 and `--conc`, and PUT/GET throughput of `--large-mib` MiB objects. The large PUT
+//! runs twice: from one shared `Bytes` (as any caller holds its data), and (`body_buffer` row)
+//! from a buffer per task that the target lends (`Store::body_buffer`: the wire client's upload
+//! slots over the Unix socket; the other targets lend none and repeat the first run). The server runs
 //! on its own runtime (as it would in its own process). Results are printed as a Markdown table.
 
 use std::sync::Arc;
@@ -137,6 +140,7 @@ enum Op {
 }
 
 /// Run `op` from `conc` tasks for `secs`; returns (ops, bytes, seconds).
+#[allow(clippy::too_many_arguments)]
 async fn phase(
     store: &DynStore,
     bucket: &str,
@@ -145,6 +149,7 @@ async fn phase(
     conc: usize,
     secs: f64,
     keys: u64,
+    buffers: bool,
 ) -> (u64, u64, f64) {
     let data = Bytes::from(vec![0x5au8; size]);
     let stop = Arc::new(AtomicBool::new(false));
@@ -153,8 +158,14 @@ async fn phase(
     let start = Instant::now();
     let mut tasks = Vec::new();
     for t in 0..conc as u64 {
-        let (store, stop, ops, bytes, data, bucket) =
+        let (store, stop, ops, bytes, mut data, bucket) =
             (store.clone(), stop.clone(), ops.clone(), bytes.clone(), data.clone(), bucket.to_string());
+        if let Some(mut b) = store.body_buffer(size).filter(|_| buffers) {
+            // Each task's body in memory the store takes without a copy (the wire client's
+            // upload slots), filled once like the shared buffer above.
+            b.copy_from_slice(&data);
+            data = b.freeze();
+        }
         tasks.push(tokio::spawn(async move {
             let mut i = t;
             // A deadline rather than only the timer: an embedded noop/memory store never yields,
@@ -221,14 +232,15 @@ async fn suite(targets: &[Target], a: &Args, rows: &mut Vec<(String, String, f64
     let mut phases = Vec::new();
     for conc in [1, a.conc] {
         for (op, label) in [(Op::Put, "PUT"), (Op::Get, "GET"), (Op::Head, "HEAD")] {
-            phases.push((op, false, conc, format!("4 KiB {label} ops/s, conc {conc}")));
+            phases.push((op, false, conc, false, format!("4 KiB {label} ops/s, conc {conc}")));
         }
     }
     let mib = a.large_mib;
-    phases.push((Op::Put, true, lconc, format!("{mib} MiB PUT MiB/s, conc {lconc}")));
-    phases.push((Op::Get, true, lconc, format!("{mib} MiB GET MiB/s, conc {lconc}")));
-    phases.push((Op::Get, true, 1, format!("{mib} MiB GET MiB/s, conc 1")));
-    phases.retain(|p| wanted(&p.3));
+    phases.push((Op::Put, true, lconc, false, format!("{mib} MiB PUT MiB/s, conc {lconc}")));
+    phases.push((Op::Put, true, lconc, true, format!("{mib} MiB PUT MiB/s, conc {lconc}, body_buffer")));
+    phases.push((Op::Get, true, lconc, false, format!("{mib} MiB GET MiB/s, conc {lconc}")));
+    phases.push((Op::Get, true, 1, false, format!("{mib} MiB GET MiB/s, conc 1")));
+    phases.retain(|p| wanted(&p.4));
     for t in targets {
         let _ = t.store.create_bucket(bucket).await;
         let _ = t.large.create_bucket(bucket).await;
@@ -242,13 +254,13 @@ async fn suite(targets: &[Target], a: &Args, rows: &mut Vec<(String, String, f64
         }
     }
     let slice = a.secs / a.slices as f64;
-    for (op, is_large, conc, metric) in phases {
+    for (op, is_large, conc, buffers, metric) in phases {
         let mut acc = vec![(0u64, 0u64, 0f64); targets.len()];
         for _ in 0..a.slices {
             for (t, acc) in targets.iter().zip(acc.iter_mut()) {
                 let (store, size, nkeys) =
                     if is_large { (&t.large, large, large_keys) } else { (&t.store, small, keys) };
-                let (n, b, s) = phase(store, bucket, op, size, conc, slice, nkeys).await;
+                let (n, b, s) = phase(store, bucket, op, size, conc, slice, nkeys, buffers).await;
                 *acc = (acc.0 + n, acc.1 + b, acc.2 + s);
             }
         }

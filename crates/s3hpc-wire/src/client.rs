@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -13,10 +13,11 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use s3hpc_core::{
-    Body, BucketInfo, ByteRange, ChecksumRequest, CompleteMultipartRequest, Conditions, CopyObjectRequest,
-    CreateMultipartRequest, Credentials, Error, ErrorCode, Expected, GetObjectOutput, GetObjectRequest,
-    ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest, ListUploadsPage, ListUploadsRequest,
-    ObjectInfo, PartInfo, PutObjectOutput, PutObjectRequest, Result, Store, Tags, UploadPartRequest,
+    Body, BodyBuffer, BucketInfo, BufferMemory, ByteRange, ChecksumRequest, CompleteMultipartRequest, Conditions,
+    CopyObjectRequest, CreateMultipartRequest, Credentials, Error, ErrorCode, Expected, GetObjectOutput,
+    GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest, ListUploadsPage,
+    ListUploadsRequest, ObjectInfo, PartInfo, PutObjectOutput, PutObjectRequest, Result, Store, Tags,
+    UploadPartRequest,
 };
 use tokio::io::AsyncReadExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
@@ -141,7 +142,20 @@ impl WireClient {
     /// fails because its connection was lost is sent once more on a fresh connection: the loss
     /// may have happened before the request was written (a server restart noticed only now).
     async fn call(&self, req: Request, body: Option<Body>, deferred: Option<Arc<OnceLock<String>>>) -> Result<Resp> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        // A body in a buffer lent by `body_buffer` goes on the connection whose slot it is.
+        let lent = match &body {
+            Some(Body::Bytes(b)) if deferred.is_none() => Lent::of(b).and_then(|l| {
+                let i = self.slots.iter().position(|s| {
+                    s.conn.lock().unwrap().as_ref().is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), l.conn.as_ptr()))
+                })?;
+                Some((i, l))
+            }),
+            _ => None,
+        };
+        let (i, lent) = match lent {
+            Some((i, l)) => (i, Some(l)),
+            None => (self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len(), None),
+        };
         let replay_body = match &body {
             None => Some(None),
             Some(Body::Empty) => Some(Some(Body::Empty)),
@@ -161,11 +175,13 @@ impl WireClient {
             conn.fail_all("the server closed the connection".into());
             conn = self.conn(i).await?;
         }
-        match conn.call(req, body, deferred).await {
+        // Lent to another connection than the one in place now (replaced after a loss): copied.
+        let lent = lent.filter(|l| std::ptr::eq(Arc::as_ptr(&conn), l.conn.as_ptr()));
+        match conn.call(req, body, deferred, lent).await {
             Err(e) if is_conn_lost(&e) && again.is_some() => {
                 let (req, body) = again.unwrap();
                 tracing::debug!(error = %e, "binary protocol: replaying a request on a new connection");
-                self.conn(i).await?.call(req, body, None).await
+                self.conn(i).await?.call(req, body, None, None).await
             }
             r => r,
         }
@@ -277,13 +293,134 @@ impl SlotLease {
 
 impl Drop for SlotLease {
     fn drop(&mut self) {
-        let Some(slot) = self.slot.take() else { return };
-        let mut p = self.conn.slots.lock().unwrap();
-        if self.done {
-            p.free.push(slot);
-        } else {
-            p.bytes -= slot.map.len();
-            p.spare_ids.push(slot.id);
+        if let Some(slot) = self.slot.take() {
+            self.conn.give_back(slot, self.done);
+        }
+    }
+}
+
+/// A request whose frame is queued ([`ClientConn::send_request`]).
+struct Sent {
+    rx: oneshot::Receiver<RespMsg>,
+    stream_body: Option<Body>,
+    credit: Option<Arc<Semaphore>>,
+    _slot_lease: Option<SlotLease>,
+    lent_use: Option<LentUse>,
+}
+
+/// A slot lent to the caller by [`WireClient::body_buffer`], being filled.
+struct LentBuffer {
+    conn: Weak<ClientConn>,
+    /// Taken when frozen.
+    slot: Option<UploadSlot>,
+    len: usize,
+}
+
+impl AsRef<[u8]> for LentBuffer {
+    fn as_ref(&self) -> &[u8] {
+        &self.slot.as_ref().expect("not frozen").map.as_ref()[..self.len]
+    }
+}
+
+impl AsMut<[u8]> for LentBuffer {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.slot.as_mut().expect("not frozen").map.bytes_mut()[..self.len]
+    }
+}
+
+impl BufferMemory for LentBuffer {
+    fn into_bytes(mut self: Box<Self>) -> Bytes {
+        let UploadSlot { id, map, unsent } = self.slot.take().expect("frozen once");
+        let base = map.as_ref().as_ptr() as usize;
+        let lent = Arc::new(Lent {
+            conn: std::mem::take(&mut self.conn),
+            id,
+            map: Some(map),
+            len: self.len,
+            unsent: Mutex::new(unsent),
+            spoiled: AtomicBool::new(false),
+        });
+        LENT.lock().unwrap().insert(base, Arc::downgrade(&lent));
+        Bytes::from_owner(LentView(lent))
+    }
+}
+
+impl Drop for LentBuffer {
+    fn drop(&mut self) {
+        // Never frozen, so never sent: the server has not read it.
+        if let (Some(slot), Some(conn)) = (self.slot.take(), self.conn.upgrade()) {
+            conn.give_back(slot, true);
+        }
+    }
+}
+
+/// Frozen lent buffers by the address of their memory: a `Bytes` body starting there is (a
+/// prefix of) that buffer, since a live mapping's address belongs to it alone.
+static LENT: std::sync::LazyLock<Mutex<HashMap<usize, Weak<Lent>>>> = std::sync::LazyLock::new(Default::default);
+
+/// A lent slot after [`BodyBuffer::freeze`]: the memory of any number of request bodies. Back to
+/// its connection's pool when the last `Bytes` over it is dropped, unless a request that used it
+/// did not end in success (the server might still read it; see [`SlotLease`]).
+struct Lent {
+    conn: Weak<ClientConn>,
+    id: u32,
+    /// Taken only in `drop`.
+    map: Option<crate::sys::SlotMap>,
+    len: usize,
+    /// The descriptor until a request attaches it. Locked by the request that attaches it until
+    /// its frame is queued, so every other request using the slot is queued after it.
+    unsent: Mutex<Option<std::fs::File>>,
+    spoiled: AtomicBool,
+}
+
+impl Lent {
+    /// The lent buffer `b` is (a prefix of), if any.
+    fn of(b: &Bytes) -> Option<Arc<Lent>> {
+        if b.len() < frame::FD_BODY_MIN {
+            return None;
+        }
+        let l = LENT.lock().unwrap().get(&(b.as_ptr() as usize))?.upgrade()?;
+        (b.len() <= l.len).then_some(l)
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        let map = self.map.take().expect("dropped once");
+        let base = map.as_ref().as_ptr() as usize;
+        {
+            let mut reg = LENT.lock().unwrap();
+            // The entry is this buffer's unless the address was already mapped anew for another.
+            if reg.get(&base).is_some_and(|w| w.strong_count() == 0) {
+                reg.remove(&base);
+            }
+        }
+        if let Some(conn) = self.conn.upgrade() {
+            let unsent = self.unsent.get_mut().unwrap().take();
+            conn.give_back(UploadSlot { id: self.id, map, unsent }, !*self.spoiled.get_mut());
+        }
+    }
+}
+
+/// The owner of a frozen lent buffer's `Bytes`.
+struct LentView(Arc<Lent>);
+
+impl AsRef<[u8]> for LentView {
+    fn as_ref(&self) -> &[u8] {
+        &self.0.map.as_ref().expect("live").as_ref()[..self.0.len]
+    }
+}
+
+/// One request's use of a lent buffer: spoils the buffer unless the request ends in success.
+struct LentUse {
+    lent: Arc<Lent>,
+    done: bool,
+}
+
+impl Drop for LentUse {
+    fn drop(&mut self) {
+        if !self.done {
+            self.lent.spoiled.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -298,6 +435,18 @@ struct Resp {
 }
 
 impl ClientConn {
+    /// A slot back from a request or the caller: into the free pool if the server is done
+    /// with it (`reusable`), else dropped, its id free for a new file.
+    fn give_back(&self, slot: UploadSlot, reusable: bool) {
+        let mut p = self.slots.lock().unwrap();
+        if reusable {
+            p.free.push(slot);
+        } else {
+            p.bytes -= slot.map.len();
+            p.spare_ids.push(slot.id);
+        }
+    }
+
     async fn open(ep: &Endpoint, creds: &Credentials, opts: &ClientOptions) -> Result<Arc<ClientConn>> {
         let timeout = opts.connect_timeout;
         let pflags = if opts.fd_passing && matches!(ep, Endpoint::Unix(_)) { frame::PREAMBLE_FD_PASSING } else { 0 };
@@ -458,61 +607,14 @@ impl ClientConn {
         req: Request,
         body: Option<Body>,
         deferred: Option<Arc<OnceLock<String>>>,
+        lent: Option<Arc<Lent>>,
     ) -> Result<Resp> {
         let permit = self.inflight.clone().acquire_owned().await.map_err(|_| conn_lost("closed"))?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut e = Enc::new();
         req.encode(&mut e);
-        let (mut fd_file, mut slot_lease) = (None, None);
-        let (flags, stream_body) = match body {
-            None | Some(Body::Empty) => (0, None),
-            Some(Body::Bytes(b)) if b.len() <= INLINE_MAX && deferred.is_none() => {
-                e.buf.extend_from_slice(&b);
-                (flag::BODY_INLINE, None)
-            }
-            Some(Body::Bytes(b))
-                if self.fd_bodies
-                    && deferred.is_none()
-                    && b.len() >= frame::FD_BODY_MIN
-                    && b.len() as u64 <= frame::FD_BODY_MAX =>
-            {
-                // One copy into an upload slot, which the server has mapped: the bytes do not
-                // cross the socket. Without a free slot they stream.
-                match SlotLease::take(&self, b.len()) {
-                    Some(mut lease) => {
-                        let slot = lease.slot.as_mut().unwrap();
-                        slot.map.fill(&b);
-                        e.var(slot.id as u64);
-                        e.u8(slot.unsent.is_some() as u8);
-                        e.var(b.len() as u64);
-                        fd_file = slot.unsent.take();
-                        slot_lease = Some(lease);
-                        (flag::BODY_FD, None)
-                    }
-                    None => (flag::BODY_STREAM, Some(Body::Bytes(b))),
-                }
-            }
-            Some(b) => (flag::BODY_STREAM, Some(b)),
-        };
-        let (tx, rx) = oneshot::channel();
-        let credit = stream_body.as_ref().map(|_| Arc::new(Semaphore::new(self.limits.initial_window as usize)));
-        {
-            let mut pending = self.pending.lock().unwrap();
-            if self.dead.load(Ordering::Acquire) {
-                let reason = self.dead_reason.lock().unwrap().clone().unwrap_or_default();
-                return Err(conn_lost(reason));
-            }
-            pending.insert(id, Pending { resp: Some(tx), body: None, upload_credit: credit.clone(), _permit: permit });
-        }
-        let frame = frame_bytes(ty::REQUEST, flags, id, &e.finish());
-        let item = match fd_file {
-            Some(file) => Out::Fd { frame, file },
-            None => Out::Frames(frame),
-        };
-        if self.out.send(item).is_err() {
-            self.pending.lock().unwrap().remove(&id);
-            return Err(conn_lost("writer stopped"));
-        }
+        let Sent { rx, stream_body, credit, _slot_lease: mut slot_lease, mut lent_use } =
+            self.send_request(id, e, body, deferred.is_none(), lent, permit)?;
         let seen = self.frames_in.load(Ordering::Relaxed);
         let mut rx = rx;
         let msg = match (stream_body, credit) {
@@ -557,6 +659,9 @@ impl ClientConn {
             // The server is done with the slot's bytes: it may carry the next body.
             l.done = true;
         }
+        if let Some(u) = lent_use.as_mut() {
+            u.done = true;
+        }
         let stream = body_rx.map(|rx| ClientBody {
             rx,
             conn: self.clone(),
@@ -571,6 +676,92 @@ impl ClientConn {
 }
 
 impl ClientConn {
+    /// Encode request `id`'s body fields (or inline body), register it as pending and queue its
+    /// frame. Synchronous: a lent slot's lock is held from the decision to attach its
+    /// descriptor until this frame is queued.
+    #[allow(clippy::too_many_arguments)]
+    fn send_request(
+        self: &Arc<Self>,
+        id: u32,
+        mut e: Enc,
+        body: Option<Body>,
+        no_deferred: bool,
+        lent: Option<Arc<Lent>>,
+        permit: OwnedSemaphorePermit,
+    ) -> Result<Sent> {
+        let (mut fd_file, mut slot_lease, mut lent_use) = (None, None, None);
+        let lent = lent.filter(|_| self.fd_bodies && no_deferred);
+        let mut attaching = None;
+        let (flags, stream_body) = match body {
+            None | Some(Body::Empty) => (0, None),
+            Some(Body::Bytes(b)) if b.len() <= INLINE_MAX && no_deferred => {
+                e.buf.extend_from_slice(&b);
+                (flag::BODY_INLINE, None)
+            }
+            Some(Body::Bytes(b)) if lent.is_some() => {
+                // Already in a slot of this connection: no copy at all.
+                let lent = lent.as_ref().unwrap();
+                let mut unsent = lent.unsent.lock().unwrap();
+                e.var(lent.id as u64);
+                e.u8(unsent.is_some() as u8);
+                e.var(b.len() as u64);
+                fd_file = unsent.take();
+                if fd_file.is_some() {
+                    attaching = Some(unsent);
+                } else {
+                    drop(unsent);
+                }
+                lent_use = Some(LentUse { lent: lent.clone(), done: false });
+                (flag::BODY_FD, None)
+            }
+            Some(Body::Bytes(b))
+                if self.fd_bodies
+                    && no_deferred
+                    && b.len() >= frame::FD_BODY_MIN
+                    && b.len() as u64 <= frame::FD_BODY_MAX =>
+            {
+                // One copy into an upload slot, which the server has mapped: the bytes do not
+                // cross the socket. Without a free slot they stream.
+                match SlotLease::take(self, b.len()) {
+                    Some(mut lease) => {
+                        let slot = lease.slot.as_mut().unwrap();
+                        slot.map.fill(&b);
+                        e.var(slot.id as u64);
+                        e.u8(slot.unsent.is_some() as u8);
+                        e.var(b.len() as u64);
+                        fd_file = slot.unsent.take();
+                        slot_lease = Some(lease);
+                        (flag::BODY_FD, None)
+                    }
+                    None => (flag::BODY_STREAM, Some(Body::Bytes(b))),
+                }
+            }
+            Some(b) => (flag::BODY_STREAM, Some(b)),
+        };
+        let (tx, rx) = oneshot::channel();
+        let credit = stream_body.as_ref().map(|_| Arc::new(Semaphore::new(self.limits.initial_window as usize)));
+        {
+            let mut pending = self.pending.lock().unwrap();
+            if self.dead.load(Ordering::Acquire) {
+                let reason = self.dead_reason.lock().unwrap().clone().unwrap_or_default();
+                return Err(conn_lost(reason));
+            }
+            pending.insert(id, Pending { resp: Some(tx), body: None, upload_credit: credit.clone(), _permit: permit });
+        }
+        let frame = frame_bytes(ty::REQUEST, flags, id, &e.finish());
+        let item = match fd_file {
+            Some(file) => Out::Fd { frame, file },
+            None => Out::Frames(frame),
+        };
+        let sent = self.out.send(item);
+        drop(attaching);
+        if sent.is_err() {
+            self.pending.lock().unwrap().remove(&id);
+            return Err(conn_lost("writer stopped"));
+        }
+        Ok(Sent { rx, stream_body, credit, _slot_lease: slot_lease, lent_use })
+    }
+
     /// Wait for the RESPONSE of request `id`, within the request timeout.
     async fn response(
         &self,
@@ -778,6 +969,24 @@ fn fields(r: &Resp) -> Dec<'_> {
 
 #[async_trait]
 impl Store for WireClient {
+    /// A buffer in one of a connection's upload slots (Unix socket with descriptor passing,
+    /// [`FD_BODY_MIN`](frame::FD_BODY_MIN) to [`FD_BODY_MAX`](frame::FD_BODY_MAX) bytes): a
+    /// body sent from it crosses neither the socket nor a copy. Requests with such a body go on
+    /// the slot's connection. It counts against that connection's slots (16, 256 MiB) until its
+    /// last `Bytes` is dropped; `None` when they are all taken.
+    fn body_buffer(&self, len: usize) -> Option<BodyBuffer> {
+        if len < frame::FD_BODY_MIN || len as u64 > frame::FD_BODY_MAX {
+            return None;
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let conn = self.slots[i].conn.lock().unwrap().clone()?;
+        if conn.dead.load(Ordering::Acquire) || !conn.fd_bodies {
+            return None;
+        }
+        let slot = SlotLease::take(&conn, len)?.slot.take();
+        Some(BodyBuffer::new(LentBuffer { conn: Arc::downgrade(&conn), slot, len }))
+    }
+
     async fn create_bucket(&self, bucket: &str) -> Result<()> {
         self.call_unit(Request::CreateBucket { bucket: bucket.into() }).await
     }

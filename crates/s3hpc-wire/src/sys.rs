@@ -600,11 +600,16 @@ impl SlotMap {
 
     /// Copy `data` to the start of a [`writable`](Self::writable) mapping.
     pub fn fill(&mut self, data: &[u8]) {
-        assert!(self.writable, "a read-only slot mapping cannot be filled");
         assert!(data.len() <= self.len, "slot too small");
-        // SAFETY: `ptr` maps `len >= data.len()` writable bytes (checked above), which no
-        // reference of this process aliases while `&mut self` is held.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, data.len()) };
+        self.bytes_mut()[..data.len()].copy_from_slice(data);
+    }
+
+    /// The whole of a [`writable`](Self::writable) mapping.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        assert!(self.writable, "a read-only slot mapping cannot be written");
+        // SAFETY: `ptr` maps `len` writable bytes for the life of `self` (checked above), which
+        // no other reference of this process aliases while `&mut self` is held.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 }
 

@@ -56,6 +56,8 @@ async fn upload_slots() {
     memory_store_gets_its_own_copy().await;
     a_slot_is_not_reused_before_the_server_answered().await;
     many_concurrent_uploads_land_whole().await;
+    body_buffers_are_sent_without_a_copy().await;
+    a_body_buffer_is_not_reused_before_the_server_answered().await;
     bad_slots_fail_cleanly().await;
 }
 
@@ -156,6 +158,125 @@ async fn many_concurrent_uploads_land_whole() {
         }
     }
     assert!(slot_maps() <= 2 * frame::MAX_SLOTS as usize);
+    drop(c);
+    r.server.shutdown().await.unwrap();
+}
+
+/// Until every slot mapping of the servers stopped so far is gone.
+async fn no_slot_maps_left() {
+    for _ in 0..100 {
+        if slot_maps() == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{} slot mappings outlived their connections", slot_maps());
+}
+
+/// `Store::body_buffer`: bodies written into a slot the client lends out reach the server with
+/// no copy (no slot of the pool is filled for them), whole or as a prefix, many at once over
+/// the connection the slot belongs to, even as the first use that attaches the slot; the slot
+/// goes back to the pool when the last `Bytes` over it is dropped.
+async fn body_buffers_are_sent_without_a_copy() {
+    no_slot_maps_left().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store: DynStore =
+        Arc::new(s3hpc_posix::PosixStore::open(dir.path(), s3hpc_posix::PosixOptions::default()).unwrap());
+    store.create_bucket("bkt").await.unwrap();
+    let r = common::start(store.clone(), true, ServerOptions::default()).await;
+    let opts = ClientOptions { connections: 2, ..Default::default() };
+    let c = Arc::new(WireClient::connect_with(&r.server.url, common::creds(), opts).await.unwrap());
+    assert!(c.body_buffer(frame::FD_BODY_MIN - 1).is_none(), "below the slot threshold");
+    assert!(c.body_buffer(frame::FD_BODY_MAX as usize + 1).is_none(), "above the largest slot");
+    assert!(client(&r.server.url, false).await.body_buffer(1 << 20).is_none(), "no descriptor passing");
+    let tcp = common::start(store.clone(), false, ServerOptions::default()).await;
+    assert!(client(&tcp.server.url, true).await.body_buffer(1 << 20).is_none(), "TCP has no slots");
+    let memory = s3hpc_core::memory::MemoryStore::new();
+    assert!(memory.body_buffer(1 << 20).is_none(), "stores without such memory lend none");
+
+    // One buffer per connection (they alternate), each first used by 8 PUTs at once.
+    let mut frozen = Vec::new();
+    for n in 0..2u64 {
+        let len = (1 << 20) + 5 + n as usize;
+        let mut buf = c.body_buffer(len).expect("a body buffer");
+        assert_eq!(buf.len(), len);
+        buf.copy_from_slice(&s3hpc_conformance::pattern(10 + n, len));
+        frozen.push(buf.freeze());
+    }
+    assert_eq!(slot_maps(), 2, "the client's views of the two lent slots");
+    let mut tasks = Vec::new();
+    for (n, body) in frozen.iter().enumerate() {
+        for k in 0..8 {
+            let (c, body) = (c.clone(), body.clone());
+            tasks.push(tokio::spawn(async move {
+                let key = format!("lent{n}-{k}");
+                let out = c.put_object("bkt", &key, PutObjectRequest::default(), Body::from(body.clone())).await;
+                assert_eq!(out.unwrap().etag, s3hpc_core::checksum::md5_hex(&body));
+                key
+            }));
+        }
+    }
+    for (i, t) in tasks.into_iter().enumerate() {
+        let key = t.await.unwrap();
+        assert!(get(&*store, &key).await == frozen[i / 8], "{key}: wrong bytes");
+    }
+    assert_eq!(slot_maps(), 4, "each lent slot mapped once by the server, and no other slot used");
+    // A prefix of a lent buffer is sent from it too.
+    let prefix = frozen[0].slice(..frame::FD_BODY_MIN + 7);
+    c.put_object("bkt", "prefix", PutObjectRequest::default(), Body::from(prefix.clone())).await.unwrap();
+    assert!(get(&*store, "prefix").await == prefix);
+    assert_eq!(slot_maps(), 4);
+    // Other bodies of that size fill slots of the pool: the lent ones are not there.
+    let other = s3hpc_conformance::pattern(20, 1 << 20);
+    c.put_object("bkt", "other", PutObjectRequest::default(), Body::from(other.clone())).await.unwrap();
+    assert_eq!(slot_maps(), 6);
+    // Dropped, the lent slots return to their pools and carry plain bodies without new files.
+    drop((frozen, prefix));
+    for k in 0..4 {
+        let key = format!("after{k}");
+        c.put_object("bkt", &key, PutObjectRequest::default(), Body::from(other.clone())).await.unwrap();
+        assert!(get(&*store, &key).await == other);
+    }
+    assert_eq!(slot_maps(), 6, "a lent slot did not return to its pool");
+    // A buffer dropped before it was frozen goes back to the pool too.
+    let unused = c.body_buffer(1 << 20).unwrap();
+    drop(unused);
+    c.put_object("bkt", "after-unused", PutObjectRequest::default(), Body::from(other.clone())).await.unwrap();
+    assert_eq!(slot_maps(), 6);
+    drop(c);
+    tcp.server.shutdown().await.unwrap();
+    r.server.shutdown().await.unwrap();
+    no_slot_maps_left().await;
+}
+
+/// A lent buffer one of whose requests was given up before the answer (the server may still
+/// read it) must not return to the pool, or the next plain body would overwrite the bytes the
+/// abandoned PUT is about to store.
+async fn a_body_buffer_is_not_reused_before_the_server_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let posix = s3hpc_posix::PosixStore::open(dir.path(), s3hpc_posix::PosixOptions::default()).unwrap();
+    let store: DynStore = Arc::new(HookedStore::new(Arc::new(posix), SlowPut));
+    store.create_bucket("bkt").await.unwrap();
+    let r = common::start(store.clone(), true, ServerOptions::default()).await;
+    let c = client(&r.server.url, true).await;
+    let (x, y) = (s3hpc_conformance::pattern(7, 2 << 20), s3hpc_conformance::pattern(8, 2 << 20));
+    let mut buf = c.body_buffer(x.len()).unwrap();
+    buf.copy_from_slice(&x);
+    let lent = buf.freeze();
+    let put = c.put_object("bkt", "slow-x", PutObjectRequest::default(), Body::from(lent.clone()));
+    assert!(tokio::time::timeout(Duration::from_millis(100), put).await.is_err(), "the slow PUT finished early");
+    drop(lent);
+    c.put_object("bkt", "y", PutObjectRequest::default(), Body::from(y.clone())).await.unwrap();
+    let mut landed = None;
+    for _ in 0..100 {
+        if let Ok(o) = store.get_object("bkt", "slow-x", GetObjectRequest::default()).await {
+            landed = Some(o.body.collect().await.unwrap());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(landed.expect("the abandoned PUT never landed") == x, "the abandoned PUT got another body's bytes");
+    assert!(get(&*store, "y").await == y);
     drop(c);
     r.server.shutdown().await.unwrap();
 }
