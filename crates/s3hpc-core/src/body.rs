@@ -2,7 +2,7 @@
 //! may specialise on the cheaper variants (a buffer in memory, a region of an open file for
 //! zero-copy `sendfile`/`splice`).
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Seek, SeekFrom};
 use std::pin::Pin;
 
 use bytes::{Bytes, BytesMut};
@@ -147,17 +147,19 @@ fn file_stream(file: std::fs::File, offset: u64, len: u64) -> ByteStream {
                 st.file.seek(SeekFrom::Start(st.pos))?;
                 st.seeked = true;
             }
-            let mut buf = BytesMut::zeroed(want);
-            let mut filled = 0;
-            while filled < want {
-                let n = st.file.read(&mut buf[filled..])?;
+            let mut buf = BytesMut::with_capacity(want);
+            while buf.len() < want {
+                let left = want - buf.len();
+                let room = &mut buf.spare_capacity_mut()[..left];
+                let n = read_uninit(&st.file, room)?;
                 if n == 0 {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::UnexpectedEof,
                         "object file shorter than its recorded size",
                     ));
                 }
-                filled += n;
+                // SAFETY: `read(2)` initialised the first `n` bytes of the spare capacity.
+                unsafe { buf.set_len(buf.len() + n) };
             }
             st.pos += want as u64;
             Ok((st, buf.freeze()))
@@ -166,6 +168,23 @@ fn file_stream(file: std::fs::File, offset: u64, len: u64) -> ByteStream {
         .map_err(std::io::Error::other)??;
         Ok(Some((chunk, st)))
     }))
+}
+
+/// `read(2)` into memory that need not be initialised (no zeroing of each chunk's buffer first:
+/// a fifth of a large GET's CPU time in the embedded store's profile).
+fn read_uninit(file: &std::fs::File, buf: &mut [std::mem::MaybeUninit<u8>]) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`, which we own mutably.
+        let n = unsafe { libc::read(file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// Memory behind a [`BodyBuffer`]: what a store hands out for bodies it can take without a copy.
@@ -209,5 +228,37 @@ impl std::ops::DerefMut for BodyBuffer {
 impl std::fmt::Debug for BodyBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "BodyBuffer({} bytes)", self.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file_with(data: &[u8]) -> std::fs::File {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(data).unwrap();
+        f
+    }
+
+    #[tokio::test]
+    async fn a_file_region_streams_in_chunks_and_a_short_file_is_an_error() {
+        let data: Vec<u8> = (0..FILE_CHUNK * 2 + 12345).map(|i| (i % 251) as u8).collect();
+        let (offset, len) = (7u64, (FILE_CHUNK + 999) as u64);
+        let body = Body::File { file: file_with(&data), offset, len };
+        let mut s = body.into_stream();
+        let mut got = Vec::new();
+        let mut chunks = 0;
+        while let Some(c) = s.next().await {
+            got.extend_from_slice(&c.unwrap());
+            chunks += 1;
+        }
+        assert_eq!(chunks, 2);
+        assert!(got == data[offset as usize..(offset + len) as usize]);
+        // The file ends before the region does.
+        let body = Body::File { file: file_with(&data[..100]), offset: 10, len: 200 };
+        let e = body.collect().await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
     }
 }
