@@ -8,7 +8,9 @@
 //!
 //! * [`server::serve`] / [`server::bind`]: serve a [`s3hpc_core::DynStore`] on `unix:///path` or
 //!   `tcp://host:port`.
-//! * [`WireClient`]: a [`s3hpc_core::Store`] that talks to such a server.
+//! * [`WireClient`]: a [`s3hpc_core::Store`] that talks to such a server. Its
+//!   [`body_buffer`](s3hpc_core::Store::body_buffer) lends an upload slot to write a body into,
+//!   which then reaches the server's store without any copy.
 
 pub mod client;
 pub mod codec;
