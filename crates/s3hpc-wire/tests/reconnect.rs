@@ -72,6 +72,15 @@ async fn restart(unix: bool) {
     c.create_bucket("bkt").await.unwrap();
     c.put_object("bkt", "a", PutObjectRequest::default(), Body::from(vec![1u8; 1234])).await.unwrap();
     c.put_object("bkt", "big", PutObjectRequest::default(), Body::from(vec![2u8; 300_000])).await.unwrap();
+    // A body in a slot lent by one connection (Unix socket only), used again after the restart.
+    let lent = c.body_buffer(400_000).map(|mut b| {
+        b.fill(9);
+        b.freeze()
+    });
+    assert_eq!(lent.is_some(), unix);
+    if let Some(l) = &lent {
+        c.put_object("bkt", "lent", PutObjectRequest::default(), Body::from(l.clone())).await.unwrap();
+    }
 
     // In flight when the server goes away: a HEAD stuck in the store, a streamed PUT whose body
     // is still open, and a GET whose response body has not been read.
@@ -104,6 +113,16 @@ async fn restart(unix: bool) {
     // Same endpoint, new server over the same data.
     let server = start_at(&url, mem.clone()).await;
     assert_eq!(server.url, url);
+    // The lent slot belongs to a lost connection (the first request after the restart goes to
+    // it, and reconnects): its bytes now travel like any other body.
+    if let Some(l) = lent {
+        for k in 0..3 {
+            let key = format!("lent-after-{k}");
+            c.put_object("bkt", &key, PutObjectRequest::default(), Body::from(l.clone())).await.unwrap();
+            let b = collect(c.get_object("bkt", &key, GetObjectRequest::default()).await.unwrap().body).await.unwrap();
+            assert!(b == l, "{key}: wrong bytes");
+        }
+    }
     // Every request after the failure (round-robin over both pooled connections) succeeds.
     for _ in 0..4 {
         assert_eq!(head_size(&c, "a").await.unwrap(), 1234);
