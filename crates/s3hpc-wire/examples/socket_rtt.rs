@@ -67,8 +67,9 @@ fn main() {
         a.write_all(&m).expect("write");
         a.read_exact(&mut m).expect("read");
     }
-    let timed = rounds - warm;
+    let elapsed = t0.elapsed();
     echo.join().unwrap();
-    let us = t0.elapsed().as_secs_f64() * 1e6 / timed as f64;
+    let timed = rounds - warm;
+    let us = elapsed.as_secs_f64() * 1e6 / timed as f64;
     println!("round trip {us:.2} us ({timed} rounds, cpus {:?})", cpus);
 }
