@@ -57,7 +57,7 @@ fi
 echo "4 KiB PUT, etag $ETAG, CPUs ${CPUS:-unpinned}, ${SECS}s per target"
 for c in $CONC; do
   "${pin[@]}" "$S3HPC_BIN" bench sweep -q --access-key "$AK" --secret-key "$SK" --sizes 4KiB \
-    --duration "${SECS}s" -c "$c" --durability none --etag "$ETAG" --io inline \
+    --duration "${SECS}s" -c "$c" --durability none --etag "$ETAG" --io inline --no-head \
     --target "$ADDR" --target "unix://$SOCK" --target "file://$ROOT/embedded" --target "posix://$ROOT/raw" \
     | grep -E '^(phase|put) '
 done
