@@ -91,10 +91,17 @@ impl Beneath {
         Ok(self.dir.open_with(self.rel(p)?, &o)?.into_std())
     }
 
-    /// Open `p` read-write, creating it (mode 0644) if missing, never truncating.
-    pub fn open_rw(&self, p: &Path) -> io::Result<File> {
+    /// Open `p` for locking: read-only, creating it (mode 0644) if missing, never truncating
+    /// (`flock` needs no write access, so every user may lock a file another created).
+    pub fn open_lock(&self, p: &Path) -> io::Result<File> {
         let mut o = cap_std::fs::OpenOptions::new();
-        o.write(true).read(true).create(true).truncate(false).mode(0o644);
+        o.read(true).write(true).create(true).truncate(false).mode(0o644);
+        match self.dir.open_with(self.rel(p)?, &o) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
+            r => return Ok(r?.into_std()),
+        }
+        let mut o = cap_std::fs::OpenOptions::new();
+        o.read(true);
         Ok(self.dir.open_with(self.rel(p)?, &o)?.into_std())
     }
 
@@ -138,6 +145,12 @@ impl Beneath {
     /// Remove the directory `p` and everything in it; symlinks inside are removed, not followed.
     pub fn remove_dir_all(&self, p: &Path) -> io::Result<()> {
         self.dir.remove_dir_all(self.rel(p)?)
+    }
+
+    /// `chmod` of `p` (following symlinks that stay beneath the root).
+    pub fn chmod(&self, p: &Path, mode: u32) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        self.open_flags(p, libc::O_RDONLY)?.set_permissions(std::fs::Permissions::from_mode(mode))
     }
 
     pub fn create_dir(&self, p: &Path) -> io::Result<()> {

@@ -30,6 +30,7 @@ use s3hpc_core::{
 
 mod beneath;
 mod hashpool;
+pub mod ident;
 pub mod keys;
 mod meta;
 mod rcache;
@@ -112,6 +113,12 @@ pub struct PosixOptions {
     /// [`PosixStore::cleanup_stale`] (run at open). Only age decides, so a live writer of
     /// another process is never disturbed unless it stalls for this long.
     pub stale_temp_age: Duration,
+    /// Act as the request's POSIX identity (`s3hpc_core::identity::current`): each call's
+    /// file-system work runs with that user's fsuid, fsgid and groups, so the kernel enforces
+    /// permissions (needs CAP_SETUID and CAP_SETGID; see [`ident`]). Off: act as the process.
+    pub posix_identity: bool,
+    /// The process umask set at open with `posix_identity` (default 022).
+    pub umask: u32,
 }
 
 impl Default for PosixOptions {
@@ -121,6 +128,8 @@ impl Default for PosixOptions {
             etag_mode: EtagMode::default(),
             io: IoMode::default(),
             stale_temp_age: Duration::from_secs(24 * 3600),
+            posix_identity: false,
+            umask: 0o022,
         }
     }
 }
@@ -446,7 +455,16 @@ impl Inner {
     /// Created beneath the root (`openat2`): a symlink put in place of the internal directory
     /// cannot make it create files elsewhere.
     fn create_temp(&self, bdir: &Path, bucket: &str) -> Result<Temp> {
-        let tmp_rel = TMP_REL;
+        // Acting as a user: that user's own directory below the shared tmp (mode 0700), so no
+        // one else can read a body while it is written.
+        let user_rel;
+        let tmp_rel = match self.acting_uid() {
+            Some(uid) => {
+                user_rel = format!("{TMP_REL}/u{uid}");
+                user_rel.as_str()
+            }
+            None => TMP_REL,
+        };
         for _ in 0..2 {
             let opened = match sys::open_dir_beneath2(&self.root_fd, bucket, tmp_rel) {
                 Ok(Some(d)) => Ok(d),
@@ -463,12 +481,55 @@ impl Inner {
                 Ok(t) => return Ok(t),
                 Err(e) if is_missing(&e) => {
                     self.require_bucket(bdir, bucket)?;
-                    self.fs.create_dir_all(&join(bdir, tmp_rel.as_ref()))?;
+                    self.internal_dir(&join(bdir, TMP_REL.as_ref()))?;
+                    if tmp_rel != TMP_REL {
+                        match self.fs.create_dir(&join(bdir, tmp_rel.as_ref())) {
+                            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e.into()),
+                            _ => {}
+                        }
+                        self.fs.chmod(&join(bdir, tmp_rel.as_ref()), 0o700)?;
+                    }
                 }
                 Err(e) => return Err(e.into()),
             }
         }
         Err(Error::internal("cannot create temp file"))
+    }
+
+    /// May this thread's identity create `key` (write and search the key's directory, or the
+    /// bucket's where that does not exist yet)? `faccessat2(AT_EACCESS)` checks with the fsuid,
+    /// fsgid and groups the thread acts as.
+    fn check_writable(&self, bdir: &Path, bucket: &str, key: &str) -> Result<()> {
+        let dir = match self.key_parent(bdir, bucket, key)? {
+            Some(d) => d,
+            None => match self.key_parent(bdir, bucket, "")? {
+                Some(d) => d,
+                None => return Err(Error::no_such_bucket(bucket)),
+            },
+        };
+        sys::access_dir(&dir, libc::W_OK | libc::X_OK).map_err(Error::from)
+    }
+
+    /// The uid this thread acts as, when it is not the process's (`posix_identity`).
+    fn acting_uid(&self) -> Option<u32> {
+        if !self.opts.posix_identity {
+            return None;
+        }
+        ident::active_uid()
+    }
+
+    /// Create an internal directory shared by every user of the bucket (`.s3hpc/tmp`,
+    /// `.s3hpc/uploads`, `.s3hpc/locks`): with `posix_identity`, made by the process and set to
+    /// mode 1777 (like /tmp: anyone may create entries, only their owner may remove them).
+    fn internal_dir(&self, dir: &Path) -> Result<()> {
+        if !self.opts.posix_identity {
+            return Ok(self.fs.create_dir_all(dir)?);
+        }
+        ident::as_process(|| -> io::Result<()> {
+            self.fs.create_dir_all(dir)?;
+            self.fs.chmod(dir, 0o1777)
+        })??;
+        Ok(())
     }
 
     fn sidecar_path(&self, bdir: &Path, key: &str, ino: u64) -> PathBuf {
@@ -910,11 +971,11 @@ impl Inner {
         let stripe = twox_hash::XxHash3_64::oneshot(key.as_bytes()) % 4096;
         let dir = bdir.join(INTERNAL).join("locks");
         let path = dir.join(format!("{stripe:03x}"));
-        let open = || self.fs.open_rw(&path);
+        let open = || self.fs.open_lock(&path);
         let f = match open() {
             Ok(f) => f,
             Err(e) if is_missing(&e) => {
-                self.fs.create_dir_all(&dir)?;
+                self.internal_dir(&dir)?;
                 open()?
             }
             Err(e) => return Err(e.into()),
@@ -1626,6 +1687,13 @@ impl PosixStore {
     }
 
     fn open_inner(root: &Path, opts: PosixOptions, mode: Option<MetaMode>) -> Result<PosixStore> {
+        if opts.posix_identity {
+            ident::init();
+            // New files and directories get the mode bits of a login with this umask (a
+            // directory's default ACL, where set, decides instead, as for the user's own tools).
+            // SAFETY: plain system call.
+            unsafe { libc::umask(opts.umask as libc::mode_t) };
+        }
         fs::create_dir_all(root)?;
         let root = root.canonicalize()?;
         let host = sys::hostname();
@@ -1724,6 +1792,18 @@ impl PosixStore {
         self.run(move |s| s.publish_dir(&bdir, &b, &k, &kp, data.to_vec(), r, &c)).await
     }
 
+    /// The identity this call acts as (`None`: the process; always `None` unless
+    /// `posix_identity` is on).
+    fn identity(&self) -> Option<s3hpc_core::identity::Identity> {
+        if self.inner.opts.posix_identity { s3hpc_core::identity::current() } else { None }
+    }
+
+    /// Act as the call's identity for file-system work done outside `run`, until the guard
+    /// drops.
+    fn assume_here(&self) -> Result<Option<ident::Guard>> {
+        if self.inner.opts.posix_identity { Ok(Some(ident::enter(self.identity().as_ref())?)) } else { Ok(None) }
+    }
+
     /// File-system work runs on the calling thread: `IoMode::Inline`, or a thread that a server
     /// marked as one that may block (`s3hpc_core::io::blocking_here`).
     fn inline_io(&self) -> bool {
@@ -1731,6 +1811,11 @@ impl PosixStore {
     }
 
     async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+        let id = self.identity();
+        let f = move |s: &Inner| {
+            let _as = if s.opts.posix_identity { Some(ident::enter(id.as_ref())?) } else { None };
+            f(s)
+        };
         if self.inline_io() {
             return f(&self.inner);
         }
@@ -1773,7 +1858,11 @@ impl PosixStore {
             }
             Body::Stream(mut stream) if self.inline_io() && hint.is_none_or(|n| n < PIPELINE_MIN) => {
                 // Write each batch on this thread as it arrives: no channel, no writer thread.
-                let mut t = self.inner.create_temp(&bdir, &bucket)?;
+                let t = {
+                    let _as = self.assume_here()?;
+                    self.inner.create_temp(&bdir, &bucket)?
+                };
+                let mut t = t;
                 let mut h = Hashing::new(d, hint);
                 let mut batcher = Batcher::default();
                 while let Some(item) = stream.next().await {
@@ -1793,7 +1882,9 @@ impl PosixStore {
                 // One blocking writer per body, fed batches through a short channel.
                 let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(WRITE_QUEUE);
                 let inner = self.inner.clone();
+                let id = self.identity();
                 let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, Digests)> {
+                    let _as = if inner.opts.posix_identity { Some(ident::enter(id.as_ref())?) } else { None };
                     let mut t = inner.create_temp(&bdir, &bucket)?;
                     let mut h = Hashing::new(d, hint);
                     while let Some(b) = rx.blocking_recv() {
@@ -2017,6 +2108,7 @@ impl Store for PosixStore {
         if let Body::Bytes(_) | Body::Empty = &body {
             // In-memory body: write, verify and publish in one blocking call (see `run`).
             if self.inline_io() {
+                let _as = self.assume_here()?;
                 return self.inner.put_in_memory(&bdir, bucket, key, &kp, &req, &body, d);
             }
             let (b, k) = (bucket.to_string(), key.to_string());
@@ -2033,6 +2125,7 @@ impl Store for PosixStore {
 
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
         if self.inline_io() {
+            let _as = self.assume_here()?;
             return self.inner.get_object(bucket, key, &req);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
@@ -2052,15 +2145,16 @@ impl Store for PosixStore {
     }
 
     fn get_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
-        self.inline_io().then(|| self.inner.get_object(bucket, key, req))
+        self.inline_io().then(|| self.assume_here().and_then(|_as| self.inner.get_object(bucket, key, req)))
     }
 
     fn head_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<ObjectInfo>> {
-        self.inline_io().then(|| self.inner.head_object(bucket, key, req))
+        self.inline_io().then(|| self.assume_here().and_then(|_as| self.inner.head_object(bucket, key, req)))
     }
 
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
         if self.inline_io() {
+            let _as = self.assume_here()?;
             return self.inner.head_object(bucket, key, &req);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
@@ -2069,6 +2163,7 @@ impl Store for PosixStore {
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         if self.inline_io() {
+            let _as = self.assume_here()?;
             return self.inner.delete_object(bucket, key);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
@@ -2303,7 +2398,18 @@ impl Store for PosixStore {
             s.require_bucket(&bdir, &b)?;
             let id = rand_hex(16);
             let dir = s.uploads_dir(&bdir).join(&id);
-            s.fs.create_dir_all(&dir)?;
+            if s.acting_uid().is_some() {
+                // The parts go to the shared uploads area, so ask the kernel now whether this
+                // user may write where the object will be published (else AccessDenied at once,
+                // not at CompleteMultipartUpload).
+                s.check_writable(&bdir, &b, &k)?;
+            }
+            s.internal_dir(&s.uploads_dir(&bdir))?;
+            s.fs.create_dir(&dir)?;
+            if s.opts.posix_identity {
+                // The parts are the user's data: theirs alone until published.
+                s.fs.chmod(&dir, 0o700)?;
+            }
             let rec = Record {
                 key: k,
                 mtime_ns: now_ns(),

@@ -542,3 +542,13 @@ pub fn stat_beneath2(dir: &File, a: &str, b: &str) -> io::Result<Stat> {
         None => Err(bad_name()),
     }
 }
+
+/// `faccessat2(dir, "", mode, AT_EACCESS | AT_EMPTY_PATH)`: may this thread's file-system
+/// identity access the open directory `dir` so? (PermissionDenied if not.)
+pub fn access_dir(dir: &File, mode: libc::c_int) -> io::Result<()> {
+    // SAFETY: valid descriptor, empty NUL-terminated path.
+    let r = unsafe {
+        libc::syscall(libc::SYS_faccessat2, dir.as_raw_fd(), c"".as_ptr(), mode, libc::AT_EACCESS | libc::AT_EMPTY_PATH)
+    };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
