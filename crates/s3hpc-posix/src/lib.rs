@@ -1743,6 +1743,12 @@ impl PosixStore {
         &self.inner.root
     }
 
+    /// Does the kernel resolve every path of this store beneath its root with `openat2`? (Else
+    /// calls fall back to following paths; `--identity posix` refuses to run then.)
+    pub fn resolves_beneath(&self) -> bool {
+        sys::beneath_supported(&self.inner.root_fd)
+    }
+
     pub fn meta_mode(&self) -> MetaMode {
         self.inner.mode
     }

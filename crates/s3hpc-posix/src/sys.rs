@@ -552,3 +552,9 @@ pub fn access_dir(dir: &File, mode: libc::c_int) -> io::Result<()> {
     };
     if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
+
+/// Does this kernel resolve paths beneath a directory (`openat2` with `RESOLVE_BENEATH`, Linux
+/// 5.6+, not blocked by a seccomp filter)?
+pub fn beneath_supported(dir: &File) -> bool {
+    matches!(open_beneath_c(dir, c".".as_ptr(), libc::O_PATH | libc::O_CLOEXEC), Some(Ok(_)))
+}
