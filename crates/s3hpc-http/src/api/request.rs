@@ -1,0 +1,250 @@
+//! Reading requests: headers, conditions, metadata, checksums and bodies.
+
+use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use http::HeaderMap;
+
+use s3hpc_core::checksum::{checksum_of, parse_content_md5};
+use s3hpc_core::names::{MAX_OBJECT_TAGS, validate_tags};
+use s3hpc_core::*;
+use s3hpc_sigv4::{Payload, TrailerSink};
+
+use super::Req;
+use crate::body::{ReqBody, incoming_stream};
+use crate::util::parse_tagging_header;
+use crate::xml;
+
+pub(super) fn hdr<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+}
+
+pub(super) fn store<'a>(r: &'a Req<'a>) -> &'a DynStore {
+    &r.st.cfg.store
+}
+
+pub(super) fn check_version_id(v: Option<&str>) -> Result<()> {
+    match v {
+        None | Some("null") => Ok(()),
+        Some(_) => Err(Error::invalid_argument("Invalid version id specified (versioning is not enabled)")),
+    }
+}
+
+// ---- request parsing helpers ----
+
+pub(super) fn parse_date(v: &str) -> Option<SystemTime> {
+    httpdate::parse_http_date(v.trim()).ok()
+}
+
+pub(super) fn conditions(h: &HeaderMap, prefix: &str) -> Conditions {
+    let get = |n: &str| hdr(h, &format!("{prefix}{n}"));
+    Conditions {
+        if_match: get("if-match").map(str::to_owned),
+        if_none_match: get("if-none-match").map(str::to_owned),
+        if_modified_since: get("if-modified-since").and_then(parse_date),
+        if_unmodified_since: get("if-unmodified-since").and_then(parse_date),
+    }
+}
+
+pub(super) fn object_meta(h: &HeaderMap) -> Result<ObjectMeta> {
+    let s = |n: &str| hdr(h, n).map(str::to_owned);
+    let content_encoding = hdr(h, "content-encoding").and_then(|v| {
+        let kept: Vec<&str> = v.split(',').map(str::trim).filter(|e| !e.is_empty() && *e != "aws-chunked").collect();
+        (!kept.is_empty()).then(|| kept.join(","))
+    });
+    let mut meta = ObjectMeta {
+        content_type: s("content-type"),
+        content_encoding,
+        content_disposition: s("content-disposition"),
+        content_language: s("content-language"),
+        cache_control: s("cache-control"),
+        expires: s("expires"),
+        user: Default::default(),
+    };
+    for (k, v) in h {
+        if let Some(name) = k.as_str().strip_prefix("x-amz-meta-") {
+            let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            meta.user.insert(name.to_string(), v);
+        }
+    }
+    names::validate_meta(&meta)?;
+    Ok(meta)
+}
+
+pub(super) fn tags_header(h: &HeaderMap) -> Result<Tags> {
+    match hdr(h, "x-amz-tagging") {
+        None => Ok(Vec::new()),
+        Some(v) => {
+            let tags = parse_tagging_header(v);
+            validate_tags(&tags, MAX_OBJECT_TAGS)?;
+            Ok(tags)
+        }
+    }
+}
+
+/// Headers that ask for features s3hpc does not have: refuse rather than succeed wrongly.
+pub(super) fn refuse_unsupported_write_headers(h: &HeaderMap) -> Result<()> {
+    for (k, v) in h {
+        let k = k.as_str();
+        if k.starts_with("x-amz-server-side-encryption") || k.starts_with("x-amz-object-lock") {
+            return Err(Error::not_implemented(format!("{k} is not supported by s3hpc")));
+        }
+        if k == "x-amz-storage-class" && v.as_bytes() != b"STANDARD" {
+            return Err(Error::not_implemented("only the STANDARD storage class is supported"));
+        }
+        if k == "x-amz-acl" && !matches!(v.as_bytes(), b"private" | b"bucket-owner-full-control") {
+            return Err(Error::not_implemented("only the private canned ACL is supported"));
+        }
+        if k.starts_with("x-amz-grant-") {
+            return Err(Error::not_implemented("ACL grants are not supported"));
+        }
+        if k == "x-amz-website-redirect-location" {
+            return Err(Error::not_implemented("website redirects are not supported"));
+        }
+    }
+    Ok(())
+}
+
+/// The checksum a request asks for: a trailer (deferred), a header value (known), or just an
+/// algorithm to compute and store.
+pub(super) fn checksum_request(h: &HeaderMap) -> Result<(Option<ChecksumRequest>, Option<TrailerSink>)> {
+    if let Some(t) = hdr(h, "x-amz-trailer") {
+        let name = t.trim().to_ascii_lowercase();
+        let alg = name
+            .strip_prefix("x-amz-checksum-")
+            .and_then(ChecksumAlgorithm::parse)
+            .ok_or_else(|| Error::invalid_argument(format!("unsupported trailer {name}")))?;
+        let cell = Arc::new(OnceLock::new());
+        let sink = TrailerSink { name, value: cell.clone() };
+        return Ok((Some(ChecksumRequest { algorithm: alg, expected: Some(Expected::Deferred(cell)) }), Some(sink)));
+    }
+    let mut found = None;
+    for alg in ChecksumAlgorithm::ALL {
+        if let Some(v) = hdr(h, alg.header_name()) {
+            if found.is_some() {
+                return Err(Error::new(ErrorCode::InvalidRequest, "Expecting a single x-amz-checksum- header"));
+            }
+            found = Some(ChecksumRequest { algorithm: alg, expected: Some(Expected::Known(v.trim().to_string())) });
+        }
+    }
+    if found.is_none()
+        && let Some(a) = hdr(h, "x-amz-sdk-checksum-algorithm").or(hdr(h, "x-amz-checksum-algorithm"))
+    {
+        let alg = ChecksumAlgorithm::parse(a.trim())
+            .ok_or_else(|| Error::invalid_argument(format!("unsupported checksum algorithm {a}")))?;
+        found = Some(ChecksumRequest { algorithm: alg, expected: None });
+    }
+    Ok((found, None))
+}
+
+pub(super) fn is_streaming(r: &Req) -> bool {
+    match &r.verified {
+        Some(v) => matches!(v.payload, Payload::Streaming { .. }),
+        None => hdr(&r.parts.headers, "x-amz-content-sha256").is_some_and(|v| v.starts_with("STREAMING-")),
+    }
+}
+
+/// The announced object length: `x-amz-decoded-content-length` for aws-chunked bodies,
+/// `Content-Length` otherwise.
+pub(super) fn content_length(r: &Req) -> Result<Option<u64>> {
+    let h = &r.parts.headers;
+    let name = if is_streaming(r) { "x-amz-decoded-content-length" } else { "content-length" };
+    match hdr(h, name) {
+        Some(v) => v.trim().parse().map(Some).map_err(|_| Error::invalid_argument(format!("invalid {name}"))),
+        None => Ok(None),
+    }
+}
+
+/// The request body as the store reads it (de-chunked and verified by the SigV4 layer).
+pub(super) fn body_stream(r: &Req, body: ReqBody, trailer: Option<TrailerSink>) -> ByteStream {
+    let raw = incoming_stream(body, r.st.cfg.body_idle_timeout);
+    match &r.verified {
+        Some(v) => s3hpc_sigv4::verified_body(v, raw, trailer),
+        None => raw,
+    }
+}
+
+/// Object bodies up to this size are read whole before the store sees them: one blocking call
+/// in the backend instead of a streaming writer, which is what small-object rates need.
+pub(super) const SMALL_BODY: u64 = 256 * 1024;
+
+/// An object body for the store. Small bodies are collected (bounded by the announced length);
+/// large ones stream, at most `max_concurrent_uploads` at a time (the permit is held until the
+/// request ends), so memory stays bounded however many clients upload at once: waiting bodies
+/// stay in the kernel's socket buffers.
+pub(super) async fn object_body(
+    r: &Req<'_>,
+    body: ReqBody,
+    sink: Option<TrailerSink>,
+    len: u64,
+) -> Result<(Body, Option<tokio::sync::OwnedSemaphorePermit>)> {
+    if len <= SMALL_BODY {
+        let data = Body::Stream(body_stream(r, body, sink)).collect_limited(len as usize).await.map_err(|e| {
+            if e.code == ErrorCode::MaxMessageLengthExceeded {
+                Error::new(ErrorCode::IncompleteBody, "the body is longer than the announced length")
+            } else {
+                e
+            }
+        })?;
+        return Ok((Body::from(data), None));
+    }
+    let permit = r.st.uploads.clone().acquire_owned().await.map_err(|_| Error::code(ErrorCode::ServiceUnavailable))?;
+    Ok((Body::Stream(body_stream(r, body, sink)), Some(permit)))
+}
+
+/// Read a small request body (XML documents), verifying Content-MD5 and checksum headers or
+/// trailers when present; `require_digest` demands one of them (as DeleteObjects does).
+pub(super) async fn small_body(r: &Req<'_>, body: ReqBody, require_digest: bool) -> Result<Bytes> {
+    let ck = checksum_request(&r.parts.headers)?;
+    small_body_with(r, body, require_digest, ck).await
+}
+
+/// [`small_body`] with the body's checksum request already chosen.
+pub(super) async fn small_body_with(
+    r: &Req<'_>,
+    body: ReqBody,
+    require_digest: bool,
+    (ck, sink): (Option<ChecksumRequest>, Option<TrailerSink>),
+) -> Result<Bytes> {
+    let h = &r.parts.headers;
+    let md5 = hdr(h, "content-md5").map(parse_content_md5).transpose()?;
+    let has_value = ck.as_ref().is_some_and(|c| c.expected.is_some());
+    if require_digest && md5.is_none() && !has_value {
+        return Err(Error::new(ErrorCode::InvalidRequest, "Missing required header for this request: Content-MD5"));
+    }
+    if let Some(n) = content_length(r)?
+        && n > xml::MAX_XML_BODY as u64
+    {
+        return Err(Error::code(ErrorCode::MaxMessageLengthExceeded));
+    }
+    let data = Body::Stream(body_stream(r, body, sink)).collect_limited(xml::MAX_XML_BODY).await?;
+    if let Some(want) = md5 {
+        let got = s3hpc_core::checksum::md5(&data);
+        if got != want {
+            return Err(Error::code(ErrorCode::BadDigest));
+        }
+    }
+    if let Some(c) = ck
+        && let Some(exp) = &c.expected
+    {
+        let got = checksum_of(c.algorithm, &data);
+        match exp.get() {
+            Some(want) if want == got.value => {}
+            Some(_) => return Err(Error::code(ErrorCode::BadDigest)),
+            None => return Err(Error::new(ErrorCode::InvalidRequest, "checksum trailer missing")),
+        }
+    }
+    Ok(data)
+}
+
+pub(super) fn upload_id<'a>(r: &'a Req) -> Result<&'a str> {
+    r.q.get("uploadId").filter(|s| !s.is_empty()).ok_or_else(|| Error::invalid_argument("uploadId is required"))
+}
+
+pub(super) fn part_number(r: &Req) -> Result<u32> {
+    r.q.get("partNumber")
+        .and_then(|p| p.parse::<u32>().ok())
+        .filter(|n| (1..=MAX_PART_NUMBER).contains(n))
+        .ok_or_else(|| Error::invalid_argument("Part number must be an integer between 1 and 10000, inclusive"))
+}
