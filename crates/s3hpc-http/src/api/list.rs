@@ -1,7 +1,8 @@
 //! Listings: ListObjects (v1, v2, versions), ListParts, ListMultipartUploads.
 
 use base64::Engine;
-use base64::engine::general_purpose::STANDARD as B64;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
+use sha2::{Digest, Sha256};
 
 use s3hpc_core::*;
 
@@ -16,6 +17,65 @@ pub(super) enum ListKind {
     V1,
     V2,
     Versions,
+}
+
+/// Version byte of the continuation tokens this gateway writes.
+const TOKEN_VERSION: u8 = 1;
+/// Length of a token's tag.
+const TOKEN_TAG: usize = 8;
+
+/// The tag that binds a token to its bucket and position: the first bytes of a SHA-256 over a
+/// domain string, the version, the bucket and the key. Not a secret (a client may start a
+/// listing anywhere with `start-after` anyway), but junk and tokens of another bucket fail it.
+fn token_tag(bucket: &str, key: &str) -> [u8; TOKEN_TAG] {
+    let mut h = Sha256::new();
+    h.update(b"s3hpc ListObjectsV2 continuation\0");
+    h.update([TOKEN_VERSION]);
+    h.update((bucket.len() as u64).to_be_bytes());
+    h.update(bucket.as_bytes());
+    h.update(key.as_bytes());
+    let d = h.finalize();
+    let mut tag = [0u8; TOKEN_TAG];
+    tag.copy_from_slice(&d[..TOKEN_TAG]);
+    tag
+}
+
+/// XOR `data` with a key stream drawn from the tag (SHA-256 in counter mode), so a token does
+/// not spell the key it resumes after. Obfuscation, not secrecy.
+fn mask(tag: &[u8], data: &mut [u8]) {
+    for (i, chunk) in data.chunks_mut(32).enumerate() {
+        let block = Sha256::new().chain_update(tag).chain_update((i as u32).to_be_bytes()).finalize();
+        chunk.iter_mut().zip(block.iter()).for_each(|(b, k)| *b ^= k);
+    }
+}
+
+/// `NextContinuationToken` for a page that ended at `key`: URL-safe base64 of version, tag and
+/// masked key. Opaque to clients and stateless: any gateway on the root can continue it.
+pub(super) fn encode_continuation_token(bucket: &str, key: &str) -> String {
+    let tag = token_tag(bucket, key);
+    let mut raw = Vec::with_capacity(1 + TOKEN_TAG + key.len());
+    raw.push(TOKEN_VERSION);
+    raw.extend_from_slice(&tag);
+    raw.extend_from_slice(key.as_bytes());
+    mask(&tag, &mut raw[1 + TOKEN_TAG..]);
+    B64URL.encode(raw)
+}
+
+/// The key a continuation token resumes after; anything this gateway did not write for this
+/// bucket is AWS's InvalidArgument.
+pub(super) fn decode_continuation_token(bucket: &str, token: &str) -> Result<String> {
+    let bad = || Error::invalid_argument("The continuation token provided is incorrect");
+    let mut raw = B64URL.decode(token).map_err(|_| bad())?;
+    if raw.len() < 1 + TOKEN_TAG || raw[0] != TOKEN_VERSION {
+        return Err(bad());
+    }
+    let (head, key) = raw.split_at_mut(1 + TOKEN_TAG);
+    mask(&head[1..], key);
+    let key = std::str::from_utf8(key).map_err(|_| bad())?;
+    if head[1..] != token_tag(bucket, key) {
+        return Err(bad());
+    }
+    Ok(key.to_string())
 }
 
 pub(super) fn parse_max(q: &Query, name: &str) -> Result<usize> {
@@ -44,12 +104,7 @@ pub(super) async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
     let prefix = q.get("prefix").unwrap_or("").to_string();
     let delimiter = q.get("delimiter").filter(|d| !d.is_empty()).map(str::to_owned);
     let token = match (kind, q.get("continuation-token")) {
-        (ListKind::V2, Some(t)) => Some(
-            B64.decode(t)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-                .ok_or_else(|| Error::invalid_argument("The continuation token provided is incorrect"))?,
-        ),
+        (ListKind::V2, Some(t)) => Some(decode_continuation_token(&r.bucket, t)?),
         _ => None,
     };
     let start_after = match kind {
@@ -89,7 +144,7 @@ pub(super) async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
             if page.is_truncated
                 && let Some(m) = &page.next_marker
             {
-                elem(&mut s, "NextContinuationToken", &B64.encode(m.as_bytes()));
+                elem(&mut s, "NextContinuationToken", &encode_continuation_token(&r.bucket, m));
             }
             elem(&mut s, "KeyCount", &(page.objects.len() + page.common_prefixes.len()).to_string());
         }
@@ -263,4 +318,38 @@ pub(super) async fn list_uploads(r: &Req<'_>) -> Result<Resp> {
     }
     s.push_str("</ListMultipartUploadsResult>");
     Ok(xml_ok(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continuation_tokens_round_trip_and_refuse_junk() {
+        for key in ["a", "dir/key with spaces", "é/ü", &"k".repeat(1024)] {
+            let t = encode_continuation_token("bkt", key);
+            assert!(t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'), "{t}");
+            assert_eq!(decode_continuation_token("bkt", &t).unwrap(), key);
+            // Bound to the bucket.
+            assert_eq!(decode_continuation_token("other", &t).unwrap_err().code, ErrorCode::InvalidArgument);
+        }
+        let good = encode_continuation_token("bkt", "abc");
+        let mut flipped = B64URL.decode(&good).unwrap();
+        *flipped.last_mut().unwrap() ^= 1;
+        let junk = [
+            String::new(),
+            "not base64!".to_string(),
+            B64URL.encode(b"abc"),
+            "YWJj".to_string(),
+            B64URL.encode(&flipped),
+            B64URL.encode([2u8; 12]),
+        ];
+        for j in junk {
+            let e = decode_continuation_token("bkt", &j).unwrap_err();
+            assert_eq!(
+                (e.code, e.message.as_str()),
+                (ErrorCode::InvalidArgument, "The continuation token provided is incorrect")
+            );
+        }
+    }
 }

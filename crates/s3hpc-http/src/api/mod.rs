@@ -240,10 +240,17 @@ pub(crate) async fn dispatch(
     if header_bytes > MAX_HEADER_BYTES {
         return Err(Error::code(ErrorCode::RequestHeaderSectionTooLarge));
     }
-    // Bucket and key: virtual-host style when the Host names a bucket under --domain, else path style.
-    let path = decode_path(parts.uri.path())
-        .ok_or_else(|| Error::invalid_argument("The request path is not valid UTF-8 after decoding"))?;
-    let path = path.strip_prefix('/').unwrap_or(&path);
+    // Bucket and key: virtual-host style when the Host names a bucket under --domain, else path
+    // style. The path is split at its first raw `/` before decoding, so an encoded slash
+    // (`/%2Ftmp/x`) stays inside the bucket name (and fails its rules) and never moves the
+    // bucket/key boundary.
+    let raw = parts.uri.path();
+    let raw = raw.strip_prefix('/').unwrap_or(raw);
+    let decode = |s| {
+        decode_path(s)
+            .map(|c| c.into_owned())
+            .ok_or_else(|| Error::invalid_argument("The request path is not valid UTF-8 after decoding"))
+    };
     let vhost = st.domain_suffix.as_deref().and_then(|suffix| {
         let host = hdr(&parts.headers, "host").or(parts.uri.host())?;
         let host =
@@ -252,11 +259,15 @@ pub(crate) async fn dispatch(
         host.strip_suffix(suffix).filter(|b| !b.is_empty()).map(str::to_owned)
     });
     let (bucket, key) = match vhost {
-        Some(b) => (b, path.to_string()),
-        None => match path.split_once('/') {
-            Some((b, k)) => (b.to_string(), k.to_string()),
-            None => (path.to_string(), String::new()),
-        },
+        Some(b) => (b, decode(raw)?),
+        None => {
+            let (b, k) = raw.split_once('/').unwrap_or((raw, ""));
+            if b.is_empty() && !raw.is_empty() {
+                // `//key` or `//`: an empty bucket name, not the service.
+                return Err(Error::code(ErrorCode::InvalidBucketName).with_resource(""));
+            }
+            (decode(b)?, decode(k)?)
+        }
     };
     let verified = match st.cfg.auth {
         Auth::SigV4 => Some(s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now())?),
@@ -274,10 +285,11 @@ pub(crate) async fn dispatch(
         Service => {}
         Bucket => {
             let create = parts.method == Method::PUT && !r.q.keys().any(|k| k != "x-id");
-            if !create {
+            if create {
+                // The full rules for new names, before the body is read.
+                names::validate_bucket_name(&r.bucket)?;
+            } else {
                 check_bucket_name_for_access(&r.bucket)?;
-            } else if r.bucket.starts_with('.') {
-                return Err(Error::code(ErrorCode::InvalidBucketName).with_resource(r.bucket.clone()));
             }
         }
         Object => {
