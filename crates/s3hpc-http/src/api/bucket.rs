@@ -12,8 +12,30 @@ use crate::body::{ReqBody, RespBody};
 use crate::util::iso8601;
 use crate::xml::{self, DECL, NS, elem, escape_into};
 
+/// ListBuckets, with AWS's optional paging: `max-buckets` (1 to 10000), `continuation-token`
+/// (opaque, as ListObjectsV2's) and `prefix`.
 pub(super) async fn list_buckets(r: &Req<'_>) -> Result<Resp> {
-    let buckets = r.st.cfg.store.list_buckets().await?;
+    let q = &r.q;
+    let max =
+        match q.get("max-buckets") {
+            None => None,
+            Some(v) => Some(v.parse::<usize>().ok().filter(|n| (1..=10_000).contains(n)).ok_or_else(|| {
+                Error::invalid_argument("Argument max-buckets must be an integer between 1 and 10000")
+            })?),
+        };
+    // Bucket names are never empty, so the empty "bucket" keeps these tokens apart from listings'.
+    let after = q.get("continuation-token").map(|t| super::list::decode_continuation_token("", t)).transpose()?;
+    let prefix = q.get("prefix").unwrap_or("");
+    let mut buckets = r.st.cfg.store.list_buckets().await?;
+    buckets.sort_by(|a, b| a.name.cmp(&b.name));
+    buckets.retain(|b| b.name.starts_with(prefix) && after.as_deref().is_none_or(|a| b.name.as_str() > a));
+    let next = match max {
+        Some(m) if buckets.len() > m => {
+            buckets.truncate(m);
+            buckets.last().map(|b| super::list::encode_continuation_token("", &b.name))
+        }
+        _ => None,
+    };
     let mut s = String::with_capacity(256 + buckets.len() * 96);
     s.push_str(DECL);
     s.push_str(&format!("<ListAllMyBucketsResult xmlns=\"{NS}\">"));
@@ -23,9 +45,17 @@ pub(super) async fn list_buckets(r: &Req<'_>) -> Result<Resp> {
         s.push_str("<Bucket>");
         elem(&mut s, "Name", &b.name);
         elem(&mut s, "CreationDate", &iso8601(b.created));
+        elem(&mut s, "BucketRegion", &r.st.cfg.region);
         s.push_str("</Bucket>");
     }
-    s.push_str("</Buckets></ListAllMyBucketsResult>");
+    s.push_str("</Buckets>");
+    if let Some(t) = next {
+        elem(&mut s, "ContinuationToken", &t);
+    }
+    if q.has("prefix") {
+        elem(&mut s, "Prefix", prefix);
+    }
+    s.push_str("</ListAllMyBucketsResult>");
     Ok(xml_ok(s))
 }
 

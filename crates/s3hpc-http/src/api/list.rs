@@ -81,11 +81,13 @@ pub(super) fn decode_continuation_token(bucket: &str, token: &str) -> Result<Str
 pub(super) fn parse_max(q: &Query, name: &str) -> Result<usize> {
     match q.get(name) {
         None => Ok(1000),
-        Some(v) => {
-            v.parse::<i64>().ok().filter(|n| *n >= 0).map(|n| (n as usize).min(MAX_KEYS)).ok_or_else(|| {
-                Error::invalid_argument(format!("Provided {name} not an integer or within integer range"))
-            })
-        }
+        Some(v) => match v.parse::<i64>() {
+            Ok(n) if n < 0 => {
+                Err(Error::invalid_argument(format!("Argument {name} must be an integer between 0 and 2147483647")))
+            }
+            Ok(n) if n <= i64::from(i32::MAX) => Ok((n as usize).min(MAX_KEYS)),
+            _ => Err(Error::invalid_argument(format!("Provided {name} not an integer or within integer range"))),
+        },
     }
 }
 

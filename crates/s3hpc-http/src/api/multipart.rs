@@ -56,20 +56,14 @@ pub(super) async fn upload_part(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let h = &r.parts.headers;
     let id = upload_id(r)?;
     let n = part_number(r)?;
-    let content_length = content_length(r)?;
-    if content_length.is_none() {
-        return Err(Error::code(ErrorCode::MissingContentLength));
-    }
-    if content_length.is_some_and(|n| n > MAX_PUT_SIZE) {
-        return Err(Error::code(ErrorCode::EntityTooLarge));
-    }
+    let content_length = upload_length(r)?;
     let (checksum, sink) = checksum_request(h)?;
     let req = UploadPartRequest {
         content_md5: hdr(h, "content-md5").map(parse_content_md5).transpose()?,
         checksum,
         content_length,
     };
-    let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(0)).await?;
+    let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(u64::MAX)).await?;
     let p = store(r).upload_part(&r.bucket, &r.key, id, n, req, body).await?;
     let mut b = empty_ok().header(header::ETAG, hval(&quoted(&p.etag))?);
     if let Some(c) = &p.checksum {
@@ -84,6 +78,7 @@ pub(super) const COMPLETE_KEEPALIVE_EVERY: std::time::Duration = std::time::Dura
 /// The whole-object checksum a CompleteMultipartUpload expects: at most one
 /// `x-amz-checksum-<alg>` header (on a complete it names the object's checksum, not the XML's).
 pub(super) fn complete_checksum_header(h: &HeaderMap) -> Result<Option<Checksum>> {
+    refuse_unknown_checksum_headers(h)?;
     let mut found = None;
     for algorithm in ChecksumAlgorithm::ALL {
         if let Some(v) = hdr(h, algorithm.header_name()) {

@@ -30,19 +30,17 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
     }
     let req = GetObjectRequest { range, part_number, conditions: conditions(h, "") };
     let checksum_mode = hdr(h, "x-amz-checksum-mode").is_some_and(|v| v.eq_ignore_ascii_case("ENABLED"));
-    let (info, served, body) = if head {
-        let info = store(r).head_object(&r.bucket, &r.key, req.clone()).await?;
-        let served = match (range, part_number) {
-            (Some(rg), _) => Some(rg.resolve(info.size)?),
-            (None, Some(n)) => Some(info.part_range(n)?),
-            _ => None,
-        };
-        (info, served, RespBody::Empty)
-    } else {
-        let out = store(r).get_object(&r.bucket, &r.key, req).await?;
-        let len = out.range.map_or(out.info.size, |(_, l)| l);
-        let body = RespBody::from_store(out.body).with_len(len);
-        (out.info, out.range, body)
+    let (info, served, body) = match read_object(r, head, req).await {
+        Ok(x) => x,
+        // A suffix range of an empty object is the whole (empty) object, as AWS answers.
+        Err(e) if e.code == ErrorCode::InvalidRange && matches!(range, Some(ByteRange::Suffix(n)) if n > 0) => {
+            let whole = GetObjectRequest { conditions: conditions(h, ""), ..Default::default() };
+            match read_object(r, head, whole).await? {
+                (info, _, body) if info.size == 0 => (info, None, body),
+                _ => return Err(e),
+            }
+        }
+        Err(e) => return read_error(r, e, head, part_number).await,
     };
     let len = served.map_or(info.size, |(_, l)| l);
     let mut b = Response::builder().status(if served.is_some() { StatusCode::PARTIAL_CONTENT } else { StatusCode::OK });
@@ -95,7 +93,7 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
             hm.append(n, v);
         }
     }
-    if info.tag_count > 0 && !head {
+    if info.tag_count > 0 {
         hm.insert("x-amz-tagging-count", HeaderValue::from(info.tag_count));
     }
     if checksum_mode
@@ -106,6 +104,48 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
         hm.insert("x-amz-checksum-type", HeaderValue::from_static(c.checksum_type().as_str()));
     }
     Ok(b.body(body).unwrap())
+}
+
+/// The object's info, the range served and the body (empty for HEAD).
+async fn read_object(
+    r: &Req<'_>,
+    head: bool,
+    req: GetObjectRequest,
+) -> Result<(ObjectInfo, Option<(u64, u64)>, RespBody)> {
+    if head {
+        let (range, part_number) = (req.range, req.part_number);
+        let info = store(r).head_object(&r.bucket, &r.key, req).await?;
+        let served = match (range, part_number) {
+            (Some(rg), _) => Some(rg.resolve(info.size)?),
+            (None, Some(n)) => Some(info.part_range(n)?),
+            _ => None,
+        };
+        Ok((info, served, RespBody::Empty))
+    } else {
+        let out = store(r).get_object(&r.bucket, &r.key, req).await?;
+        let len = out.range.map_or(out.info.size, |(_, l)| l);
+        let body = RespBody::from_store(out.body).with_len(len);
+        Ok((out.info, out.range, body))
+    }
+}
+
+/// AWS's answer for a failed read: a 304 names the object's ETag and Last-Modified (read once
+/// more, only in that case); a part number beyond the object's parts is 416 InvalidPartNumber.
+async fn read_error(r: &Req<'_>, e: Error, head: bool, part_number: Option<u32>) -> Result<Resp> {
+    if e.code == ErrorCode::NotModified {
+        let mut b = Response::builder().status(StatusCode::NOT_MODIFIED);
+        if let Ok(info) = store(r).head_object(&r.bucket, &r.key, GetObjectRequest::default()).await {
+            b = b
+                .header(header::ETAG, hval(&quoted(&info.etag))?)
+                .header(header::LAST_MODIFIED, hval(&http_date(info.last_modified))?);
+        }
+        return Ok(b.body(RespBody::Empty).unwrap());
+    }
+    if part_number.is_some() && e.code == ErrorCode::InvalidPart {
+        let msg = "The requested partnumber is not satisfiable";
+        return Ok(crate::error_response_raw(416, "InvalidPartNumber", msg, None, head, r.parts.uri.path(), r.rid));
+    }
+    Err(e)
 }
 
 pub(super) async fn get_object_attributes(r: &Req<'_>) -> Result<Resp> {

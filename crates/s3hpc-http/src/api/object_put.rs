@@ -13,13 +13,7 @@ use crate::body::{ReqBody, RespBody};
 pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let h = &r.parts.headers;
     refuse_unsupported_write_headers(h)?;
-    let content_length = content_length(r)?;
-    if content_length.is_none() {
-        return Err(Error::code(ErrorCode::MissingContentLength));
-    }
-    if content_length.is_some_and(|n| n > MAX_PUT_SIZE) {
-        return Err(Error::code(ErrorCode::EntityTooLarge));
-    }
+    let content_length = upload_length(r)?;
     let (checksum, sink) = checksum_request(h)?;
     let req = PutObjectRequest {
         meta: object_meta(h)?,
@@ -29,13 +23,13 @@ pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         content_length,
         conditions: conditions(h, ""),
     };
-    let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(0)).await?;
+    let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(u64::MAX)).await?;
     let out = store(r).put_object(&r.bucket, &r.key, req, body).await?;
     write_response(&out)
 }
 
 pub(super) fn write_response(out: &PutObjectOutput) -> Result<Resp> {
-    let mut b = empty_ok().header(header::ETAG, hval(&quoted(&out.etag))?);
+    let mut b = empty_ok().header(header::ETAG, hval(&quoted(&out.etag))?).header("x-amz-object-size", out.size);
     if let Some(c) = &out.checksum {
         b = b.header(c.algorithm.header_name(), hval(&c.value)?);
     }

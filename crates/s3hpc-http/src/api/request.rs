@@ -64,8 +64,17 @@ pub(super) fn object_meta(h: &HeaderMap) -> Result<ObjectMeta> {
     };
     for (k, v) in h {
         if let Some(name) = k.as_str().strip_prefix("x-amz-meta-") {
-            let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
-            meta.user.insert(name.to_string(), v);
+            // Repeated headers of one name are combined, comma-separated, as AWS does.
+            let v = String::from_utf8_lossy(v.as_bytes());
+            match meta.user.get_mut(name) {
+                Some(prev) => {
+                    prev.push(',');
+                    prev.push_str(&v);
+                }
+                None => {
+                    meta.user.insert(name.to_string(), v.into_owned());
+                }
+            }
         }
     }
     names::validate_meta(&meta)?;
@@ -109,12 +118,15 @@ pub(super) fn refuse_unsupported_write_headers(h: &HeaderMap) -> Result<()> {
 /// The checksum a request asks for: a trailer (deferred), a header value (known), or just an
 /// algorithm to compute and store.
 pub(super) fn checksum_request(h: &HeaderMap) -> Result<(Option<ChecksumRequest>, Option<TrailerSink>)> {
+    refuse_unknown_checksum_headers(h)?;
     if let Some(t) = hdr(h, "x-amz-trailer") {
         let name = t.trim().to_ascii_lowercase();
-        let alg = name
-            .strip_prefix("x-amz-checksum-")
-            .and_then(ChecksumAlgorithm::parse)
-            .ok_or_else(|| Error::invalid_argument(format!("unsupported trailer {name}")))?;
+        let alg = name.strip_prefix("x-amz-checksum-").and_then(ChecksumAlgorithm::parse).ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidRequest,
+                format!("The value specified in the x-amz-trailer header is not supported: {name}"),
+            )
+        })?;
         let cell = Arc::new(OnceLock::new());
         let sink = TrailerSink { name, value: cell.clone() };
         return Ok((Some(ChecksumRequest { algorithm: alg, expected: Some(Expected::Deferred(cell)) }), Some(sink)));
@@ -125,17 +137,68 @@ pub(super) fn checksum_request(h: &HeaderMap) -> Result<(Option<ChecksumRequest>
             if found.is_some() {
                 return Err(Error::new(ErrorCode::InvalidRequest, "Expecting a single x-amz-checksum- header"));
             }
-            found = Some(ChecksumRequest { algorithm: alg, expected: Some(Expected::Known(v.trim().to_string())) });
+            let v = v.trim();
+            if !checksum_value_is_well_formed(alg, v) {
+                let msg = format!("Value for {} header is invalid.", alg.header_name());
+                return Err(Error::new(ErrorCode::InvalidRequest, msg));
+            }
+            found = Some(ChecksumRequest { algorithm: alg, expected: Some(Expected::Known(v.to_string())) });
         }
     }
-    if found.is_none()
-        && let Some(a) = hdr(h, "x-amz-sdk-checksum-algorithm").or(hdr(h, "x-amz-checksum-algorithm"))
-    {
-        let alg = ChecksumAlgorithm::parse(a.trim())
-            .ok_or_else(|| Error::invalid_argument(format!("unsupported checksum algorithm {a}")))?;
-        found = Some(ChecksumRequest { algorithm: alg, expected: None });
+    if let Some(a) = hdr(h, "x-amz-sdk-checksum-algorithm").or(hdr(h, "x-amz-checksum-algorithm")) {
+        let alg = ChecksumAlgorithm::parse(a.trim()).ok_or_else(|| {
+            let which = if h.contains_key("x-amz-sdk-checksum-algorithm") {
+                "x-amz-sdk-checksum-algorithm"
+            } else {
+                "x-amz-checksum-algorithm"
+            };
+            Error::new(ErrorCode::InvalidRequest, format!("Value for {which} header is invalid."))
+        })?;
+        match &found {
+            None => found = Some(ChecksumRequest { algorithm: alg, expected: None }),
+            // The algorithm named must be the one whose value was sent.
+            Some(c) if c.algorithm != alg => {
+                return Err(Error::new(
+                    ErrorCode::InvalidRequest,
+                    "x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found.",
+                ));
+            }
+            Some(_) => {}
+        }
     }
     Ok((found, None))
+}
+
+/// Every `x-amz-checksum-<name>` header must name an algorithm s3hpc verifies: a checksum a
+/// client sends is checked or refused, never ignored. SHA512, MD5 and the XXHASH family (which
+/// current SDKs offer) are refused with InvalidRequest.
+pub(super) fn refuse_unknown_checksum_headers(h: &HeaderMap) -> Result<()> {
+    for name in h.keys() {
+        let Some(alg) = name.as_str().strip_prefix("x-amz-checksum-") else { continue };
+        if matches!(alg, "type" | "mode" | "algorithm") || ChecksumAlgorithm::parse(alg).is_some() {
+            continue;
+        }
+        return Err(Error::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "The {} checksum algorithm is not supported by this server; use CRC32, CRC32C, CRC64NVME, SHA1 or SHA256.",
+                alg.to_ascii_uppercase()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a checksum header value is the base64 of a digest of the algorithm's size.
+fn checksum_value_is_well_formed(alg: ChecksumAlgorithm, v: &str) -> bool {
+    use base64::Engine;
+    let want = match alg {
+        ChecksumAlgorithm::Crc32 | ChecksumAlgorithm::Crc32c => 4,
+        ChecksumAlgorithm::Crc64Nvme => 8,
+        ChecksumAlgorithm::Sha1 => 20,
+        ChecksumAlgorithm::Sha256 => 32,
+    };
+    base64::engine::general_purpose::STANDARD.decode(v).is_ok_and(|d| d.len() == want)
 }
 
 pub(super) fn is_streaming(r: &Req) -> bool {
@@ -154,6 +217,27 @@ pub(super) fn content_length(r: &Req) -> Result<Option<u64>> {
         Some(v) => v.trim().parse().map(Some).map_err(|_| Error::invalid_argument(format!("invalid {name}"))),
         None => Ok(None),
     }
+}
+
+/// The length of an object or part body: the announced length, or `None` for a body sent with
+/// `Transfer-Encoding: chunked` and no length (accepted, as AWS-compatible servers do). Neither is
+/// MissingContentLength; more than 5 GiB is EntityTooLarge.
+pub(super) fn upload_length(r: &Req) -> Result<Option<u64>> {
+    match content_length(r)? {
+        Some(n) if n > MAX_PUT_SIZE => Err(Error::code(ErrorCode::EntityTooLarge)),
+        Some(n) => Ok(Some(n)),
+        None if is_chunked(r) => Ok(None),
+        None => Err(Error::code(ErrorCode::MissingContentLength)),
+    }
+}
+
+/// Whether the HTTP body is sent with `Transfer-Encoding: chunked`.
+fn is_chunked(r: &Req) -> bool {
+    r.parts
+        .headers
+        .get_all(http::header::TRANSFER_ENCODING)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|s| s.split(',').any(|c| c.trim().eq_ignore_ascii_case("chunked"))))
 }
 
 /// The request body as the store reads it (de-chunked and verified by the SigV4 layer).

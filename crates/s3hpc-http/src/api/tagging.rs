@@ -14,7 +14,10 @@ use crate::xml::{self, DECL, NS, elem};
 pub(super) fn tagging_xml(tags: &Tags) -> String {
     let mut s = String::from(DECL);
     s.push_str(&format!("<Tagging xmlns=\"{NS}\"><TagSet>"));
-    for (k, v) in tags {
+    // In key order, as AWS returns them (whatever order they were sent in).
+    let mut sorted: Vec<&(String, String)> = tags.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    for (k, v) in sorted {
         s.push_str("<Tag>");
         elem(&mut s, "Key", k);
         elem(&mut s, "Value", v);
