@@ -383,3 +383,40 @@ def test_checksum_header_mismatches_are_invalid_request(server, s3, bucket):
     assert_error(st, body, 400, "BadDigest")
     with pytest.raises(ClientError):
         s3.head_object(Bucket=bucket, Key="mm")
+
+
+# ---- smaller differences ----
+
+def test_copy_directives_and_part_copy_range_in_aws_words(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="src", Body=b"0123456789")
+    for kw, what in [({"MetadataDirective": "MOVE"}, "metadata"), ({"TaggingDirective": "KEEP"}, "tagging")]:
+        with pytest.raises(ClientError) as e:
+            s3.copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"}, **kw)
+        assert err_code(e.value) == "InvalidArgument"
+        assert e.value.response["Error"]["Message"] == f"Unknown {what} directive."
+    up = s3.create_multipart_upload(Bucket=bucket, Key="pc")["UploadId"]
+    ok = s3.upload_part_copy(Bucket=bucket, Key="pc", UploadId=up, PartNumber=1,
+                             CopySource={"Bucket": bucket, "Key": "src"}, CopySourceRange="bytes=2-9")
+    assert ok["CopyPartResult"]["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.upload_part_copy(Bucket=bucket, Key="pc", UploadId=up, PartNumber=2,
+                            CopySource={"Bucket": bucket, "Key": "src"}, CopySourceRange="bytes=5-10")
+    assert err_code(e.value) == "InvalidArgument"
+    assert e.value.response["Error"]["Message"] == "Range specified is not valid for source object of size: 10"
+    s3.abort_multipart_upload(Bucket=bucket, Key="pc", UploadId=up)
+
+
+def test_content_encoding_kept_as_sent_and_directory_content_type(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="enc", Body=b"x", ContentEncoding="deflate, gzip")
+    assert s3.head_object(Bucket=bucket, Key="enc")["ContentEncoding"] == "deflate, gzip"
+    s3.put_object(Bucket=bucket, Key="dir/", Body=b"")
+    assert s3.head_object(Bucket=bucket, Key="dir/")["ContentType"] == "application/x-directory"
+    s3.put_object(Bucket=bucket, Key="typed/", Body=b"", ContentType="text/plain")
+    assert s3.head_object(Bucket=bucket, Key="typed/")["ContentType"] == "text/plain"
+    assert s3.head_object(Bucket=bucket, Key="enc")["ContentType"] == "binary/octet-stream"
+
+
+def test_put_with_checksum_reports_its_type(s3, bucket):
+    r = s3.put_object(Bucket=bucket, Key="ck", Body=b"abc", ChecksumAlgorithm="CRC32")
+    h = r["ResponseMetadata"]["HTTPHeaders"]
+    assert h["x-amz-checksum-crc32"] and h["x-amz-checksum-type"] == "FULL_OBJECT"

@@ -38,7 +38,11 @@ pub(super) fn directive(h: &HeaderMap, name: &str) -> Result<bool> {
         None => Ok(false),
         Some(v) if v.eq_ignore_ascii_case("COPY") => Ok(false),
         Some(v) if v.eq_ignore_ascii_case("REPLACE") => Ok(true),
-        Some(_) => Err(Error::invalid_argument(format!("Unknown {name}"))),
+        // AWS: "Unknown metadata directive." / "Unknown tagging directive."
+        Some(_) => {
+            let what = name.trim_start_matches("x-amz-").trim_end_matches("-directive");
+            Err(Error::invalid_argument(format!("Unknown {what} directive.")))
+        }
     }
 }
 
@@ -92,6 +96,16 @@ pub(super) async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
             }
         },
     };
+    if let Some(ByteRange::FromTo(_, last)) = range {
+        // A range past the end of the source is refused, as AWS does (one more stat, only here).
+        let src = store(r).head_object(&sb, &sk, GetObjectRequest::default()).await?;
+        if last >= src.size {
+            return Err(Error::invalid_argument(format!(
+                "Range specified is not valid for source object of size: {}",
+                src.size
+            )));
+        }
+    }
     let p = store(r)
         .upload_part_copy(&r.bucket, &r.key, id, n, &sb, &sk, range, conditions(h, "x-amz-copy-source-"))
         .await

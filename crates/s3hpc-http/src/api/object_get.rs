@@ -81,7 +81,9 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
                 }
             }
             None if name == header::CONTENT_TYPE => {
-                hm.insert(name, HeaderValue::from_static("binary/octet-stream"));
+                // Directory objects (`key/`) without a type of their own read as directories.
+                let t = if r.key.ends_with('/') { "application/x-directory" } else { "binary/octet-stream" };
+                hm.insert(name, HeaderValue::from_static(t));
             }
             None => {}
         }

@@ -31,7 +31,9 @@ pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
 pub(super) fn write_response(out: &PutObjectOutput) -> Result<Resp> {
     let mut b = empty_ok().header(header::ETAG, hval(&quoted(&out.etag))?).header("x-amz-object-size", out.size);
     if let Some(c) = &out.checksum {
-        b = b.header(c.algorithm.header_name(), hval(&c.value)?);
+        b = b
+            .header(c.algorithm.header_name(), hval(&c.value)?)
+            .header("x-amz-checksum-type", c.checksum_type().as_str());
     }
     Ok(b.body(RespBody::Empty).unwrap())
 }

@@ -49,9 +49,14 @@ pub(super) fn conditions(h: &HeaderMap, prefix: &str) -> Conditions {
 
 pub(super) fn object_meta(h: &HeaderMap) -> Result<ObjectMeta> {
     let s = |n: &str| hdr(h, n).map(str::to_owned);
+    // Stored as sent (`deflate, gzip` stays so), less the `aws-chunked` coding of the transfer.
     let content_encoding = hdr(h, "content-encoding").and_then(|v| {
-        let kept: Vec<&str> = v.split(',').map(str::trim).filter(|e| !e.is_empty() && *e != "aws-chunked").collect();
-        (!kept.is_empty()).then(|| kept.join(","))
+        let codings = v.split(',').map(str::trim).filter(|e| !e.is_empty());
+        if !codings.clone().any(|e| e.eq_ignore_ascii_case("aws-chunked")) {
+            return (!v.trim().is_empty()).then(|| v.trim().to_string());
+        }
+        let kept: Vec<&str> = codings.filter(|e| !e.eq_ignore_ascii_case("aws-chunked")).collect();
+        (!kept.is_empty()).then(|| kept.join(", "))
     });
     let mut meta = ObjectMeta {
         content_type: s("content-type"),
