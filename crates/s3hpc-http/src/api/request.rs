@@ -258,7 +258,8 @@ pub(super) fn body_stream(r: &Req, body: ReqBody, trailer: Option<TrailerSink>) 
 /// in the backend instead of a streaming writer, which is what small-object rates need.
 pub(super) const SMALL_BODY: u64 = 256 * 1024;
 
-/// An object body for the store. Small bodies are collected (bounded by the announced length);
+/// An object body for the store (`len` is `u64::MAX` when none was announced). Small bodies
+/// are collected (bounded by the announced length);
 /// large ones stream, at most `max_concurrent_uploads` at a time (the permit is held until the
 /// request ends), so memory stays bounded however many clients upload at once: waiting bodies
 /// stay in the kernel's socket buffers.
@@ -279,7 +280,22 @@ pub(super) async fn object_body(
         return Ok((Body::from(data), None));
     }
     let permit = r.st.uploads.clone().acquire_owned().await.map_err(|_| Error::code(ErrorCode::ServiceUnavailable))?;
-    Ok((Body::Stream(body_stream(r, body, sink)), Some(permit)))
+    let stream = body_stream(r, body, sink);
+    if len != u64::MAX {
+        return Ok((Body::Stream(stream), Some(permit)));
+    }
+    // No announced length (chunked transfer): the 5 GiB limit is enforced as the bytes arrive;
+    // beyond it the stream ends with EntityTooLarge and nothing is published.
+    let mut seen = 0u64;
+    let capped = futures::StreamExt::map(stream, move |item| {
+        let chunk = item?;
+        seen += chunk.len() as u64;
+        if seen > MAX_PUT_SIZE {
+            return Err(std::io::Error::from(Error::code(ErrorCode::EntityTooLarge)));
+        }
+        Ok(chunk)
+    });
+    Ok((Body::Stream(Box::pin(capped)), Some(permit)))
 }
 
 /// Read a small request body (XML documents), verifying Content-MD5 and checksum headers or
