@@ -420,3 +420,21 @@ def test_put_with_checksum_reports_its_type(s3, bucket):
     r = s3.put_object(Bucket=bucket, Key="ck", Body=b"abc", ChecksumAlgorithm="CRC32")
     h = r["ResponseMetadata"]["HTTPHeaders"]
     assert h["x-amz-checksum-crc32"] and h["x-amz-checksum-type"] == "FULL_OBJECT"
+
+
+def test_create_bucket_arn_and_configuration_tags(s3):
+    name = "it-" + uuid.uuid4().hex[:16]
+    r = s3.create_bucket(Bucket=name, CreateBucketConfiguration={
+        "Tags": [{"Key": "team", "Value": "hpc"}, {"Key": "cost", "Value": "42"}]})
+    try:
+        assert r["BucketArn"] == f"arn:aws:s3:::{name}"
+        assert s3.get_bucket_tagging(Bucket=name)["TagSet"] == [{"Key": "cost", "Value": "42"},
+                                                                 {"Key": "team", "Value": "hpc"}]
+    finally:
+        s3.delete_bucket(Bucket=name)
+    bad = "it-" + uuid.uuid4().hex[:16]
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket=bad, CreateBucketConfiguration={"Tags": [{"Key": "k", "Value": "1"},
+                                                                          {"Key": "k", "Value": "2"}]})
+    assert err_status(e.value) == 400
+    assert bad not in [b["Name"] for b in s3.list_buckets()["Buckets"]]

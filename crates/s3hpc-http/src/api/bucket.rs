@@ -66,12 +66,23 @@ pub(super) async fn create_bucket(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     }
     refuse_unsupported_write_headers(h)?;
     let data = small_body(r, body, false).await?;
+    let mut tags = Vec::new();
     if !data.iter().all(u8::is_ascii_whitespace) {
         // Any LocationConstraint is accepted: s3hpc has one location.
         xml::parse_create_bucket_configuration(&data)?;
+        tags = xml::parse_create_bucket_tags(&data)?;
+        // Checked before the bucket exists, so a bad tag creates nothing.
+        names::validate_tags(&tags, names::MAX_BUCKET_TAGS)?;
     }
     store(r).create_bucket(&r.bucket).await?;
-    Ok(empty_ok().header(header::LOCATION, hval(&format!("/{}", r.bucket))?).body(RespBody::Empty).unwrap())
+    if !tags.is_empty() {
+        store(r).put_bucket_tagging(&r.bucket, tags).await?;
+    }
+    Ok(empty_ok()
+        .header(header::LOCATION, hval(&format!("/{}", r.bucket))?)
+        .header("x-amz-bucket-arn", hval(&format!("arn:aws:s3:::{}", r.bucket))?)
+        .body(RespBody::Empty)
+        .unwrap())
 }
 
 /// GET of a bucket configuration s3hpc does not support: the answer AWS gives for a bucket
