@@ -304,7 +304,10 @@ pub(crate) async fn dispatch(
         return Err(Error::code(ErrorCode::MethodNotAllowed));
     };
     *op = o.name();
-    run(o, &r, body).await
+    // With `--identity posix` the store call acts as the account's POSIX user (see
+    // s3hpc_core::identity); otherwise as the gateway.
+    let id = r.verified.as_ref().and_then(|v| st.cfg.creds.identity_for(&v.access_key)).cloned();
+    s3hpc_core::identity::scope(id, run(o, &r, body)).await
 }
 
 /// Run one operation.
