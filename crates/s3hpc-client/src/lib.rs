@@ -625,7 +625,9 @@ fn object_info(key: &str, status: StatusCode, h: &HeaderMap) -> (ObjectInfo, Opt
     }
     let mut meta = ObjectMeta {
         // S3 answers `binary/octet-stream` for objects stored without a type: that is "none".
-        content_type: header_text(h, "content-type").filter(|t| t != DEFAULT_CONTENT_TYPE),
+        // A directory object (`key/`) without a type is served as application/x-directory.
+        content_type: header_text(h, "content-type")
+            .filter(|t| t != DEFAULT_CONTENT_TYPE && !(key.ends_with('/') && t == "application/x-directory")),
         content_encoding: header_text(h, "content-encoding"),
         content_disposition: header_text(h, "content-disposition"),
         content_language: header_text(h, "content-language"),

@@ -1330,7 +1330,7 @@ async fn upload_part_copy(s: DynStore, _c: Caps, b: String) -> R {
             Conditions::default(),
         )
         .await,
-        ErrorCode::InvalidRange,
+        ErrorCode::InvalidArgument,
         "range beyond source",
     )?;
     expect_code(

@@ -404,8 +404,8 @@ impl Store for MemoryStore {
             let src = st.object(src_bucket, src_key)?;
             src_conditions.check_copy_source(Some((&src.info.etag, src.info.last_modified)))?;
             let data = match src_range {
-                Some(r) => {
-                    let (off, len) = r.resolve(src.info.size)?;
+                Some(_) => {
+                    let (off, len) = crate::multipart::copy_source_range(src_range, src.info.size)?;
                     slice(&src.data, off, len)
                 }
                 None => src.data.clone(),

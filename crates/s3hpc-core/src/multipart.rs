@@ -171,6 +171,22 @@ pub fn completion_checksum(
     Ok(computed)
 }
 
+/// The bytes an UploadPartCopy takes from a source of `size` bytes: the whole source, or the
+/// `x-amz-copy-source-range`, which must lie inside it (AWS answers InvalidArgument otherwise).
+pub fn copy_source_range(range: Option<crate::ByteRange>, size: u64) -> crate::Result<(u64, u64)> {
+    let Some(r) = range else { return Ok((0, size)) };
+    let past_end = match r {
+        crate::ByteRange::FromTo(first, last) => last >= size || first > last,
+        _ => false,
+    };
+    if past_end {
+        return Err(crate::Error::invalid_argument(format!(
+            "Range specified is not valid for source object of size: {size}"
+        )));
+    }
+    r.resolve(size)
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::SystemTime;

@@ -96,16 +96,8 @@ pub(super) async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
             }
         },
     };
-    if let Some(ByteRange::FromTo(_, last)) = range {
-        // A range past the end of the source is refused, as AWS does (one more stat, only here).
-        let src = store(r).head_object(&sb, &sk, GetObjectRequest::default()).await?;
-        if last >= src.size {
-            return Err(Error::invalid_argument(format!(
-                "Range specified is not valid for source object of size: {}",
-                src.size
-            )));
-        }
-    }
+    // A range past the end of the source is refused by the store, as AWS does
+    // (s3hpc_core::multipart::copy_source_range).
     let p = store(r)
         .upload_part_copy(&r.bucket, &r.key, id, n, &sb, &sk, range, conditions(h, "x-amz-copy-source-"))
         .await
