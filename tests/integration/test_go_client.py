@@ -23,6 +23,8 @@ def goclient(tmp_path_factory):
     env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
     r = subprocess.run([go, "build", "-o", str(out), "."], cwd=GOCLIENT, env=env, capture_output=True, text=True,
                        timeout=900)
+    if r.returncode != 0 and any(s in r.stderr for s in ("dial tcp", "proxy.golang.org", "no such host")):
+        pytest.skip("Go modules cannot be fetched here: " + r.stderr[-300:])
     assert r.returncode == 0, r.stderr[-3000:]
     return out
 
