@@ -438,3 +438,23 @@ def test_create_bucket_arn_and_configuration_tags(s3):
                                                                           {"Key": "k", "Value": "2"}]})
     assert err_status(e.value) == 400
     assert bad not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+
+def test_list_v1_prefix_is_not_url_encoded(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="a b+c/k é", Body=b"")
+    for lister in (s3.list_objects, s3.list_objects_v2, s3.list_object_versions):
+        r = lister(Bucket=bucket, Prefix="a b+c/")
+        assert r["Prefix"] == "a b+c/", (lister.__name__, r["Prefix"])
+        items = r.get("Contents") or r.get("Versions")
+        assert [o["Key"] for o in items] == ["a b+c/k é"]
+
+
+def test_xml_body_digest_mismatches_in_aws_words(server, bucket):
+    import hashlib
+    doc = b"<Delete><Object><Key>a</Key></Object></Delete>"
+    wrong_md5 = base64.b64encode(hashlib.md5(b"other").digest()).decode()
+    st, _, body = raw_request(server, "POST", f"/{bucket}?delete", body=doc, headers={"Content-MD5": wrong_md5})
+    assert_error(st, body, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.")
+    wrong_sha = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
+    st, _, body = raw_request(server, "POST", f"/{bucket}?delete", body=doc, headers={"x-amz-checksum-sha256": wrong_sha})
+    assert_error(st, body, 400, "BadDigest", "The SHA256 you specified did not match the calculated checksum.")

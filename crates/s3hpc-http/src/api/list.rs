@@ -126,7 +126,9 @@ pub(super) async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
     };
     s.push_str(&format!("<{root} xmlns=\"{NS}\">"));
     elem(&mut s, "Name", &r.bucket);
-    elem(&mut s, "Prefix", &enc(&prefix));
+    // ListObjects v1 leaves its top-level Prefix unencoded even with encoding-type=url (AWS
+    // encodes it only in v2 and versions; SDKs decode it accordingly).
+    elem(&mut s, "Prefix", &if kind == ListKind::V1 { prefix.clone() } else { enc(&prefix) });
     match kind {
         ListKind::V1 => {
             elem(&mut s, "Marker", &enc(q.get("marker").unwrap_or("")));

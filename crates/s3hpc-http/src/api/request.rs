@@ -327,7 +327,10 @@ pub(super) async fn small_body_with(
     if let Some(want) = md5 {
         let got = s3hpc_core::checksum::md5(&data);
         if got != want {
-            return Err(Error::code(ErrorCode::BadDigest));
+            return Err(Error::new(
+                ErrorCode::BadDigest,
+                "The Content-MD5 you specified did not match what we received.",
+            ));
         }
     }
     if let Some(c) = ck
@@ -336,7 +339,10 @@ pub(super) async fn small_body_with(
         let got = checksum_of(c.algorithm, &data);
         match exp.get() {
             Some(want) if want == got.value => {}
-            Some(_) => return Err(Error::code(ErrorCode::BadDigest)),
+            Some(_) => {
+                let msg = format!("The {} you specified did not match the calculated checksum.", c.algorithm.as_str());
+                return Err(Error::new(ErrorCode::BadDigest, msg));
+            }
             None => return Err(Error::new(ErrorCode::InvalidRequest, "checksum trailer missing")),
         }
     }

@@ -1,0 +1,190 @@
+// A small aws-sdk-go-v2 client for the integration suite: each check drives the gateway as a Go
+// program would and prints "ok <name>" or "FAIL <name>: <why>"; the exit status is non-zero when
+// any check fails. Usage: goclient ENDPOINT ACCESS_KEY SECRET_KEY BUCKET
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+func apiError(err error) (string, string, int) {
+	var ae smithy.APIError
+	code, msg, status := "", "", 0
+	if errors.As(err, &ae) {
+		code, msg = ae.ErrorCode(), ae.ErrorMessage()
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	return code, msg, status
+}
+
+func main() {
+	endpoint, ak, sk, bucket := os.Args[1], os.Args[2], os.Args[3], os.Args[4]
+	ctx := context.Background()
+	c := s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(ak, sk, ""),
+	})
+	failed := false
+	check := func(name string, err error) {
+		if err != nil {
+			failed = true
+			fmt.Printf("FAIL %s: %v\n", name, err)
+		} else {
+			fmt.Printf("ok %s\n", name)
+		}
+	}
+
+	check("put-get-tagging-count", func() error {
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("go/a"),
+			Body: bytes.NewReader([]byte("hello go")), Tagging: aws.String("z=1&a=2")})
+		if err != nil {
+			return err
+		}
+		g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("go/a")})
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(g.Body)
+		g.Body.Close()
+		if string(b) != "hello go" || aws.ToInt32(g.TagCount) != 2 {
+			return fmt.Errorf("body %q tag count %d", b, aws.ToInt32(g.TagCount))
+		}
+		t, err := c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &bucket, Key: aws.String("go/a")})
+		if err != nil {
+			return err
+		}
+		if len(t.TagSet) != 2 || *t.TagSet[0].Key != "a" {
+			return fmt.Errorf("tags not in key order: %v", t.TagSet)
+		}
+		return nil
+	}())
+
+	check("listv2-pages-and-junk-token", func() error {
+		for _, k := range []string{"go/b", "go/c", "go/d"} {
+			if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(k),
+				Body: strings.NewReader("x")}); err != nil {
+				return err
+			}
+		}
+		p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: aws.String("go/"),
+			MaxKeys: aws.Int32(2)})
+		var keys []string
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return err
+			}
+			for _, o := range page.Contents {
+				keys = append(keys, *o.Key)
+			}
+		}
+		if strings.Join(keys, ",") != "go/a,go/b,go/c,go/d" {
+			return fmt.Errorf("keys %v", keys)
+		}
+		// The base64 of a key is not a token this server wrote.
+		_, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, ContinuationToken: aws.String("Z28vYg==")})
+		code, msg, status := apiError(err)
+		if code != "InvalidArgument" || status != 400 || msg != "The continuation token provided is incorrect" {
+			return fmt.Errorf("junk token: %v", err)
+		}
+		return nil
+	}())
+
+	check("part-number-beyond-parts", func() error {
+		_, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("go/a"), PartNumber: aws.Int32(2)})
+		if code, _, status := apiError(err); code != "InvalidPartNumber" || status != 416 {
+			return fmt.Errorf("got %v", err)
+		}
+		return nil
+	}())
+
+	check("not-modified-etag", func() error {
+		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String("go/a")})
+		if err != nil {
+			return err
+		}
+		_, err = c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("go/a"), IfNoneMatch: h.ETag})
+		var re *smithyhttp.ResponseError
+		if !errors.As(err, &re) || re.HTTPStatusCode() != 304 {
+			return fmt.Errorf("got %v", err)
+		}
+		if got := re.Response.Header.Get("ETag"); got != *h.ETag {
+			return fmt.Errorf("304 ETag %q, want %q", got, *h.ETag)
+		}
+		return nil
+	}())
+
+	check("list-buckets-pages", func() error {
+		extra := []string{bucket + "-p1", bucket + "-p2"}
+		for _, b := range extra {
+			if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+				return err
+			}
+			defer c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(b)})
+		}
+		p := s3.NewListBucketsPaginator(c, &s3.ListBucketsInput{MaxBuckets: aws.Int32(1), Prefix: aws.String(bucket)})
+		var names []string
+		pages := 0
+		for p.HasMorePages() {
+			out, err := p.NextPage(ctx)
+			if err != nil {
+				return err
+			}
+			pages++
+			for _, b := range out.Buckets {
+				names = append(names, *b.Name)
+			}
+		}
+		if want := bucket + "," + strings.Join(extra, ","); strings.Join(names, ",") != want || pages != 3 {
+			return fmt.Errorf("buckets %v in %d pages", names, pages)
+		}
+		return nil
+	}())
+
+	check("unsupported-checksum-refused", func() error {
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("go/sha512"),
+			Body: bytes.NewReader([]byte("data")), ChecksumSHA512: aws.String("AAAAAAAAAAA=")})
+		if code, _, status := apiError(err); code != "InvalidRequest" || status != 400 {
+			return fmt.Errorf("got %v", err)
+		}
+		_, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String("go/sha512")})
+		if err == nil {
+			return fmt.Errorf("object was stored")
+		}
+		return nil
+	}())
+
+	check("crc32-put-verified", func() error {
+		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("go/crc"),
+			Body: bytes.NewReader([]byte("checksummed")), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+		if err != nil {
+			return err
+		}
+		if out.ChecksumCRC32 == nil || aws.ToInt64(out.Size) != 11 {
+			return fmt.Errorf("crc %v size %v", out.ChecksumCRC32, out.Size)
+		}
+		return nil
+	}())
+
+	if failed {
+		os.Exit(1)
+	}
+}
