@@ -37,6 +37,10 @@ impl PartialEq for BucketAuth {
     }
 }
 
+/// The owner id of buckets no account owns ([`BucketAuth::admin_only`]). It contains a `:`, which
+/// no account id that a policy may name contains; the gateway must not give an account this id.
+pub const ADMIN_ONLY_OWNER_ID: &str = "s3hpc:admin-only";
+
 /// Why a request was allowed (for access logs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grounds {
@@ -94,6 +98,12 @@ impl BucketAuth {
         }
         b.acl = acl;
         Ok(b)
+    }
+
+    /// A bucket no account owns (e.g. a directory whose uid maps to no account): only admins
+    /// pass ownership checks. Its owner id is [`ADMIN_ONLY_OWNER_ID`].
+    pub fn admin_only() -> BucketAuth {
+        BucketAuth::new(Owner::new(ADMIN_ONLY_OWNER_ID))
     }
 
     /// The bucket owner.
@@ -359,7 +369,10 @@ pub fn authorize(
     }
     if decision == Decision::Allow {
         let restricted = bucket.pab().restrict_public_buckets && policy.is_some_and(policy_is_public);
-        let owned_by_bucket_owner = op.target() != Target::Object || object_owner == bucket_owner;
+        // AWS: an Allow reaches only objects the bucket owner owns (reads and changes of an
+        // existing object; writes into the bucket are bucket-level).
+        let on_object = matches!((op.target(), op.acl_need()), (Target::Object, AclNeed::Object(_) | AclNeed::None));
+        let owned_by_bucket_owner = !on_object || object_owner == bucket_owner;
         if !restricted && owned_by_bucket_owner {
             if op.is_policy_op() {
                 return Err(AuthzError::new(

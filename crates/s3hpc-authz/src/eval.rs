@@ -103,6 +103,38 @@ impl RequestContext {
         self
     }
 
+    /// Adds the listing keys `s3:prefix`, `s3:delimiter` and `s3:max-keys` that the request has.
+    pub fn with_list_params(mut self, prefix: Option<&str>, delimiter: Option<&str>, max_keys: Option<u32>) -> Self {
+        if let Some(p) = prefix {
+            self = self.with_key("s3:prefix", p);
+        }
+        if let Some(d) = delimiter {
+            self = self.with_key("s3:delimiter", d);
+        }
+        if let Some(m) = max_keys {
+            self = self.with_key("s3:max-keys", m.to_string());
+        }
+        self
+    }
+
+    /// Adds `s3:x-amz-acl` and `s3:x-amz-grant-*` from a request's ACL headers.
+    pub fn with_acl_headers(mut self, h: &crate::acl::AclHeaders<'_>) -> Self {
+        let pairs = [
+            ("s3:x-amz-acl", h.canned),
+            ("s3:x-amz-grant-read", h.grant_read),
+            ("s3:x-amz-grant-write", h.grant_write),
+            ("s3:x-amz-grant-read-acp", h.grant_read_acp),
+            ("s3:x-amz-grant-write-acp", h.grant_write_acp),
+            ("s3:x-amz-grant-full-control", h.grant_full_control),
+        ];
+        for (k, v) in pairs {
+            if let Some(v) = v {
+                self = self.with_key(k, v.trim());
+            }
+        }
+        self
+    }
+
     /// Adds `s3:ExistingObjectTag/<k>` for each tag of the object the request acts on.
     pub fn with_existing_object_tags<'a>(mut self, tags: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         for (k, v) in tags {

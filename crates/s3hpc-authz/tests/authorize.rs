@@ -422,3 +422,51 @@ fn operation_table() {
     let ctx = S3Op::GetObject.context(bob(), "bkt", Some("a/b"), false);
     assert_eq!(ctx.resource_arn(), "arn:aws:s3:::bkt/a/b");
 }
+
+#[test]
+fn admin_only_buckets() {
+    let b = BucketAuth::admin_only();
+    assert_eq!(run(S3Op::ListObjects, admin(), &b, None, None), Ok(Grounds::Admin));
+    assert_eq!(run(S3Op::ListObjects, owner(), &b, None, None), Err(ErrorCode::AccessDenied));
+    assert!(!b.listed_for(&owner()));
+    assert!(b.listed_for(&admin()));
+}
+
+#[test]
+fn writes_into_the_bucket_are_not_limited_by_object_ownership() {
+    let mut b = bucket();
+    b.set_ownership(ObjectOwnership::ObjectWriter).unwrap();
+    with_policy(
+        &mut b,
+        r#"{"Effect":"Allow","Principal":{"AWS":"carol"},"Action":"s3:DeleteObject","Resource":"arn:aws:s3:::bkt/*"}"#,
+    );
+    let bobs = Acl::private(Owner::new("bob"));
+    assert_eq!(run(S3Op::DeleteObject, Principal::account("carol"), &b, Some("k"), Some(&bobs)), Ok(Grounds::Policy));
+}
+
+#[test]
+fn request_keys_from_headers_and_listing() {
+    use s3hpc_authz::AclHeaders;
+    let mut b = bucket();
+    with_policy(
+        &mut b,
+        r#"{"Effect":"Allow","Principal":"*","Action":"s3:ListBucket","Resource":"arn:aws:s3:::bkt","Condition":{"StringEquals":{"s3:prefix":"pub/","s3:delimiter":"/"},"NumericLessThanEquals":{"s3:max-keys":100}}},
+           {"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::bkt/*","Condition":{"StringLike":{"s3:x-amz-acl":"public*"}}},
+           {"Effect":"Allow","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::bkt/*"}"#,
+    );
+    let list = |p, d, m| {
+        let ctx = S3Op::ListObjectsV2.context(bob(), "bkt", None, false).with_list_params(p, d, m);
+        authorize(S3Op::ListObjectsV2, &ctx, &b, None).map_err(|e| e.code)
+    };
+    assert_eq!(list(Some("pub/"), Some("/"), Some(100)), Ok(Grounds::Policy));
+    assert_eq!(list(Some("pub/"), Some("/"), Some(1000)), Err(ErrorCode::AccessDenied));
+    assert_eq!(list(Some("priv/"), Some("/"), None), Err(ErrorCode::AccessDenied));
+    assert_eq!(list(Some("pub/"), None, None), Err(ErrorCode::AccessDenied));
+    let put = |h: AclHeaders<'_>| {
+        let ctx = S3Op::PutObject.context(bob(), "bkt", Some("k"), false).with_acl_headers(&h);
+        authorize(S3Op::PutObject, &ctx, &b, None).map_err(|e| e.code)
+    };
+    assert_eq!(put(AclHeaders::default()), Ok(Grounds::Policy));
+    assert_eq!(put(AclHeaders { canned: Some("private"), ..Default::default() }), Ok(Grounds::Policy));
+    assert_eq!(put(AclHeaders { canned: Some("public-read"), ..Default::default() }), Err(ErrorCode::AccessDenied));
+}
