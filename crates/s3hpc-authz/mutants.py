@@ -33,6 +33,9 @@ muts = [
  ('wildcard.rs', "Some(&c) if c == '?' || eq(c, t[ti]) => {", "Some(&c) if eq(c, t[ti]) => {"),
  ('cidr.rs', "(prefix <= max).then_some(Cidr { addr, prefix })", "Some(Cidr { addr, prefix: prefix.min(max) })"),
  ('ownership.rs', 'Some("true") => Ok(true),', 'Some(_) => Ok(true),'),
+ ('policy.rs', '                | DateNotEquals\n', ''),
+ ('date.rs', 'if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {', 'if false {'),
+ ('eval.rs', 'DateLessThan => date(c, v, |a, b| a < b),', 'DateLessThan => date(c, v, |a, b| a <= b),'),
 ]
 sel = [int(a) for a in sys.argv[1:]] or range(len(muts))
 for i in sel:

@@ -61,6 +61,9 @@ pub struct RequestContext {
     pub source_ip: Option<IpAddr>,
     /// Whether the request came over TLS (or the local socket path; `aws:SecureTransport`).
     pub secure_transport: bool,
+    /// The request time in seconds since the epoch (`aws:CurrentTime`, `aws:EpochTime`); absent:
+    /// `Date*` conditions on these keys see no value.
+    pub current_time: Option<i64>,
     /// Further condition keys, by normalized name ([`actions::normalize_key`]): `s3:prefix`,
     /// `s3:delimiter`, `s3:max-keys`, `s3:x-amz-acl`, `s3:ExistingObjectTag/<k>`, ...
     pub keys: BTreeMap<String, Vec<String>>,
@@ -81,6 +84,7 @@ impl RequestContext {
             key,
             source_ip: None,
             secure_transport: false,
+            current_time: None,
             keys: BTreeMap::new(),
         }
     }
@@ -100,6 +104,12 @@ impl RequestContext {
     /// Adds a value of condition key `name` (any case).
     pub fn with_key(mut self, name: &str, value: impl Into<String>) -> Self {
         self.keys.entry(actions::normalize_key(name)).or_default().push(value.into());
+        self
+    }
+
+    /// Sets the request time (seconds since the epoch) for `aws:CurrentTime` / `aws:EpochTime`.
+    pub fn with_current_time(mut self, epoch_secs: i64) -> Self {
+        self.current_time = Some(epoch_secs);
         self
     }
 
@@ -169,6 +179,8 @@ impl RequestContext {
                 .to_owned(),
             ]),
             "aws:principalaccount" => self.principal.id().map(|id| vec![id.to_owned()]),
+            "aws:currenttime" => self.current_time.map(|t| vec![crate::date::format(t)]),
+            "aws:epochtime" => self.current_time.map(|t| vec![t.to_string()]),
             _ => self.keys.get(key).cloned(),
         }
     }
@@ -323,6 +335,11 @@ fn value_matches_positive(c: &Condition, v: &str, version: Version, ctx: &Reques
         NumericLessThanEquals => numeric(c, v, |a, b| a <= b),
         NumericGreaterThan => numeric(c, v, |a, b| a > b),
         NumericGreaterThanEquals => numeric(c, v, |a, b| a >= b),
+        DateEquals | DateNotEquals => date(c, v, |a, b| a == b),
+        DateLessThan => date(c, v, |a, b| a < b),
+        DateLessThanEquals => date(c, v, |a, b| a <= b),
+        DateGreaterThan => date(c, v, |a, b| a > b),
+        DateGreaterThanEquals => date(c, v, |a, b| a >= b),
         Bool => c.values.iter().any(|p| p.eq_ignore_ascii_case(v)),
         IpAddress | NotIpAddress => match v.parse::<IpAddr>() {
             Ok(ip) => c.cidrs.iter().any(|n| n.contains(ip)),
@@ -330,6 +347,11 @@ fn value_matches_positive(c: &Condition, v: &str, version: Version, ctx: &Reques
         },
         Null => false,
     }
+}
+
+fn date(c: &Condition, v: &str, cmp: impl Fn(i64, i64) -> bool) -> bool {
+    let Some(x) = crate::date::parse(v) else { return false };
+    c.values.iter().filter_map(|p| crate::date::parse(p)).any(|p| cmp(x, p))
 }
 
 fn numeric(c: &Condition, v: &str, cmp: impl Fn(f64, f64) -> bool) -> bool {

@@ -33,7 +33,7 @@
 //! | Invalid Condition type : NAME | third-party |
 //! | Invalid IP address in Conditions | third-party |
 //! | Invalid policy syntax. | AWS for `"Action": null`; ours for other wrongly typed values and for `X` with `NotX` |
-//! | Invalid numeric value in Conditions for operator OP / Invalid boolean value ... | ours |
+//! | Invalid numeric value in Conditions for operator OP / Invalid boolean value ... / Invalid date value ... | ours |
 //!
 //! Other codes: `MalformedACLError` "The XML you provided was not well-formed or did not validate
 //! against our published schema" (AWS); `UnresolvableGrantByEmailAddress` "The email address that
@@ -51,6 +51,7 @@ pub mod acl;
 pub mod actions;
 mod bucket;
 pub mod cidr;
+pub mod date;
 mod error;
 pub mod eval;
 mod json;

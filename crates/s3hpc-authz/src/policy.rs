@@ -108,6 +108,18 @@ pub enum Operator {
     ArnNotLike,
     /// `Null`: `true` asks for the key to be absent, `false` present.
     Null,
+    /// `DateEquals`
+    DateEquals,
+    /// `DateNotEquals`
+    DateNotEquals,
+    /// `DateLessThan`
+    DateLessThan,
+    /// `DateLessThanEquals`
+    DateLessThanEquals,
+    /// `DateGreaterThan`
+    DateGreaterThan,
+    /// `DateGreaterThanEquals`
+    DateGreaterThanEquals,
 }
 
 const OPERATORS: &[(&str, Operator)] = &[
@@ -131,6 +143,12 @@ const OPERATORS: &[(&str, Operator)] = &[
     ("ArnLike", Operator::ArnLike),
     ("ArnNotLike", Operator::ArnNotLike),
     ("Null", Operator::Null),
+    ("DateEquals", Operator::DateEquals),
+    ("DateNotEquals", Operator::DateNotEquals),
+    ("DateLessThan", Operator::DateLessThan),
+    ("DateLessThanEquals", Operator::DateLessThanEquals),
+    ("DateGreaterThan", Operator::DateGreaterThan),
+    ("DateGreaterThanEquals", Operator::DateGreaterThanEquals),
 ];
 
 impl Operator {
@@ -143,6 +161,7 @@ impl Operator {
                 | StringNotEqualsIgnoreCase
                 | StringNotLike
                 | NumericNotEquals
+                | DateNotEquals
                 | NotIpAddress
                 | ArnNotEquals
                 | ArnNotLike
@@ -160,6 +179,15 @@ impl Operator {
                 | NumericLessThanEquals
                 | NumericGreaterThan
                 | NumericGreaterThanEquals
+        )
+    }
+
+    /// Whether the operator compares dates.
+    pub fn is_date(self) -> bool {
+        use Operator::*;
+        matches!(
+            self,
+            DateEquals | DateNotEquals | DateLessThan | DateLessThanEquals | DateGreaterThan | DateGreaterThanEquals
         )
     }
 
@@ -585,6 +613,9 @@ fn parse_conditions(c: J) -> Result<Vec<Condition>, AuthzError> {
             }
             if op.is_numeric() && values.iter().any(|v| parse_number(v).is_none()) {
                 return Err(err(format!("Invalid numeric value in Conditions for operator {}", op.name())));
+            }
+            if op.is_date() && values.iter().any(|v| crate::date::parse(v).is_none()) {
+                return Err(err(format!("Invalid date value in Conditions for operator {}", op.name())));
             }
             if matches!(op, Operator::Bool | Operator::Null)
                 && values.iter().any(|v| !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false"))

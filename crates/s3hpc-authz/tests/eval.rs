@@ -307,3 +307,28 @@ fn variables_are_literal_under_2008() {
     assert!(!d(&p, &get(alice(), "al/x")));
     assert!(d(&p, &get(alice(), "${aws:username}/x")));
 }
+
+#[test]
+fn date_conditions_on_current_time() {
+    let p = cond_policy(
+        r#"{"DateLessThan":{"aws:CurrentTime":"2030-01-01T00:00:00Z"},"DateGreaterThanEquals":{"aws:EpochTime":"2020-01-01"}}"#,
+    );
+    let at = |t: i64| list(alice()).with_current_time(t);
+    assert!(d(&p, &at(1_700_000_000)));
+    assert!(!d(&p, &at(1_900_000_000)), "after the end");
+    assert!(!d(&p, &at(1_893_456_000)), "DateLessThan excludes the bound");
+    assert!(d(&p, &at(1_893_455_999)));
+    assert!(d(&p, &at(1_577_836_800)), "DateGreaterThanEquals includes the bound");
+    assert!(!d(&p, &at(1_500_000_000)), "before the start");
+    assert!(!d(&p, &list(alice())), "no time: positive date operators fail");
+    let p = cond_policy(r#"{"DateNotEquals":{"aws:EpochTime":1700000000}}"#);
+    assert!(!d(&p, &at(1_700_000_000)));
+    assert!(d(&p, &at(1_700_000_001)));
+    let p = cond_policy(r#"{"DateEquals":{"aws:CurrentTime":"2023-11-14T23:13:20+01:00"}}"#);
+    assert!(d(&p, &at(1_700_000_000)));
+    let p = cond_policy(
+        r#"{"DateLessThanEquals":{"aws:CurrentTime":"2023-11-14T22:13:20Z"},"DateGreaterThan":{"aws:CurrentTime":"2023-11-14"}}"#,
+    );
+    assert!(d(&p, &at(1_700_000_000)));
+    assert!(!d(&p, &at(1_700_000_001)));
+}

@@ -334,6 +334,8 @@ fn condition_values_are_checked() {
     assert_eq!(msg(&cond(r#"{"NotIpAddress":{"aws:SourceIp":["10.0.0.0/8","nope"]}}"#)), policy::MSG_IP);
     assert!(msg(&cond(r#"{"NumericLessThan":{"s3:max-keys":"ten"}}"#)).starts_with("Invalid numeric value"));
     assert!(msg(&cond(r#"{"Bool":{"aws:SecureTransport":"yes"}}"#)).starts_with("Invalid boolean value"));
+    assert!(msg(&cond(r#"{"DateLessThan":{"aws:CurrentTime":"tomorrow"}}"#)).starts_with("Invalid date value"));
+    assert_eq!(msg(&cond(r#"{"BinaryEquals":{"aws:userid":"YQ=="}}"#)), "Invalid Condition type : BinaryEquals");
     assert_eq!(msg(&cond(r#"{"StringEquals":{"s3:prefix":[]}}"#)), policy::MSG_SYNTAX);
     assert_eq!(msg(&cond(r#"{"StringEquals":{"s3:prefix":{"a":1}}}"#)), policy::MSG_SYNTAX);
     assert_eq!(msg(&cond(r#"{"StringEquals":"x"}"#)), policy::MSG_SYNTAX);
