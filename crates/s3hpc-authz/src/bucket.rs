@@ -400,6 +400,20 @@ pub fn authorize(
     Err(denied())
 }
 
+/// For a GET or HEAD of a key that does not exist: whether the caller may learn that it does
+/// not exist (404 NoSuchKey) rather than get 403 AccessDenied. As S3, that is when the caller
+/// could list the bucket with the key as `s3:prefix` (`ctx` is the GET/HEAD's context).
+pub fn reveals_missing_key(ctx: &RequestContext, bucket: &BucketAuth) -> bool {
+    let mut list = ctx.clone();
+    list.action = S3Op::ListObjects.action(false).to_owned();
+    list.key = None;
+    list.keys.remove("s3:prefix");
+    if let Some(k) = &ctx.key {
+        list = list.with_key("s3:prefix", k.clone());
+    }
+    authorize(S3Op::ListObjects, &list, bucket, None).is_ok()
+}
+
 impl S3Op {
     /// The request context for this operation (`version`: a version id is named).
     pub fn context(self, principal: Principal, bucket: &str, key: Option<&str>, version: bool) -> RequestContext {

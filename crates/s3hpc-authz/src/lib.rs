@@ -63,7 +63,9 @@ pub mod wildcard;
 mod xml;
 
 pub use acl::{Acl, AclHeaders, CannedAcl, Grant, Grantee, Group, Owner, Permission, RequestedAcl};
-pub use bucket::{ADMIN_ONLY_OWNER_ID, BucketAuth, Grounds, authorize, authorize_service, owner_of};
+pub use bucket::{
+    ADMIN_ONLY_OWNER_ID, BucketAuth, Grounds, authorize, authorize_service, owner_of, reveals_missing_key,
+};
 pub use error::{AuthzError, ErrorCode};
 pub use eval::{Account, Decision, Principal, RequestContext, evaluate};
 pub use ops::{AclNeed, S3Op, Target};

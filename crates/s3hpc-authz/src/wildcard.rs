@@ -19,19 +19,51 @@ pub fn has_wildcard(s: &str) -> bool {
 }
 
 fn glob(pattern: &str, text: &str, ignore_case: bool) -> bool {
+    if pattern.is_ascii() && text.is_ascii() {
+        // The common case needs no allocation: ASCII bytes are characters.
+        return glob_slice(pattern.as_bytes(), text.as_bytes(), |a, b| {
+            if ignore_case { a.eq_ignore_ascii_case(&b) } else { a == b }
+        });
+    }
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
-    let eq = |a: char, b: char| if ignore_case { a.eq_ignore_ascii_case(&b) } else { a == b };
+    glob_slice(&p, &t, |a, b| if ignore_case { a.eq_ignore_ascii_case(&b) } else { a == b })
+}
+
+trait Wild: Copy {
+    fn is_star(self) -> bool;
+    fn is_any(self) -> bool;
+}
+
+impl Wild for u8 {
+    fn is_star(self) -> bool {
+        self == b'*'
+    }
+    fn is_any(self) -> bool {
+        self == b'?'
+    }
+}
+
+impl Wild for char {
+    fn is_star(self) -> bool {
+        self == '*'
+    }
+    fn is_any(self) -> bool {
+        self == '?'
+    }
+}
+
+fn glob_slice<T: Wild>(p: &[T], t: &[T], eq: impl Fn(T, T) -> bool) -> bool {
     let (mut pi, mut ti) = (0usize, 0usize);
     // Position after the last `*` seen in the pattern, and the text position it was tried at.
     let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
+    while let Some(&tc) = t.get(ti) {
         match p.get(pi) {
-            Some('*') => {
+            Some(&c) if c.is_star() => {
                 star = Some((pi + 1, ti));
                 pi += 1;
             }
-            Some(&c) if c == '?' || eq(c, t[ti]) => {
+            Some(&c) if c.is_any() || eq(c, tc) => {
                 pi += 1;
                 ti += 1;
             }
@@ -45,7 +77,7 @@ fn glob(pattern: &str, text: &str, ignore_case: bool) -> bool {
             },
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    p.get(pi..).is_some_and(|rest| rest.iter().all(|c| c.is_star()))
 }
 
 #[cfg(test)]

@@ -470,3 +470,20 @@ fn request_keys_from_headers_and_listing() {
     assert_eq!(put(AclHeaders { canned: Some("private"), ..Default::default() }), Ok(Grounds::Policy));
     assert_eq!(put(AclHeaders { canned: Some("public-read"), ..Default::default() }), Err(ErrorCode::AccessDenied));
 }
+
+#[test]
+fn missing_keys_are_404_only_to_who_may_list_them() {
+    use s3hpc_authz::reveals_missing_key;
+    let mut b = bucket();
+    with_policy(
+        &mut b,
+        r#"{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"},
+           {"Effect":"Allow","Principal":"*","Action":"s3:ListBucket","Resource":"arn:aws:s3:::bkt","Condition":{"StringLike":{"s3:prefix":"public/*"}}}"#,
+    );
+    let head = |who: Principal, key: &str| S3Op::HeadObject.context(who, "bkt", Some(key), false);
+    assert!(reveals_missing_key(&head(bob(), "public/object"), &b));
+    assert!(!reveals_missing_key(&head(bob(), "private/object"), &b));
+    assert!(reveals_missing_key(&head(Principal::Anonymous, "public/x"), &b));
+    assert!(reveals_missing_key(&head(owner(), "private/object"), &bucket()));
+    assert!(!reveals_missing_key(&head(bob(), "public/object"), &bucket()));
+}

@@ -247,7 +247,8 @@ proptest! {
     }
 
     #[test]
-    fn wildcard_agrees_with_naive(p in "[ab*?]{0,8}", t in "[ab]{0,10}") {
+    fn wildcard_agrees_with_naive(p in "[ab*?]{0,8}", t in "[ab]{0,10}", q in "[aé*?]{0,8}", u in "[aéb]{0,10}") {
         prop_assert_eq!(s3hpc_authz::wildcard::matches(&p, &t), glob(&p, &t));
+        prop_assert_eq!(s3hpc_authz::wildcard::matches(&q, &u), glob(&q, &u));
     }
 }
