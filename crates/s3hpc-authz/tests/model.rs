@@ -1,7 +1,7 @@
 //! Property test: the policy evaluator against a small, independent reference model.
 //!
 //! Random policies over a small vocabulary (principals, actions and resources with wildcards,
-//! negated elements, three condition kinds) are written as JSON, parsed by the crate and evaluated
+//! negated elements, string conditions with and without `IfExists`, IP and Bool conditions) are written as JSON, parsed by the crate and evaluated
 //! for random requests; the model evaluates the same statements directly with naive code.
 
 use proptest::prelude::*;
@@ -18,7 +18,8 @@ struct MStmt {
     actions: Vec<&'static str>,
     not_resource: bool,
     resources: Vec<&'static str>,
-    prefix_in: Option<Vec<&'static str>>,
+    /// A condition on `s3:prefix`: operator index into `PREFIX_OPS`, and its values.
+    prefix_cond: Option<(usize, Vec<&'static str>)>,
     ip_10: Option<bool>,
     secure: Option<bool>,
 }
@@ -54,6 +55,14 @@ const RESOURCE_PATTERNS: &[&str] = &[
     "arn:aws:s3:::b?t",
 ];
 const ACTIONS: &[&str] = &["s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:DeleteObject", "s3:GetObjectAcl"];
+const PREFIX_OPS: &[&str] = &[
+    "StringEquals",
+    "StringNotEquals",
+    "StringLike",
+    "StringNotLike",
+    "StringEqualsIfExists",
+    "StringNotEqualsIfExists",
+];
 const KEYS: &[&str] = &["x", "x/y", "z", "xa", "x/yy"];
 
 fn subset(items: &'static [&'static str], max: usize) -> impl Strategy<Value = Vec<&'static str>> {
@@ -69,12 +78,12 @@ fn stmt() -> impl Strategy<Value = MStmt> {
         subset(ACTION_PATTERNS, 3),
         any::<bool>(),
         subset(RESOURCE_PATTERNS, 3),
-        proptest::option::of(subset(&["p", "q"], 2)),
+        proptest::option::of((0..PREFIX_OPS.len(), subset(&["p", "q", "p*"], 2))),
         proptest::option::of(any::<bool>()),
         proptest::option::of(any::<bool>()),
     )
         .prop_map(
-            |(deny, np, principals, not_action, actions, not_resource, resources, prefix_in, ip_10, secure)| MStmt {
+            |(deny, np, principals, not_action, actions, not_resource, resources, prefix_cond, ip_10, secure)| MStmt {
                 deny,
                 // NotPrincipal only with Deny (AWS refuses it with Allow).
                 not_principal: np && deny,
@@ -83,7 +92,7 @@ fn stmt() -> impl Strategy<Value = MStmt> {
                 actions,
                 not_resource,
                 resources,
-                prefix_in,
+                prefix_cond,
                 ip_10,
                 secure,
             },
@@ -95,7 +104,7 @@ fn req() -> impl Strategy<Value = MReq> {
         proptest::option::of(proptest::sample::select(ACCOUNTS)),
         proptest::sample::select(ACTIONS),
         proptest::sample::select(KEYS),
-        proptest::option::of(proptest::sample::select(&["p", "q", "r"][..])),
+        proptest::option::of(proptest::sample::select(&["p", "q", "r", "pp", "p*"][..])),
         proptest::option::of(proptest::sample::select(&["10.1.2.3", "192.168.0.1", "2001:db8::1"][..])),
         any::<bool>(),
     )
@@ -123,8 +132,8 @@ fn to_json(stmts: &[MStmt]) -> String {
             o.insert((if s.not_action { "NotAction" } else { "Action" }).into(), json!(s.actions));
             o.insert((if s.not_resource { "NotResource" } else { "Resource" }).into(), json!(s.resources));
             let mut c = serde_json::Map::new();
-            if let Some(p) = &s.prefix_in {
-                c.insert("StringEquals".into(), json!({ "s3:prefix": p }));
+            if let Some((op, vals)) = &s.prefix_cond {
+                c.insert(PREFIX_OPS[*op].into(), json!({ "s3:prefix": vals }));
             }
             if let Some(b) = s.ip_10 {
                 c.insert(
@@ -180,10 +189,23 @@ fn model_stmt_applies(s: &MStmt, r: &MReq) -> bool {
     if res == s.not_resource {
         return false;
     }
-    if let Some(ps) = &s.prefix_in {
-        match r.prefix {
-            Some(v) if ps.contains(&v) => {}
-            _ => return false,
+    if let Some((op, vals)) = &s.prefix_cond {
+        let holds = match (PREFIX_OPS[*op], r.prefix) {
+            ("StringEquals", Some(v)) => vals.contains(&v),
+            ("StringEquals", None) => false,
+            ("StringNotEquals", Some(v)) => !vals.contains(&v),
+            ("StringNotEquals", None) => true,
+            ("StringLike", Some(v)) => vals.iter().any(|p| glob(p, v)),
+            ("StringLike", None) => false,
+            ("StringNotLike", Some(v)) => !vals.iter().any(|p| glob(p, v)),
+            ("StringNotLike", None) => true,
+            ("StringEqualsIfExists", Some(v)) => vals.contains(&v),
+            ("StringNotEqualsIfExists", Some(v)) => !vals.contains(&v),
+            (_, None) => true,
+            _ => unreachable!(),
+        };
+        if !holds {
+            return false;
         }
     }
     if let Some(want_in) = s.ip_10 {
