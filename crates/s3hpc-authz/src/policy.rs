@@ -307,12 +307,13 @@ impl Policy {
         if !body.starts_with('{') {
             return Err(err(MSG_NOT_JSON));
         }
-        let doc = json::parse(body).map_err(|_| err(MSG_INVALID_JSON))?;
+        // Size first (a linear scan), so a huge body is refused before it is parsed.
         if json::normalized_len(body) > MAX_POLICY_SIZE {
             return Err(err(format!(
                 "Normalized policy document exceeds the maximum allowed size of {MAX_POLICY_SIZE} bytes"
             )));
         }
+        let doc = json::parse(body).map_err(|_| err(MSG_INVALID_JSON))?;
         let J::Obj(members) = doc else { return Err(err(MSG_NOT_JSON)) };
         let (mut version, mut id, mut stmts) = (None, None, None);
         for (name, value) in members {
