@@ -199,9 +199,10 @@ pub enum Decision {
 
 /// Evaluates `policy` for `ctx`: explicit deny beats allow, allow beats no match.
 pub fn evaluate(policy: &Policy, ctx: &RequestContext) -> Decision {
+    let arn = ctx.resource_arn();
     let mut allowed = false;
     for s in &policy.statements {
-        if statement_matches(s, policy.version, ctx) {
+        if matches_with_arn(s, policy.version, ctx, &arn) {
             match s.effect {
                 Effect::Deny => return Decision::ExplicitDeny,
                 Effect::Allow => allowed = true,
@@ -213,6 +214,10 @@ pub fn evaluate(policy: &Policy, ctx: &RequestContext) -> Decision {
 
 /// Whether statement `s` applies to `ctx` (principal, action, resource and every condition).
 pub fn statement_matches(s: &Statement, version: Version, ctx: &RequestContext) -> bool {
+    matches_with_arn(s, version, ctx, &ctx.resource_arn())
+}
+
+fn matches_with_arn(s: &Statement, version: Version, ctx: &RequestContext, arn: &str) -> bool {
     let principal_hit = s.principal.ids.iter().any(|p| principal_matches(p, &ctx.principal));
     if principal_hit == s.principal.negated {
         return false;
@@ -220,9 +225,8 @@ pub fn statement_matches(s: &Statement, version: Version, ctx: &RequestContext) 
     if !patterns_match(&s.action, |p| p == "*" || wildcard::matches_ignore_case(p, &ctx.action)) {
         return false;
     }
-    let arn = ctx.resource_arn();
     let resource_hit = |p: &str| match substitute(p, version, ctx) {
-        Some(p) => wildcard::matches(&p, &arn),
+        Some(p) => wildcard::matches(&p, arn),
         None => false,
     };
     if !patterns_match(&s.resource, resource_hit) {

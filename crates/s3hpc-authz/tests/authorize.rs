@@ -487,3 +487,16 @@ fn missing_keys_are_404_only_to_who_may_list_them() {
     assert!(reveals_missing_key(&head(owner(), "private/object"), &bucket()));
     assert!(!reveals_missing_key(&head(bob(), "public/object"), &bucket()));
 }
+
+#[test]
+fn readme_json_example_is_what_serde_reads() {
+    let readme = include_str!("../README.md");
+    let start = readme.find(r#"{"acl":"#).unwrap();
+    let end = start + readme[start..].find("\n```").unwrap();
+    let json: String = readme[start..end].lines().map(str::trim).collect();
+    let json = json.replace(r#""policy":"{...as put...}","#, "");
+    let b: BucketAuth = serde_json::from_str(&json).unwrap();
+    assert_eq!(b.owner().id, "alice");
+    assert_eq!(b.public_access_block, Some(PublicAccessBlock::ALL_BLOCKED));
+    assert_eq!(serde_json::to_value(&b).unwrap(), serde_json::from_str::<serde_json::Value>(&json).unwrap());
+}
