@@ -3,6 +3,7 @@
 use crate::actions;
 use crate::policy::{Condition, Effect, Operator, Patterns, Policy, PrincipalId, SetQualifier, Statement, Version};
 use crate::wildcard;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -163,6 +164,17 @@ impl RequestContext {
 
     /// The values of condition key `key` (normalized), built-in keys included.
     pub fn values(&self, key: &str) -> Option<Vec<String>> {
+        self.values_cow(key).map(Cow::into_owned)
+    }
+
+    fn values_cow(&self, key: &str) -> Option<Cow<'_, [String]>> {
+        if let Some(v) = self.keys.get(key) {
+            return Some(Cow::Borrowed(v.as_slice()));
+        }
+        self.builtin(key).map(Cow::Owned)
+    }
+
+    fn builtin(&self, key: &str) -> Option<Vec<String>> {
         match key {
             "aws:sourceip" => self.source_ip.map(|ip| vec![ip.to_string()]),
             "aws:securetransport" => Some(vec![self.secure_transport.to_string()]),
@@ -181,7 +193,7 @@ impl RequestContext {
             "aws:principalaccount" => self.principal.id().map(|id| vec![id.to_owned()]),
             "aws:currenttime" => self.current_time.map(|t| vec![crate::date::format(t)]),
             "aws:epochtime" => self.current_time.map(|t| vec![t.to_string()]),
-            _ => self.keys.get(key).cloned(),
+            _ => None,
         }
     }
 }
@@ -254,9 +266,10 @@ pub fn principal_matches(p: &PrincipalId, who: &Principal) -> bool {
 
 /// Replaces `${key}` policy variables (version 2012-10-17 only). `None` when a variable has no
 /// value: such a resource matches nothing, such a condition value matches nothing.
-pub fn substitute(s: &str, version: Version, ctx: &RequestContext) -> Option<String> {
-    if version != Version::V2012_10_17 || !s.contains("${") {
-        return Some(s.to_owned());
+pub fn substitute<'a>(s: &'a str, version: Version, ctx: &RequestContext) -> Option<Cow<'a, str>> {
+    // `contains(char)` is a memchr; a `$` without `{` takes the slow path and comes out unchanged.
+    if version != Version::V2012_10_17 || !s.contains('$') {
+        return Some(Cow::Borrowed(s));
     }
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
@@ -265,7 +278,7 @@ pub fn substitute(s: &str, version: Version, ctx: &RequestContext) -> Option<Str
         let after = &rest[i + 2..];
         let Some(j) = after.find('}') else {
             out.push_str(&rest[i..]);
-            return Some(out);
+            return Some(Cow::Owned(out));
         };
         let inner = &after[..j];
         let (name, default) = match inner.split_once(',') {
@@ -290,11 +303,25 @@ pub fn substitute(s: &str, version: Version, ctx: &RequestContext) -> Option<Str
         rest = &after[j + 1..];
     }
     out.push_str(rest);
-    Some(out)
+    Some(Cow::Owned(out))
 }
 
 fn condition_holds(c: &Condition, version: Version, ctx: &RequestContext) -> bool {
-    let present = ctx.values(&c.key);
+    // Fast paths for the two most common keys (same results as the general path below, without
+    // formatting the request's values as strings).
+    if c.qualifier == SetQualifier::None {
+        if c.key == "aws:sourceip" && matches!(c.op, Operator::IpAddress | Operator::NotIpAddress) {
+            return match ctx.source_ip {
+                None => c.if_exists || c.op.is_negated(),
+                Some(ip) => c.cidrs.iter().any(|n| n.contains(ip)) != c.op.is_negated(),
+            };
+        }
+        if c.key == "aws:securetransport" && c.op == Operator::Bool {
+            let v = if ctx.secure_transport { "true" } else { "false" };
+            return c.values.iter().any(|p| p.eq_ignore_ascii_case(v));
+        }
+    }
+    let present = ctx.values_cow(&c.key);
     if c.op == Operator::Null {
         // "true": the key must be absent; "false": present.
         let want_absent = c.values.iter().any(|v| v.eq_ignore_ascii_case("true"));
