@@ -39,6 +39,8 @@ muts = [
  ('eval.rs', 'DateLessThan => date(c, v, |a, b| a < b),', 'DateLessThan => date(c, v, |a, b| a <= b),'),
 ]
 sel = [int(a) for a in sys.argv[1:]] or range(len(muts))
+# proptest records failing cases of a mutant in tests/*.proptest-regressions: remove new ones.
+before = set((HERE / 'tests').glob('*.proptest-regressions'))
 for i in sel:
     f, old, new = muts[i]
     p = root / f
@@ -55,3 +57,6 @@ for i in sel:
         print(i, status, f, old[:60].replace('\n',' '), ('(compile error)' if comp else ''), [l.strip() for l in out.splitlines() if l.strip().startswith('---- ')][:4], flush=True)
     finally:
         p.write_text(src)
+
+for f in set((HERE / 'tests').glob('*.proptest-regressions')) - before:
+    f.unlink()
