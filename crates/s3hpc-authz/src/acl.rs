@@ -319,12 +319,13 @@ impl CannedAcl {
         }
     }
 
-    /// Parses an `x-amz-acl` value; anything else is `InvalidArgument`.
+    /// Parses an `x-amz-acl` value; anything else is `InvalidArgument` with an empty message and
+    /// the header as ArgumentName / ArgumentValue, as S3 answers.
     pub fn parse(s: &str) -> Result<CannedAcl, AuthzError> {
         CannedAcl::ALL
             .into_iter()
             .find(|c| c.as_str() == s)
-            .ok_or_else(|| AuthzError::new(ErrorCode::InvalidArgument, "Invalid canned ACL"))
+            .ok_or_else(|| AuthzError::new(ErrorCode::InvalidArgument, "").with_argument("x-amz-acl", s))
     }
 
     /// The ACL this canned ACL stands for, as S3 expands it. `owner` owns the resource;

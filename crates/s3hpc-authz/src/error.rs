@@ -61,12 +61,20 @@ pub struct AuthzError {
     pub code: ErrorCode,
     /// The message for `<Message>`.
     pub message: String,
+    /// `<ArgumentName>` and `<ArgumentValue>`, where S3 names the offending argument.
+    pub argument: Option<(String, String)>,
 }
 
 impl AuthzError {
     /// A new error.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        AuthzError { code, message: message.into() }
+        AuthzError { code, message: message.into(), argument: None }
+    }
+
+    /// Names the argument at fault (`<ArgumentName>`, `<ArgumentValue>`).
+    pub fn with_argument(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.argument = Some((name.into(), value.into()));
+        self
     }
 
     /// `MalformedPolicy` with `message`.

@@ -41,8 +41,9 @@
 //! `AccessControlListNotSupported` "The bucket does not allow ACLs" (AWS);
 //! `InvalidBucketAclWithObjectOwnership` "Bucket cannot have ACLs set with ObjectOwnership's
 //! BucketOwnerEnforced setting" (AWS); `InvalidRequest` "Specifying both Canned ACLs and Header
-//! Grants is not allowed" (AWS); `InvalidArgument` "Invalid id", "Invalid group uri", "Invalid
-//! canned ACL", "Invalid grantee in x-amz-grant header" (ours); `MalformedXML` (AWS's text).
+//! Grants is not allowed" (AWS); `InvalidArgument` with an empty message and
+//! ArgumentName `x-amz-acl` for an unknown canned ACL (AWS); `InvalidArgument` "Invalid id",
+//! "Invalid group uri", "Invalid grantee in x-amz-grant header" (ours); `MalformedXML` (AWS's text).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -75,7 +75,10 @@ fn bucket_owner_canned_acls_are_private_on_buckets_and_for_the_owner() {
 #[test]
 fn unknown_canned_acl_is_invalid_argument() {
     for s in ["Private", "public", "", "public-read "] {
-        assert_eq!(CannedAcl::parse(s).unwrap_err().code, ErrorCode::InvalidArgument, "{s:?}");
+        let e = CannedAcl::parse(s).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument, "{s:?}");
+        assert_eq!(e.message, "");
+        assert_eq!(e.argument, Some(("x-amz-acl".to_owned(), s.to_owned())));
     }
 }
 
