@@ -26,7 +26,7 @@ muts = [
  ('bucket.rs', 'if self.pab().block_public_policy && policy_is_public(&policy) {', 'if false {'),
  ('bucket.rs', 'if o.acls_disabled() && !self.acl.only_owner(&self.owner().id) {', 'if false {'),
  ('acl.rs', '(Grantee::Group(Group::AllUsers), _) => !ignore_public,', '(Grantee::Group(Group::AllUsers), _) => true,'),
- ('acl.rs', '"emailaddress" => return Err(unresolvable_email()),', '"emailaddress" => out.push(Grantee::Group(Group::AllUsers)),'),
+ ('acl.rs', '"emailAddress" => return Err(unresolvable_email()),', '"emailAddress" => out.push(Grantee::Group(Group::AllUsers)),'),
  ('acl.rs', 'self == Permission::FullControl || self == wanted', 'self == wanted'),
  ('public.rs', 'n.prefix() >= 8 } else { n.prefix() >= 32 }', 'true } else { true }'),
  ('public.rs', 'if !open_principal {\n        return false;\n    }', ''),

@@ -233,7 +233,8 @@ impl Acl {
                         if let Some(exists) = account_exists
                             && !exists(id)
                         {
-                            return Err(AuthzError::new(ErrorCode::InvalidArgument, "Invalid id"));
+                            return Err(AuthzError::new(ErrorCode::InvalidArgument, "Invalid id")
+                                .with_argument("CanonicalUser/ID", id));
                         }
                         Grantee::CanonicalUser {
                             id: id.to_owned(),
@@ -245,10 +246,10 @@ impl Acl {
                     }
                     "Group" => {
                         let uri = grantee.child("URI").map(|n| n.trimmed()).ok_or_else(AuthzError::malformed_acl)?;
-                        Grantee::Group(
-                            Group::from_uri(uri)
-                                .ok_or_else(|| AuthzError::new(ErrorCode::InvalidArgument, "Invalid group uri"))?,
-                        )
+                        Grantee::Group(Group::from_uri(uri).ok_or_else(|| {
+                            AuthzError::new(ErrorCode::InvalidArgument, "Invalid group uri")
+                                .with_argument("Group/URI", uri)
+                        })?)
                     }
                     "AmazonCustomerByEmail" => return Err(unresolvable_email()),
                     _ => return Err(AuthzError::malformed_acl()),
@@ -394,23 +395,23 @@ pub enum RequestedAcl {
 impl AclHeaders<'_> {
     /// Whether no ACL header is present.
     pub fn is_empty(&self) -> bool {
-        self.canned.is_none() && self.grant_headers().iter().all(|(h, _)| h.is_none())
+        self.canned.is_none() && self.grant_headers().iter().all(|(h, _, _)| h.is_none())
     }
 
-    fn grant_headers(&self) -> [(Option<&str>, Permission); 5] {
+    fn grant_headers(&self) -> [(Option<&str>, Permission, &'static str); 5] {
         [
-            (self.grant_read, Permission::Read),
-            (self.grant_write, Permission::Write),
-            (self.grant_read_acp, Permission::ReadAcp),
-            (self.grant_write_acp, Permission::WriteAcp),
-            (self.grant_full_control, Permission::FullControl),
+            (self.grant_read, Permission::Read, "x-amz-grant-read"),
+            (self.grant_write, Permission::Write, "x-amz-grant-write"),
+            (self.grant_read_acp, Permission::ReadAcp, "x-amz-grant-read-acp"),
+            (self.grant_write_acp, Permission::WriteAcp, "x-amz-grant-write-acp"),
+            (self.grant_full_control, Permission::FullControl, "x-amz-grant-full-control"),
         ]
     }
 
     /// Parses the headers. Both a canned ACL and grants -> `InvalidRequest`; a bad canned name or
     /// grantee -> `InvalidArgument`; `emailAddress=` -> `UnresolvableGrantByEmailAddress`.
     pub fn parse(&self, account_exists: Option<&dyn Fn(&str) -> bool>) -> Result<RequestedAcl, AuthzError> {
-        let has_grants = self.grant_headers().iter().any(|(h, _)| h.is_some());
+        let has_grants = self.grant_headers().iter().any(|(h, _, _)| h.is_some());
         match (self.canned, has_grants) {
             (Some(_), true) => Err(AuthzError::new(
                 ErrorCode::InvalidRequest,
@@ -420,9 +421,9 @@ impl AclHeaders<'_> {
             (None, false) => Ok(RequestedAcl::None),
             (None, true) => {
                 let mut grants = Vec::new();
-                for (value, permission) in self.grant_headers() {
+                for (value, permission, header) in self.grant_headers() {
                     if let Some(v) = value {
-                        for grantee in parse_grantees(v, account_exists)? {
+                        for grantee in parse_grantees(header, v, account_exists)? {
                             grants.push(Grant { grantee, permission });
                         }
                     }
@@ -433,40 +434,48 @@ impl AclHeaders<'_> {
     }
 }
 
-/// Parses one `x-amz-grant-*` value: `id="..."`, `uri="..."`, `emailAddress="..."`, comma
-/// separated (quotes optional).
-pub fn parse_grantees(value: &str, account_exists: Option<&dyn Fn(&str) -> bool>) -> Result<Vec<Grantee>, AuthzError> {
-    let bad = || AuthzError::new(ErrorCode::InvalidArgument, "Invalid grantee in x-amz-grant header");
+/// Parses the value of grant header `header` (e.g. `x-amz-grant-read`): `id="..."`, `uri="..."`,
+/// `emailAddress="..."`, comma separated (quotes optional). Errors as S3 (`InvalidArgument` with
+/// ArgumentName / ArgumentValue): "Argument format not recognized" (the header and the item),
+/// "Invalid group uri" (`uri`), "Invalid id" (`id`, when `account_exists` refuses it);
+/// `emailAddress` is `UnresolvableGrantByEmailAddress`.
+pub fn parse_grantees(
+    header: &str,
+    value: &str,
+    account_exists: Option<&dyn Fn(&str) -> bool>,
+) -> Result<Vec<Grantee>, AuthzError> {
+    let unrecognized = |item: &str| {
+        AuthzError::new(ErrorCode::InvalidArgument, "Argument format not recognized").with_argument(header, item.trim())
+    };
     let mut out = Vec::new();
     for item in split_outside_quotes(value) {
-        let item = item.trim();
-        let (k, v) = item.split_once('=').ok_or_else(bad)?;
+        let (k, v) = item.split_once('=').ok_or_else(|| unrecognized(item))?;
         let v = v.trim();
         let v = match v.strip_prefix('"') {
-            Some(inner) => inner.strip_suffix('"').ok_or_else(bad)?,
+            Some(inner) => inner.strip_suffix('"').ok_or_else(|| unrecognized(item))?,
             None => v,
         };
         if v.is_empty() || v.contains('"') {
-            return Err(bad());
+            return Err(unrecognized(item));
         }
-        match k.trim().to_ascii_lowercase().as_str() {
+        match k.trim() {
             "id" => {
                 if let Some(exists) = account_exists
                     && !exists(v)
                 {
-                    return Err(AuthzError::new(ErrorCode::InvalidArgument, "Invalid id"));
+                    return Err(AuthzError::new(ErrorCode::InvalidArgument, "Invalid id").with_argument("id", v));
                 }
                 out.push(Grantee::CanonicalUser { id: v.to_owned(), display_name: None });
             }
-            "uri" => out.push(Grantee::Group(
-                Group::from_uri(v).ok_or_else(|| AuthzError::new(ErrorCode::InvalidArgument, "Invalid group uri"))?,
-            )),
-            "emailaddress" => return Err(unresolvable_email()),
-            _ => return Err(bad()),
+            "uri" => out.push(Grantee::Group(Group::from_uri(v).ok_or_else(|| {
+                AuthzError::new(ErrorCode::InvalidArgument, "Invalid group uri").with_argument("uri", v)
+            })?)),
+            "emailAddress" => return Err(unresolvable_email()),
+            _ => return Err(unrecognized(item)),
         }
     }
     if out.is_empty() {
-        return Err(bad());
+        return Err(unrecognized(value));
     }
     Ok(out)
 }

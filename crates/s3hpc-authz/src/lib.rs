@@ -42,8 +42,9 @@
 //! `InvalidBucketAclWithObjectOwnership` "Bucket cannot have ACLs set with ObjectOwnership's
 //! BucketOwnerEnforced setting" (AWS); `InvalidRequest` "Specifying both Canned ACLs and Header
 //! Grants is not allowed" (AWS); `InvalidArgument` with an empty message and
-//! ArgumentName `x-amz-acl` for an unknown canned ACL (AWS); `InvalidArgument` "Invalid id",
-//! "Invalid group uri", "Invalid grantee in x-amz-grant header" (ours); `MalformedXML` (AWS's text).
+//! ArgumentName `x-amz-acl` for an unknown canned ACL (AWS); `InvalidArgument` "Argument format not recognized"
+//! (ArgumentName: the grant header), "Invalid group uri" (`uri` / `Group/URI`), "Invalid id"
+//! (`id` / `CanonicalUser/ID`) (AWS, as recorded by LocalStack's AWS-validated tests); `MalformedXML` (AWS's text).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -194,7 +194,9 @@ fn xml_errors() {
     let bad_uri = acl_doc(&format!(
         r#"<Grantee {XSI} xsi:type="Group"><URI>http://x/y</URI></Grantee><Permission>READ</Permission>"#
     ));
-    assert_eq!(Acl::from_xml(bad_uri.as_bytes(), None).unwrap_err().code, ErrorCode::InvalidArgument);
+    let e = Acl::from_xml(bad_uri.as_bytes(), None).unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), (ErrorCode::InvalidArgument, "Invalid group uri"));
+    assert_eq!(e.argument, Some(("Group/URI".into(), "http://x/y".into())));
     let email = acl_doc(&format!(
         r#"<Grantee {XSI} xsi:type="AmazonCustomerByEmail"><EmailAddress>a@b.c</EmailAddress></Grantee><Permission>READ</Permission>"#
     ));
@@ -205,30 +207,45 @@ fn xml_errors() {
     let exists = |id: &str| id == "r";
     let e = Acl::from_xml(unknown.as_bytes(), Some(&exists)).unwrap_err();
     assert_eq!((e.code, e.message.as_str()), (ErrorCode::InvalidArgument, "Invalid id"));
+    assert_eq!(e.argument, Some(("CanonicalUser/ID".into(), "nobody".into())));
     assert!(Acl::from_xml(unknown.as_bytes(), None).is_ok());
 }
 
 #[test]
 fn grant_headers() {
+    let h = "x-amz-grant-read";
     let v = format!(r#"id="a", id=b ,uri="{AUTHENTICATED_USERS_URI}""#);
     assert_eq!(
-        parse_grantees(&v, None).unwrap(),
+        parse_grantees(h, &v, None).unwrap(),
         vec![user("a"), user("b"), Grantee::Group(Group::AuthenticatedUsers)]
     );
     assert_eq!(
-        parse_grantees(&format!("uri={LOG_DELIVERY_URI}"), None).unwrap(),
+        parse_grantees(h, &format!("uri={LOG_DELIVERY_URI}"), None).unwrap(),
         vec![Grantee::Group(Group::LogDelivery)]
     );
-    assert_eq!(parse_grantees(r#"ID="a""#, None).unwrap(), vec![user("a")]);
-    for bad in ["", "a", r#"id="""#, r#"id="a"#, r#"name="a""#, r#"uri="http://x""#, ","] {
-        assert_eq!(parse_grantees(bad, None).unwrap_err().code, ErrorCode::InvalidArgument, "{bad:?}");
+    for bad in ["", "a", r#"id="""#, r#"id="a"#, r#"name="a""#, ",", r#"ID="a""#] {
+        let e = parse_grantees(h, bad, None).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (ErrorCode::InvalidArgument, "Argument format not recognized"),
+            "{bad:?}"
+        );
+        assert_eq!(e.argument.as_ref().map(|(n, _)| n.as_str()), Some(h), "{bad:?}");
     }
+    let e = parse_grantees(h, r#"uri="http://x""#, None).unwrap_err();
+    assert_eq!((e.message.as_str(), e.argument), ("Invalid group uri", Some(("uri".into(), "http://x".into()))));
     assert_eq!(
-        parse_grantees(r#"emailAddress="x@example.com""#, None).unwrap_err().code,
+        parse_grantees(h, r#"emailAddress="x@example.com""#, None).unwrap_err().code,
         ErrorCode::UnresolvableGrantByEmailAddress
     );
     let exists = |id: &str| id == "a";
-    assert_eq!(parse_grantees(r#"id="zz""#, Some(&exists)).unwrap_err().code, ErrorCode::InvalidArgument);
+    let e = parse_grantees(h, r#"id="zz""#, Some(&exists)).unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), (ErrorCode::InvalidArgument, "Invalid id"));
+    assert_eq!(e.argument, Some(("id".into(), "zz".into())));
+    // The header named is the one at fault.
+    let hs = AclHeaders { grant_read: Some(r#"id="a""#), grant_write_acp: Some("junk"), ..Default::default() };
+    let e = hs.parse(None).unwrap_err();
+    assert_eq!(e.argument, Some(("x-amz-grant-write-acp".into(), "junk".into())));
 }
 
 #[test]
