@@ -35,6 +35,7 @@ muts = [
  ('cidr.rs', "(prefix <= max).then_some(Cidr { addr, prefix })", "Some(Cidr { addr, prefix: prefix.min(max) })"),
  ('ownership.rs', 'Some("true") => Ok(true),', 'Some(_) => Ok(true),'),
  ('policy.rs', '                | DateNotEquals\n', ''),
+ ('bucket.rs', '        check_acl_source(requested, body.as_ref())?;\n        let acl = match body {', '        let acl = match body {'),
  ('date.rs', 'if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {', 'if false {'),
  ('eval.rs', 'DateLessThan => date(c, v, |a, b| a < b),', 'DateLessThan => date(c, v, |a, b| a <= b),'),
 ]

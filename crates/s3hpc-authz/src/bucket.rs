@@ -184,10 +184,12 @@ impl BucketAuth {
     }
 
     /// PutBucketAcl: the new bucket ACL from headers (`requested`) or a document (`body`, already
-    /// parsed with [`Acl::from_xml`]). With ACLs disabled only a private-equivalent ACL is accepted
+    /// parsed with [`Acl::from_xml`]). Both is `UnexpectedContent`, neither `MissingSecurityHeader`
+    /// (with `<MissingHeaderName>x-amz-acl</MissingHeaderName>`). With ACLs disabled only a private-equivalent ACL is accepted
     /// (else `AccessControlListNotSupported`); a public ACL under BlockPublicAcls is
     /// `AccessDenied`; a document naming another owner is `AccessDenied`.
     pub fn put_bucket_acl(&mut self, requested: &RequestedAcl, body: Option<Acl>) -> Result<(), AuthzError> {
+        check_acl_source(requested, body.as_ref())?;
         let acl = match body {
             Some(doc) => {
                 if doc.owner.id != self.owner().id {
@@ -258,6 +260,7 @@ impl BucketAuth {
         requested: &RequestedAcl,
         body: Option<Acl>,
     ) -> Result<Acl, AuthzError> {
+        check_acl_source(requested, body.as_ref())?;
         let cur = self.effective_object_acl(current);
         let owner = cur.owner.clone();
         let acl = match (body, requested) {
@@ -299,6 +302,21 @@ impl BucketAuth {
             Some(e) if e != self.owner().id => Err(denied()),
             _ => Ok(()),
         }
+    }
+}
+
+/// PutBucketAcl / PutObjectAcl take the ACL from headers or from a document, never both, and
+/// need one of them (S3's errors).
+fn check_acl_source(requested: &RequestedAcl, body: Option<&Acl>) -> Result<(), AuthzError> {
+    match (requested, body) {
+        (RequestedAcl::None, None) => {
+            Err(AuthzError::new(ErrorCode::MissingSecurityHeader, "Your request was missing a required header")
+                .with_element("MissingHeaderName", "x-amz-acl"))
+        }
+        (RequestedAcl::Canned(_) | RequestedAcl::Grants(_), Some(_)) => {
+            Err(AuthzError::new(ErrorCode::UnexpectedContent, "This request does not support content"))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -23,6 +23,10 @@ pub enum ErrorCode {
     AccessControlListNotSupported,
     /// 400: BucketOwnerEnforced asked for while the bucket ACL grants others.
     InvalidBucketAclWithObjectOwnership,
+    /// 400: PutBucketAcl / PutObjectAcl with ACL headers and a document.
+    UnexpectedContent,
+    /// 400: PutBucketAcl / PutObjectAcl with neither ACL headers nor a document.
+    MissingSecurityHeader,
     /// 405: a bucket-policy operation by another account than the bucket owner's.
     MethodNotAllowed,
 }
@@ -41,6 +45,8 @@ impl ErrorCode {
             ErrorCode::AccessControlListNotSupported => "AccessControlListNotSupported",
             ErrorCode::InvalidBucketAclWithObjectOwnership => "InvalidBucketAclWithObjectOwnership",
             ErrorCode::MethodNotAllowed => "MethodNotAllowed",
+            ErrorCode::UnexpectedContent => "UnexpectedContent",
+            ErrorCode::MissingSecurityHeader => "MissingSecurityHeader",
         }
     }
 
@@ -61,20 +67,34 @@ pub struct AuthzError {
     pub code: ErrorCode,
     /// The message for `<Message>`.
     pub message: String,
-    /// `<ArgumentName>` and `<ArgumentValue>`, where S3 names the offending argument.
-    pub argument: Option<(String, String)>,
+    /// Further elements of the error document, in order: `("ArgumentName", ..)`,
+    /// `("ArgumentValue", ..)` where S3 names the offending argument, `("MissingHeaderName", ..)`.
+    pub extra: Vec<(&'static str, String)>,
 }
 
 impl AuthzError {
     /// A new error.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        AuthzError { code, message: message.into(), argument: None }
+        AuthzError { code, message: message.into(), extra: Vec::new() }
     }
 
     /// Names the argument at fault (`<ArgumentName>`, `<ArgumentValue>`).
     pub fn with_argument(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.argument = Some((name.into(), value.into()));
+        self.extra.push(("ArgumentName", name.into()));
+        self.extra.push(("ArgumentValue", value.into()));
         self
+    }
+
+    /// Adds element `<name>value</name>` to the error document.
+    pub fn with_element(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.extra.push((name, value.into()));
+        self
+    }
+
+    /// The `(ArgumentName, ArgumentValue)` pair, if the error names one.
+    pub fn argument(&self) -> Option<(&str, &str)> {
+        let find = |n: &str| self.extra.iter().find(|(k, _)| *k == n).map(|(_, v)| v.as_str());
+        Some((find("ArgumentName")?, find("ArgumentValue")?))
     }
 
     /// `MalformedPolicy` with `message`.

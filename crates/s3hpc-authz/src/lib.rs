@@ -44,7 +44,9 @@
 //! Grants is not allowed" (AWS); `InvalidArgument` with an empty message and
 //! ArgumentName `x-amz-acl` for an unknown canned ACL (AWS); `InvalidArgument` "Argument format not recognized"
 //! (ArgumentName: the grant header), "Invalid group uri" (`uri` / `Group/URI`), "Invalid id"
-//! (`id` / `CanonicalUser/ID`) (AWS, as recorded by LocalStack's AWS-validated tests); `MalformedXML` (AWS's text).
+//! (`id` / `CanonicalUser/ID`), `UnexpectedContent` "This request does not support content",
+//! `MissingSecurityHeader` "Your request was missing a required header" (AWS, as recorded by
+//! LocalStack's AWS-validated tests); `MalformedXML` (AWS's text).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

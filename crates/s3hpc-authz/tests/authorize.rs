@@ -500,3 +500,27 @@ fn readme_json_example_is_what_serde_reads() {
     assert_eq!(b.public_access_block, Some(PublicAccessBlock::ALL_BLOCKED));
     assert_eq!(serde_json::to_value(&b).unwrap(), serde_json::from_str::<serde_json::Value>(&json).unwrap());
 }
+
+#[test]
+fn put_acl_takes_headers_or_a_document() {
+    let mut b = bucket();
+    b.set_ownership(ObjectOwnership::ObjectWriter).unwrap();
+    let doc = Acl::private(Owner::new("own"));
+    let e = b.put_bucket_acl(&RequestedAcl::None, None).unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (ErrorCode::MissingSecurityHeader, "Your request was missing a required header")
+    );
+    assert_eq!(e.extra, vec![("MissingHeaderName", "x-amz-acl".to_owned())]);
+    let e = b.put_bucket_acl(&RequestedAcl::Canned(CannedAcl::Private), Some(doc.clone())).unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), (ErrorCode::UnexpectedContent, "This request does not support content"));
+    assert_eq!(
+        b.put_object_acl(Some(&doc), &RequestedAcl::None, None).unwrap_err().code,
+        ErrorCode::MissingSecurityHeader
+    );
+    assert_eq!(
+        b.put_object_acl(Some(&doc), &RequestedAcl::Canned(CannedAcl::Private), Some(doc.clone())).unwrap_err().code,
+        ErrorCode::UnexpectedContent
+    );
+    assert!(b.put_object_acl(Some(&doc), &RequestedAcl::None, Some(doc.clone())).is_ok());
+}
