@@ -49,45 +49,72 @@ impl Credentials {
 }
 
 /// The users a server accepts: access key -> secret, and the POSIX identity each acts as
-/// (where one is configured).
+/// (where one is configured). Clones share one set, which [`CredentialSet::replace`] swaps
+/// whole (a reload of the users file): requests already verified keep going, later ones see the
+/// new set.
 #[derive(Debug, Clone, Default)]
 pub struct CredentialSet {
+    inner: std::sync::Arc<std::sync::RwLock<Users>>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Users {
     users: HashMap<String, Credentials>,
     identities: HashMap<String, crate::identity::Identity>,
 }
 
 impl CredentialSet {
     pub fn new(creds: impl IntoIterator<Item = Credentials>) -> Self {
-        CredentialSet {
-            users: creds.into_iter().map(|c| (c.access_key.clone(), c)).collect(),
-            identities: HashMap::new(),
-        }
+        let users =
+            Users { users: creds.into_iter().map(|c| (c.access_key.clone(), c)).collect(), ..Default::default() };
+        CredentialSet { inner: std::sync::Arc::new(std::sync::RwLock::new(users)) }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Users> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Users> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn insert(&mut self, c: Credentials) {
+        self.write().users.insert(c.access_key.clone(), c);
     }
 
     /// Requests signed with `access_key` act as `id` on the file system (`--identity posix`).
     pub fn set_identity(&mut self, access_key: &str, id: crate::identity::Identity) {
-        self.identities.insert(access_key.to_string(), id);
+        self.write().identities.insert(access_key.to_string(), id);
     }
 
     /// The POSIX identity of an access key, if one is configured.
-    pub fn identity_for(&self, access_key: &str) -> Option<&crate::identity::Identity> {
-        self.identities.get(access_key)
-    }
-
-    pub fn insert(&mut self, c: Credentials) {
-        self.users.insert(c.access_key.clone(), c);
+    pub fn identity_for(&self, access_key: &str) -> Option<crate::identity::Identity> {
+        self.read().identities.get(access_key).cloned()
     }
 
     /// The secret for an access key, if the key is known.
-    pub fn secret_for(&self, access_key: &str) -> Option<&str> {
-        self.users.get(access_key).map(|c| c.secret_key.as_str())
+    pub fn secret_for(&self, access_key: &str) -> Option<String> {
+        self.read().users.get(access_key).map(|c| c.secret_key.clone())
+    }
+
+    /// Make every clone of this set hold what `other` holds now.
+    pub fn replace(&self, other: &CredentialSet) {
+        let new = other.read().clone();
+        *self.write() = new;
+    }
+
+    /// The access keys, sorted.
+    pub fn access_keys(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.read().users.keys().cloned().collect();
+        v.sort();
+        v
     }
 
     pub fn is_empty(&self) -> bool {
-        self.users.is_empty()
+        self.read().users.is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.users.len()
+        self.read().users.len()
     }
 }

@@ -226,7 +226,7 @@ fn verify_header(
     }
     let content_sha = header_str(parts, "x-amz-content-sha256")?;
     let payload = payload_mode(content_sha, false)?;
-    let key = signing_key(secret, cred.date, cred.region);
+    let key = signing_key(&secret, cred.date, cred.region);
     let scope = scope(cred.date, cred.region);
     let creq = canonical_request_hash(&CanonicalInput {
         method: parts.method.as_str(),
@@ -316,7 +316,7 @@ fn verify_presigned(
     if matches!(payload, Payload::Streaming { .. }) {
         return Err(Error::new(ErrorCode::InvalidRequest, "aws-chunked payloads need header authentication"));
     }
-    let key = signing_key(secret, cred.date, cred.region);
+    let key = signing_key(&secret, cred.date, cred.region);
     let scope = scope(cred.date, cred.region);
     let creq = canonical_request_hash(&CanonicalInput {
         method: parts.method.as_str(),

@@ -454,7 +454,7 @@ async fn handle_connection(
         dedicated,
         // With `--identity posix`, every request of the connection acts as its account's
         // POSIX user (task-locals do not cross the spawns below, so each carries it).
-        ident: creds.identity_for(&access_key).cloned(),
+        ident: creds.identity_for(&access_key),
     };
     let res = conn.run(&mut r).await;
     conn.ended = true;
@@ -500,7 +500,7 @@ fn check_auth(
     if proof.is_empty() && trusted {
         return Ok(ak);
     }
-    if !verify_proof(secret, nonce, &ak, proof) {
+    if !verify_proof(&secret, nonce, &ak, proof) {
         return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
     }
     Ok(ak)

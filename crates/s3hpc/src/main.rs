@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod serve;
+mod user;
 
 #[derive(Parser)]
 #[command(name = "s3hpc", version, about = "S3 for HPC file systems: gateway and benchmark")]
@@ -18,6 +19,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Measure S3 stores, the embedded path and raw POSIX side by side.
     Bench(bench::BenchArgs),
+    /// Add, list, remove or rotate the accounts of a `serve --config` users file.
+    User(user::UserArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -25,5 +28,6 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::User(args) => user::run(args),
     }
 }

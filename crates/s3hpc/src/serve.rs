@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use s3hpc_core::identity::Identity;
 use s3hpc_core::{CredentialSet, Credentials, DynStore, EtagMode};
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
     /// Directory holding the buckets (posix backend); also where generated credentials are kept.
     #[arg(default_value = "./data")]
@@ -91,35 +91,35 @@ pub struct ServeArgs {
 }
 
 #[derive(serde::Deserialize, serde::Serialize, Default)]
-struct UsersFile {
+pub(crate) struct UsersFile {
     #[serde(default)]
-    users: Vec<User>,
+    pub(crate) users: Vec<User>,
 }
 
 /// One `[[users]]` entry. Unknown fields are refused (toml names the line).
 #[derive(serde::Deserialize, serde::Serialize, Default)]
 #[serde(deny_unknown_fields)]
-struct User {
-    access_key: String,
-    secret_key: String,
+pub(crate) struct User {
+    pub(crate) access_key: String,
+    pub(crate) secret_key: String,
     /// POSIX identity: `uid` + `gid` (+ `groups`), or `user` (a login resolved through NSS:
     /// getpwnam + getgrouplist, so LDAP/SSSD accounts work).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    uid: Option<u32>,
+    pub(crate) uid: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    gid: Option<u32>,
+    pub(crate) gid: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    groups: Option<Vec<u32>>,
+    pub(crate) groups: Option<Vec<u32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    user: Option<String>,
+    pub(crate) user: Option<String>,
     /// Administrator (sees and manages every bucket).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    admin: Option<bool>,
+    pub(crate) admin: Option<bool>,
     /// Canonical user id shown as Owner (default: the access key), and a display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    id: Option<String>,
+    pub(crate) id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    name: Option<String>,
+    pub(crate) name: Option<String>,
 }
 
 /// An account from the users file: its key pair and the POSIX identity it acts as, if any.
@@ -141,7 +141,7 @@ fn read_users(path: &Path) -> anyhow::Result<Vec<Account>> {
 }
 
 /// The POSIX identity a users-file entry names, if any.
-fn posix_identity(u: &User) -> anyhow::Result<Option<Identity>> {
+pub(crate) fn posix_identity(u: &User) -> anyhow::Result<Option<Identity>> {
     match (&u.user, u.uid, u.gid) {
         (None, None, None) => {
             if u.groups.is_some() {
@@ -348,19 +348,15 @@ fn limit_malloc_arenas(n: usize) {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.root).with_context(|| format!("creating {}", args.root.display()))?;
     let (creds, generated, keys) = credentials(&args)?;
-    if args.identity == "posix" {
-        if args.backend != "posix" {
-            bail!("--identity posix needs the posix backend");
-        }
-        if let Some(k) = keys.iter().find(|k| creds.identity_for(k).is_none()) {
-            bail!(
-                "--identity posix: access key {k} has no POSIX identity (give it `user = \"login\"` or `uid` and \
-                 `gid` in the --config users file)"
-            );
-        }
+    if args.identity == "posix" && args.backend != "posix" {
+        bail!("--identity posix needs the posix backend");
     }
+    check_identities(&args, &creds)?;
     let store = open_store(&args)?;
     let creds = Arc::new(creds);
+    if let Some(cfg) = args.config.clone() {
+        tokio::spawn(reload_accounts(args.clone(), cfg, (*creds).clone()));
+    }
     let listener = if args.no_http {
         None
     } else {
@@ -445,6 +441,57 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     println!("s3hpc: stopped");
     Ok(())
+}
+
+/// With `--identity posix` every access key needs a POSIX identity.
+fn check_identities(args: &ServeArgs, creds: &CredentialSet) -> anyhow::Result<()> {
+    if args.identity != "posix" {
+        return Ok(());
+    }
+    if let Some(k) = creds.access_keys().into_iter().find(|k| creds.identity_for(k).is_none()) {
+        bail!(
+            "--identity posix: access key {k} has no POSIX identity (give it `user = \"login\"` or `uid` and `gid` \
+             in the --config users file)"
+        );
+    }
+    Ok(())
+}
+
+/// Reload the accounts on SIGHUP and when the users file changes (checked every second): the
+/// new set replaces the old one whole for requests verified from then on (requests in flight
+/// keep going). A file that does not parse, or names an identity that does not resolve, is
+/// refused with the reason in the log, and the old set stays in force.
+async fn reload_accounts(args: ServeArgs, cfg: PathBuf, live: CredentialSet) {
+    use std::os::unix::fs::MetadataExt;
+    use tokio::signal::unix::{SignalKind, signal};
+    let stamp = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec(), m.len()));
+    let mut seen = stamp(&cfg);
+    let mut hup = match signal(SignalKind::hangup()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!("no SIGHUP handler ({e}); the users file is still reloaded when it changes");
+            None
+        }
+    };
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let why = tokio::select! {
+            Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => "SIGHUP",
+            _ = tick.tick() => {
+                let now = stamp(&cfg);
+                if now == seen { continue; }
+                seen = now;
+                "the users file changed"
+            }
+        };
+        match credentials(&args).and_then(|(set, _, _)| check_identities(&args, &set).map(|_| set)) {
+            Ok(set) => {
+                live.replace(&set);
+                tracing::warn!(users = set.len(), "accounts reloaded from {} ({why})", cfg.display());
+            }
+            Err(e) => tracing::error!("accounts NOT reloaded from {} ({why}), the old set stays: {e:#}", cfg.display()),
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -306,7 +306,7 @@ pub(crate) async fn dispatch(
     *op = o.name();
     // With `--identity posix` the store call acts as the account's POSIX user (see
     // s3hpc_core::identity); otherwise as the gateway.
-    let id = r.verified.as_ref().and_then(|v| st.cfg.creds.identity_for(&v.access_key)).cloned();
+    let id = r.verified.as_ref().and_then(|v| st.cfg.creds.identity_for(&v.access_key));
     s3hpc_core::identity::scope(id, run(o, &r, body)).await
 }
 
