@@ -3,10 +3,11 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod mount;
 mod serve;
 
 #[derive(Parser)]
-#[command(name = "s3hpc", version, about = "S3 for HPC file systems: gateway and benchmark")]
+#[command(name = "s3hpc", version, about = "S3 for HPC file systems: gateway, benchmark and mount")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,6 +19,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Measure S3 stores, the embedded path and raw POSIX side by side.
     Bench(bench::BenchArgs),
+    /// Mount a bucket of any S3 store (HTTP, or the s3hpc binary protocol) as a directory (FUSE).
+    Mount(mount::MountArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -25,5 +28,6 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Mount(args) => mount::run(args),
     }
 }
