@@ -98,7 +98,8 @@ impl Reader {
             } else {
                 // Random: fetch what is asked. Keep the prefetched chunks when the read is near
                 // them (the kernel's readahead can arrive slightly out of order).
-                let near = front.is_some_and(|f| offset + self.window >= f && offset <= self.fetch_end + self.window);
+                let near =
+                    front.is_some_and(|f| offset + self.max_chunk >= f && offset <= self.fetch_end + self.max_chunk);
                 if !near {
                     self.reset(offset);
                 }
@@ -252,4 +253,68 @@ async fn get_once(
         return Err(Error::internal(format!("GET {key}: {} of {want} bytes (object shorter than listed?)", buf.len())));
     }
     Ok(buf.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use s3hpc_core::{PutObjectRequest, Store};
+
+    async fn store_with(data: &[u8]) -> (DynStore, String) {
+        let s = s3hpc_core::memory::MemoryStore::new();
+        s.create_bucket("bkt").await.unwrap();
+        let out = s.put_object("bkt", "k", PutObjectRequest::default(), Body::from(data.to_vec())).await.unwrap();
+        (Arc::new(s), out.etag)
+    }
+
+    async fn read(r: &mut Reader, store: &DynStore, off: u64, n: u32) -> (Bytes, bool) {
+        let rt = tokio::runtime::Handle::current();
+        match r.plan(off, n, store, "bkt", &rt) {
+            Plan::Empty => (Bytes::new(), false),
+            Plan::Chunks { parts, offset, end } => (assemble_wait(parts, offset, end).await.unwrap(), true),
+            Plan::Direct { offset, end } => {
+                let b = get_range(store.clone(), "bkt".into(), "k".into(), r.etag.clone(), offset, end).await.unwrap();
+                (b, false)
+            }
+        }
+    }
+
+    use s3hpc_core::Body;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sequential_prefetches_random_fetches_directly() {
+        let data: Vec<u8> = (0..(20u32 << 20)).map(|i| (i % 251) as u8).collect();
+        let (store, etag) = store_with(&data).await;
+        let mut r = Reader::new("k".into(), etag, data.len() as u64, 4 << 20, 16 << 20);
+        let mut off = 0u64;
+        while off < data.len() as u64 {
+            let (b, prefetched) = read(&mut r, &store, off, 128 << 10).await;
+            assert!(prefetched, "sequential read at {off} was not served from the prefetch window");
+            assert_eq!(&b[..], &data[off as usize..off as usize + b.len()]);
+            off += b.len() as u64;
+        }
+        assert_eq!(r.window, 16 << 20, "window grows to its maximum while streaming");
+        assert_eq!(read(&mut r, &store, off, 4096).await.0.len(), 0, "EOF");
+        // far away: fetched as asked, and the window starts over
+        let (b, prefetched) = read(&mut r, &store, 3 << 20, 4096).await;
+        assert!(!prefetched);
+        assert_eq!(&b[..], &data[3 << 20..(3 << 20) + 4096]);
+        assert!(r.chunks.is_empty());
+        // reading on from there is sequential again
+        let (b, prefetched) = read(&mut r, &store, (3 << 20) + 4096, 10).await;
+        assert!(prefetched);
+        assert_eq!(&b[..], &data[(3 << 20) + 4096..(3 << 20) + 4106]);
+        // a read spanning two chunks is stitched together
+        let (b, _) = read(&mut r, &store, (3 << 20) + 4106 + (250 << 10), 1 << 20).await;
+        let o = (3 << 20) + 4106 + (250 << 10);
+        assert_eq!(&b[..], &data[o..o + (1 << 20)]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn changed_object_fails_instead_of_mixing_versions() {
+        let (store, etag) = store_with(b"first version").await;
+        store.put_object("bkt", "k", PutObjectRequest::default(), Body::from(&b"second version!"[..])).await.unwrap();
+        let e = get_range(store.clone(), "bkt".into(), "k".into(), etag, 0, 5).await.unwrap_err();
+        assert_eq!(e.code, s3hpc_core::ErrorCode::PreconditionFailed);
+    }
 }

@@ -286,3 +286,81 @@ async fn finish_multipart(
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use s3hpc_core::{GetObjectRequest, Store};
+
+    fn ctx(store: DynStore, slots: usize) -> Arc<WriteCtx> {
+        Arc::new(WriteCtx {
+            store,
+            bucket: "bkt".into(),
+            rt: tokio::runtime::Handle::current(),
+            part_size: 5 << 20,
+            slots: Arc::new(Semaphore::new(slots)),
+        })
+    }
+
+    async fn get(store: &DynStore, key: &str) -> (Bytes, s3hpc_core::ObjectInfo) {
+        let out = store.get_object("bkt", key, GetObjectRequest::default()).await.unwrap();
+        (out.body.collect().await.unwrap(), out.info)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn streams_parts_and_completes_on_close() {
+        let mem = s3hpc_core::memory::MemoryStore::new();
+        mem.create_bucket("bkt").await.unwrap();
+        let store: DynStore = Arc::new(mem);
+        let data: Vec<u8> = (0..(12u32 << 20) + 7).map(|i| (i % 253) as u8).collect();
+        let mut w = Writer::new(ctx(store.clone(), 1), "big".into(), 1);
+        let mut off = 0;
+        for piece in data.chunks(1 << 20) {
+            if let Some(rx) = w.write(off, piece).unwrap() {
+                rx.await.unwrap();
+            }
+            off += piece.len() as u64;
+        }
+        assert!(matches!(w.write(3, b"x"), Err(WriteError::NotSequential)));
+        // nothing visible before the close
+        assert!(store.head_object("bkt", "big", GetObjectRequest::default()).await.is_err());
+        let out = w.complete().await.unwrap();
+        assert_eq!(out.size, data.len() as u64);
+        let (body, info) = get(&store, "big").await;
+        assert_eq!(&body[..], &data[..]);
+        assert_eq!(info.part_sizes, vec![5 << 20, 5 << 20, (2 << 20) + 7], "three parts, streamed");
+        assert_eq!(w.write(off, b"late").unwrap_err(), WriteError::Closed);
+        // completing again gives the same outcome
+        assert_eq!(w.complete().await.unwrap().etag, out.etag);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn small_file_is_one_put_and_empty_file_exists() {
+        let mem = s3hpc_core::memory::MemoryStore::new();
+        mem.create_bucket("bkt").await.unwrap();
+        let store: DynStore = Arc::new(mem);
+        let mut w = Writer::new(ctx(store.clone(), 4), "small".into(), 1);
+        w.write(0, b"hello ").unwrap();
+        w.write(6, b"world").unwrap();
+        w.complete().await.unwrap();
+        let (body, info) = get(&store, "small").await;
+        assert_eq!(&body[..], b"hello world");
+        assert!(info.part_sizes.is_empty());
+        let mut e = Writer::new(ctx(store.clone(), 4), "empty".into(), 1);
+        e.complete().await.unwrap();
+        assert_eq!(get(&store, "empty").await.0.len(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn failed_upload_publishes_nothing() {
+        // No bucket: every request fails; the writer reports it and nothing appears.
+        let store: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
+        let mut w = Writer::new(ctx(store.clone(), 4), "k".into(), 1);
+        let part = vec![1u8; 5 << 20];
+        if let Some(rx) = w.write(0, &part).unwrap() {
+            rx.await.unwrap();
+        }
+        let e = w.complete().await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::NoSuchBucket);
+    }
+}
