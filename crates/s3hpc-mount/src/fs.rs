@@ -157,17 +157,20 @@ impl Ctx {
     }
 
     /// What the bucket holds under `key`: a directory (any key below `key/`) wins over an
-    /// object `key`, as a listing shows them. HEAD and LIST go out together.
+    /// object `key`, as a listing shows them. Two LISTs go out together: `key/` (is it a
+    /// directory?) and `key` with one entry (an object `key` sorts first among the keys that
+    /// start with `key`, and the listing carries its size, ETag and date), which spares the
+    /// HEAD of a missing key (the common case of a lookup before a create).
     async fn remote_lookup(&self, key: &str) -> Result<Found, Error> {
         let dir_prefix = format!("{key}/");
-        let (head, list) = tokio::join!(self.head(key), self.list(&dir_prefix, None, 1));
-        let list = list?;
-        if !list.objects.is_empty() || !list.common_prefixes.is_empty() {
+        let (file, dir) = tokio::join!(self.list(key, None, 1), self.list(&dir_prefix, None, 1));
+        let dir = dir?;
+        if !dir.objects.is_empty() || !dir.common_prefixes.is_empty() {
             return Ok(Found::Dir);
         }
-        Ok(match head? {
-            Some(i) => Found::File { size: i.size, etag: i.etag, mtime: i.last_modified },
-            None => Found::Nothing,
+        Ok(match file?.objects.into_iter().next() {
+            Some(o) if o.key == key => Found::File { size: o.size, etag: o.etag, mtime: o.last_modified },
+            _ => Found::Nothing,
         })
     }
 
