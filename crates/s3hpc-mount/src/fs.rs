@@ -398,6 +398,7 @@ impl Filesystem for S3Fs {
         let _ = config.set_max_readahead(1 << 20).or_else(|max| config.set_max_readahead(max));
         let _ = config.set_max_write(1 << 20);
         let _ = config.set_max_background(64);
+        tracing::info!("s3hpc mount: kernel connection {config:?}");
         Ok(())
     }
 
