@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import tarfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -311,3 +312,52 @@ def test_foreground_ctrl_c_unmounts(gw, bkt, tmp_path):
         if p.poll() is None:
             p.kill()
         unmount(d)
+
+
+def test_gateway_restart_during_read(tmp_path):
+    """Reads in flight when the gateway restarts (same address) are retried, not failed."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = tmp_path / "root"
+    (root / "rbkt").mkdir(parents=True)
+    data = os.urandom(40 * MiB)
+    (root / "rbkt" / "f.bin").write_bytes(data)
+    argv = ["--backend", "posix", "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY]
+
+    def start():
+        p = subprocess.Popen([s3hpc_bin(), "serve", str(root), "--listen", f"127.0.0.1:{port}", *argv],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        def up():
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                return True
+            except OSError:
+                return False
+        assert wait_until(up, 30), "gateway did not come up"
+        return p
+
+    gw1 = start()
+    # a small window: most of the file is fetched after the restart
+    m = Mount(f"http://127.0.0.1:{port}", "rbkt", tmp_path / "m", "--read-window", "4MiB", log=tmp_path / "m.log")
+    try:
+        with open(m.path / "f.bin", "rb", buffering=0) as f:
+            head = f.read(4 * MiB)
+            gw1.send_signal(signal.SIGTERM)
+            gw1.wait(30)
+            # the gateway comes back 0.7 s later; meanwhile the reads below find nobody there
+            later = {}
+            t = threading.Timer(0.7, lambda: later.setdefault("gw", start()))
+            t.start()
+            try:
+                rest = b""
+                while chunk := f.read(1 * MiB):
+                    rest += chunk
+            finally:
+                t.join()
+                later["gw"].send_signal(signal.SIGTERM)
+                later["gw"].wait(30)
+        assert head + rest == data
+    finally:
+        m.close()

@@ -38,8 +38,13 @@ fn is_storage_full(msg: &str) -> bool {
 /// Whether a request that failed this way is worth repeating (transport errors, a restarting
 /// gateway, throttling).
 pub fn retryable(e: &Error) -> bool {
-    matches!(e.code, ErrorCode::InternalError | ErrorCode::ServiceUnavailable | ErrorCode::RequestTimeout)
-        && !is_storage_full(&e.message)
+    matches!(
+        e.code,
+        ErrorCode::InternalError
+            | ErrorCode::ServiceUnavailable
+            | ErrorCode::RequestTimeout
+            | ErrorCode::IncompleteBody
+    ) && !is_storage_full(&e.message)
 }
 
 pub fn errno_name(e: Errno) -> &'static str {
