@@ -47,7 +47,7 @@ pub struct Writer {
     pub key: String,
     pub opener_pid: u32,
     ctx: Arc<WriteCtx>,
-    buf: BytesMut,
+    buf: PartBuf,
     pub offset: u64,
     next_part: u32,
     upload_id: Arc<OnceCell<String>>,
@@ -62,7 +62,7 @@ impl Writer {
             key,
             opener_pid,
             ctx,
-            buf: BytesMut::new(),
+            buf: PartBuf::None,
             offset: 0,
             next_part: 1,
             upload_id: Arc::new(OnceCell::new()),
@@ -99,14 +99,13 @@ impl Writer {
         let mut rest = data;
         let mut wait = None;
         while !rest.is_empty() {
-            if self.buf.capacity() == 0 {
-                self.buf = BytesMut::with_capacity(part);
+            if let PartBuf::None = self.buf {
+                self.buf = PartBuf::new(&self.ctx, part);
             }
-            let n = (part - self.buf.len()).min(rest.len());
-            self.buf.extend_from_slice(&rest[..n]);
+            let n = self.buf.append(&rest[..rest.len().min(part - self.buf.len())]);
             rest = &rest[n..];
             if self.buf.len() == part {
-                let body = std::mem::take(&mut self.buf).freeze();
+                let body = self.buf.take();
                 if let Some(rx) = self.send_part(body) {
                     wait = Some(rx);
                 }
@@ -155,7 +154,7 @@ impl Writer {
         let ctx = self.ctx.clone();
         let key = self.key.clone();
         let id = self.upload_id.clone();
-        let rest = std::mem::take(&mut self.buf).freeze();
+        let rest = self.buf.take();
         let len = self.offset;
         let fut: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> = if self.parts.is_empty() {
             Box::pin(async move { put_small(&ctx, &key, rest, len).await.map_err(Arc::new) })
@@ -176,6 +175,57 @@ impl Writer {
         let c = fut.shared();
         self.completion = Some(c.clone());
         c
+    }
+}
+
+/// The part being filled: memory the store lends (the binary protocol's upload slots, which then
+/// reach the gateway without a copy) or our own.
+enum PartBuf {
+    None,
+    Lent(s3hpc_core::BodyBuffer, usize),
+    Own(BytesMut),
+}
+
+impl PartBuf {
+    fn new(ctx: &WriteCtx, part: usize) -> PartBuf {
+        match ctx.store.body_buffer(part) {
+            Some(b) if b.len() >= part => PartBuf::Lent(b, 0),
+            _ => PartBuf::Own(BytesMut::with_capacity(part)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            PartBuf::None => 0,
+            PartBuf::Lent(_, n) => *n,
+            PartBuf::Own(b) => b.len(),
+        }
+    }
+
+    /// Copy in as much of `data` as fits; returns how much.
+    fn append(&mut self, data: &[u8]) -> usize {
+        match self {
+            PartBuf::None => 0,
+            PartBuf::Lent(b, n) => {
+                let k = data.len().min(b.len() - *n);
+                b[*n..*n + k].copy_from_slice(&data[..k]);
+                *n += k;
+                k
+            }
+            PartBuf::Own(b) => {
+                b.extend_from_slice(data);
+                data.len()
+            }
+        }
+    }
+
+    /// The filled bytes; the buffer is empty afterwards.
+    fn take(&mut self) -> Bytes {
+        match std::mem::replace(self, PartBuf::None) {
+            PartBuf::None => Bytes::new(),
+            PartBuf::Lent(b, n) => b.freeze().slice(..n),
+            PartBuf::Own(b) => b.freeze(),
+        }
     }
 }
 
