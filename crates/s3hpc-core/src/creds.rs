@@ -48,15 +48,30 @@ impl Credentials {
     }
 }
 
-/// The users a server accepts: access key -> secret.
+/// The users a server accepts: access key -> secret, and the POSIX identity each acts as
+/// (where one is configured).
 #[derive(Debug, Clone, Default)]
 pub struct CredentialSet {
     users: HashMap<String, Credentials>,
+    identities: HashMap<String, crate::identity::Identity>,
 }
 
 impl CredentialSet {
     pub fn new(creds: impl IntoIterator<Item = Credentials>) -> Self {
-        CredentialSet { users: creds.into_iter().map(|c| (c.access_key.clone(), c)).collect() }
+        CredentialSet {
+            users: creds.into_iter().map(|c| (c.access_key.clone(), c)).collect(),
+            identities: HashMap::new(),
+        }
+    }
+
+    /// Requests signed with `access_key` act as `id` on the file system (`--identity posix`).
+    pub fn set_identity(&mut self, access_key: &str, id: crate::identity::Identity) {
+        self.identities.insert(access_key.to_string(), id);
+    }
+
+    /// The POSIX identity of an access key, if one is configured.
+    pub fn identity_for(&self, access_key: &str) -> Option<&crate::identity::Identity> {
+        self.identities.get(access_key)
     }
 
     pub fn insert(&mut self, c: Credentials) {

@@ -8,6 +8,7 @@ pub mod checksum;
 pub mod creds;
 pub mod error;
 pub mod hooked;
+pub mod identity;
 pub mod io;
 pub mod listing;
 pub mod md5lanes;

@@ -21,9 +21,9 @@ use http::{HeaderValue, Method, Response, StatusCode};
 use s3hpc_core::{CredentialSet, DynStore, Error};
 use tokio::net::TcpListener;
 
+mod api;
 pub mod body;
 mod conn;
-mod handler;
 pub mod util;
 pub mod xml;
 
@@ -157,7 +157,7 @@ pub(crate) async fn handle(state: &State, parts: http::request::Parts, body: Req
     let start = Instant::now();
     let rid = state.request_id();
     let mut op = "Unknown";
-    let result = handler::dispatch(state, &parts, body, rid, &mut op).await;
+    let result = api::dispatch(state, &parts, body, rid, &mut op).await;
     let is_head = parts.method == Method::HEAD;
     let mut resp = match result {
         Ok(r) => r,

@@ -228,6 +228,22 @@ pub fn parse_create_bucket_configuration(data: &[u8]) -> Result<Option<String>> 
     Ok(root.child_text("LocationConstraint").map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
 }
 
+/// The `<Tags><Tag><Key/><Value/></Tag>...</Tags>` of a `CreateBucketConfiguration` (empty
+/// when there are none).
+pub fn parse_create_bucket_tags(data: &[u8]) -> Result<Tags> {
+    let root = parse_tree(data)?;
+    expect_root(&root, "CreateBucketConfiguration")?;
+    let mut tags = Vec::new();
+    if let Some(set) = root.child("Tags") {
+        for t in set.children("Tag") {
+            let k = t.child_text("Key").ok_or_else(|| malformed("Tag without Key"))?;
+            let v = t.child_text("Value").ok_or_else(|| malformed("Tag without Value"))?;
+            tags.push((k.to_string(), v.to_string()));
+        }
+    }
+    Ok(tags)
+}
+
 /// XML element name of a checksum: `ChecksumCRC32`, ...
 pub fn checksum_element(alg: ChecksumAlgorithm) -> &'static str {
     match alg {

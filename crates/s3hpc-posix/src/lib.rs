@@ -8,9 +8,9 @@
 //! reader ever sees a partial object. See `docs/SEMANTICS.md` for the full mapping.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -28,7 +28,9 @@ use s3hpc_core::{
     PutObjectRequest, Tags, UploadInfo, UploadPartRequest,
 };
 
+mod beneath;
 mod hashpool;
+pub mod ident;
 pub mod keys;
 mod meta;
 mod rcache;
@@ -111,6 +113,12 @@ pub struct PosixOptions {
     /// [`PosixStore::cleanup_stale`] (run at open). Only age decides, so a live writer of
     /// another process is never disturbed unless it stalls for this long.
     pub stale_temp_age: Duration,
+    /// Act as the request's POSIX identity (`s3hpc_core::identity::current`): each call's
+    /// file-system work runs with that user's fsuid, fsgid and groups, so the kernel enforces
+    /// permissions (needs CAP_SETUID and CAP_SETGID; see [`ident`]). Off: act as the process.
+    pub posix_identity: bool,
+    /// The process umask set at open with `posix_identity` (default 022).
+    pub umask: u32,
 }
 
 impl Default for PosixOptions {
@@ -120,6 +128,8 @@ impl Default for PosixOptions {
             etag_mode: EtagMode::default(),
             io: IoMode::default(),
             stale_temp_age: Duration::from_secs(24 * 3600),
+            posix_identity: false,
+            umask: 0o022,
         }
     }
 }
@@ -164,6 +174,9 @@ const LOCK_STRIPES: usize = 64;
 /// background thread (see `reaper`).
 const DEFER_FREE_MIN: u64 = 256 << 10;
 
+/// The temp directory of a bucket, relative to the bucket: `INTERNAL/tmp`.
+const TMP_REL: &str = ".s3hpc/tmp";
+
 /// The posix backend. Cheap to clone (shared state).
 #[derive(Clone)]
 pub struct PosixStore {
@@ -174,6 +187,8 @@ struct Inner {
     root: PathBuf,
     /// The root directory, open: object reads resolve beneath it (`openat2`).
     root_fd: File,
+    /// Calls by path, each resolved beneath the root (see `beneath`).
+    fs: beneath::Beneath,
     opts: PosixOptions,
     mode: MetaMode,
     /// `host.pid.`: the start of this process's temp names (unique across processes and hosts
@@ -303,7 +318,10 @@ fn part_name(n: u32) -> String {
 
 /// A temp file that is removed unless it was published.
 struct Temp {
-    path: PathBuf,
+    /// The directory holding it (opened beneath the root) and its name there: it is renamed
+    /// and removed relative to that directory, never by path.
+    dir: File,
+    name: String,
     file: File,
     armed: bool,
 }
@@ -311,7 +329,7 @@ struct Temp {
 impl Drop for Temp {
     fn drop(&mut self) {
         if self.armed {
-            let _ = fs::remove_file(&self.path);
+            let _ = sys::unlink_at(&self.dir, &self.name);
         }
     }
 }
@@ -342,7 +360,7 @@ impl Inner {
     }
 
     fn bucket_exists(&self, bdir: &Path) -> bool {
-        fs::metadata(bdir).is_ok_and(|m| m.is_dir())
+        self.fs.metadata(bdir).is_ok_and(|m| m.is_dir())
     }
 
     fn require_bucket(&self, bdir: &Path, bucket: &str) -> Result<()> {
@@ -437,27 +455,81 @@ impl Inner {
     /// Created beneath the root (`openat2`): a symlink put in place of the internal directory
     /// cannot make it create files elsewhere.
     fn create_temp(&self, bdir: &Path, bucket: &str) -> Result<Temp> {
-        let dir = || bdir.join(INTERNAL).join("tmp");
+        // Acting as a user: that user's own directory below the shared tmp (mode 0700), so no
+        // one else can read a body while it is written.
+        let user_rel;
+        let tmp_rel = match self.acting_uid() {
+            Some(uid) => {
+                user_rel = format!("{TMP_REL}/u{uid}");
+                user_rel.as_str()
+            }
+            None => TMP_REL,
+        };
         for _ in 0..2 {
-            // `.s3hpc/tmp/NAME`, and the same below the bucket's path, each built in one piece.
-            let name = self.temp_name();
-            let mut rel = String::with_capacity(INTERNAL.len() + 5 + name.len());
-            rel.push_str(INTERNAL);
-            rel.push_str("/tmp/");
-            rel.push_str(&name);
-            let path = join(bdir, rel.as_ref());
-            let created = sys::create_beneath2(&self.root_fd, bucket, &rel)
-                .unwrap_or_else(|| OpenOptions::new().read(true).write(true).create_new(true).mode(0o644).open(&path));
+            let opened = match sys::open_dir_beneath2(&self.root_fd, bucket, tmp_rel) {
+                Ok(Some(d)) => Ok(d),
+                // No openat2 (see SEMANTICS, Limits): by path.
+                Ok(None) => File::open(join(bdir, tmp_rel.as_ref())),
+                Err(e) => Err(e),
+            };
+            let created = opened.and_then(|dir| {
+                let name = self.temp_name();
+                let file = sys::create_at(&dir, &name)?;
+                Ok(Temp { dir, name, file, armed: true })
+            });
             match created {
-                Ok(file) => return Ok(Temp { path, file, armed: true }),
+                Ok(t) => return Ok(t),
                 Err(e) if is_missing(&e) => {
                     self.require_bucket(bdir, bucket)?;
-                    fs::create_dir_all(dir())?;
+                    self.internal_dir(&join(bdir, TMP_REL.as_ref()))?;
+                    if tmp_rel != TMP_REL {
+                        match self.fs.create_dir(&join(bdir, tmp_rel.as_ref())) {
+                            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e.into()),
+                            _ => {}
+                        }
+                        self.fs.chmod(&join(bdir, tmp_rel.as_ref()), 0o700)?;
+                    }
                 }
                 Err(e) => return Err(e.into()),
             }
         }
         Err(Error::internal("cannot create temp file"))
+    }
+
+    /// May this thread's identity create `key` (write and search the key's directory, or the
+    /// bucket's where that does not exist yet)? `faccessat2(AT_EACCESS)` checks with the fsuid,
+    /// fsgid and groups the thread acts as.
+    fn check_writable(&self, bdir: &Path, bucket: &str, key: &str) -> Result<()> {
+        let dir = match self.key_parent(bdir, bucket, key)? {
+            Some(d) => d,
+            None => match self.key_parent(bdir, bucket, "")? {
+                Some(d) => d,
+                None => return Err(Error::no_such_bucket(bucket)),
+            },
+        };
+        sys::access_dir(&dir, libc::W_OK | libc::X_OK).map_err(Error::from)
+    }
+
+    /// The uid this thread acts as, when it is not the process's (`posix_identity`).
+    fn acting_uid(&self) -> Option<u32> {
+        if !self.opts.posix_identity {
+            return None;
+        }
+        ident::active_uid()
+    }
+
+    /// Create an internal directory shared by every user of the bucket (`.s3hpc/tmp`,
+    /// `.s3hpc/uploads`, `.s3hpc/locks`): with `posix_identity`, made by the process and set to
+    /// mode 1777 (like /tmp: anyone may create entries, only their owner may remove them).
+    fn internal_dir(&self, dir: &Path) -> Result<()> {
+        if !self.opts.posix_identity {
+            return Ok(self.fs.create_dir_all(dir)?);
+        }
+        ident::as_process(|| -> io::Result<()> {
+            self.fs.create_dir_all(dir)?;
+            self.fs.chmod(dir, 0o1777)
+        })??;
+        Ok(())
     }
 
     fn sidecar_path(&self, bdir: &Path, key: &str, ino: u64) -> PathBuf {
@@ -469,7 +541,7 @@ impl Inner {
         let dir = path.parent().expect("sidecar has a parent");
         let tmp = dir.join(format!(".{}.tmp", self.temp_name()));
         let write = |tmp: &Path| -> io::Result<()> {
-            let mut f = File::create(tmp)?;
+            let mut f = self.fs.create(tmp, false)?;
             f.write_all(&rec.encode())?;
             match self.opts.durability {
                 Durability::Strict => f.sync_all()?,
@@ -480,21 +552,21 @@ impl Inner {
         };
         if let Err(e) = write(&tmp) {
             if !is_missing(&e) {
-                let _ = fs::remove_file(&tmp);
+                let _ = self.fs.remove_file(&tmp);
                 return Err(e);
             }
-            fs::create_dir_all(dir)?;
+            self.fs.create_dir_all(dir)?;
             write(&tmp).inspect_err(|_| {
-                let _ = fs::remove_file(&tmp);
+                let _ = self.fs.remove_file(&tmp);
             })?;
         }
-        fs::rename(&tmp, path).inspect_err(|_| {
-            let _ = fs::remove_file(&tmp);
+        self.fs.rename(&tmp, path).inspect_err(|_| {
+            let _ = self.fs.remove_file(&tmp);
         })
     }
 
     fn read_sidecar(&self, path: &Path) -> io::Result<Option<Record>> {
-        match fs::read(path) {
+        match self.fs.read(path) {
             Ok(b) => Ok(Record::decode(&b)),
             Err(e) if is_missing(&e) => Ok(None),
             Err(e) => Err(e),
@@ -516,7 +588,7 @@ impl Inner {
         let enc = rec.encode();
         let r = match t {
             Target::File(f) => sys::fset_xattr(f, &enc),
-            Target::Path(p) => sys::set_xattr(p, &enc),
+            Target::Path(p) => self.fs.set_xattr(p, &enc),
         };
         match r {
             Ok(()) => Ok(Some(enc)),
@@ -524,7 +596,7 @@ impl Inner {
                 self.write_sidecar(&sidecar(), rec)?;
                 match t {
                     Target::File(f) => sys::fset_xattr(f, SIDECAR_POINTER),
-                    Target::Path(p) => sys::set_xattr(p, SIDECAR_POINTER),
+                    Target::Path(p) => self.fs.set_xattr(p, SIDECAR_POINTER),
                 }
                 .map(|_| None)
             }
@@ -541,7 +613,7 @@ impl Inner {
     fn get_record_with(&self, t: Target, sidecar: impl FnOnce() -> PathBuf) -> io::Result<Option<Record>> {
         let r = match t {
             Target::File(f) => self.get_record_src(|| sys::fget_xattr(f), sidecar),
-            Target::Path(p) => self.get_record_src(|| sys::get_xattr(p), sidecar),
+            Target::Path(p) => self.get_record_src(|| self.fs.get_xattr(p), sidecar),
         };
         r.map(|(rec, _)| rec)
     }
@@ -657,7 +729,7 @@ impl Inner {
             let sidecar = || self.sidecar_path(bdir, key, md.ino());
             return match t {
                 Target::File(f) => self.file_record(md.dev(), md.ino(), stamp, || sys::fget_xattr(f), sidecar),
-                Target::Path(p) => self.file_record(md.dev(), md.ino(), stamp, || sys::get_xattr(p), sidecar),
+                Target::Path(p) => self.file_record(md.dev(), md.ino(), stamp, || self.fs.get_xattr(p), sidecar),
             };
         }
         let rec = self.get_record_with(t, || self.sidecar_path(bdir, key, md.ino()))?;
@@ -694,7 +766,7 @@ impl Inner {
     fn open_object(&self, bdir: &Path, bucket: &str, key: &str, kp: &KeyPath) -> Result<Opened> {
         let path = bdir.join(&kp.rel);
         if kp.dir {
-            let md = match fs::metadata(&path) {
+            let md = match self.fs.metadata(&path) {
                 Ok(m) if m.is_dir() => m,
                 Ok(_) => return Err(Error::no_such_key(bucket, key)),
                 Err(e) if is_missing(&e) => return Err(self.missing(bdir, bucket, key)),
@@ -744,7 +816,9 @@ impl Inner {
     /// path must decide: missing key or bucket, not a regular file, no valid record (a POSIX
     /// tool wrote the file, or it was replaced between the calls), errors.
     fn head_file_fast(&self, bucket: &str, key: &str) -> Option<ObjectInfo> {
-        let st = sys::stat_at2(&self.root_fd, bucket, key).ok().filter(|s| s.is_file)?;
+        // Resolved beneath the root (a key or bucket leading out through a symlink is refused);
+        // the record read below by path is accepted only if it names this very inode.
+        let st = sys::stat_beneath2(&self.root_fd, bucket, key).ok().filter(|s| s.is_file)?;
         let stamp = rcache::Stamp { size: st.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns };
         let found = self
             .file_object(
@@ -822,7 +896,7 @@ impl Inner {
     fn head_info(&self, bdir: &Path, bucket: &str, key: &str, kp: &KeyPath) -> Result<ObjectInfo> {
         if !kp.dir {
             let path = bdir.join(&kp.rel);
-            match fs::metadata(&path) {
+            match self.fs.metadata(&path) {
                 Ok(md) if md.is_file() => {
                     if let Ok(Some(rec)) = self.valid_record(Target::Path(&path), bdir, key, &md) {
                         return Ok(self.info_from(key, &md, Some(&rec)));
@@ -855,7 +929,7 @@ impl Inner {
 
     fn sync_dir(&self, dir: &Path) {
         if self.opts.durability == Durability::Strict
-            && let Ok(d) = File::open(dir)
+            && let Ok(d) = self.fs.open(dir)
         {
             let _ = d.sync_all();
         }
@@ -868,7 +942,7 @@ impl Inner {
     fn make_parents(&self, bdir: &Path, bucket: &str, key: &str, parent: &Path) -> Result<()> {
         let mut attempts = 0;
         loop {
-            match fs::create_dir_all(parent) {
+            match self.fs.create_dir_all(parent) {
                 Ok(()) => return Ok(()),
                 Err(e)
                     if e.kind() == io::ErrorKind::AlreadyExists
@@ -897,11 +971,11 @@ impl Inner {
         let stripe = twox_hash::XxHash3_64::oneshot(key.as_bytes()) % 4096;
         let dir = bdir.join(INTERNAL).join("locks");
         let path = dir.join(format!("{stripe:03x}"));
-        let open = || OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o644).open(&path);
+        let open = || self.fs.open_lock(&path);
         let f = match open() {
             Ok(f) => f,
             Err(e) if is_missing(&e) => {
-                fs::create_dir_all(&dir)?;
+                self.internal_dir(&dir)?;
                 open()?
             }
             Err(e) => return Err(e.into()),
@@ -916,7 +990,7 @@ impl Inner {
 
     /// Is `dir` a directory that is not a directory object? (Then it may be removed when empty.)
     fn removable_dir(&self, bdir: &Path, dir: &Path) -> bool {
-        let Ok(md) = fs::metadata(dir) else { return false };
+        let Ok(md) = self.fs.metadata(dir) else { return false };
         if !md.is_dir() {
             return false;
         }
@@ -926,7 +1000,7 @@ impl Inner {
 
     /// Is `dir` a directory object (a directory with a valid record)?
     fn is_dir_object(&self, bdir: &Path, dir: &Path) -> bool {
-        let Ok(md) = fs::metadata(dir) else { return false };
+        let Ok(md) = self.fs.metadata(dir) else { return false };
         md.is_dir() && matches!(self.valid_record(Target::Path(dir), bdir, &dir_key(bdir, dir), &md), Ok(Some(_)))
     }
 
@@ -955,12 +1029,30 @@ impl Inner {
         }
     }
 
-    /// Publish `tmp` at `dst` with one rename (create-only with RENAME_NOREPLACE), into the
-    /// directory `parent` when [`Self::check_key_dir`] opened it.
+    /// The directory a file key's name goes in, opened beneath the root (`O_PATH`): the one
+    /// [`Self::check_key_dir`] opened, or the bucket itself for a key without '/'. `None`: it
+    /// does not exist (yet).
+    fn key_parent(&self, bdir: &Path, bucket: &str, key: &str) -> Result<Option<File>> {
+        if key.contains('/') {
+            return self.check_key_dir(bucket, key);
+        }
+        match sys::open_dir_beneath2(&self.root_fd, bucket, ".") {
+            Ok(Some(d)) => Ok(Some(d)),
+            Ok(None) => Ok(File::open(bdir).ok()),
+            Err(e) if is_missing(&e) || e.raw_os_error() == Some(libc::ENOTDIR) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Publish the temp file `t` as `key` (at `dst`) with one rename (create-only with
+    /// RENAME_NOREPLACE), from its directory into the directory `parent` (see
+    /// [`Self::key_parent`]): both are open descriptors, so no path is looked up again and no
+    /// concurrent swap of a directory for a symlink can redirect it. Missing parents are created
+    /// beneath the root first.
     #[allow(clippy::too_many_arguments)]
     fn rename_into_place(
         &self,
-        tmp: &Path,
+        t: &Temp,
         dst: &Path,
         bdir: &Path,
         bucket: &str,
@@ -970,27 +1062,25 @@ impl Inner {
     ) -> Result<()> {
         let name = key.rsplit('/').next().unwrap_or(key);
         for _ in 0..8 {
-            let r = match &parent {
-                Some(p) => sys::rename_at(tmp, p, name, create_only),
-                None if create_only => sys::rename_noreplace(tmp, dst),
-                None => fs::rename(tmp, dst),
-            };
-            let e = match r {
-                Ok(()) => return Ok(()),
-                Err(e) => e,
+            let e = match &parent {
+                Some(p) => match sys::rename_between(&t.dir, &t.name, p, name, create_only) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => e,
+                },
+                None => io::Error::from_raw_os_error(libc::ENOENT),
             };
             match e.raw_os_error() {
                 Some(libc::ENOENT) => {
-                    if !tmp.exists() {
+                    if !sys::exists_at(&t.dir, &t.name) {
                         return Err(Error::internal("temp file vanished before publish (removed as stale?)"));
                     }
                     self.make_parents(bdir, bucket, key, dst.parent().expect("object path has a parent"))?;
                     // Created (or deleted and re-created by someone else): look it up afresh.
-                    parent = self.check_key_dir(bucket, key)?;
+                    parent = self.key_parent(bdir, bucket, key)?;
                 }
                 Some(libc::EEXIST) | Some(libc::EISDIR) | Some(libc::ENOTEMPTY) => {
-                    if fs::metadata(dst).is_ok_and(|m| m.is_dir()) {
-                        if self.removable_dir(bdir, dst) && fs::remove_dir(dst).is_ok() {
+                    if self.fs.symlink_metadata(dst).is_ok_and(|m| m.is_dir()) {
+                        if self.removable_dir(bdir, dst) && self.fs.remove_dir(dst).is_ok() {
                             continue;
                         }
                         return Err(conflict(key));
@@ -1020,7 +1110,7 @@ impl Inner {
         mut rec: Record,
         conditions: &Conditions,
     ) -> Result<PutObjectOutput> {
-        let parent = self.check_key_dir(bucket, key)?;
+        let parent = self.key_parent(bdir, bucket, key)?;
         let md = t.file.metadata()?;
         rec.size = md.len();
         rec.mtime_ns = mtime_ns(&md);
@@ -1029,8 +1119,12 @@ impl Inner {
         let enc = self.set_record_with(Target::File(&t.file), sidecar, &rec)?;
         self.sync_file(&t.file)?;
         let dst = join(bdir, &kp.rel);
-        let old_ino =
-            if self.mode == MetaMode::Sidecar { fs::symlink_metadata(&dst).ok().map(|m| m.ino()) } else { None };
+        let leaf = key.rsplit('/').next().unwrap_or(key);
+        let old_ino = if self.mode == MetaMode::Sidecar {
+            parent.as_ref().and_then(|p| sys::open_path_at(p, leaf)).and_then(|f| f.metadata().ok()).map(|m| m.ino())
+        } else {
+            None
+        };
         let create_only = conditions.if_none_match.as_deref().map(str::trim) == Some("*");
         {
             let _g = (!conditions.is_empty()).then(|| self.lock(&dst));
@@ -1042,10 +1136,12 @@ impl Inner {
             // The object this PUT replaces: held open across the rename, so its last reference
             // (and the freeing of its blocks: ~0.5 ms for 1 MiB on ext4) goes to the reaper
             // instead of happening inside the rename.
-            let old = (rec.size >= DEFER_FREE_MIN && !create_only).then(|| sys::open_path(&dst)).flatten();
-            let r = self.rename_into_place(&t.path, &dst, bdir, bucket, key, create_only, parent);
+            let old = (rec.size >= DEFER_FREE_MIN && !create_only)
+                .then(|| parent.as_ref().and_then(|p| sys::open_path_at(p, leaf)))
+                .flatten();
+            let r = self.rename_into_place(&t, &dst, bdir, bucket, key, create_only, parent);
             if r.is_err() && self.mode == MetaMode::Sidecar {
-                let _ = fs::remove_file(sidecar());
+                let _ = self.fs.remove_file(&sidecar());
             }
             r?;
             if let Some(old) = old {
@@ -1057,7 +1153,7 @@ impl Inner {
             self.cache_published(&t.file, &rec, &enc);
         }
         if let Some(old) = old_ino.filter(|o| *o != rec.ino) {
-            let _ = fs::remove_file(self.sidecar_path(bdir, key, old));
+            let _ = self.fs.remove_file(&self.sidecar_path(bdir, key, old));
         }
         if self.opts.durability == Durability::Strict
             && let Some(p) = dst.parent()
@@ -1114,15 +1210,15 @@ impl Inner {
             let cur = self.current(bdir, key, kp)?;
             conditions.check_write(cur.as_ref().map(|(e, t)| (e.as_str(), *t)))?;
         }
-        match fs::create_dir_all(&path) {
+        match self.fs.create_dir_all(&path) {
             Ok(()) => {}
-            Err(_) if fs::metadata(&path).is_ok_and(|m| m.is_dir()) => {}
+            Err(_) if self.fs.metadata(&path).is_ok_and(|m| m.is_dir()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ENOTDIR) => {
                 return Err(conflict(key));
             }
             Err(e) => return Err(e.into()),
         }
-        let md = fs::metadata(&path)?;
+        let md = self.fs.metadata(&path)?;
         if !md.is_dir() {
             return Err(conflict(key));
         }
@@ -1147,7 +1243,7 @@ impl Inner {
     /// directory object.
     fn prune(&self, bdir: &Path, mut dir: PathBuf) {
         while dir != bdir && dir.starts_with(bdir) {
-            if !self.removable_dir(bdir, &dir) || fs::remove_dir(&dir).is_err() {
+            if !self.removable_dir(bdir, &dir) || self.fs.remove_dir(&dir).is_err() {
                 return;
             }
             match dir.parent() {
@@ -1162,25 +1258,17 @@ impl Inner {
         names::check_bucket_name_for_access(bucket)?;
         // A file key below the bucket is read and removed relative to the directory the check
         // opened (no second path walk, no window to swap it for a symlink).
-        let parent = self.check_key_dir(bucket, key)?.filter(|_| !dir);
+        let parent = if dir { None } else { self.key_parent(&self.root.join(bucket), bucket, key)? };
         let name = key.rsplit('/').next().unwrap_or(key);
-        if !dir && self.mode == MetaMode::Xattr {
+        if let Some(p) = parent.as_ref().filter(|_| self.mode == MetaMode::Xattr) {
             // Common case: a file whose record is in its xattr, so there is no sidecar to
             // remove: getxattrat + unlinkat relative to an open directory, no stat, no path
             // built. Anything else (missing, no record, sidecar, errors) takes the general path.
             let full = || self.root.join(bucket).join(key);
-            let rec = match &parent {
-                Some(p) => sys::get_xattr_at(p, name, full),
-                None => sys::get_xattr_at2(&self.root_fd, bucket, key, full),
-            };
-            if let Ok(Some(v)) = rec
+            if let Ok(Some(v)) = sys::get_xattr_at(p, name, full)
                 && v != SIDECAR_POINTER
             {
-                let r = match &parent {
-                    Some(p) => sys::unlink_at(p, name),
-                    None => sys::unlink_at2(&self.root_fd, bucket, key),
-                };
-                match r {
+                match sys::unlink_at(p, name) {
                     Ok(()) => {
                         if key.contains('/') {
                             let path = full();
@@ -1199,7 +1287,7 @@ impl Inner {
         let kp = keys::parse_key(key)?;
         let bdir = self.bucket_dir(bucket)?;
         let path = bdir.join(&kp.rel);
-        let md = match fs::symlink_metadata(&path) {
+        let md = match self.fs.symlink_metadata(&path) {
             Ok(m) => m,
             Err(e) if is_missing(&e) => return self.require_bucket(&bdir, bucket),
             Err(e) => return Err(e.into()),
@@ -1210,13 +1298,13 @@ impl Inner {
             }
             let _g = self.lock(&path);
             match self.mode {
-                MetaMode::Xattr => match sys::remove_xattr(&path) {
+                MetaMode::Xattr => match self.fs.remove_xattr(&path) {
                     Err(e) if sys::is_unsupported(&e) => {}
                     r => r?,
                 },
                 MetaMode::Sidecar => {}
             }
-            let _ = fs::remove_file(self.sidecar_path(&bdir, key, md.ino()));
+            let _ = self.fs.remove_file(&self.sidecar_path(&bdir, key, md.ino()));
             self.prune(&bdir, path);
             return Ok(());
         }
@@ -1225,11 +1313,11 @@ impl Inner {
         }
         let sidecar = match self.mode {
             MetaMode::Sidecar => true,
-            MetaMode::Xattr => !matches!(sys::get_xattr(&path), Ok(Some(v)) if v != SIDECAR_POINTER),
+            MetaMode::Xattr => !matches!(self.fs.get_xattr(&path), Ok(Some(v)) if v != SIDECAR_POINTER),
         };
         let removed = match &parent {
             Some(p) => sys::unlink_at(p, name),
-            None => fs::remove_file(&path),
+            None => self.fs.remove_file(&path),
         };
         match removed {
             Ok(()) => {}
@@ -1237,7 +1325,7 @@ impl Inner {
             Err(e) => return Err(e.into()),
         }
         if sidecar {
-            let _ = fs::remove_file(self.sidecar_path(&bdir, key, md.ino()));
+            let _ = self.fs.remove_file(&self.sidecar_path(&bdir, key, md.ino()));
         }
         if let Some(p) = path.parent() {
             self.prune(&bdir, p.to_path_buf());
@@ -1248,33 +1336,38 @@ impl Inner {
     fn cleanup_stale(&self) -> usize {
         let age = self.opts.stale_temp_age;
         let old = |p: &Path| {
-            fs::symlink_metadata(p)
+            self.fs
+                .symlink_metadata(p)
                 .and_then(|m| m.modified())
                 .is_ok_and(|t| SystemTime::now().duration_since(t).is_ok_and(|d| d > age))
         };
         let mut n = 0;
-        let Ok(rd) = fs::read_dir(&self.root) else { return 0 };
-        for b in rd.flatten() {
-            let name = b.file_name();
-            if name.to_str().is_none_or(|s| names::check_bucket_name_for_access(s).is_err()) {
+        let Ok(rd) = self.fs.read_dir(&self.root) else { return 0 };
+        for b in rd {
+            if !b.is_dir || b.name.to_str().is_none_or(|s| names::check_bucket_name_for_access(s).is_err()) {
                 continue;
             }
-            let internal = b.path().join(INTERNAL);
-            // Never clean up through a symlink someone put in place of the internal directory.
-            if fs::symlink_metadata(&internal).is_ok_and(|m| !m.is_dir()) {
+            // Everything below resolves beneath the root: a symlink put in place of the
+            // internal directory (or of its tmp/uploads) leading out is not followed.
+            let internal = self.root.join(&b.name).join(INTERNAL);
+            if self.fs.symlink_metadata(&internal).is_ok_and(|m| !m.is_dir()) {
                 continue;
             }
-            if let Ok(rd) = fs::read_dir(internal.join("tmp")) {
-                for t in rd.flatten() {
-                    if old(&t.path()) && fs::remove_file(t.path()).is_ok() {
+            let tmp = internal.join("tmp");
+            if let Ok(rd) = self.fs.read_dir(&tmp) {
+                for t in rd {
+                    let p = tmp.join(&t.name);
+                    if old(&p) && self.fs.remove_file(&p).is_ok() {
                         n += 1;
                     }
                 }
             }
-            if let Ok(rd) = fs::read_dir(internal.join("uploads")) {
-                for u in rd.flatten() {
-                    let claimed = u.file_name().to_str().is_some_and(|s| s.starts_with(".claimed-"));
-                    if claimed && old(&u.path()) && fs::remove_dir_all(u.path()).is_ok() {
+            let uploads = internal.join("uploads");
+            if let Ok(rd) = self.fs.read_dir(&uploads) {
+                for u in rd {
+                    let claimed = u.name.to_str().is_some_and(|s| s.starts_with(".claimed-"));
+                    let p = uploads.join(&u.name);
+                    if claimed && old(&p) && self.fs.remove_dir_all(&p).is_ok() {
                         n += 1;
                     }
                 }
@@ -1296,7 +1389,7 @@ impl Inner {
             return Err(Error::no_such_upload(id));
         }
         let dir = self.uploads_dir(bdir).join(id);
-        match fs::read(dir.join("info")) {
+        match self.fs.read(&dir.join("info")) {
             Ok(b) => match Record::decode(&b) {
                 Some(r) if r.key == key => Ok((dir, r)),
                 _ => Err(Error::no_such_upload(id)),
@@ -1311,7 +1404,7 @@ impl Inner {
 
     fn part_info(&self, updir: &Path, n: u32) -> Result<Option<PartInfo>> {
         let path = updir.join(part_name(n));
-        let md = match fs::metadata(&path) {
+        let md = match self.fs.metadata(&path) {
             Ok(m) => m,
             Err(e) if is_missing(&e) => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -1344,10 +1437,17 @@ impl Inner {
             return Err(if is_missing(&e) { Error::no_such_upload(id) } else { e.into() });
         }
         self.sync_file(&t.file)?;
-        if !updir.join("info").exists() {
+        // The upload's directory, opened beneath the root: the part is renamed into it from the
+        // temp file's directory, with no path looked up in between.
+        let dir = match self.fs.open_dir(updir) {
+            Ok(d) => d,
+            Err(e) if is_missing(&e) => return Err(Error::no_such_upload(id)),
+            Err(e) => return Err(e.into()),
+        };
+        if !sys::exists_at(&dir, "info") {
             return Err(Error::no_such_upload(id));
         }
-        match fs::rename(&t.path, updir.join(part_name(n))) {
+        match sys::rename_between(&t.dir, &t.name, &dir, &part_name(n), false) {
             Ok(()) => t.armed = false,
             Err(e) if is_missing(&e) => return Err(Error::no_such_upload(id)),
             Err(e) => return Err(e.into()),
@@ -1587,6 +1687,13 @@ impl PosixStore {
     }
 
     fn open_inner(root: &Path, opts: PosixOptions, mode: Option<MetaMode>) -> Result<PosixStore> {
+        if opts.posix_identity {
+            ident::init();
+            // New files and directories get the mode bits of a login with this umask (a
+            // directory's default ACL, where set, decides instead, as for the user's own tools).
+            // SAFETY: plain system call.
+            unsafe { libc::umask(opts.umask as libc::mode_t) };
+        }
         fs::create_dir_all(root)?;
         let root = root.canonicalize()?;
         let host = sys::hostname();
@@ -1615,6 +1722,7 @@ impl PosixStore {
         let root_dev = root_fd.metadata()?.dev();
         let root_local = sys::local_fine_timestamps(&root);
         let inner = Inner {
+            fs: beneath::Beneath::new(root.clone(), &root_fd)?,
             rcache: rcache::RecordCache::default(),
             root_dev,
             root_local,
@@ -1633,6 +1741,12 @@ impl PosixStore {
 
     pub fn root(&self) -> &Path {
         &self.inner.root
+    }
+
+    /// Does the kernel resolve every path of this store beneath its root with `openat2`? (Else
+    /// calls fall back to following paths; `--identity posix` refuses to run then.)
+    pub fn resolves_beneath(&self) -> bool {
+        sys::beneath_supported(&self.inner.root_fd)
     }
 
     pub fn meta_mode(&self) -> MetaMode {
@@ -1684,6 +1798,18 @@ impl PosixStore {
         self.run(move |s| s.publish_dir(&bdir, &b, &k, &kp, data.to_vec(), r, &c)).await
     }
 
+    /// The identity this call acts as (`None`: the process; always `None` unless
+    /// `posix_identity` is on).
+    fn identity(&self) -> Option<s3hpc_core::identity::Identity> {
+        if self.inner.opts.posix_identity { s3hpc_core::identity::current() } else { None }
+    }
+
+    /// Act as the call's identity for file-system work done outside `run`, until the guard
+    /// drops.
+    fn assume_here(&self) -> Result<Option<ident::Guard>> {
+        if self.inner.opts.posix_identity { Ok(Some(ident::enter(self.identity().as_ref())?)) } else { Ok(None) }
+    }
+
     /// File-system work runs on the calling thread: `IoMode::Inline`, or a thread that a server
     /// marked as one that may block (`s3hpc_core::io::blocking_here`).
     fn inline_io(&self) -> bool {
@@ -1691,6 +1817,11 @@ impl PosixStore {
     }
 
     async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+        let id = self.identity();
+        let f = move |s: &Inner| {
+            let _as = if s.opts.posix_identity { Some(ident::enter(id.as_ref())?) } else { None };
+            f(s)
+        };
         if self.inline_io() {
             return f(&self.inner);
         }
@@ -1733,7 +1864,11 @@ impl PosixStore {
             }
             Body::Stream(mut stream) if self.inline_io() && hint.is_none_or(|n| n < PIPELINE_MIN) => {
                 // Write each batch on this thread as it arrives: no channel, no writer thread.
-                let mut t = self.inner.create_temp(&bdir, &bucket)?;
+                let t = {
+                    let _as = self.assume_here()?;
+                    self.inner.create_temp(&bdir, &bucket)?
+                };
+                let mut t = t;
                 let mut h = Hashing::new(d, hint);
                 let mut batcher = Batcher::default();
                 while let Some(item) = stream.next().await {
@@ -1753,7 +1888,9 @@ impl PosixStore {
                 // One blocking writer per body, fed batches through a short channel.
                 let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(WRITE_QUEUE);
                 let inner = self.inner.clone();
+                let id = self.identity();
                 let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, Digests)> {
+                    let _as = if inner.opts.posix_identity { Some(ident::enter(id.as_ref())?) } else { None };
                     let mut t = inner.create_temp(&bdir, &bucket)?;
                     let mut h = Hashing::new(d, hint);
                     while let Some(b) = rx.blocking_recv() {
@@ -1802,7 +1939,7 @@ impl Store for PosixStore {
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();
         self.run(move |s| {
-            match fs::create_dir(&bdir) {
+            match s.fs.create_dir(&bdir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     return Err(Error::code(ErrorCode::BucketAlreadyOwnedByYou).with_resource(b));
@@ -1810,10 +1947,10 @@ impl Store for PosixStore {
                 Err(e) => return Err(e.into()),
             }
             let internal = bdir.join(INTERNAL);
-            fs::create_dir_all(internal.join("tmp"))?;
+            s.fs.create_dir_all(&internal.join("tmp"))?;
             let tmp = internal.join(format!("created.{}", s.temp_name()));
-            fs::write(&tmp, now_ns().to_string())?;
-            fs::rename(&tmp, internal.join("created"))?;
+            s.fs.write(&tmp, now_ns().to_string().as_bytes())?;
+            s.fs.rename(&tmp, &internal.join("created"))?;
             s.sync_dir(&s.root);
             Ok(())
         })
@@ -1828,11 +1965,15 @@ impl Store for PosixStore {
             let req = ListObjectsRequest { max_keys: 1, ..Default::default() };
             let page = walk::walk(
                 &s.cache,
+                &s.fs,
                 &bdir,
                 &req,
                 |at, k| {
                     Some(ObjectSummary { key: k.into(), size: 0, etag: String::new(), last_modified: UNIX_EPOCH })
-                        .filter(|_| at.path().exists())
+                        .filter(|_| match at.fd {
+                            Some(d) => sys::exists_at(d, at.name),
+                            None => s.fs.symlink_metadata(&at.path()).is_ok(),
+                        })
                 },
                 |p, k| {
                     s.is_dir_object(&bdir, p).then(|| ObjectSummary {
@@ -1847,19 +1988,18 @@ impl Store for PosixStore {
                 return Err(Error::code(ErrorCode::BucketNotEmpty).with_resource(b));
             }
             // Only empty directories (no objects) and the internal dir remain.
-            let _ = fs::remove_dir_all(bdir.join(INTERNAL));
-            fn rm_empty(d: &Path) {
-                if let Ok(rd) = fs::read_dir(d) {
-                    for e in rd.flatten() {
-                        if e.file_type().is_ok_and(|t| t.is_dir()) {
-                            rm_empty(&e.path());
-                            let _ = fs::remove_dir(e.path());
-                        }
+            let _ = s.fs.remove_dir_all(&bdir.join(INTERNAL));
+            fn rm_empty(fs: &beneath::Beneath, d: &Path) {
+                if let Ok(rd) = fs.read_dir(d) {
+                    for e in rd.into_iter().filter(|e| e.is_dir) {
+                        let p = d.join(&e.name);
+                        rm_empty(fs, &p);
+                        let _ = fs.remove_dir(&p);
                     }
                 }
             }
-            rm_empty(&bdir);
-            match fs::remove_dir(&bdir) {
+            rm_empty(&s.fs, &bdir);
+            match s.fs.remove_dir(&bdir) {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) || e.raw_os_error() == Some(libc::EEXIST) => {
                     return Err(Error::new(
@@ -1886,21 +2026,23 @@ impl Store for PosixStore {
     async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
         self.run(|s| {
             let mut out = Vec::new();
-            for e in fs::read_dir(&s.root)? {
-                let e = e?;
-                let Some(name) = e.file_name().to_str().map(str::to_string) else { continue };
+            for e in s.fs.read_dir(&s.root)? {
+                let Some(name) = e.name.to_str().map(str::to_string) else { continue };
                 if names::check_bucket_name_for_access(&name).is_err() {
                     continue;
                 }
-                let Ok(md) = fs::metadata(e.path()) else { continue };
+                // Beneath the root: a symlink leading out is not a bucket.
+                let path = s.root.join(&name);
+                let Ok(md) = s.fs.metadata(&path) else { continue };
                 if !md.is_dir() {
                     continue;
                 }
-                let created = fs::read_to_string(e.path().join(INTERNAL).join("created"))
-                    .ok()
-                    .and_then(|s| s.trim().parse::<i64>().ok())
-                    .map(to_time)
-                    .unwrap_or_else(|| to_time(mtime_ns(&md)));
+                let created =
+                    s.fs.read_to_string(&path.join(INTERNAL).join("created"))
+                        .ok()
+                        .and_then(|s| s.trim().parse::<i64>().ok())
+                        .map(to_time)
+                        .unwrap_or_else(|| to_time(mtime_ns(&md)));
                 out.push(BucketInfo { name, created });
             }
             out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -1912,7 +2054,7 @@ impl Store for PosixStore {
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();
-        self.run(move |s| match fs::read(bdir.join(INTERNAL).join("tags")) {
+        self.run(move |s| match s.fs.read(&bdir.join(INTERNAL).join("tags")) {
             Ok(v) => Record::decode(&v).map(|r| r.tags).ok_or_else(|| Error::internal("corrupt bucket tag file")),
             Err(e) if is_missing(&e) => {
                 s.require_bucket(&bdir, &b)?;
@@ -1930,11 +2072,11 @@ impl Store for PosixStore {
         self.run(move |s| {
             s.require_bucket(&bdir, &b)?;
             let internal = bdir.join(INTERNAL);
-            fs::create_dir_all(&internal)?;
+            s.fs.create_dir_all(&internal)?;
             let tmp = internal.join(format!("tags.{}", s.temp_name()));
-            fs::write(&tmp, Record { tags, ..Default::default() }.encode())?;
-            fs::rename(&tmp, internal.join("tags")).inspect_err(|_| {
-                let _ = fs::remove_file(&tmp);
+            s.fs.write(&tmp, &Record { tags, ..Default::default() }.encode())?;
+            s.fs.rename(&tmp, &internal.join("tags")).inspect_err(|_| {
+                let _ = s.fs.remove_file(&tmp);
             })?;
             Ok(())
         })
@@ -1946,7 +2088,7 @@ impl Store for PosixStore {
         let b = bucket.to_string();
         self.run(move |s| {
             s.require_bucket(&bdir, &b)?;
-            match fs::remove_file(bdir.join(INTERNAL).join("tags")) {
+            match s.fs.remove_file(&bdir.join(INTERNAL).join("tags")) {
                 Err(e) if !is_missing(&e) => Err(e.into()),
                 _ => Ok(()),
             }
@@ -1972,6 +2114,7 @@ impl Store for PosixStore {
         if let Body::Bytes(_) | Body::Empty = &body {
             // In-memory body: write, verify and publish in one blocking call (see `run`).
             if self.inline_io() {
+                let _as = self.assume_here()?;
                 return self.inner.put_in_memory(&bdir, bucket, key, &kp, &req, &body, d);
             }
             let (b, k) = (bucket.to_string(), key.to_string());
@@ -1988,6 +2131,7 @@ impl Store for PosixStore {
 
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
         if self.inline_io() {
+            let _as = self.assume_here()?;
             return self.inner.get_object(bucket, key, &req);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
@@ -2007,15 +2151,16 @@ impl Store for PosixStore {
     }
 
     fn get_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
-        self.inline_io().then(|| self.inner.get_object(bucket, key, req))
+        self.inline_io().then(|| self.assume_here().and_then(|_as| self.inner.get_object(bucket, key, req)))
     }
 
     fn head_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<ObjectInfo>> {
-        self.inline_io().then(|| self.inner.head_object(bucket, key, req))
+        self.inline_io().then(|| self.assume_here().and_then(|_as| self.inner.head_object(bucket, key, req)))
     }
 
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
         if self.inline_io() {
+            let _as = self.assume_here()?;
             return self.inner.head_object(bucket, key, &req);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
@@ -2024,6 +2169,7 @@ impl Store for PosixStore {
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         if self.inline_io() {
+            let _as = self.assume_here()?;
             return self.inner.delete_object(bucket, key);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
@@ -2140,7 +2286,7 @@ impl Store for PosixStore {
             let o = s.open_object(&bdir, &b, &k, &kp)?;
             let (md, target_file) = match &o.content {
                 Content::File(f) => (f.metadata()?, Some(f)),
-                Content::Inline(_) => (fs::metadata(&path)?, None),
+                Content::Inline(_) => (s.fs.metadata(&path)?, None),
             };
             let mut rec = match &target_file {
                 Some(f) => s.valid_record(Target::File(f), &bdir, &k, &md)?,
@@ -2178,7 +2324,7 @@ impl Store for PosixStore {
                 let Some(fd) = at.fd else {
                     // The directory could not be opened: by path.
                     let p = at.path();
-                    let md = fs::metadata(&p).ok().filter(|m| m.is_file())?;
+                    let md = s.fs.metadata(&p).ok().filter(|m| m.is_file())?;
                     let rec = s.valid_record(Target::Path(&p), &bdir, key, &md).ok().flatten();
                     return Some(ObjectSummary {
                         key: key.to_string(),
@@ -2188,7 +2334,23 @@ impl Store for PosixStore {
                     });
                 };
                 // One fstatat and (unless cached) one getxattrat, relative to the open directory.
-                let st = sys::stat_at(fd, at.name).ok().filter(|m| m.is_file)?;
+                let st = sys::stat_at(fd, at.name).ok()?;
+                if st.is_symlink {
+                    // A symlink to a file is listed only if it resolves beneath the root (as a
+                    // GET would serve it), with its target's size and time; never followed out.
+                    let p = at.path();
+                    let md = s.fs.metadata(&p).ok().filter(|m| m.is_file())?;
+                    let rec = s.valid_record(Target::Path(&p), &bdir, key, &md).ok().flatten();
+                    return Some(ObjectSummary {
+                        key: key.to_string(),
+                        size: md.len(),
+                        etag: rec.map(|r| r.etag).unwrap_or_else(|| derived_etag(&md)),
+                        last_modified: to_time(mtime_ns(&md)),
+                    });
+                }
+                if !st.is_file {
+                    return None;
+                }
                 let stamp = rcache::Stamp { size: st.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns };
                 // A cached record: decode only its ETag.
                 let cached = match s.mode {
@@ -2213,7 +2375,7 @@ impl Store for PosixStore {
                 })
             };
             let dir_object = |p: &Path, key: &str| {
-                let md = fs::metadata(p).ok()?;
+                let md = s.fs.metadata(p).ok()?;
                 let rec = s.valid_record(Target::Path(p), &bdir, key, &md).ok().flatten()?;
                 Some(ObjectSummary {
                     key: key.to_string(),
@@ -2222,7 +2384,7 @@ impl Store for PosixStore {
                     last_modified: to_time(rec.mtime_ns),
                 })
             };
-            match walk::walk(&s.cache, &bdir, &req, file_summary, dir_object) {
+            match walk::walk(&s.cache, &s.fs, &bdir, &req, file_summary, dir_object) {
                 Ok(p) => Ok(p),
                 Err(e) if is_missing(&e) => Err(Error::no_such_bucket(&b)),
                 Err(e) => Err(e.into()),
@@ -2242,7 +2404,18 @@ impl Store for PosixStore {
             s.require_bucket(&bdir, &b)?;
             let id = rand_hex(16);
             let dir = s.uploads_dir(&bdir).join(&id);
-            fs::create_dir_all(&dir)?;
+            if s.acting_uid().is_some() {
+                // The parts go to the shared uploads area, so ask the kernel now whether this
+                // user may write where the object will be published (else AccessDenied at once,
+                // not at CompleteMultipartUpload).
+                s.check_writable(&bdir, &b, &k)?;
+            }
+            s.internal_dir(&s.uploads_dir(&bdir))?;
+            s.fs.create_dir(&dir)?;
+            if s.opts.posix_identity {
+                // The parts are the user's data: theirs alone until published.
+                s.fs.chmod(&dir, 0o700)?;
+            }
             let rec = Record {
                 key: k,
                 mtime_ns: now_ns(),
@@ -2253,10 +2426,10 @@ impl Store for PosixStore {
                 ..Default::default()
             };
             let tmp = dir.join("info.tmp");
-            let mut f = File::create(&tmp)?;
+            let mut f = s.fs.create(&tmp, false)?;
             f.write_all(&rec.encode())?;
             s.sync_file(&f)?;
-            fs::rename(&tmp, dir.join("info"))?;
+            s.fs.rename(&tmp, &dir.join("info"))?;
             s.sync_dir(&dir);
             Ok(id)
         })
@@ -2334,14 +2507,14 @@ impl Store for PosixStore {
         let (b, k, id) = (bucket.to_string(), key.to_string(), upload_id.to_string());
         self.run(move |s| {
             let (updir, urec) = s.upload(&bdir, &b, &k, &id)?;
-            let mut nums: Vec<u32> = fs::read_dir(&updir)?
-                .flatten()
-                .filter_map(|e| {
-                    let n = e.file_name();
-                    let n = n.to_str()?.strip_prefix('p')?;
-                    (n.len() == 5).then(|| n.parse::<u32>().ok()).flatten()
-                })
-                .collect();
+            let mut nums: Vec<u32> =
+                s.fs.read_dir(&updir)?
+                    .into_iter()
+                    .filter_map(|e| {
+                        let n = e.name.to_str()?.strip_prefix('p')?;
+                        (n.len() == 5).then(|| n.parse::<u32>().ok()).flatten()
+                    })
+                    .collect();
             nums.sort_unstable();
             let max = if req.max_parts == 0 { 1000 } else { req.max_parts.min(1000) };
             let after = req.part_number_marker.unwrap_or(0);
@@ -2374,13 +2547,14 @@ impl Store for PosixStore {
         self.run(move |s| {
             s.require_bucket(&bdir, &b)?;
             let mut all: Vec<UploadInfo> = Vec::new();
-            if let Ok(rd) = fs::read_dir(s.uploads_dir(&bdir)) {
-                for e in rd.flatten() {
-                    let Some(id) = e.file_name().to_str().map(str::to_string) else { continue };
+            let uploads = s.uploads_dir(&bdir);
+            if let Ok(rd) = s.fs.read_dir(&uploads) {
+                for e in rd {
+                    let Some(id) = e.name.to_str().map(str::to_string) else { continue };
                     if !valid_upload_id(&id) {
                         continue;
                     }
-                    let Ok(v) = fs::read(e.path().join("info")) else { continue };
+                    let Ok(v) = s.fs.read(&uploads.join(&id).join("info")) else { continue };
                     let Some(r) = Record::decode(&v) else { continue };
                     if r.key.starts_with(req.prefix.as_str()) {
                         all.push(UploadInfo {
@@ -2422,7 +2596,7 @@ impl Store for PosixStore {
             };
             // A concurrent complete or abort may claim the staging directory while we read it;
             // then the parts look missing, and the answer is NoSuchUpload, not InvalidPart.
-            let gone = || !updir.exists();
+            let gone = || s.fs.symlink_metadata(&updir).is_err();
             let infos = read_infos(&updir).map_err(|e| if gone() { Error::no_such_upload(&id) } else { e })?;
             let chosen = validate_completion(parts, |n| infos.get(&n))
                 .map_err(|e| if gone() { Error::no_such_upload(&id) } else { e })?;
@@ -2431,7 +2605,7 @@ impl Store for PosixStore {
             completion_checksum(urec.algorithm, urec.checksum_type, &chosen, &req)?;
             // Claim the upload: a concurrent complete or abort now finds NoSuchUpload.
             let claimed = s.uploads_dir(&bdir).join(format!(".claimed-{id}-{}", rand_hex(8)));
-            match fs::rename(&updir, &claimed) {
+            match s.fs.rename(&updir, &claimed) {
                 Ok(()) => {}
                 Err(e) if is_missing(&e) => return Err(Error::no_such_upload(&id)),
                 Err(e) => return Err(e.into()),
@@ -2459,14 +2633,14 @@ impl Store for PosixStore {
                     }
                     let mut data = Vec::new();
                     for p in &chosen {
-                        data.extend(fs::read(claimed.join(part_name(p.part_number)))?);
+                        data.extend(s.fs.read(&claimed.join(part_name(p.part_number)))?);
                     }
                     return s.publish_dir(&bdir, &b, &k, &kp, data, rec, conditions);
                 }
                 let t = s.create_temp(&bdir, &b)?;
                 let mut off = 0;
                 for p in &chosen {
-                    let f = File::open(claimed.join(part_name(p.part_number)))?;
+                    let f = s.fs.open(&claimed.join(part_name(p.part_number)))?;
                     sys::copy_range(&f, 0, &t.file, off, p.size)?;
                     off += p.size;
                 }
@@ -2474,11 +2648,11 @@ impl Store for PosixStore {
             })();
             match &result {
                 Ok(_) => {
-                    let _ = fs::remove_dir_all(&claimed);
+                    let _ = s.fs.remove_dir_all(&claimed);
                 }
                 Err(_) => {
                     // Failed completions leave the upload as it was.
-                    let _ = fs::rename(&claimed, &updir);
+                    let _ = s.fs.rename(&claimed, &updir);
                 }
             }
             result
@@ -2492,12 +2666,12 @@ impl Store for PosixStore {
         self.run(move |s| {
             let (updir, _) = s.upload(&bdir, &b, &k, &id)?;
             let claimed = s.uploads_dir(&bdir).join(format!(".claimed-{id}-{}", rand_hex(8)));
-            match fs::rename(&updir, &claimed) {
+            match s.fs.rename(&updir, &claimed) {
                 Ok(()) => {}
                 Err(e) if is_missing(&e) => return Err(Error::no_such_upload(&id)),
                 Err(e) => return Err(e.into()),
             }
-            fs::remove_dir_all(&claimed)?;
+            s.fs.remove_dir_all(&claimed)?;
             Ok(())
         })
         .await

@@ -39,21 +39,6 @@ pub fn fset_xattr(f: &File, val: &[u8]) -> io::Result<()> {
     check(unsafe { libc::fsetxattr(f.as_raw_fd(), name(), val.as_ptr().cast(), val.len(), 0) })
 }
 
-pub fn set_xattr(p: &Path, val: &[u8]) -> io::Result<()> {
-    let c = cpath(p)?;
-    // SAFETY: NUL-terminated path and name, buffer of the given length.
-    check(unsafe { libc::setxattr(c.as_ptr(), name(), val.as_ptr().cast(), val.len(), 0) })
-}
-
-pub fn remove_xattr(p: &Path) -> io::Result<()> {
-    let c = cpath(p)?;
-    // SAFETY: NUL-terminated path and name.
-    match check(unsafe { libc::removexattr(c.as_ptr(), name()) }) {
-        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(()),
-        r => r,
-    }
-}
-
 fn get_with(mut call: impl FnMut(*mut libc::c_void, usize) -> isize) -> io::Result<Option<Vec<u8>>> {
     // Uninitialised capacity (no zeroing on every read): the call writes the first n bytes.
     let mut buf: Vec<u8> = Vec::with_capacity(512);
@@ -91,74 +76,6 @@ pub fn get_xattr(p: &Path) -> io::Result<Option<Vec<u8>>> {
     let c = cpath(p)?;
     // SAFETY: NUL-terminated path; the buffer pointer/length pair comes from get_with.
     get_with(|b, n| unsafe { libc::getxattr(c.as_ptr(), name(), b, n) })
-}
-
-/// Rename that fails with `AlreadyExists` instead of replacing `to`.
-pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    let (f, t) = (cpath(from)?, cpath(to)?);
-    // SAFETY: NUL-terminated paths, AT_FDCWD.
-    let r = unsafe { libc::renameat2(libc::AT_FDCWD, f.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::RENAME_NOREPLACE) };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        // File systems without renameat2 flags (NFS, some FUSE): link() is atomic create-only.
-        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP) => {
-            std::fs::hard_link(from, to)?;
-            let _ = std::fs::remove_file(from);
-            Ok(())
-        }
-        _ => Err(e),
-    }
-}
-
-/// Create the new file `a/b` (mode 0644, read-write, `O_EXCL`) beneath `dir` by the rules of
-/// [`open_beneath`]: a symlink on the way that leads out of `dir` fails with PermissionDenied
-/// instead of creating the file elsewhere. `None` where openat2 is unavailable (the caller then
-/// creates it by path).
-pub fn create_beneath2(dir: &File, a: &str, b: &str) -> Option<io::Result<File>> {
-    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOCTTY;
-    match with_cpath2(a, b, |c| open_beneath_c(dir, c, flags)) {
-        Some(r) => r,
-        None => Some(Err(bad_name())),
-    }
-}
-
-/// Rename `from` to `name` in the open directory `dir` (an `O_PATH` handle is enough): the
-/// destination's directory is not looked up again. `noreplace`: create-only, as
-/// [`rename_noreplace`] (with the same `link` fallback).
-pub fn rename_at(from: &Path, dir: &File, name: &str, noreplace: bool) -> io::Result<()> {
-    let f = cpath(from)?;
-    let (d, fp) = (dir.as_raw_fd(), f.as_ptr());
-    let r = with_cname(name, |t| {
-        // SAFETY: NUL-terminated paths, AT_FDCWD and an open directory descriptor.
-        unsafe {
-            if noreplace {
-                libc::renameat2(libc::AT_FDCWD, fp, d, t, libc::RENAME_NOREPLACE)
-            } else {
-                libc::renameat(libc::AT_FDCWD, fp, d, t)
-            }
-        }
-    })
-    .ok_or_else(bad_name)?;
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        // File systems without renameat2 flags (NFS, some FUSE): link() is atomic create-only.
-        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP) if noreplace => {
-            // SAFETY: as above; linkat without AT_SYMLINK_FOLLOW does not follow `from`.
-            let r = with_cname(name, |t| unsafe { libc::linkat(libc::AT_FDCWD, fp, d, t, 0) }).ok_or_else(bad_name)?;
-            if r != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let _ = std::fs::remove_file(from);
-            Ok(())
-        }
-        _ => Err(e),
-    }
 }
 
 /// Copy `len` bytes from `src` at `src_off` to `dst` at `dst_off`, in the kernel
@@ -332,13 +249,6 @@ pub fn unlink_at(dir: &File, name: &str) -> io::Result<()> {
     if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
-/// `unlinkat(dir, "a/b", 0)`.
-pub fn unlink_at2(dir: &File, a: &str, b: &str) -> io::Result<()> {
-    // SAFETY: valid dir fd, NUL-terminated path.
-    let r = with_cpath2(a, b, |c| unsafe { libc::unlinkat(dir.as_raw_fd(), c, 0) }).ok_or_else(bad_name)?;
-    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
-}
-
 /// What a listing needs of a directory entry's `stat`.
 #[derive(Debug, Clone, Copy)]
 pub struct Stat {
@@ -348,6 +258,7 @@ pub struct Stat {
     pub mtime_ns: i64,
     pub ctime_ns: i64,
     pub is_file: bool,
+    pub is_symlink: bool,
 }
 
 /// `name` (one path component, no NUL) NUL-terminated in a stack buffer, or `None` if too long.
@@ -389,28 +300,35 @@ fn stat_c(dir: &File, c: *const libc::c_char) -> io::Result<Stat> {
     // SAFETY: all-zero is a valid `struct stat`.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: valid dir fd, NUL-terminated path (the caller's), pointer to a live stat buffer.
-    if unsafe { libc::fstatat(dir.as_raw_fd(), c, &mut st, 0) } != 0 {
+    if unsafe { libc::fstatat(dir.as_raw_fd(), c, &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok(stat_of(&st))
+}
+
+fn stat_of(st: &libc::stat) -> Stat {
     let fmt = st.st_mode & libc::S_IFMT;
-    Ok(Stat {
+    Stat {
         dev: st.st_dev,
         ino: st.st_ino,
         size: st.st_size as u64,
         mtime_ns: st.st_mtime.saturating_mul(1_000_000_000).saturating_add(st.st_mtime_nsec),
         ctime_ns: st.st_ctime.saturating_mul(1_000_000_000).saturating_add(st.st_ctime_nsec),
         is_file: fmt == libc::S_IFREG,
-    })
+        is_symlink: fmt == libc::S_IFLNK,
+    }
 }
 
-/// `fstatat(dir, name)` following symlinks (like `fs::metadata`), relative to an open
-/// directory: no path walk from the root per entry.
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)` (like `fs::symlink_metadata`) relative to an open
+/// directory: no path walk from the root per entry. A symlink is described, not followed (the
+/// caller resolves it beneath the root).
 pub fn stat_at(dir: &File, name: &str) -> io::Result<Stat> {
     with_cname(name, |c| stat_c(dir, c)).ok_or_else(bad_name)?
 }
 
-/// `fstatat(dir, "a/b")` following symlinks (like `fs::metadata`), without building a path on
-/// the heap.
+/// `fstatat(dir, "a/b", AT_SYMLINK_NOFOLLOW)`, without building a path on the heap. A final
+/// symlink is described, not followed; directories on the way are followed (callers accept the
+/// answer only with a valid s3hpc record of that inode, see `head_file_fast`).
 pub fn stat_at2(dir: &File, a: &str, b: &str) -> io::Result<Stat> {
     with_cpath2(a, b, |c| stat_c(dir, c)).ok_or_else(bad_name)?
 }
@@ -512,7 +430,131 @@ pub fn start_writeback(f: &File) {
 
 /// An `O_PATH` descriptor of `p` itself (not following a final symlink), or `None` if there is
 /// nothing there. It holds the inode: unlinked meanwhile, the file is freed when this closes.
+#[cfg(test)]
 pub fn open_path(p: &Path) -> Option<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH | libc::O_NOFOLLOW).open(p).ok()
+}
+
+/// `openat2(dir, rel, flags, RESOLVE_BENEATH)` by the rules of [`open_beneath`] (symlinks that
+/// stay beneath `dir` are followed, except a final one with `O_NOFOLLOW`); `None` where openat2
+/// is unavailable.
+pub fn open_beneath_flags(dir: &File, rel: &Path, flags: libc::c_int) -> Option<io::Result<File>> {
+    match cpath(rel) {
+        Ok(c) => open_beneath_c(dir, c.as_ptr(), flags),
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// `fremovexattr` of the s3hpc record (absent: fine).
+pub fn fremove_xattr(f: &File) -> io::Result<()> {
+    // SAFETY: valid descriptor, NUL-terminated name.
+    match check(unsafe { libc::fremovexattr(f.as_raw_fd(), name()) }) {
+        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(()),
+        r => r,
+    }
+}
+
+/// Create the new file `name` (mode 0644, read-write, `O_EXCL`, never through a symlink) in the
+/// open directory `dir`.
+pub fn create_at(dir: &File, name: &str) -> io::Result<File> {
+    use std::os::fd::FromRawFd;
+    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY;
+    // SAFETY: valid dir fd, NUL-terminated name.
+    let fd = with_cname(name, |c| unsafe { libc::openat(dir.as_raw_fd(), c, flags, 0o644 as libc::c_uint) })
+        .ok_or_else(bad_name)?;
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd we own.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Rename `from` in the open directory `fdir` to `to` in the open directory `tdir` (`O_PATH`
+/// handles are enough): nothing is looked up by path. `noreplace`: create-only, with a `link`
+/// fallback where the file system has no renameat2 flags.
+pub fn rename_between(fdir: &File, from: &str, tdir: &File, to: &str, noreplace: bool) -> io::Result<()> {
+    let (fd, td) = (fdir.as_raw_fd(), tdir.as_raw_fd());
+    let f = CString::new(from).map_err(|_| bad_name())?;
+    let fp = f.as_ptr();
+    let r = with_cname(to, |t| {
+        // SAFETY: NUL-terminated names and open directory descriptors.
+        unsafe {
+            if noreplace {
+                libc::renameat2(fd, fp, td, t, libc::RENAME_NOREPLACE)
+            } else {
+                libc::renameat(fd, fp, td, t)
+            }
+        }
+    })
+    .ok_or_else(bad_name)?;
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP) if noreplace => {
+            // SAFETY: as above; linkat without AT_SYMLINK_FOLLOW does not follow `from`.
+            let r = with_cname(to, |t| unsafe { libc::linkat(fd, fp, td, t, 0) }).ok_or_else(bad_name)?;
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let _ = unlink_at(fdir, from);
+            Ok(())
+        }
+        _ => Err(e),
+    }
+}
+
+/// An `O_PATH` descriptor of `name` itself in the open directory `dir` (not following a final
+/// symlink), or `None` if there is nothing there.
+pub fn open_path_at(dir: &File, name: &str) -> Option<File> {
+    use std::os::fd::FromRawFd;
+    let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: valid dir fd, NUL-terminated name.
+    let fd = with_cname(name, |c| unsafe { libc::openat(dir.as_raw_fd(), c, flags) })?;
+    // SAFETY: a fresh fd we own.
+    (fd >= 0).then(|| unsafe { File::from_raw_fd(fd) })
+}
+
+/// Does `name` exist in the open directory `dir` (not following a final symlink)?
+pub fn exists_at(dir: &File, name: &str) -> bool {
+    open_path_at(dir, name).is_some()
+}
+
+/// `stat` of `a/b` resolved beneath `dir` by the rules of [`open_beneath`] (an `O_PATH` open and
+/// an `fstat`): a symlink on the way that leads out fails with PermissionDenied. Where openat2
+/// is unavailable, [`stat_at2`].
+pub fn stat_beneath2(dir: &File, a: &str, b: &str) -> io::Result<Stat> {
+    let flags = libc::O_PATH | libc::O_CLOEXEC;
+    match with_cpath2(a, b, |c| open_beneath_c(dir, c, flags)) {
+        Some(Some(Ok(f))) => {
+            // SAFETY: all-zero is a valid `struct stat`.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: a valid descriptor and a live stat buffer.
+            if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(stat_of(&st))
+        }
+        Some(Some(Err(e))) => Err(e),
+        Some(None) => stat_at2(dir, a, b),
+        None => Err(bad_name()),
+    }
+}
+
+/// `faccessat2(dir, "", mode, AT_EACCESS | AT_EMPTY_PATH)`: may this thread's file-system
+/// identity access the open directory `dir` so? (PermissionDenied if not.)
+pub fn access_dir(dir: &File, mode: libc::c_int) -> io::Result<()> {
+    // SAFETY: valid descriptor, empty NUL-terminated path.
+    let r = unsafe {
+        libc::syscall(libc::SYS_faccessat2, dir.as_raw_fd(), c"".as_ptr(), mode, libc::AT_EACCESS | libc::AT_EMPTY_PATH)
+    };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// Does this kernel resolve paths beneath a directory (`openat2` with `RESOLVE_BENEATH`, Linux
+/// 5.6+, not blocked by a seccomp filter)?
+pub fn beneath_supported(dir: &File) -> bool {
+    matches!(open_beneath_c(dir, c".".as_ptr(), libc::O_PATH | libc::O_CLOEXEC), Some(Ok(_)))
 }

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use s3hpc_core::listing::{Flow, Lister};
 use s3hpc_core::{ListObjectsPage, ListObjectsRequest, ObjectSummary};
 
+use crate::beneath::Beneath;
 use crate::keys::INTERNAL;
 
 /// One directory entry as the walk sees it.
@@ -81,8 +82,8 @@ fn mtime_ns(md: &fs::Metadata) -> i64 {
 impl DirCache {
     /// The entries of `dir` in key order, without the internal directory and without names
     /// that are not UTF-8 or not regular files/directories.
-    pub fn read_sorted(&self, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
-        let md = fs::metadata(dir)?;
+    pub fn read_sorted(&self, fs: &Beneath, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
+        let md = fs.metadata(dir)?;
         let stamp = (mtime_ns(&md), md.ino());
         let tick = self.tick.fetch_add(1, AtOrd::Relaxed);
         {
@@ -100,22 +101,19 @@ impl DirCache {
             .map(|d| d.as_nanos() as i64)
             .unwrap_or(0);
         let mut v = Vec::new();
-        for de in fs::read_dir(dir)? {
-            let de = de?;
-            let name = de.file_name();
-            let Some(name) = name.to_str() else { continue };
+        for de in fs.read_dir(dir)? {
+            let Some(name) = de.name.to_str() else { continue };
             if name == INTERNAL {
                 continue;
             }
-            let ft = de.file_type()?;
-            let is_dir = if ft.is_dir() {
+            let is_dir = if de.is_dir {
                 true
-            } else if ft.is_file() {
+            } else if de.is_file {
                 false
-            } else if ft.is_symlink() {
-                // Symlinks to files are objects; symlinked directories are not followed
-                // (no loops, no escaping the bucket through the walk).
-                match fs::metadata(de.path()) {
+            } else if de.is_symlink {
+                // Symlinks to files are objects if they resolve beneath the root; symlinked
+                // directories are not followed (no loops, no escaping the bucket by the walk).
+                match fs.metadata(&dir.join(name)) {
                     Ok(m) if m.is_file() => false,
                     _ => continue,
                 }
@@ -240,8 +238,8 @@ fn fill(
     }
 }
 
-fn read_or_empty(cache: &DirCache, p: &Path) -> io::Result<Arc<Vec<Entry>>> {
-    match cache.read_sorted(p) {
+fn read_or_empty(cache: &DirCache, fs: &Beneath, p: &Path) -> io::Result<Arc<Vec<Entry>>> {
+    match cache.read_sorted(fs, p) {
         Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR) => {
             Ok(Arc::new(Vec::new()))
         }
@@ -254,6 +252,7 @@ fn read_or_empty(cache: &DirCache, p: &Path) -> io::Result<Arc<Vec<Entry>>> {
 /// each directory the walk enters (is it a directory object?).
 pub fn walk(
     cache: &DirCache,
+    fs: &Beneath,
     bdir: &Path,
     req: &ListObjectsRequest,
     file_summary: impl Fn(At, &str) -> Option<ObjectSummary> + Sync,
@@ -262,7 +261,7 @@ pub fn walk(
     let mut lister = Lister::new(req);
     if lister.is_done() {
         // Still report a missing bucket.
-        fs::metadata(bdir)?;
+        fs.metadata(bdir)?;
         return Ok(lister.finish());
     }
     let prefix = req.prefix.as_str();
@@ -276,7 +275,7 @@ pub fn walk(
     let mut rel = String::new();
     let mut path = bdir.to_path_buf();
     loop {
-        let entries = if stack.is_empty() { cache.read_sorted(&path)? } else { read_or_empty(cache, &path)? };
+        let entries = if stack.is_empty() { cache.read_sorted(fs, &path)? } else { read_or_empty(cache, fs, &path)? };
         let idx = entries.partition_point(|e| match cmp_to(e, r) {
             Ordering::Less => true,
             Ordering::Equal => !incl,
@@ -340,7 +339,7 @@ pub fn walk(
             }
             if e.dir {
                 let path = top.path.join(&*e.name);
-                let entries = read_or_empty(cache, &path)?;
+                let entries = read_or_empty(cache, fs, &path)?;
                 next_id += 1;
                 stack.push(Frame { id: next_id, rel: key, path, fd: None, entries, idx: 0, self_pending: true });
                 continue;
@@ -349,7 +348,7 @@ pub fn walk(
             let idx = top.idx - 1;
             let remaining = lister.remaining();
             let Frame { id, rel, path, fd, entries, .. } = top;
-            let fd = fd.get_or_insert_with(|| fs::File::open(&*path).ok()).as_ref();
+            let fd = fd.get_or_insert_with(|| fs.open_dir(path).ok()).as_ref();
             lister.offer(&key, || {
                 if let Some(s) = ahead.take(*id, idx) {
                     return s;

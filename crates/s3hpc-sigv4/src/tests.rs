@@ -124,7 +124,7 @@ fn aws_example_presigned() {
     assert_eq!(mine, url);
     // Expired one second after the window.
     let e = verify(&p, &set(), t0() + Duration::from_secs(86401)).unwrap_err();
-    assert_eq!((e.code, e.message.as_str()), (ErrorCode::AccessDenied, "Request has expired"));
+    assert_eq!((e.code, e.message.as_str()), (ErrorCode::AccessDenied, "Request has expired."));
     // Tampered path.
     let p2 = parts("GET", &pq.replace("test.txt", "test.txu"), &[("host", "examplebucket.s3.amazonaws.com")]);
     assert_eq!(verify(&p2, &set(), t0()).unwrap_err().code, ErrorCode::SignatureDoesNotMatch);
@@ -132,17 +132,51 @@ fn aws_example_presigned() {
 
 #[test]
 fn presign_expires_bounds() {
-    for (exp, ok) in [("0", false), ("1", true), ("604800", true), ("604801", false), ("x", false)] {
+    use ErrorCode::{AccessDenied, AuthorizationQueryParametersError as QueryError, SignatureDoesNotMatch};
+    let week = "X-Amz-Expires must be less than a week (in seconds); that is, the given X-Amz-Expires must be less than 604800 seconds";
+    for (exp, code, msg) in [
+        ("0", AccessDenied, "Request has expired."),
+        ("1", SignatureDoesNotMatch, ""),
+        ("604800", SignatureDoesNotMatch, ""),
+        ("604801", QueryError, week),
+        ("-1", QueryError, "X-Amz-Expires must be non-negative"),
+        ("x", QueryError, "X-Amz-Expires should be a number"),
+    ] {
         let q = format!(
             "/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential={AK}%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires={exp}&X-Amz-SignedHeaders=host&X-Amz-Signature={}",
             "0".repeat(64)
         );
-        let e = verify(&parts("GET", &q, &[("host", "h")]), &set(), t0()).unwrap_err();
-        if ok {
-            assert_eq!(e.code, ErrorCode::SignatureDoesNotMatch, "{exp}");
-        } else {
-            assert_eq!(e.code, ErrorCode::AuthorizationQueryParametersError, "{exp}");
+        let e = verify(&parts("GET", &q, &[("host", "h")]), &set(), t0() + Duration::from_secs(1)).unwrap_err();
+        assert_eq!(e.code, code, "{exp}");
+        if !msg.is_empty() {
+            assert_eq!(e.message, msg, "{exp}");
         }
+    }
+    // Missing parameters and malformed credentials, in AWS's words.
+    let q = "/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20130524T000000Z&X-Amz-Expires=60&X-Amz-SignedHeaders=host&X-Amz-Signature=00";
+    let e = verify(&parts("GET", q, &[("host", "h")]), &set(), t0()).unwrap_err();
+    assert_eq!(e.code, QueryError);
+    assert!(
+        e.message.starts_with("Query-string authentication version 4 requires the X-Amz-Algorithm"),
+        "{}",
+        e.message
+    );
+    for (cred, want) in [
+        ("AK%2F20130524%2Fus-east-1%2Fs4%2Faws4_request", "incorrect service \"s4\". This endpoint belongs to \"s3\"."),
+        (
+            "AK%2F20130524%2Fus-east-1%2Fs3%2Faws5_request",
+            "incorrect terminal \"aws5_request\". This endpoint uses \"aws4_request\".",
+        ),
+        (
+            "AK%2F2013-05-24%2Fus-east-1%2Fs3%2Faws4_request",
+            "incorrect date format \"2013-05-24\". This date in the credential must be in the format \"yyyyMMdd\".",
+        ),
+    ] {
+        let q = format!(
+            "/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential={cred}&X-Amz-Date=20130524T000000Z&X-Amz-Expires=60&X-Amz-SignedHeaders=host&X-Amz-Signature=00"
+        );
+        let e = verify(&parts("GET", &q, &[("host", "h")]), &set(), t0()).unwrap_err();
+        assert_eq!((e.code, e.message), (QueryError, format!("Error parsing the X-Amz-Credential parameter; {want}")));
     }
     // A round trip through presign() with an awkward key and an existing query.
     let base: http::Uri =
@@ -152,7 +186,7 @@ fn presign_expires_bounds() {
     let uri: http::Uri = url.parse().unwrap();
     let p = parts("PUT", uri.path_and_query().unwrap().as_str(), &[("host", "127.0.0.1:9000")]);
     verify(&p, &set(), now).expect("own presigned URL verifies");
-    assert_eq!(verify(&p, &set(), now + Duration::from_secs(61)).unwrap_err().message, "Request has expired");
+    assert_eq!(verify(&p, &set(), now + Duration::from_secs(61)).unwrap_err().message, "Request has expired.");
     let p = parts("PUT", uri.path_and_query().unwrap().as_str(), &[("host", "127.0.0.1:9001")]);
     assert_eq!(verify(&p, &set(), now).unwrap_err().code, ErrorCode::SignatureDoesNotMatch);
 }

@@ -28,20 +28,33 @@ struct Credential<'a> {
     region: &'a str,
 }
 
-fn parse_credential(c: &str) -> Option<Credential<'_>> {
+/// Parse a credential scope; the error is AWS's wording of what is wrong (without the prefix
+/// that says which of header or query carried it).
+fn parse_credential(c: &str) -> Result<Credential<'_>, String> {
+    const MALFORMED: &str =
+        "the Credential is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".";
     // The access key itself never holds '/', so split from the right: the scope has 4 parts.
     let mut it = c.rsplitn(5, '/');
-    let (term, service, region, date, access_key) = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
-    if term != "aws4_request"
-        || service != "s3"
-        || access_key.is_empty()
-        || region.is_empty()
-        || date.len() != 8
-        || !date.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
+    let (Some(term), Some(service), Some(region), Some(date), Some(access_key)) =
+        (it.next(), it.next(), it.next(), it.next(), it.next())
+    else {
+        return Err(MALFORMED.into());
+    };
+    if access_key.is_empty() || region.is_empty() {
+        return Err(MALFORMED.into());
     }
-    Some(Credential { access_key, date, region })
+    if date.len() != 8 || !date.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "incorrect date format \"{date}\". This date in the credential must be in the format \"yyyyMMdd\"."
+        ));
+    }
+    if service != "s3" {
+        return Err(format!("incorrect service \"{service}\". This endpoint belongs to \"s3\"."));
+    }
+    if term != "aws4_request" {
+        return Err(format!("incorrect terminal \"{term}\". This endpoint uses \"aws4_request\"."));
+    }
+    Ok(Credential { access_key, date, region })
 }
 
 fn valid_signed_headers(s: &str) -> Option<Vec<&str>> {
@@ -192,9 +205,8 @@ fn verify_header(
     let cred = cred.ok_or_else(|| malformed("The authorization header is malformed; missing Credential."))?;
     let signed = signed.ok_or_else(|| malformed("The authorization header is malformed; missing SignedHeaders."))?;
     let sig = sig.ok_or_else(|| malformed("The authorization header is malformed; missing Signature."))?;
-    let cred = parse_credential(cred).ok_or_else(|| {
-        malformed("The authorization header is malformed; the Credential is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".")
-    })?;
+    let cred =
+        parse_credential(cred).map_err(|why| malformed(format!("The authorization header is malformed; {why}")))?;
     let signed_list = valid_signed_headers(signed)
         .ok_or_else(|| malformed("The authorization header is malformed; invalid SignedHeaders."))?;
     if !signed_list.contains(&"host") {
@@ -253,30 +265,37 @@ fn verify_presigned(
     now: SystemTime,
 ) -> Result<Verified, Error> {
     let get = |name: &str| query_param(query, name);
-    let alg = get("X-Amz-Algorithm").ok_or_else(|| query_error("X-Amz-Algorithm is missing"))?;
+    let missing = || {
+        query_error(
+            "Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.",
+        )
+    };
+    let alg = get("X-Amz-Algorithm").ok_or_else(missing)?;
+    let cred_s = get("X-Amz-Credential").ok_or_else(missing)?;
+    let date_s = get("X-Amz-Date").ok_or_else(missing)?;
+    let expires_s = get("X-Amz-Expires").ok_or_else(missing)?;
+    let signed_s = get("X-Amz-SignedHeaders").ok_or_else(missing)?;
+    let sig = get("X-Amz-Signature").ok_or_else(missing)?;
     if alg != ALGORITHM {
         return Err(query_error("X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\""));
     }
-    let cred_s = get("X-Amz-Credential").ok_or_else(|| query_error("X-Amz-Credential is missing"))?;
-    let date_s = get("X-Amz-Date").ok_or_else(|| query_error("X-Amz-Date is missing"))?;
-    let expires_s = get("X-Amz-Expires").ok_or_else(|| query_error("X-Amz-Expires is missing"))?;
-    let signed_s = get("X-Amz-SignedHeaders").ok_or_else(|| query_error("X-Amz-SignedHeaders is missing"))?;
-    let sig = get("X-Amz-Signature").ok_or_else(|| query_error("X-Amz-Signature is missing"))?;
-    let cred = parse_credential(&cred_s).ok_or_else(|| {
-        query_error("Error parsing the X-Amz-Credential parameter; the Credential is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".")
-    })?;
+    let cred = parse_credential(&cred_s)
+        .map_err(|why| query_error(format!("Error parsing the X-Amz-Credential parameter; {why}")))?;
     let t = parse_amz_date(&date_s)
         .ok_or_else(|| query_error("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\""))?;
-    let expires: u64 = expires_s.parse().map_err(|_| query_error("X-Amz-Expires should be a number"))?;
-    if expires == 0 {
+    let expires: i64 = expires_s.parse().map_err(|_| query_error("X-Amz-Expires should be a number"))?;
+    if expires < 0 {
         return Err(query_error("X-Amz-Expires must be non-negative"));
     }
-    if expires > MAX_PRESIGN_EXPIRES {
-        return Err(query_error("X-Amz-Expires must be less than a week (in seconds) that is 604800"));
+    if expires as u64 > MAX_PRESIGN_EXPIRES {
+        return Err(query_error(format!(
+            "X-Amz-Expires must be less than a week (in seconds); that is, the given X-Amz-Expires must be less than {MAX_PRESIGN_EXPIRES} seconds"
+        )));
     }
+    let expires = expires as u64;
     if !date_s.starts_with(cred.date) {
         return Err(query_error(format!(
-            "Error parsing the X-Amz-Credential parameter; Invalid credential date \"{}\". This date is not the same as X-Amz-Date: \"{}\".",
+            "Invalid credential date \"{}\". This date is not the same as X-Amz-Date: \"{}\".",
             cred.date,
             &date_s[..8]
         )));
@@ -290,7 +309,7 @@ fn verify_presigned(
         return Err(Error::new(ErrorCode::AccessDenied, "Request is not valid yet"));
     }
     if now > t + Duration::from_secs(expires) {
-        return Err(Error::new(ErrorCode::AccessDenied, "Request has expired"));
+        return Err(Error::new(ErrorCode::AccessDenied, "Request has expired."));
     }
     let content_sha = header_str(parts, "x-amz-content-sha256")?;
     let payload = payload_mode(content_sha, true)?;

@@ -452,6 +452,9 @@ async fn handle_connection(
         ended: false,
         batch: Vec::new(),
         dedicated,
+        // With `--identity posix`, every request of the connection acts as its account's
+        // POSIX user (task-locals do not cross the spawns below, so each carries it).
+        ident: creds.identity_for(&access_key).cloned(),
     };
     let res = conn.run(&mut r).await;
     conn.ended = true;
@@ -524,6 +527,9 @@ struct Conn {
     /// The connection has a thread of its own ([`ServerOptions::dedicated_threads`]): batches
     /// run right here.
     dedicated: bool,
+    /// The POSIX identity the connection's requests act as (its account's; `None`: the
+    /// gateway's).
+    ident: Option<s3hpc_core::identity::Identity>,
 }
 
 /// A quick request waiting in a connection's batch.
@@ -784,7 +790,7 @@ impl Conn {
         }
         let (store, out, shared, limits, id, fd_ok) =
             (self.store.clone(), self.out.clone(), self.shared.clone(), self.limits, h.id, self.fd_ok);
-        tokio::spawn(async move {
+        tokio::spawn(s3hpc_core::identity::scope(self.ident.clone(), async move {
             match slot_body {
                 Some(Err(e)) => {
                     let _ = respond_now(&out, id, Err(e), fd_ok);
@@ -800,7 +806,7 @@ impl Conn {
                 }
             }
             shared.finish(id);
-        });
+        }));
         Ok(())
     }
 
@@ -852,6 +858,7 @@ impl Conn {
         let jobs = std::mem::take(&mut self.batch);
         let (store, out, shared, limits, fd_ok) =
             (self.store.clone(), self.out.clone(), self.shared.clone(), self.limits, self.fd_ok);
+        let ident = self.ident.clone();
         let rt = tokio::runtime::Handle::current();
         let in_place =
             self.store.offloads_in_place() && rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
@@ -864,7 +871,7 @@ impl Conn {
                 for Job { id, req, body, credit } in jobs {
                     // A panic in one request fails that request, not the rest of the batch.
                     let call = std::panic::AssertUnwindSafe(|| {
-                        let f = execute(&store, req, body, None);
+                        let f = s3hpc_core::identity::scope(ident.clone(), execute(&store, req, body, None));
                         if here { futures::executor::block_on(f) } else { rt.block_on(f) }
                     });
                     let result = std::panic::catch_unwind(call)
@@ -1294,6 +1301,7 @@ fn fuzz_connection_with(data: &[u8], batches: bool, dedicated: bool) {
                 ended: true,
                 batch: Vec::new(),
                 dedicated,
+                ident: None,
             };
             let dec = FrameDecoder { max_data: limits.max_data_frame };
             let mut buf = BytesMut::from(data);

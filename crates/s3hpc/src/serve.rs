@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use s3hpc_core::identity::Identity;
 use s3hpc_core::{CredentialSet, Credentials, DynStore, EtagMode};
 
 #[derive(clap::Args, Debug)]
@@ -40,6 +41,14 @@ pub struct ServeArgs {
     /// TOML file with users: `[[users]]` tables with `access_key` and `secret_key`.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Whose identity file-system calls run with: `gateway` (the gateway's own user) or `posix`
+    /// (each request as its account's POSIX user, with `uid`/`gid`/`groups` or `user` in the
+    /// --config users file; needs CAP_SETUID and CAP_SETGID and a kernel with openat2).
+    #[arg(long, default_value = "gateway", value_parser = ["gateway", "posix"])]
+    pub identity: String,
+    /// With `--identity posix`: the umask new files and directories get (octal).
+    #[arg(long, default_value = "022")]
+    pub umask: String,
     /// Base domain for virtual-host-style requests (BUCKET.DOMAIN); path style always works.
     #[arg(long)]
     pub domain: Option<String>,
@@ -87,16 +96,95 @@ struct UsersFile {
     users: Vec<User>,
 }
 
-#[derive(serde::Deserialize, serde::Serialize)]
+/// One `[[users]]` entry. Unknown fields are refused (toml names the line).
+#[derive(serde::Deserialize, serde::Serialize, Default)]
+#[serde(deny_unknown_fields)]
 struct User {
     access_key: String,
     secret_key: String,
+    /// POSIX identity: `uid` + `gid` (+ `groups`), or `user` (a login resolved through NSS:
+    /// getpwnam + getgrouplist, so LDAP/SSSD accounts work).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    uid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    groups: Option<Vec<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    user: Option<String>,
+    /// Administrator (sees and manages every bucket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    admin: Option<bool>,
+    /// Canonical user id shown as Owner (default: the access key), and a display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
 }
 
-fn read_users(path: &Path) -> anyhow::Result<Vec<Credentials>> {
+/// An account from the users file: its key pair and the POSIX identity it acts as, if any.
+struct Account {
+    creds: Credentials,
+    identity: Option<Identity>,
+}
+
+fn read_users(path: &Path) -> anyhow::Result<Vec<Account>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let f: UsersFile = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    Ok(f.users.into_iter().map(|u| Credentials::new(u.access_key, u.secret_key)).collect())
+    let mut out = Vec::new();
+    for (i, u) in f.users.into_iter().enumerate() {
+        let what = || format!("{}: user {} ({})", path.display(), i + 1, u.access_key);
+        let identity = posix_identity(&u).with_context(what)?;
+        out.push(Account { creds: Credentials::new(u.access_key, u.secret_key), identity });
+    }
+    Ok(out)
+}
+
+/// The POSIX identity a users-file entry names, if any.
+fn posix_identity(u: &User) -> anyhow::Result<Option<Identity>> {
+    match (&u.user, u.uid, u.gid) {
+        (None, None, None) => {
+            if u.groups.is_some() {
+                bail!("`groups` needs `uid` and `gid` (or `user`)");
+            }
+            Ok(None)
+        }
+        (Some(login), None, None) => {
+            let (uid, gid, groups) = lookup_login(login)?;
+            Ok(Some(Identity { uid, gid, groups: u.groups.clone().unwrap_or(groups) }))
+        }
+        (None, Some(uid), Some(gid)) => Ok(Some(Identity { uid, gid, groups: u.groups.clone().unwrap_or_default() })),
+        (Some(_), _, _) => bail!("give either `user` or `uid` + `gid`, not both"),
+        (None, _, _) => bail!("`uid` and `gid` go together"),
+    }
+}
+
+/// uid, gid and groups of a login through NSS (getpwnam_r + getgrouplist).
+fn lookup_login(login: &str) -> anyhow::Result<(u32, u32, Vec<u32>)> {
+    let name = std::ffi::CString::new(login).context("a login name with a NUL byte")?;
+    // SAFETY: all-zero is a valid passwd; the buffer outlives the call and the returned
+    // pointers are read only while it lives.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buf = vec![0 as libc::c_char; 16384];
+    let mut res: *mut libc::passwd = std::ptr::null_mut();
+    let rc = unsafe { libc::getpwnam_r(name.as_ptr(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut res) };
+    if rc != 0 || res.is_null() {
+        bail!("no such user `{login}` (getpwnam)");
+    }
+    let (uid, gid) = (pw.pw_uid, pw.pw_gid);
+    let mut n: libc::c_int = 64;
+    loop {
+        let mut groups = vec![0 as libc::gid_t; n as usize];
+        // SAFETY: `groups` holds `n` entries; getgrouplist writes at most that many and sets n.
+        let rc = unsafe { libc::getgrouplist(name.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
+        if rc >= 0 {
+            groups.truncate(n as usize);
+            return Ok((uid, gid, groups));
+        }
+        if n as usize <= groups.len() {
+            n = n.saturating_mul(2);
+        }
+    }
 }
 
 /// Store a generated key create-only: the file is written under a unique temp name and linked
@@ -107,7 +195,7 @@ fn write_credentials(path: &Path, c: &Credentials) -> anyhow::Result<bool> {
     let dir = path.parent().expect("credentials path has a parent");
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     let text = toml::to_string(&UsersFile {
-        users: vec![User { access_key: c.access_key.clone(), secret_key: c.secret_key.clone() }],
+        users: vec![User { access_key: c.access_key.clone(), secret_key: c.secret_key.clone(), ..Default::default() }],
     })?;
     let tmp = dir.join(format!(".credentials.{}.{}.tmp", std::process::id(), Credentials::generate().access_key));
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
@@ -139,9 +227,12 @@ fn credentials(args: &ServeArgs) -> anyhow::Result<(CredentialSet, Option<Creden
         _ => bail!("--access-key and --secret-key (S3HPC_ACCESS_KEY / S3HPC_SECRET_KEY) go together"),
     }
     if let Some(cfg) = &args.config {
-        for c in read_users(cfg)? {
-            keys.push(c.access_key.clone());
-            set.insert(c);
+        for a in read_users(cfg)? {
+            keys.push(a.creds.access_key.clone());
+            if let Some(id) = a.identity {
+                set.set_identity(&a.creds.access_key, id);
+            }
+            set.insert(a.creds);
         }
     }
     if !set.is_empty() {
@@ -159,9 +250,9 @@ fn credentials(args: &ServeArgs) -> anyhow::Result<(CredentialSet, Option<Creden
         }
     }
     {
-        for c in read_users(&path)? {
-            keys.push(c.access_key.clone());
-            set.insert(c);
+        for a in read_users(&path)? {
+            keys.push(a.creds.access_key.clone());
+            set.insert(a.creds);
         }
         if set.is_empty() {
             bail!("{} lists no users", path.display());
@@ -183,11 +274,31 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
                 Some(m @ (s3hpc_posix::IoMode::Offload | s3hpc_posix::IoMode::InPlace)) => m,
                 _ => anyhow::bail!("--io {}: expected offload or inplace", args.io),
             };
-            let opts = s3hpc_posix::PosixOptions { durability, etag_mode, io, ..Default::default() };
-            Arc::new(
-                s3hpc_posix::PosixStore::open(&args.root, opts)
-                    .map_err(|e| anyhow::anyhow!("opening {}: {e}", args.root.display()))?,
-            )
+            let posix_identity = args.identity == "posix";
+            let umask = u32::from_str_radix(&args.umask, 8)
+                .ok()
+                .filter(|m| *m <= 0o777)
+                .with_context(|| format!("--umask {}: expected an octal mode such as 022", args.umask))?;
+            if posix_identity && !s3hpc_posix::ident::can_switch() {
+                bail!(
+                    "--identity posix needs CAP_SETUID and CAP_SETGID to act as each request's user \
+                     (run as root, or grant them, e.g. systemd AmbientCapabilities=CAP_SETUID CAP_SETGID)"
+                );
+            }
+            let opts =
+                s3hpc_posix::PosixOptions { durability, etag_mode, io, posix_identity, umask, ..Default::default() };
+            let store = s3hpc_posix::PosixStore::open(&args.root, opts)
+                .map_err(|e| anyhow::anyhow!("opening {}: {e}", args.root.display()))?;
+            if posix_identity && !store.resolves_beneath() {
+                bail!(
+                    "--identity posix needs openat2 (Linux 5.6+, not blocked by seccomp) to keep every \
+                     file-system call beneath the root"
+                );
+            }
+            if posix_identity && store.meta_mode() == s3hpc_posix::MetaMode::Sidecar {
+                bail!("--identity posix needs a file system with user.* extended attributes under the root");
+            }
+            Arc::new(store)
         }
     })
 }
@@ -237,6 +348,17 @@ fn limit_malloc_arenas(n: usize) {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.root).with_context(|| format!("creating {}", args.root.display()))?;
     let (creds, generated, keys) = credentials(&args)?;
+    if args.identity == "posix" {
+        if args.backend != "posix" {
+            bail!("--identity posix needs the posix backend");
+        }
+        if let Some(k) = keys.iter().find(|k| creds.identity_for(k).is_none()) {
+            bail!(
+                "--identity posix: access key {k} has no POSIX identity (give it `user = \"login\"` or `uid` and \
+                 `gid` in the --config users file)"
+            );
+        }
+    }
     let store = open_store(&args)?;
     let creds = Arc::new(creds);
     let listener = if args.no_http {

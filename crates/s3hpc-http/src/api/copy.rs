@@ -1,0 +1,122 @@
+//! CopyObject and UploadPartCopy.
+
+use http::HeaderMap;
+
+use s3hpc_core::names::check_bucket_name_for_access;
+use s3hpc_core::*;
+
+use super::Req;
+use super::request::*;
+use super::response::*;
+use crate::util::{Query, decode_path, iso8601};
+use crate::xml::{DECL, NS, checksum_element, elem};
+
+/// `x-amz-copy-source`: `[/]bucket/key[?versionId=null]`, URL-encoded.
+pub(super) fn copy_source(h: &HeaderMap) -> Result<(String, String)> {
+    let raw = hdr(h, "x-amz-copy-source").ok_or_else(|| {
+        Error::invalid_argument("Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
+    })?;
+    let (path, query) = raw.split_once('?').unwrap_or((raw, ""));
+    if !query.is_empty() {
+        let q = Query::parse(Some(query));
+        check_version_id(q.get("versionId"))?;
+    }
+    let bad = || Error::invalid_argument("Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
+    let path = decode_path(path).ok_or_else(bad)?;
+    let path = path.strip_prefix('/').unwrap_or(&path);
+    let (b, k) = path.split_once('/').ok_or_else(bad)?;
+    if b.is_empty() || k.is_empty() {
+        return Err(bad());
+    }
+    check_bucket_name_for_access(b)?;
+    names::validate_key(k)?;
+    Ok((b.to_string(), k.to_string()))
+}
+
+pub(super) fn directive(h: &HeaderMap, name: &str) -> Result<bool> {
+    match hdr(h, name) {
+        None => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("COPY") => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("REPLACE") => Ok(true),
+        // AWS: "Unknown metadata directive." / "Unknown tagging directive."
+        Some(_) => {
+            let what = name.trim_start_matches("x-amz-").trim_end_matches("-directive");
+            Err(Error::invalid_argument(format!("Unknown {what} directive.")))
+        }
+    }
+}
+
+pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
+    let h = &r.parts.headers;
+    refuse_unsupported_write_headers(h)?;
+    let (sb, sk) = copy_source(h)?;
+    let metadata =
+        if directive(h, "x-amz-metadata-directive")? { Directive::Replace(object_meta(h)?) } else { Directive::Copy };
+    let tagging =
+        if directive(h, "x-amz-tagging-directive")? { Directive::Replace(tags_header(h)?) } else { Directive::Copy };
+    let checksum_algorithm = match hdr(h, "x-amz-checksum-algorithm") {
+        None => None,
+        Some(a) => Some(
+            ChecksumAlgorithm::parse(a).ok_or_else(|| Error::invalid_argument("invalid x-amz-checksum-algorithm"))?,
+        ),
+    };
+    let req = CopyObjectRequest {
+        metadata,
+        tagging,
+        source_conditions: conditions(h, "x-amz-copy-source-"),
+        conditions: conditions(h, ""),
+        checksum_algorithm,
+    };
+    let out = store(r).copy_object(&sb, &sk, &r.bucket, &r.key, req).await.map_err(|e| {
+        // Source conditions never answer 304 on a copy.
+        if e.code == ErrorCode::NotModified { Error::code(ErrorCode::PreconditionFailed) } else { e }
+    })?;
+    let mut s = String::from(DECL);
+    s.push_str(&format!("<CopyObjectResult xmlns=\"{NS}\">"));
+    elem(&mut s, "ETag", &quoted(&out.etag));
+    elem(&mut s, "LastModified", &iso8601(out.last_modified));
+    checksum_xml(&mut s, &out.checksum);
+    s.push_str("</CopyObjectResult>");
+    Ok(xml_ok(s))
+}
+
+pub(super) async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
+    let h = &r.parts.headers;
+    let id = upload_id(r)?;
+    let n = part_number(r)?;
+    let (sb, sk) = copy_source(h)?;
+    let range = match hdr(h, "x-amz-copy-source-range") {
+        None => None,
+        Some(v) => match ByteRange::parse_header(v) {
+            Some(ByteRange::FromTo(a, b)) => Some(ByteRange::FromTo(a, b)),
+            _ => {
+                return Err(Error::invalid_argument(
+                    "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy",
+                ));
+            }
+        },
+    };
+    if let Some(ByteRange::FromTo(_, last)) = range {
+        // A range past the end of the source is refused, as AWS does (one more stat, only here).
+        let src = store(r).head_object(&sb, &sk, GetObjectRequest::default()).await?;
+        if last >= src.size {
+            return Err(Error::invalid_argument(format!(
+                "Range specified is not valid for source object of size: {}",
+                src.size
+            )));
+        }
+    }
+    let p = store(r)
+        .upload_part_copy(&r.bucket, &r.key, id, n, &sb, &sk, range, conditions(h, "x-amz-copy-source-"))
+        .await
+        .map_err(|e| if e.code == ErrorCode::NotModified { Error::code(ErrorCode::PreconditionFailed) } else { e })?;
+    let mut s = String::from(DECL);
+    s.push_str(&format!("<CopyPartResult xmlns=\"{NS}\">"));
+    elem(&mut s, "LastModified", &iso8601(p.last_modified));
+    elem(&mut s, "ETag", &quoted(&p.etag));
+    if let Some(c) = &p.checksum {
+        elem(&mut s, checksum_element(c.algorithm), &c.value);
+    }
+    s.push_str("</CopyPartResult>");
+    Ok(xml_ok(s))
+}

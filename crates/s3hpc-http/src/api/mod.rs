@@ -1,0 +1,362 @@
+//! The S3 API: one routing table ([`ROUTES`]) from method + target + subresource to an
+//! operation ([`Op`]), and one module per operation family.
+//!
+//! | module | operations |
+//! |---|---|
+//! | [`bucket`] | ListBuckets, CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation, unsupported bucket configurations |
+//! | [`list`] | ListObjects (v1, v2, versions), ListMultipartUploads, ListParts |
+//! | [`object_get`] | GetObject, HeadObject, GetObjectAttributes, GetObjectAcl |
+//! | [`object_put`] | PutObject |
+//! | [`copy`] | CopyObject, UploadPartCopy |
+//! | [`multipart`] | CreateMultipartUpload, UploadPart, CompleteMultipartUpload, AbortMultipartUpload |
+//! | [`delete`] | DeleteObject, DeleteObjects |
+//! | [`tagging`] | Get/Put/DeleteObjectTagging, Get/Put/DeleteBucketTagging |
+//!
+//! [`request`] holds what the operations share to read a request (headers, bodies, checksums),
+//! [`response`] what they share to answer.
+
+use std::time::SystemTime;
+
+use http::Method;
+use http::request::Parts;
+
+use s3hpc_core::names::check_bucket_name_for_access;
+use s3hpc_core::*;
+use s3hpc_sigv4::Verified;
+
+use crate::body::ReqBody;
+use crate::util::{Query, decode_path};
+use crate::{Auth, State};
+
+mod bucket;
+mod copy;
+mod delete;
+mod list;
+mod multipart;
+mod object_get;
+mod object_put;
+mod request;
+mod response;
+mod tagging;
+
+use request::hdr;
+use response::Resp;
+
+/// Total size of request headers accepted (names plus values).
+const MAX_HEADER_BYTES: usize = 16 * 1024;
+
+/// Bucket subresources that are known but not supported: GET answers "not configured" where
+/// AWS has such an answer; writes answer 501.
+const BUCKET_UNSUPPORTED: &[&str] = &[
+    "policy",
+    "lifecycle",
+    "cors",
+    "encryption",
+    "website",
+    "object-lock",
+    "ownershipControls",
+    "publicAccessBlock",
+    "replication",
+    "logging",
+    "notification",
+    "accelerate",
+    "requestPayment",
+    "analytics",
+    "metrics",
+    "inventory",
+    "intelligent-tiering",
+    "policyStatus",
+    "versioning",
+    "acl",
+    "metadataTable",
+];
+/// Object subresources that are known but not supported (501), except GET `?acl`, which gets
+/// the one ACL s3hpc has.
+const OBJECT_UNSUPPORTED: &[&str] = &["acl", "retention", "legal-hold", "torrent", "restore", "select", "renameObject"];
+
+macro_rules! operations {
+    ($($op:ident),* $(,)?) => {
+        /// The operations the router knows; the name is what the access log prints.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum Op { $($op),* }
+        impl Op {
+            pub(crate) fn name(self) -> &'static str {
+                match self { $(Op::$op => stringify!($op)),* }
+            }
+        }
+    };
+}
+
+operations! {
+    ListBuckets,
+    HeadBucket, GetBucketLocation, CreateBucket, DeleteBucket,
+    GetBucketConfig, PutBucketConfig, DeleteBucketConfig, UnsupportedBucketPost,
+    GetBucketTagging, PutBucketTagging, DeleteBucketTagging,
+    ListObjects, ListObjectsV2, ListObjectVersions, ListMultipartUploads, ListParts,
+    HeadObject, GetObject, GetObjectAttributes, GetObjectAcl,
+    PutObject, CopyObject,
+    DeleteObject, DeleteObjects,
+    GetObjectTagging, PutObjectTagging, DeleteObjectTagging,
+    CreateMultipartUpload, UploadPart, UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload,
+    UnsupportedObjectSubresource, UnsupportedObjectPost,
+}
+
+/// What a request addresses: the service (no bucket), a bucket (no key) or an object.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Service,
+    Bucket,
+    Object,
+}
+
+/// The methods S3 uses; anything else is MethodNotAllowed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum M {
+    Head,
+    Get,
+    Put,
+    Post,
+    Delete,
+}
+
+/// What a route needs besides target and method.
+#[derive(Clone, Copy)]
+enum When {
+    Always,
+    /// The query has this parameter (a subresource such as `?tagging`, with or without a value).
+    Query(&'static str),
+    /// The request has this header.
+    Header(&'static str),
+    /// Both.
+    QueryAndHeader(&'static str, &'static str),
+    /// The query names a subresource s3hpc knows but does not support.
+    Unsupported,
+}
+
+use M::*;
+use Target::*;
+use When::*;
+
+/// The routing table, read top to bottom: the first row whose target, method and condition
+/// match names the operation. A request no row matches is MethodNotAllowed.
+#[rustfmt::skip]
+const ROUTES: &[(Target, M, When, Op)] = &[
+    (Service, Get,    Always,                                       Op::ListBuckets),
+
+    (Bucket,  Head,   Always,                                       Op::HeadBucket),
+    (Bucket,  Get,    Query("location"),                            Op::GetBucketLocation),
+    (Bucket,  Get,    Query("tagging"),                             Op::GetBucketTagging),
+    (Bucket,  Get,    Query("uploads"),                             Op::ListMultipartUploads),
+    (Bucket,  Get,    Query("versions"),                            Op::ListObjectVersions),
+    (Bucket,  Get,    Unsupported,                                  Op::GetBucketConfig),
+    (Bucket,  Get,    Query("list-type"),                           Op::ListObjectsV2),
+    (Bucket,  Get,    Always,                                       Op::ListObjects),
+    (Bucket,  Put,    Query("tagging"),                             Op::PutBucketTagging),
+    (Bucket,  Put,    Unsupported,                                  Op::PutBucketConfig),
+    (Bucket,  Put,    Always,                                       Op::CreateBucket),
+    (Bucket,  Delete, Query("tagging"),                             Op::DeleteBucketTagging),
+    (Bucket,  Delete, Unsupported,                                  Op::DeleteBucketConfig),
+    (Bucket,  Delete, Always,                                       Op::DeleteBucket),
+    (Bucket,  Post,   Query("delete"),                              Op::DeleteObjects),
+    (Bucket,  Post,   Always,                                       Op::UnsupportedBucketPost),
+
+    (Object,  Head,   Always,                                       Op::HeadObject),
+    (Object,  Get,    Query("tagging"),                             Op::GetObjectTagging),
+    (Object,  Get,    Query("uploadId"),                            Op::ListParts),
+    (Object,  Get,    Query("attributes"),                          Op::GetObjectAttributes),
+    (Object,  Get,    Query("acl"),                                 Op::GetObjectAcl),
+    (Object,  Get,    Unsupported,                                  Op::UnsupportedObjectSubresource),
+    (Object,  Get,    Always,                                       Op::GetObject),
+    (Object,  Put,    Query("tagging"),                             Op::PutObjectTagging),
+    (Object,  Put,    Unsupported,                                  Op::UnsupportedObjectSubresource),
+    (Object,  Put,    QueryAndHeader("uploadId", "x-amz-copy-source"),   Op::UploadPartCopy),
+    (Object,  Put,    QueryAndHeader("partNumber", "x-amz-copy-source"), Op::UploadPartCopy),
+    (Object,  Put,    Query("uploadId"),                            Op::UploadPart),
+    (Object,  Put,    Query("partNumber"),                          Op::UploadPart),
+    (Object,  Put,    Header("x-amz-copy-source"),                  Op::CopyObject),
+    (Object,  Put,    Always,                                       Op::PutObject),
+    (Object,  Delete, Query("tagging"),                             Op::DeleteObjectTagging),
+    (Object,  Delete, Query("uploadId"),                            Op::AbortMultipartUpload),
+    (Object,  Delete, Unsupported,                                  Op::UnsupportedObjectSubresource),
+    (Object,  Delete, Always,                                       Op::DeleteObject),
+    (Object,  Post,   Query("uploads"),                             Op::CreateMultipartUpload),
+    (Object,  Post,   Query("uploadId"),                            Op::CompleteMultipartUpload),
+    (Object,  Post,   Always,                                       Op::UnsupportedObjectPost),
+];
+
+/// The operation `ROUTES` gives a request, or `None` (MethodNotAllowed).
+fn route(target: Target, method: &Method, q: &Query, headers: &http::HeaderMap) -> Option<Op> {
+    let m = match *method {
+        Method::HEAD => Head,
+        Method::GET => Get,
+        Method::PUT => Put,
+        Method::POST => Post,
+        Method::DELETE => Delete,
+        _ => return None,
+    };
+    let unsupported = if target == Bucket { BUCKET_UNSUPPORTED } else { OBJECT_UNSUPPORTED };
+    ROUTES
+        .iter()
+        .find(|(t, rm, when, _)| {
+            *t == target
+                && *rm == m
+                && match *when {
+                    Always => true,
+                    Query(p) => q.has(p),
+                    Header(h) => headers.contains_key(h),
+                    QueryAndHeader(p, h) => q.has(p) && headers.contains_key(h),
+                    Unsupported => unsupported.iter().any(|s| q.has(s)),
+                }
+        })
+        .map(|r| r.3)
+}
+
+/// A request being served.
+pub(crate) struct Req<'a> {
+    st: &'a State,
+    parts: &'a Parts,
+    q: Query<'a>,
+    bucket: String,
+    key: String,
+    verified: Option<Verified>,
+    rid: u64,
+}
+
+impl Req<'_> {
+    /// The first unsupported subresource the query names (for the 501 message).
+    fn unsupported_subresource(&self, list: &[&'static str]) -> &'static str {
+        list.iter().copied().find(|s| self.q.has(s)).unwrap_or("")
+    }
+}
+
+pub(crate) async fn dispatch(
+    st: &State,
+    parts: &Parts,
+    body: ReqBody,
+    rid: u64,
+    op: &mut &'static str,
+) -> Result<Resp> {
+    let header_bytes: usize = parts.headers.iter().map(|(k, v)| k.as_str().len() + v.len()).sum();
+    if header_bytes > MAX_HEADER_BYTES {
+        return Err(Error::code(ErrorCode::RequestHeaderSectionTooLarge));
+    }
+    // Bucket and key: virtual-host style when the Host names a bucket under --domain, else path
+    // style. The path is split at its first raw `/` before decoding, so an encoded slash
+    // (`/%2Ftmp/x`) stays inside the bucket name (and fails its rules) and never moves the
+    // bucket/key boundary.
+    let raw = parts.uri.path();
+    let raw = raw.strip_prefix('/').unwrap_or(raw);
+    let decode = |s| {
+        decode_path(s)
+            .map(|c| c.into_owned())
+            .ok_or_else(|| Error::invalid_argument("The request path is not valid UTF-8 after decoding"))
+    };
+    let vhost = st.domain_suffix.as_deref().and_then(|suffix| {
+        let host = hdr(&parts.headers, "host").or(parts.uri.host())?;
+        let host =
+            host.rsplit_once(':').filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(h, _)| h);
+        let host = host.to_ascii_lowercase();
+        host.strip_suffix(suffix).filter(|b| !b.is_empty()).map(str::to_owned)
+    });
+    let (bucket, key) = match vhost {
+        Some(b) => (b, decode(raw)?),
+        None => {
+            let (b, k) = raw.split_once('/').unwrap_or((raw, ""));
+            if b.is_empty() && !raw.is_empty() {
+                // `//key` or `//`: an empty bucket name, not the service.
+                return Err(Error::code(ErrorCode::InvalidBucketName).with_resource(""));
+            }
+            (decode(b)?, decode(k)?)
+        }
+    };
+    let verified = match st.cfg.auth {
+        Auth::SigV4 => Some(s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now())?),
+        Auth::DisabledForTests => None,
+    };
+    let r = Req { st, parts, q: Query::parse(parts.uri.query()), bucket, key, verified, rid };
+    let target = if r.bucket.is_empty() {
+        Service
+    } else if r.key.is_empty() {
+        Bucket
+    } else {
+        Object
+    };
+    match target {
+        Service => {}
+        Bucket => {
+            let create = parts.method == Method::PUT && !r.q.keys().any(|k| k != "x-id");
+            if create {
+                // The full rules for new names, before the body is read.
+                names::validate_bucket_name(&r.bucket)?;
+            } else {
+                check_bucket_name_for_access(&r.bucket)?;
+            }
+        }
+        Object => {
+            check_bucket_name_for_access(&r.bucket)?;
+            names::validate_key(&r.key)?;
+        }
+    }
+    let Some(o) = route(target, &parts.method, &r.q, &parts.headers) else {
+        if target == Service {
+            *op = Op::ListBuckets.name();
+        }
+        return Err(Error::code(ErrorCode::MethodNotAllowed));
+    };
+    *op = o.name();
+    // With `--identity posix` the store call acts as the account's POSIX user (see
+    // s3hpc_core::identity); otherwise as the gateway.
+    let id = r.verified.as_ref().and_then(|v| st.cfg.creds.identity_for(&v.access_key)).cloned();
+    s3hpc_core::identity::scope(id, run(o, &r, body)).await
+}
+
+/// Run one operation.
+async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
+    match op {
+        Op::ListBuckets => bucket::list_buckets(r).await,
+        Op::HeadBucket => bucket::head_bucket(r).await,
+        Op::GetBucketLocation => bucket::get_bucket_location(r).await,
+        Op::CreateBucket => bucket::create_bucket(r, body).await,
+        Op::DeleteBucket => bucket::delete_bucket(r).await,
+        Op::GetBucketConfig => bucket::get_bucket_config(r, r.unsupported_subresource(BUCKET_UNSUPPORTED)).await,
+        Op::PutBucketConfig | Op::DeleteBucketConfig => Err(Error::not_implemented(format!(
+            "{} ?{} is not supported by s3hpc",
+            r.parts.method,
+            r.unsupported_subresource(BUCKET_UNSUPPORTED)
+        ))),
+        Op::UnsupportedBucketPost => Err(Error::not_implemented("this POST on a bucket is not supported by s3hpc")),
+        Op::GetBucketTagging => tagging::get_bucket_tagging(r).await,
+        Op::PutBucketTagging => tagging::put_bucket_tagging(r, body).await,
+        Op::DeleteBucketTagging => tagging::delete_bucket_tagging(r).await,
+        Op::ListObjects => list::list_objects(r, list::ListKind::V1).await,
+        Op::ListObjectsV2 => match r.q.get("list-type") {
+            Some("2") => list::list_objects(r, list::ListKind::V2).await,
+            _ => Err(Error::invalid_argument("Invalid list type")),
+        },
+        Op::ListObjectVersions => list::list_objects(r, list::ListKind::Versions).await,
+        Op::ListMultipartUploads => list::list_uploads(r).await,
+        Op::ListParts => list::list_parts(r).await,
+        Op::HeadObject => object_get::get_object(r, true).await,
+        Op::GetObject => object_get::get_object(r, false).await,
+        Op::GetObjectAttributes => object_get::get_object_attributes(r).await,
+        Op::GetObjectAcl => object_get::get_object_acl(r).await,
+        Op::PutObject => object_put::put_object(r, body).await,
+        Op::CopyObject => copy::copy_object(r).await,
+        Op::DeleteObject => delete::delete_object(r).await,
+        Op::DeleteObjects => delete::delete_objects(r, body).await,
+        Op::GetObjectTagging => tagging::get_object_tagging(r).await,
+        Op::PutObjectTagging => tagging::put_object_tagging(r, body).await,
+        Op::DeleteObjectTagging => tagging::delete_object_tagging(r).await,
+        Op::CreateMultipartUpload => multipart::create_multipart(r).await,
+        Op::UploadPart => multipart::upload_part(r, body).await,
+        Op::UploadPartCopy => copy::upload_part_copy(r).await,
+        Op::CompleteMultipartUpload => multipart::complete_multipart(r, body).await,
+        Op::AbortMultipartUpload => multipart::abort_multipart(r).await,
+        Op::UnsupportedObjectSubresource => Err(Error::not_implemented(format!(
+            "{} ?{} is not supported by s3hpc",
+            r.parts.method,
+            r.unsupported_subresource(OBJECT_UNSUPPORTED)
+        ))),
+        Op::UnsupportedObjectPost => Err(Error::not_implemented("this POST on an object is not supported by s3hpc")),
+    }
+}

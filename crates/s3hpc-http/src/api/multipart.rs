@@ -1,0 +1,173 @@
+//! Multipart uploads: create, upload a part, complete, abort.
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
+
+use s3hpc_core::checksum::parse_content_md5;
+use s3hpc_core::*;
+
+use super::Req;
+use super::request::*;
+use super::response::*;
+use crate::body::{ReqBody, RespBody};
+use crate::util::url_encode_key;
+use crate::xml::{self, DECL, NS, elem};
+
+/// `x-amz-checksum-type`: COMPOSITE or FULL_OBJECT.
+pub(super) fn checksum_type_header(h: &HeaderMap) -> Result<Option<ChecksumType>> {
+    hdr(h, "x-amz-checksum-type")
+        .map(|v| {
+            ChecksumType::parse(v.trim()).ok_or_else(|| {
+                Error::new(ErrorCode::InvalidRequest, format!("Value for x-amz-checksum-type header is invalid: {v}"))
+            })
+        })
+        .transpose()
+}
+
+pub(super) async fn create_multipart(r: &Req<'_>) -> Result<Resp> {
+    let h = &r.parts.headers;
+    refuse_unsupported_write_headers(h)?;
+    let checksum_algorithm = match hdr(h, "x-amz-checksum-algorithm") {
+        None => None,
+        Some(a) => Some(
+            ChecksumAlgorithm::parse(a).ok_or_else(|| Error::invalid_argument("invalid x-amz-checksum-algorithm"))?,
+        ),
+    };
+    // Refused here already (the store checks again) so the answer can name the type it will use.
+    let checksum_type = multipart::resolve_checksum_type(checksum_algorithm, checksum_type_header(h)?)?;
+    let req =
+        CreateMultipartRequest { meta: object_meta(h)?, tags: tags_header(h)?, checksum_algorithm, checksum_type };
+    let id = store(r).create_multipart_upload(&r.bucket, &r.key, req).await?;
+    let mut s = String::from(DECL);
+    s.push_str(&format!("<InitiateMultipartUploadResult xmlns=\"{NS}\">"));
+    elem(&mut s, "Bucket", &r.bucket);
+    elem(&mut s, "Key", &r.key);
+    elem(&mut s, "UploadId", &id);
+    s.push_str("</InitiateMultipartUploadResult>");
+    let mut resp = xml_ok(s);
+    if let (Some(a), Some(t)) = (checksum_algorithm, checksum_type) {
+        resp.headers_mut().insert("x-amz-checksum-algorithm", HeaderValue::from_static(a.as_str()));
+        resp.headers_mut().insert("x-amz-checksum-type", HeaderValue::from_static(t.as_str()));
+    }
+    Ok(resp)
+}
+
+pub(super) async fn upload_part(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
+    let h = &r.parts.headers;
+    let id = upload_id(r)?;
+    let n = part_number(r)?;
+    let content_length = upload_length(r)?;
+    let (checksum, sink) = checksum_request(h)?;
+    let req = UploadPartRequest {
+        content_md5: hdr(h, "content-md5").map(parse_content_md5).transpose()?,
+        checksum,
+        content_length,
+    };
+    let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(u64::MAX)).await?;
+    let p = store(r).upload_part(&r.bucket, &r.key, id, n, req, body).await?;
+    let mut b = empty_ok().header(header::ETAG, hval(&quoted(&p.etag))?);
+    if let Some(c) = &p.checksum {
+        b = b.header(c.algorithm.header_name(), hval(&c.value)?);
+    }
+    Ok(b.body(RespBody::Empty).unwrap())
+}
+
+/// Whitespace sent while a long CompleteMultipartUpload runs, once per this interval.
+pub(super) const COMPLETE_KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The whole-object checksum a CompleteMultipartUpload expects: at most one
+/// `x-amz-checksum-<alg>` header (on a complete it names the object's checksum, not the XML's).
+pub(super) fn complete_checksum_header(h: &HeaderMap) -> Result<Option<Checksum>> {
+    refuse_unknown_checksum_headers(h)?;
+    let mut found = None;
+    for algorithm in ChecksumAlgorithm::ALL {
+        if let Some(v) = hdr(h, algorithm.header_name()) {
+            if found.is_some() {
+                return Err(Error::new(ErrorCode::InvalidRequest, "Expecting a single x-amz-checksum- header"));
+            }
+            found = Some(Checksum { algorithm, value: v.trim().to_string() });
+        }
+    }
+    Ok(found)
+}
+
+pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
+    let id = r.q.get("uploadId").unwrap_or("");
+    let h = &r.parts.headers;
+    let checksum = complete_checksum_header(h)?;
+    let checksum_type = checksum_type_header(h)?;
+    // Only a trailer checksums the XML document itself.
+    let body_ck = if hdr(h, "x-amz-trailer").is_some() { checksum_request(h)? } else { (None, None) };
+    let data = small_body_with(r, body, false, body_ck).await?;
+    let parts = xml::parse_complete_multipart_upload(&data)?;
+    let req = CompleteMultipartRequest { parts, conditions: conditions(h, ""), checksum, checksum_type };
+    let host = hdr(h, "host").unwrap_or("localhost");
+    let location = format!("http://{host}/{}/{}", r.bucket, url_encode_key(&r.key));
+    // The complete runs as its own task so that, when it takes long, the response can start
+    // (200 and whitespace) while it runs; a client that goes away does not cancel it.
+    let (store, bucket, key, id2) = (store(r).clone(), r.bucket.clone(), r.key.clone(), id.to_string());
+    // The spawned task keeps the request's identity (task-locals do not cross a spawn).
+    let ident = s3hpc_core::identity::current();
+    let mut task = tokio::spawn(s3hpc_core::identity::scope(ident, async move {
+        store.complete_multipart_upload_with(&bucket, &key, &id2, req).await
+    }));
+    let result_doc = {
+        let (bucket, key) = (r.bucket.clone(), r.key.clone());
+        move |out: &PutObjectOutput| {
+            let mut s = String::new();
+            s.push_str(&format!("<CompleteMultipartUploadResult xmlns=\"{NS}\">"));
+            elem(&mut s, "Location", &location);
+            elem(&mut s, "Bucket", &bucket);
+            elem(&mut s, "Key", &key);
+            elem(&mut s, "ETag", &quoted(&out.etag));
+            checksum_xml(&mut s, &out.checksum);
+            s.push_str("</CompleteMultipartUploadResult>");
+            s
+        }
+    };
+    let joined = |j: std::result::Result<Result<PutObjectOutput>, tokio::task::JoinError>| {
+        j.unwrap_or_else(|e| Err(Error::internal(format!("complete task failed: {e}"))))
+    };
+    match tokio::time::timeout(r.st.cfg.complete_keepalive_after, &mut task).await {
+        Ok(res) => {
+            let out = joined(res)?;
+            Ok(xml_ok(format!("{DECL}{}", result_doc(&out))))
+        }
+        Err(_) => {
+            // Still running: commit to 200 now. The declaration goes first, then a space per
+            // interval, then the result or an <Error> document (clients read errors from it).
+            let (path, rid) = (r.parts.uri.path().to_string(), r.rid);
+            let finish = move |res: Result<PutObjectOutput>| match res {
+                Ok(out) => result_doc(&out),
+                Err(e) => {
+                    let mut s = String::new();
+                    crate::error_xml(&mut s, e.code.as_str(), &e.message, e.resource.as_deref(), &path, rid);
+                    s
+                }
+            };
+            let stream = futures::stream::unfold(Some((task, finish, true)), move |st| async move {
+                let (mut task, finish, first) = st?;
+                if first {
+                    return Some((Ok(Bytes::from_static(DECL.as_bytes())), Some((task, finish, false))));
+                }
+                tokio::select! {
+                    res = &mut task => Some((Ok(Bytes::from(finish(joined(res)))), None)),
+                    _ = tokio::time::sleep(COMPLETE_KEEPALIVE_EVERY) => {
+                        Some((Ok(Bytes::from_static(b" ")), Some((task, finish, false))))
+                    }
+                }
+            });
+            Ok(Response::builder()
+                .status(StatusCode::OK)
+                .header(header::CONTENT_TYPE, "application/xml")
+                .body(RespBody::Stream(Box::pin(stream), u64::MAX))
+                .unwrap())
+        }
+    }
+}
+
+pub(super) async fn abort_multipart(r: &Req<'_>) -> Result<Resp> {
+    let id = r.q.get("uploadId").unwrap_or("");
+    store(r).abort_multipart_upload(&r.bucket, &r.key, id).await?;
+    Ok(empty(StatusCode::NO_CONTENT))
+}

@@ -1,0 +1,230 @@
+//! GetObject, HeadObject, GetObjectAttributes, GetObjectAcl.
+
+use http::{HeaderValue, Response, StatusCode, header};
+
+use s3hpc_core::*;
+
+use super::Req;
+use super::request::*;
+use super::response::*;
+use crate::body::RespBody;
+use crate::util::http_date;
+use crate::xml::{DECL, NS, elem};
+
+pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
+    let h = &r.parts.headers;
+    check_version_id(r.q.get("versionId"))?;
+    let range = hdr(h, "range").and_then(ByteRange::parse_header);
+    let part_number =
+        match r.q.get("partNumber") {
+            None => None,
+            Some(p) => Some(p.parse::<u32>().ok().filter(|n| (1..=MAX_PART_NUMBER).contains(n)).ok_or_else(|| {
+                Error::invalid_argument("Part number must be an integer between 1 and 10000, inclusive")
+            })?),
+        };
+    if range.is_some() && part_number.is_some() {
+        return Err(Error::new(
+            ErrorCode::InvalidRequest,
+            "Cannot specify both Range header and partNumber query parameter",
+        ));
+    }
+    let req = GetObjectRequest { range, part_number, conditions: conditions(h, "") };
+    let checksum_mode = hdr(h, "x-amz-checksum-mode").is_some_and(|v| v.eq_ignore_ascii_case("ENABLED"));
+    let (info, served, body) = match read_object(r, head, req).await {
+        Ok(x) => x,
+        // A suffix range of an empty object is the whole (empty) object, as AWS answers.
+        Err(e) if e.code == ErrorCode::InvalidRange && matches!(range, Some(ByteRange::Suffix(n)) if n > 0) => {
+            let whole = GetObjectRequest { conditions: conditions(h, ""), ..Default::default() };
+            match read_object(r, head, whole).await? {
+                (info, _, body) if info.size == 0 => (info, None, body),
+                _ => return Err(e),
+            }
+        }
+        Err(e) => return read_error(r, e, head, part_number).await,
+    };
+    let len = served.map_or(info.size, |(_, l)| l);
+    let mut b = Response::builder().status(if served.is_some() { StatusCode::PARTIAL_CONTENT } else { StatusCode::OK });
+    let hm = b.headers_mut().unwrap();
+    hm.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    hm.insert(header::ETAG, hval(&quoted(&info.etag))?);
+    hm.insert(header::LAST_MODIFIED, hval(&http_date(info.last_modified))?);
+    hm.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if let Some((off, l)) = served {
+        let cr = if l == 0 {
+            format!("bytes */{}", info.size)
+        } else {
+            format!("bytes {off}-{}/{}", off + l - 1, info.size)
+        };
+        hm.insert(header::CONTENT_RANGE, hval(&cr)?);
+    }
+    if let Some(n) = info.parts_count()
+        && part_number.is_some()
+    {
+        hm.insert("x-amz-mp-parts-count", HeaderValue::from(n));
+    }
+    let q = &r.q;
+    let meta = &info.meta;
+    let pairs: [(header::HeaderName, Option<&str>, &str); 6] = [
+        (header::CONTENT_TYPE, meta.content_type.as_deref(), "response-content-type"),
+        (header::CONTENT_ENCODING, meta.content_encoding.as_deref(), "response-content-encoding"),
+        (header::CONTENT_DISPOSITION, meta.content_disposition.as_deref(), "response-content-disposition"),
+        (header::CONTENT_LANGUAGE, meta.content_language.as_deref(), "response-content-language"),
+        (header::CACHE_CONTROL, meta.cache_control.as_deref(), "response-cache-control"),
+        (header::EXPIRES, meta.expires.as_deref(), "response-expires"),
+    ];
+    for (name, stored, over) in pairs {
+        let v = q.get(over).or(stored);
+        match v {
+            Some(v) => {
+                if let Ok(v) = HeaderValue::from_str(v) {
+                    hm.insert(name, v);
+                }
+            }
+            None if name == header::CONTENT_TYPE => {
+                // Directory objects (`key/`) without a type of their own read as directories.
+                let t = if r.key.ends_with('/') { "application/x-directory" } else { "binary/octet-stream" };
+                hm.insert(name, HeaderValue::from_static(t));
+            }
+            None => {}
+        }
+    }
+    for (k, v) in &meta.user {
+        if let (Ok(n), Ok(v)) =
+            (header::HeaderName::from_bytes(format!("x-amz-meta-{k}").as_bytes()), HeaderValue::from_str(v))
+        {
+            hm.append(n, v);
+        }
+    }
+    if info.tag_count > 0 {
+        hm.insert("x-amz-tagging-count", HeaderValue::from(info.tag_count));
+    }
+    if checksum_mode
+        && served.is_none()
+        && let Some(c) = &info.checksum
+    {
+        hm.insert(c.algorithm.header_name(), hval(&c.value)?);
+        hm.insert("x-amz-checksum-type", HeaderValue::from_static(c.checksum_type().as_str()));
+    }
+    Ok(b.body(body).unwrap())
+}
+
+/// The object's info, the range served and the body (empty for HEAD).
+async fn read_object(
+    r: &Req<'_>,
+    head: bool,
+    req: GetObjectRequest,
+) -> Result<(ObjectInfo, Option<(u64, u64)>, RespBody)> {
+    if head {
+        let (range, part_number) = (req.range, req.part_number);
+        let info = store(r).head_object(&r.bucket, &r.key, req).await?;
+        let served = match (range, part_number) {
+            (Some(rg), _) => Some(rg.resolve(info.size)?),
+            (None, Some(n)) => Some(info.part_range(n)?),
+            _ => None,
+        };
+        Ok((info, served, RespBody::Empty))
+    } else {
+        let out = store(r).get_object(&r.bucket, &r.key, req).await?;
+        let len = out.range.map_or(out.info.size, |(_, l)| l);
+        let body = RespBody::from_store(out.body).with_len(len);
+        Ok((out.info, out.range, body))
+    }
+}
+
+/// AWS's answer for a failed read: a 304 names the object's ETag and Last-Modified (read once
+/// more, only in that case); a part number beyond the object's parts is 416 InvalidPartNumber.
+async fn read_error(r: &Req<'_>, e: Error, head: bool, part_number: Option<u32>) -> Result<Resp> {
+    if e.code == ErrorCode::NotModified {
+        let mut b = Response::builder().status(StatusCode::NOT_MODIFIED);
+        if let Ok(info) = store(r).head_object(&r.bucket, &r.key, GetObjectRequest::default()).await {
+            b = b
+                .header(header::ETAG, hval(&quoted(&info.etag))?)
+                .header(header::LAST_MODIFIED, hval(&http_date(info.last_modified))?);
+        }
+        return Ok(b.body(RespBody::Empty).unwrap());
+    }
+    if part_number.is_some() && e.code == ErrorCode::InvalidPart {
+        let msg = "The requested partnumber is not satisfiable";
+        return Ok(crate::error_response_raw(416, "InvalidPartNumber", msg, None, head, r.parts.uri.path(), r.rid));
+    }
+    Err(e)
+}
+
+pub(super) async fn get_object_attributes(r: &Req<'_>) -> Result<Resp> {
+    let h = &r.parts.headers;
+    let wanted: Vec<String> = hdr(h, "x-amz-object-attributes")
+        .map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default();
+    if wanted.is_empty() {
+        return Err(Error::new(ErrorCode::InvalidArgument, "Invalid attribute name specified."));
+    }
+    for w in &wanted {
+        if !matches!(w.as_str(), "ETag" | "Checksum" | "ObjectParts" | "StorageClass" | "ObjectSize") {
+            return Err(Error::new(ErrorCode::InvalidArgument, "Invalid attribute name specified."));
+        }
+    }
+    let max_parts = match hdr(h, "x-amz-max-parts") {
+        None => 1000usize,
+        Some(v) => v.parse::<usize>().map_err(|_| Error::invalid_argument("invalid x-amz-max-parts"))?.min(1000),
+    };
+    let marker = match hdr(h, "x-amz-part-number-marker") {
+        None => 0u32,
+        Some(v) => v.parse().map_err(|_| Error::invalid_argument("invalid x-amz-part-number-marker"))?,
+    };
+    let info = store(r)
+        .head_object(&r.bucket, &r.key, GetObjectRequest { conditions: conditions(h, ""), ..Default::default() })
+        .await?;
+    let has = |n: &str| wanted.iter().any(|w| w == n);
+    let mut s = String::from(DECL);
+    s.push_str(&format!("<GetObjectAttributesResponse xmlns=\"{NS}\">"));
+    if has("ETag") {
+        elem(&mut s, "ETag", info.etag.trim_matches('"'));
+    }
+    if has("Checksum") && info.checksum.is_some() {
+        s.push_str("<Checksum>");
+        checksum_xml(&mut s, &info.checksum);
+        s.push_str("</Checksum>");
+    }
+    if has("ObjectParts") && !info.part_sizes.is_empty() {
+        let total = info.part_sizes.len();
+        s.push_str("<ObjectParts>");
+        elem(&mut s, "PartsCount", &total.to_string());
+        elem(&mut s, "PartNumberMarker", &marker.to_string());
+        let parts: Vec<(usize, u64)> = info
+            .part_sizes
+            .iter()
+            .copied()
+            .enumerate()
+            .map(|(i, sz)| (i + 1, sz))
+            .filter(|(n, _)| *n > marker as usize)
+            .take(max_parts)
+            .collect();
+        let last = parts.last().map_or(marker as usize, |p| p.0);
+        let truncated = last < total;
+        elem(&mut s, "NextPartNumberMarker", &last.to_string());
+        elem(&mut s, "MaxParts", &max_parts.to_string());
+        elem(&mut s, "IsTruncated", if truncated { "true" } else { "false" });
+        for (n, sz) in parts {
+            s.push_str("<Part>");
+            elem(&mut s, "PartNumber", &n.to_string());
+            elem(&mut s, "Size", &sz.to_string());
+            s.push_str("</Part>");
+        }
+        s.push_str("</ObjectParts>");
+    }
+    if has("StorageClass") {
+        elem(&mut s, "StorageClass", "STANDARD");
+    }
+    if has("ObjectSize") {
+        elem(&mut s, "ObjectSize", &info.size.to_string());
+    }
+    s.push_str("</GetObjectAttributesResponse>");
+    let mut resp = xml_ok(s);
+    resp.headers_mut().insert(header::LAST_MODIFIED, hval(&http_date(info.last_modified))?);
+    Ok(resp)
+}
+
+pub(super) async fn get_object_acl(r: &Req<'_>) -> Result<Resp> {
+    store(r).head_object(&r.bucket, &r.key, GetObjectRequest::default()).await?;
+    Ok(xml_ok(acl_xml()))
+}

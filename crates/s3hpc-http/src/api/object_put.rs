@@ -1,0 +1,39 @@
+//! PutObject.
+
+use http::header;
+
+use s3hpc_core::checksum::parse_content_md5;
+use s3hpc_core::*;
+
+use super::Req;
+use super::request::*;
+use super::response::*;
+use crate::body::{ReqBody, RespBody};
+
+pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
+    let h = &r.parts.headers;
+    refuse_unsupported_write_headers(h)?;
+    let content_length = upload_length(r)?;
+    let (checksum, sink) = checksum_request(h)?;
+    let req = PutObjectRequest {
+        meta: object_meta(h)?,
+        tags: tags_header(h)?,
+        content_md5: hdr(h, "content-md5").map(parse_content_md5).transpose()?,
+        checksum,
+        content_length,
+        conditions: conditions(h, ""),
+    };
+    let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(u64::MAX)).await?;
+    let out = store(r).put_object(&r.bucket, &r.key, req, body).await?;
+    write_response(&out)
+}
+
+pub(super) fn write_response(out: &PutObjectOutput) -> Result<Resp> {
+    let mut b = empty_ok().header(header::ETAG, hval(&quoted(&out.etag))?).header("x-amz-object-size", out.size);
+    if let Some(c) = &out.checksum {
+        b = b
+            .header(c.algorithm.header_name(), hval(&c.value)?)
+            .header("x-amz-checksum-type", c.checksum_type().as_str());
+    }
+    Ok(b.body(RespBody::Empty).unwrap())
+}

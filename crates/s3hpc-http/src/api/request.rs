@@ -1,0 +1,355 @@
+//! Reading requests: headers, conditions, metadata, checksums and bodies.
+
+use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use http::HeaderMap;
+
+use s3hpc_core::checksum::{checksum_of, parse_content_md5};
+use s3hpc_core::names::{MAX_OBJECT_TAGS, validate_tags};
+use s3hpc_core::*;
+use s3hpc_sigv4::{Payload, TrailerSink};
+
+use super::Req;
+use crate::body::{ReqBody, incoming_stream};
+use crate::util::parse_tagging_header;
+use crate::xml;
+
+pub(super) fn hdr<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+}
+
+pub(super) fn store<'a>(r: &'a Req<'a>) -> &'a DynStore {
+    &r.st.cfg.store
+}
+
+pub(super) fn check_version_id(v: Option<&str>) -> Result<()> {
+    match v {
+        None | Some("null") => Ok(()),
+        Some(_) => Err(Error::invalid_argument("Invalid version id specified (versioning is not enabled)")),
+    }
+}
+
+// ---- request parsing helpers ----
+
+pub(super) fn parse_date(v: &str) -> Option<SystemTime> {
+    httpdate::parse_http_date(v.trim()).ok()
+}
+
+pub(super) fn conditions(h: &HeaderMap, prefix: &str) -> Conditions {
+    let get = |n: &str| hdr(h, &format!("{prefix}{n}"));
+    Conditions {
+        if_match: get("if-match").map(str::to_owned),
+        if_none_match: get("if-none-match").map(str::to_owned),
+        if_modified_since: get("if-modified-since").and_then(parse_date),
+        if_unmodified_since: get("if-unmodified-since").and_then(parse_date),
+    }
+}
+
+pub(super) fn object_meta(h: &HeaderMap) -> Result<ObjectMeta> {
+    let s = |n: &str| hdr(h, n).map(str::to_owned);
+    // Stored as sent (`deflate, gzip` stays so), less the `aws-chunked` coding of the transfer.
+    let content_encoding = hdr(h, "content-encoding").and_then(|v| {
+        let codings = v.split(',').map(str::trim).filter(|e| !e.is_empty());
+        if !codings.clone().any(|e| e.eq_ignore_ascii_case("aws-chunked")) {
+            return (!v.trim().is_empty()).then(|| v.trim().to_string());
+        }
+        let kept: Vec<&str> = codings.filter(|e| !e.eq_ignore_ascii_case("aws-chunked")).collect();
+        (!kept.is_empty()).then(|| kept.join(", "))
+    });
+    let mut meta = ObjectMeta {
+        content_type: s("content-type"),
+        content_encoding,
+        content_disposition: s("content-disposition"),
+        content_language: s("content-language"),
+        cache_control: s("cache-control"),
+        expires: s("expires"),
+        user: Default::default(),
+    };
+    for (k, v) in h {
+        if let Some(name) = k.as_str().strip_prefix("x-amz-meta-") {
+            // Repeated headers of one name are combined, comma-separated, as AWS does.
+            let v = String::from_utf8_lossy(v.as_bytes());
+            match meta.user.get_mut(name) {
+                Some(prev) => {
+                    prev.push(',');
+                    prev.push_str(&v);
+                }
+                None => {
+                    meta.user.insert(name.to_string(), v.into_owned());
+                }
+            }
+        }
+    }
+    names::validate_meta(&meta)?;
+    Ok(meta)
+}
+
+pub(super) fn tags_header(h: &HeaderMap) -> Result<Tags> {
+    match hdr(h, "x-amz-tagging") {
+        None => Ok(Vec::new()),
+        Some(v) => {
+            let tags = parse_tagging_header(v);
+            validate_tags(&tags, MAX_OBJECT_TAGS)?;
+            Ok(tags)
+        }
+    }
+}
+
+/// Headers that ask for features s3hpc does not have: refuse rather than succeed wrongly.
+pub(super) fn refuse_unsupported_write_headers(h: &HeaderMap) -> Result<()> {
+    for (k, v) in h {
+        let k = k.as_str();
+        if k.starts_with("x-amz-server-side-encryption") || k.starts_with("x-amz-object-lock") {
+            return Err(Error::not_implemented(format!("{k} is not supported by s3hpc")));
+        }
+        if k == "x-amz-storage-class" && v.as_bytes() != b"STANDARD" {
+            return Err(Error::not_implemented("only the STANDARD storage class is supported"));
+        }
+        if k == "x-amz-acl" && !matches!(v.as_bytes(), b"private" | b"bucket-owner-full-control") {
+            return Err(Error::not_implemented("only the private canned ACL is supported"));
+        }
+        if k.starts_with("x-amz-grant-") {
+            return Err(Error::not_implemented("ACL grants are not supported"));
+        }
+        if k == "x-amz-website-redirect-location" {
+            return Err(Error::not_implemented("website redirects are not supported"));
+        }
+    }
+    Ok(())
+}
+
+/// The checksum a request asks for: a trailer (deferred), a header value (known), or just an
+/// algorithm to compute and store.
+pub(super) fn checksum_request(h: &HeaderMap) -> Result<(Option<ChecksumRequest>, Option<TrailerSink>)> {
+    refuse_unknown_checksum_headers(h)?;
+    if let Some(t) = hdr(h, "x-amz-trailer") {
+        let name = t.trim().to_ascii_lowercase();
+        let alg = name.strip_prefix("x-amz-checksum-").and_then(ChecksumAlgorithm::parse).ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidRequest,
+                format!("The value specified in the x-amz-trailer header is not supported: {name}"),
+            )
+        })?;
+        let cell = Arc::new(OnceLock::new());
+        let sink = TrailerSink { name, value: cell.clone() };
+        return Ok((Some(ChecksumRequest { algorithm: alg, expected: Some(Expected::Deferred(cell)) }), Some(sink)));
+    }
+    let mut found = None;
+    for alg in ChecksumAlgorithm::ALL {
+        if let Some(v) = hdr(h, alg.header_name()) {
+            if found.is_some() {
+                return Err(Error::new(ErrorCode::InvalidRequest, "Expecting a single x-amz-checksum- header"));
+            }
+            let v = v.trim();
+            if !checksum_value_is_well_formed(alg, v) {
+                let msg = format!("Value for {} header is invalid.", alg.header_name());
+                return Err(Error::new(ErrorCode::InvalidRequest, msg));
+            }
+            found = Some(ChecksumRequest { algorithm: alg, expected: Some(Expected::Known(v.to_string())) });
+        }
+    }
+    if let Some(a) = hdr(h, "x-amz-sdk-checksum-algorithm").or(hdr(h, "x-amz-checksum-algorithm")) {
+        let alg = ChecksumAlgorithm::parse(a.trim()).ok_or_else(|| {
+            let which = if h.contains_key("x-amz-sdk-checksum-algorithm") {
+                "x-amz-sdk-checksum-algorithm"
+            } else {
+                "x-amz-checksum-algorithm"
+            };
+            Error::new(ErrorCode::InvalidRequest, format!("Value for {which} header is invalid."))
+        })?;
+        match &found {
+            None => found = Some(ChecksumRequest { algorithm: alg, expected: None }),
+            // The algorithm named must be the one whose value was sent.
+            Some(c) if c.algorithm != alg => {
+                return Err(Error::new(
+                    ErrorCode::InvalidRequest,
+                    "x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found.",
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok((found, None))
+}
+
+/// Every `x-amz-checksum-<name>` header must name an algorithm s3hpc verifies: a checksum a
+/// client sends is checked or refused, never ignored. SHA512, MD5 and the XXHASH family (which
+/// current SDKs offer) are refused with InvalidRequest.
+pub(super) fn refuse_unknown_checksum_headers(h: &HeaderMap) -> Result<()> {
+    for name in h.keys() {
+        let Some(alg) = name.as_str().strip_prefix("x-amz-checksum-") else { continue };
+        if matches!(alg, "type" | "mode" | "algorithm") || ChecksumAlgorithm::parse(alg).is_some() {
+            continue;
+        }
+        return Err(Error::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "The {} checksum algorithm is not supported by this server; use CRC32, CRC32C, CRC64NVME, SHA1 or SHA256.",
+                alg.to_ascii_uppercase()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a checksum header value is the base64 of a digest of the algorithm's size.
+fn checksum_value_is_well_formed(alg: ChecksumAlgorithm, v: &str) -> bool {
+    use base64::Engine;
+    let want = match alg {
+        ChecksumAlgorithm::Crc32 | ChecksumAlgorithm::Crc32c => 4,
+        ChecksumAlgorithm::Crc64Nvme => 8,
+        ChecksumAlgorithm::Sha1 => 20,
+        ChecksumAlgorithm::Sha256 => 32,
+    };
+    base64::engine::general_purpose::STANDARD.decode(v).is_ok_and(|d| d.len() == want)
+}
+
+pub(super) fn is_streaming(r: &Req) -> bool {
+    match &r.verified {
+        Some(v) => matches!(v.payload, Payload::Streaming { .. }),
+        None => hdr(&r.parts.headers, "x-amz-content-sha256").is_some_and(|v| v.starts_with("STREAMING-")),
+    }
+}
+
+/// The announced object length: `x-amz-decoded-content-length` for aws-chunked bodies,
+/// `Content-Length` otherwise.
+pub(super) fn content_length(r: &Req) -> Result<Option<u64>> {
+    let h = &r.parts.headers;
+    let name = if is_streaming(r) { "x-amz-decoded-content-length" } else { "content-length" };
+    match hdr(h, name) {
+        Some(v) => v.trim().parse().map(Some).map_err(|_| Error::invalid_argument(format!("invalid {name}"))),
+        None => Ok(None),
+    }
+}
+
+/// The length of an object or part body: the announced length, or `None` for a body sent with
+/// `Transfer-Encoding: chunked` and no length (accepted, as AWS-compatible servers do). Neither is
+/// MissingContentLength; more than 5 GiB is EntityTooLarge.
+pub(super) fn upload_length(r: &Req) -> Result<Option<u64>> {
+    match content_length(r)? {
+        Some(n) if n > MAX_PUT_SIZE => Err(Error::code(ErrorCode::EntityTooLarge)),
+        Some(n) => Ok(Some(n)),
+        None if is_chunked(r) => Ok(None),
+        None => Err(Error::code(ErrorCode::MissingContentLength)),
+    }
+}
+
+/// Whether the HTTP body is sent with `Transfer-Encoding: chunked`.
+fn is_chunked(r: &Req) -> bool {
+    r.parts
+        .headers
+        .get_all(http::header::TRANSFER_ENCODING)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|s| s.split(',').any(|c| c.trim().eq_ignore_ascii_case("chunked"))))
+}
+
+/// The request body as the store reads it (de-chunked and verified by the SigV4 layer).
+pub(super) fn body_stream(r: &Req, body: ReqBody, trailer: Option<TrailerSink>) -> ByteStream {
+    let raw = incoming_stream(body, r.st.cfg.body_idle_timeout);
+    match &r.verified {
+        Some(v) => s3hpc_sigv4::verified_body(v, raw, trailer),
+        None => raw,
+    }
+}
+
+/// Object bodies up to this size are read whole before the store sees them: one blocking call
+/// in the backend instead of a streaming writer, which is what small-object rates need.
+pub(super) const SMALL_BODY: u64 = 256 * 1024;
+
+/// An object body for the store (`len` is `u64::MAX` when none was announced). Small bodies
+/// are collected (bounded by the announced length);
+/// large ones stream, at most `max_concurrent_uploads` at a time (the permit is held until the
+/// request ends), so memory stays bounded however many clients upload at once: waiting bodies
+/// stay in the kernel's socket buffers.
+pub(super) async fn object_body(
+    r: &Req<'_>,
+    body: ReqBody,
+    sink: Option<TrailerSink>,
+    len: u64,
+) -> Result<(Body, Option<tokio::sync::OwnedSemaphorePermit>)> {
+    if len <= SMALL_BODY {
+        let data = Body::Stream(body_stream(r, body, sink)).collect_limited(len as usize).await.map_err(|e| {
+            if e.code == ErrorCode::MaxMessageLengthExceeded {
+                Error::new(ErrorCode::IncompleteBody, "the body is longer than the announced length")
+            } else {
+                e
+            }
+        })?;
+        return Ok((Body::from(data), None));
+    }
+    let permit = r.st.uploads.clone().acquire_owned().await.map_err(|_| Error::code(ErrorCode::ServiceUnavailable))?;
+    let stream = body_stream(r, body, sink);
+    if len != u64::MAX {
+        return Ok((Body::Stream(stream), Some(permit)));
+    }
+    // No announced length (chunked transfer): the 5 GiB limit is enforced as the bytes arrive;
+    // beyond it the stream ends with EntityTooLarge and nothing is published.
+    let mut seen = 0u64;
+    let capped = futures::StreamExt::map(stream, move |item| {
+        let chunk = item?;
+        seen += chunk.len() as u64;
+        if seen > MAX_PUT_SIZE {
+            return Err(std::io::Error::from(Error::code(ErrorCode::EntityTooLarge)));
+        }
+        Ok(chunk)
+    });
+    Ok((Body::Stream(Box::pin(capped)), Some(permit)))
+}
+
+/// Read a small request body (XML documents), verifying Content-MD5 and checksum headers or
+/// trailers when present; `require_digest` demands one of them (as DeleteObjects does).
+pub(super) async fn small_body(r: &Req<'_>, body: ReqBody, require_digest: bool) -> Result<Bytes> {
+    let ck = checksum_request(&r.parts.headers)?;
+    small_body_with(r, body, require_digest, ck).await
+}
+
+/// [`small_body`] with the body's checksum request already chosen.
+pub(super) async fn small_body_with(
+    r: &Req<'_>,
+    body: ReqBody,
+    require_digest: bool,
+    (ck, sink): (Option<ChecksumRequest>, Option<TrailerSink>),
+) -> Result<Bytes> {
+    let h = &r.parts.headers;
+    let md5 = hdr(h, "content-md5").map(parse_content_md5).transpose()?;
+    let has_value = ck.as_ref().is_some_and(|c| c.expected.is_some());
+    if require_digest && md5.is_none() && !has_value {
+        return Err(Error::new(ErrorCode::InvalidRequest, "Missing required header for this request: Content-MD5"));
+    }
+    if let Some(n) = content_length(r)?
+        && n > xml::MAX_XML_BODY as u64
+    {
+        return Err(Error::code(ErrorCode::MaxMessageLengthExceeded));
+    }
+    let data = Body::Stream(body_stream(r, body, sink)).collect_limited(xml::MAX_XML_BODY).await?;
+    if let Some(want) = md5 {
+        let got = s3hpc_core::checksum::md5(&data);
+        if got != want {
+            return Err(Error::code(ErrorCode::BadDigest));
+        }
+    }
+    if let Some(c) = ck
+        && let Some(exp) = &c.expected
+    {
+        let got = checksum_of(c.algorithm, &data);
+        match exp.get() {
+            Some(want) if want == got.value => {}
+            Some(_) => return Err(Error::code(ErrorCode::BadDigest)),
+            None => return Err(Error::new(ErrorCode::InvalidRequest, "checksum trailer missing")),
+        }
+    }
+    Ok(data)
+}
+
+pub(super) fn upload_id<'a>(r: &'a Req) -> Result<&'a str> {
+    r.q.get("uploadId").filter(|s| !s.is_empty()).ok_or_else(|| Error::invalid_argument("uploadId is required"))
+}
+
+pub(super) fn part_number(r: &Req) -> Result<u32> {
+    r.q.get("partNumber")
+        .and_then(|p| p.parse::<u32>().ok())
+        .filter(|n| (1..=MAX_PART_NUMBER).contains(n))
+        .ok_or_else(|| Error::invalid_argument("Part number must be an integer between 1 and 10000, inclusive"))
+}

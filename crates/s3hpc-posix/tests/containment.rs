@@ -1,0 +1,253 @@
+//! Containment: a POSIX user who can write inside the root (make a bucket directory, or write in
+//! one) must never make the store read, list, create, change or remove anything outside the
+//! root, whatever symlinks they plant and whenever they swap them in.
+//!
+//! The victim is a second store's bucket outside the root, holding objects with valid s3hpc
+//! records and a pending multipart upload, so every fast path that trusts a record is tried too.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use s3hpc_core::*;
+use s3hpc_posix::{Durability, PosixOptions, PosixStore};
+
+fn opts() -> PosixOptions {
+    PosixOptions { durability: Durability::None, stale_temp_age: Duration::ZERO, ..Default::default() }
+}
+
+/// Every file and directory below `dir` (symlinks not followed) with its size and mtime.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u64, std::time::SystemTime)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let md = std::fs::symlink_metadata(e.path()).unwrap();
+            out.insert(e.path(), (if md.is_dir() { 0 } else { md.len() }, md.modified().unwrap()));
+            if md.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// A victim bucket outside the root: objects `v1`, `d/v2` with valid records, an upload.
+/// Returns (temp dir, root of the store under test, the store, victim bucket dir, upload id).
+async fn with_victim() -> (tempfile::TempDir, PathBuf, PosixStore, PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let vroot = dir.path().join("victim-root");
+    let v = PosixStore::open(&vroot, opts()).unwrap();
+    v.create_bucket("vbk").await.unwrap();
+    for k in ["v1", "d/v2"] {
+        v.put_object("vbk", k, PutObjectRequest::default(), Body::from(Bytes::from_static(b"victim data")))
+            .await
+            .unwrap();
+    }
+    let id = v.create_multipart_upload("vbk", "up", CreateMultipartRequest::default()).await.unwrap();
+    let root = dir.path().join("root");
+    let s = PosixStore::open(&root, opts()).unwrap();
+    s.create_bucket("bkt").await.unwrap();
+    (dir, root, s, vroot.join("vbk"), id)
+}
+
+/// Fails listing what appeared, vanished or changed below the victim directory.
+fn assert_unchanged(before: &BTreeMap<PathBuf, (u64, std::time::SystemTime)>, victim: &Path) {
+    let after = snapshot(victim);
+    let changed: Vec<&PathBuf> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|p| before.get(*p) != after.get(*p))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert!(changed.is_empty(), "outside the root, {} entries changed: {changed:?}", changed.len());
+}
+
+fn denied_or_missing<T: std::fmt::Debug>(r: Result<T>, what: &str) {
+    match r {
+        Err(e) => assert!(
+            matches!(e.code, ErrorCode::AccessDenied | ErrorCode::NoSuchBucket | ErrorCode::NoSuchUpload),
+            "{what}: {e}"
+        ),
+        Ok(v) => panic!("{what}: succeeded through a symlink out of the root: {v:?}"),
+    }
+}
+
+/// A bucket that is a symlink to a directory outside the root (any user who can create bucket
+/// directories can plant one): every operation is refused, nothing outside changes or shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_symlinked_out_of_the_root_is_not_followed() {
+    let (_dir, root, s, victim, id) = with_victim().await;
+    std::os::unix::fs::symlink(&victim, root.join("linkbkt")).unwrap();
+    let before = snapshot(&victim);
+
+    denied_or_missing(s.delete_object("linkbkt", "v1").await, "delete v1");
+    denied_or_missing(s.delete_object("linkbkt", "d/v2").await, "delete d/v2");
+    denied_or_missing(s.delete_object("linkbkt", "d/").await, "delete d/");
+    denied_or_missing(s.abort_multipart_upload("linkbkt", "up", &id).await, "abort");
+    denied_or_missing(
+        s.create_multipart_upload("linkbkt", "new", CreateMultipartRequest::default()).await,
+        "create upload",
+    );
+    denied_or_missing(
+        s.list_multipart_uploads("linkbkt", ListUploadsRequest { max_uploads: 1000, ..Default::default() }).await,
+        "list uploads",
+    );
+    denied_or_missing(
+        s.list_objects("linkbkt", ListObjectsRequest { max_keys: 1000, ..Default::default() }).await,
+        "list",
+    );
+    denied_or_missing(s.get_object("linkbkt", "v1", GetObjectRequest::default()).await.map(|o| o.info), "get");
+    denied_or_missing(s.head_object("linkbkt", "v1", GetObjectRequest::default()).await, "head");
+    denied_or_missing(
+        s.put_object("linkbkt", "new", PutObjectRequest::default(), Body::from(Bytes::from_static(b"x"))).await,
+        "put",
+    );
+    denied_or_missing(s.put_bucket_tagging("linkbkt", vec![("k".into(), "v".into())]).await, "bucket tagging");
+    denied_or_missing(s.delete_bucket("linkbkt").await, "delete bucket");
+    denied_or_missing(s.copy_object("linkbkt", "v1", "bkt", "copy", CopyObjectRequest::default()).await, "copy from");
+    let names: Vec<String> = s.list_buckets().await.unwrap().into_iter().map(|b| b.name).collect();
+    assert_eq!(names, vec!["bkt".to_string()], "ListBuckets shows a directory outside the root");
+    s.cleanup_stale();
+    assert_unchanged(&before, &victim);
+}
+
+/// `BUCKET/.s3hpc` replaced by a symlink to a directory outside the root (write access to one
+/// bucket suffices): uploads are neither created, listed nor removed there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_internal_directory_symlinked_out_of_the_root_is_not_followed() {
+    let (_dir, root, s, victim, id) = with_victim().await;
+    let internal = root.join("bkt/.s3hpc");
+    std::fs::remove_dir_all(&internal).unwrap();
+    std::os::unix::fs::symlink(victim.join(".s3hpc"), &internal).unwrap();
+    let before = snapshot(&victim);
+
+    denied_or_missing(s.abort_multipart_upload("bkt", "up", &id).await, "abort");
+    denied_or_missing(s.list_parts("bkt", "up", &id, ListPartsRequest::default()).await, "list parts");
+    denied_or_missing(
+        s.upload_part("bkt", "up", &id, 1, UploadPartRequest::default(), Body::from(Bytes::from_static(b"p"))).await,
+        "upload part",
+    );
+    denied_or_missing(s.create_multipart_upload("bkt", "new", CreateMultipartRequest::default()).await, "create");
+    let ups = s.list_multipart_uploads("bkt", ListUploadsRequest { max_uploads: 1000, ..Default::default() }).await;
+    assert!(ups.is_err() || ups.unwrap().uploads.is_empty(), "uploads outside the root listed");
+    denied_or_missing(
+        s.put_object("bkt", "k", PutObjectRequest::default(), Body::from(Bytes::from_static(b"x"))).await,
+        "put",
+    );
+    denied_or_missing(s.put_bucket_tagging("bkt", vec![("k".into(), "v".into())]).await, "bucket tagging");
+    s.cleanup_stale();
+    assert_unchanged(&before, &victim);
+}
+
+/// A POSIX user flips a directory of the bucket between a real directory and a symlink out of
+/// the root while PUTs, multipart uploads and deletes into it run: no byte lands outside, nothing
+/// there is removed. (Before containment went fd-relative, about 5% of such PUTs wrote outside.)
+#[test]
+fn racing_symlink_swaps_never_redirect_writes_out_of_the_root() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (_dir, root, s, victim, _id) = rt.block_on(with_victim());
+    let before = snapshot(&victim);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flips = Arc::new(AtomicUsize::new(0));
+    let bdir = root.join("bkt");
+    let flipper = {
+        let (stop, flips, victim, bdir) = (stop.clone(), flips.clone(), victim.clone(), bdir.clone());
+        std::thread::spawn(move || {
+            let d = bdir.join("d");
+            while !stop.load(Ordering::Relaxed) {
+                // A real directory (maybe holding objects by now) goes away; a symlink out comes in.
+                let aside = bdir.join(format!("aside{}", flips.load(Ordering::Relaxed)));
+                if std::fs::rename(&d, &aside).is_ok() {
+                    let _ = std::fs::remove_dir_all(&aside);
+                }
+                let _ = std::os::unix::fs::symlink(&victim, &d);
+                std::thread::yield_now();
+                let _ = std::fs::remove_file(&d);
+                let _ = std::fs::create_dir(&d);
+                std::thread::yield_now();
+                // The internal directory too.
+                let internal = bdir.join(".s3hpc");
+                let aside = bdir.join(format!("internal-aside{}", flips.load(Ordering::Relaxed)));
+                if flips.load(Ordering::Relaxed).is_multiple_of(8) && std::fs::rename(&internal, &aside).is_ok() {
+                    let _ = std::os::unix::fs::symlink(victim.join(".s3hpc"), &internal);
+                    std::thread::yield_now();
+                    let _ = std::fs::remove_file(&internal);
+                    let _ = std::fs::rename(&aside, &internal);
+                }
+                flips.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let ok = Arc::new(AtomicUsize::new(0));
+    let tried = Arc::new(AtomicUsize::new(0));
+    let deadline = Instant::now() + Duration::from_secs(3);
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for w in 0..4 {
+            let (s, ok, tried) = (s.clone(), ok.clone(), tried.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut i = 0u64;
+                while Instant::now() < deadline {
+                    i += 1;
+                    let key = match i % 4 {
+                        0 => format!("d/w{w}-{i}"),
+                        1 => format!("d/sub/w{w}-{i}"),
+                        2 => "d/v1".to_string(),
+                        _ => format!("d/dir{w}-{i}/"),
+                    };
+                    tried.fetch_add(1, Ordering::Relaxed);
+                    let body = Body::from(Bytes::from(if key.ends_with('/') { Vec::new() } else { vec![b'x'; 64] }));
+                    if s.put_object("bkt", &key, PutObjectRequest::default(), body).await.is_ok() {
+                        ok.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let _ = s.delete_object("bkt", "d/v1").await;
+                    let _ = s.delete_object("bkt", "d/d/v2").await;
+                    let _ = s.delete_object("bkt", &key).await;
+                    if i.is_multiple_of(16)
+                        && let Ok(id) = s
+                            .create_multipart_upload("bkt", &format!("d/m{w}"), CreateMultipartRequest::default())
+                            .await
+                    {
+                        let p = s
+                            .upload_part(
+                                "bkt",
+                                &format!("d/m{w}"),
+                                &id,
+                                1,
+                                UploadPartRequest::default(),
+                                Body::from(Bytes::from_static(b"part")),
+                            )
+                            .await;
+                        if let Ok(p) = p {
+                            let parts = vec![CompletePart { part_number: 1, etag: p.etag, checksum: None }];
+                            let _ = s
+                                .complete_multipart_upload("bkt", &format!("d/m{w}"), &id, parts, Conditions::default())
+                                .await;
+                        }
+                        let _ = s.abort_multipart_upload("bkt", &format!("d/m{w}"), &id).await;
+                    }
+                    if i.is_multiple_of(32) {
+                        let _ =
+                            s.list_objects("bkt", ListObjectsRequest { max_keys: 1000, ..Default::default() }).await;
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    stop.store(true, Ordering::Relaxed);
+    flipper.join().unwrap();
+    s.cleanup_stale();
+    let (ok, tried, flips) = (ok.load(Ordering::Relaxed), tried.load(Ordering::Relaxed), flips.load(Ordering::Relaxed));
+    eprintln!("{tried} PUTs tried, {ok} succeeded, {flips} flips");
+    assert!(flips > 100 && ok > 100, "the race did not run: {tried} PUTs tried, {ok} succeeded, {flips} flips");
+    assert_unchanged(&before, &victim);
+}

@@ -1,0 +1,165 @@
+//! `posix_identity`: store calls act as the request's POSIX user, so files belong to that user
+//! and the kernel decides what each user may read, write and list. Real users, made with
+//! `useradd` (the test needs root, as CI has; elsewhere it says why it does not run).
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+
+use bytes::Bytes;
+use s3hpc_core::identity::{Identity, scope};
+use s3hpc_core::*;
+use s3hpc_posix::{Durability, IoMode, PosixOptions, PosixStore};
+
+/// The identity of the local user `name`, created (no home, no login) if missing.
+fn user(name: &str) -> Identity {
+    if !Command::new("id").arg("-u").arg(name).output().unwrap().status.success() {
+        let st = Command::new("useradd")
+            .args(["--no-create-home", "--shell", "/usr/sbin/nologin", name])
+            .status()
+            .expect("useradd");
+        assert!(st.success(), "useradd {name} failed");
+    }
+    let num = |flag: &str| -> u32 {
+        let o = Command::new("id").arg(flag).arg(name).output().unwrap();
+        String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
+    };
+    let (uid, gid) = (num("-u"), num("-g"));
+    Identity { uid, gid, groups: vec![gid] }
+}
+
+fn is_root() -> bool {
+    // SAFETY: a plain getter.
+    unsafe { libc::geteuid() == 0 }
+}
+
+async fn put_as(s: &PosixStore, id: &Identity, b: &str, k: &str, data: &'static [u8]) -> Result<PutObjectOutput> {
+    scope(Some(id.clone()), s.put_object(b, k, PutObjectRequest::default(), Body::from(Bytes::from_static(data)))).await
+}
+
+async fn get_as(s: &PosixStore, id: &Identity, b: &str, k: &str) -> Result<Bytes> {
+    scope(Some(id.clone()), async {
+        let o = s.get_object(b, k, GetObjectRequest::default()).await?;
+        Ok(o.body.collect().await?)
+    })
+    .await
+}
+
+fn owner(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p).unwrap().uid()
+}
+
+fn denied<T: std::fmt::Debug>(r: Result<T>, what: &str) {
+    match r {
+        Err(e) => assert_eq!(e.code, ErrorCode::AccessDenied, "{what}: {e}"),
+        Ok(v) => panic!("{what}: allowed, but the kernel should have refused it: {v:?}"),
+    }
+}
+
+async fn check(io: IoMode) {
+    let a = user("s3hpc-ta");
+    let b = user("s3hpc-tb");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = dir.path().join("root");
+    let o = PosixOptions { durability: Durability::None, io, posix_identity: true, ..Default::default() };
+    let s = PosixStore::open(&root, o).unwrap();
+    // Who may create buckets is the root directory's business: here everyone (like /tmp).
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o1777)).unwrap();
+
+    // A's bucket and object belong to A; the body went through A's own temp directory.
+    scope(Some(a.clone()), s.create_bucket("abkt")).await.unwrap();
+    assert_eq!(owner(&root.join("abkt")), a.uid);
+    put_as(&s, &a, "abkt", "f", b"from a").await.unwrap();
+    put_as(&s, &a, "abkt", "sub/g", b"nested").await.unwrap();
+    assert_eq!(owner(&root.join("abkt/f")), a.uid);
+    assert_eq!(owner(&root.join("abkt/sub")), a.uid);
+    let t = root.join(format!("abkt/.s3hpc/tmp/u{}", a.uid));
+    assert_eq!(owner(&t), a.uid);
+    assert_eq!(std::fs::metadata(&t).unwrap().mode() & 0o777, 0o700);
+
+    // B may read what the mode bits let everyone read, and nothing more.
+    assert_eq!(get_as(&s, &b, "abkt", "f").await.unwrap(), "from a");
+    denied(put_as(&s, &b, "abkt", "intruder", b"x").await, "B writes into A's bucket");
+    denied(scope(Some(b.clone()), s.delete_object("abkt", "f")).await, "B deletes A's object");
+    denied(
+        scope(Some(b.clone()), s.create_multipart_upload("abkt", "m", CreateMultipartRequest::default())).await,
+        "B starts an upload in A's bucket",
+    );
+    std::fs::set_permissions(root.join("abkt/f"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    denied(get_as(&s, &b, "abkt", "f").await, "B reads A's 0600 file");
+    denied(
+        scope(Some(b.clone()), s.head_object("abkt", "f", GetObjectRequest::default())).await,
+        "B heads A's 0600 file",
+    );
+    assert_eq!(get_as(&s, &a, "abkt", "f").await.unwrap(), "from a");
+    std::fs::set_permissions(root.join("abkt"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    denied(
+        scope(Some(b.clone()), s.list_objects("abkt", ListObjectsRequest { max_keys: 100, ..Default::default() }))
+            .await,
+        "B lists A's 0700 bucket",
+    );
+    let mine =
+        scope(Some(a.clone()), s.list_objects("abkt", ListObjectsRequest { max_keys: 100, ..Default::default() }))
+            .await
+            .unwrap();
+    assert_eq!(mine.objects.len(), 2);
+
+    // B's own bucket: a multipart upload completes as B; its parts were B's alone meanwhile.
+    scope(Some(b.clone()), s.create_bucket("bbkt")).await.unwrap();
+    let id = scope(Some(b.clone()), s.create_multipart_upload("bbkt", "big", CreateMultipartRequest::default()))
+        .await
+        .unwrap();
+    let updir = root.join(format!("bbkt/.s3hpc/uploads/{id}"));
+    assert_eq!(owner(&updir), b.uid);
+    assert_eq!(std::fs::metadata(&updir).unwrap().mode() & 0o777, 0o700);
+    let p = scope(
+        Some(b.clone()),
+        s.upload_part("bbkt", "big", &id, 1, UploadPartRequest::default(), Body::from(Bytes::from_static(b"part"))),
+    )
+    .await
+    .unwrap();
+    denied(
+        scope(Some(a.clone()), s.list_parts("bbkt", "big", &id, ListPartsRequest::default())).await,
+        "A lists B's parts",
+    );
+    let parts = vec![CompletePart { part_number: 1, etag: p.etag, checksum: None }];
+    scope(Some(b.clone()), s.complete_multipart_upload("bbkt", "big", &id, parts, Conditions::default()))
+        .await
+        .unwrap();
+    assert_eq!(owner(&root.join("bbkt/big")), b.uid);
+
+    // Conditional writes take the shared lock files whoever created them first.
+    let cond = || PutObjectRequest {
+        conditions: Conditions { if_none_match: Some("*".into()), ..Default::default() },
+        ..Default::default()
+    };
+    scope(Some(b.clone()), s.put_object("bbkt", "c", cond(), Body::from(Bytes::from_static(b"1")))).await.unwrap();
+    std::fs::set_permissions(root.join("bbkt"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    scope(Some(a.clone()), s.put_object("bbkt", "c2", cond(), Body::from(Bytes::from_static(b"2")))).await.unwrap();
+    assert_eq!(owner(&root.join("bbkt/c2")), a.uid);
+
+    // Outside any identity the gateway acts as itself (root here).
+    assert_eq!(
+        s.get_object("abkt", "f", GetObjectRequest::default()).await.unwrap().body.collect().await.unwrap(),
+        "from a"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_act_as_their_posix_user() {
+    if !is_root() {
+        eprintln!("skipped: needs root to create users and switch identities (CI runs as root)");
+        return;
+    }
+    check(IoMode::default()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_act_as_their_posix_user_inline() {
+    if !is_root() {
+        eprintln!("skipped: needs root to create users and switch identities (CI runs as root)");
+        return;
+    }
+    check(IoMode::Inline).await;
+}
