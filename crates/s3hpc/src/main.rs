@@ -3,11 +3,12 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod mount;
 mod serve;
 mod user;
 
 #[derive(Parser)]
-#[command(name = "s3hpc", version, about = "S3 for HPC file systems: gateway and benchmark")]
+#[command(name = "s3hpc", version, about = "S3 for HPC file systems: gateway, benchmark and mount")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -21,6 +22,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Add, list, remove or rotate the accounts of a `serve --config` users file.
     User(user::UserArgs),
+    /// Mount a bucket of any S3 store (HTTP, or the s3hpc binary protocol) as a directory (FUSE).
+    Mount(mount::MountArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -29,5 +32,6 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => bench::run(args),
         Command::User(args) => user::run(args),
+        Command::Mount(args) => mount::run(args),
     }
 }

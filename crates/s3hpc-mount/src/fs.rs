@@ -1,0 +1,1200 @@
+//! The FUSE file system. Requests that the caches answer are answered on the FUSE thread; the
+//! others become tasks on the Tokio runtime that answer when the S3 requests are done, so a
+//! few FUSE threads keep many S3 requests in flight.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig, LockOwner,
+    OpenAccMode, OpenFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+};
+use s3hpc_core::{DynStore, Error, ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest};
+
+use crate::MountOptions;
+use crate::errors::errno;
+use crate::inode::{Found, Inode, Kind, Local, Table};
+use crate::read::{Plan, Reader, assemble_ready, assemble_wait};
+use crate::write::{WriteCtx, WriteError, Writer};
+
+const BLKSIZE: u32 = 1 << 20;
+
+enum Handle {
+    Read { ino: u64, reader: Mutex<Reader> },
+    Write { ino: u64, writer: Mutex<Writer> },
+    Dir(tokio::sync::Mutex<DirState>),
+}
+
+struct Ctx {
+    store: DynStore,
+    opts: MountOptions,
+    rt: tokio::runtime::Handle,
+    table: Mutex<Table>,
+    handles: Mutex<HashMap<u64, Arc<Handle>>>,
+    next_fh: AtomicU64,
+    wctx: Arc<WriteCtx>,
+}
+
+/// The mount's file system; see the crate documentation.
+pub struct S3Fs {
+    ctx: Arc<Ctx>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A name the bucket can hold as one path component.
+fn valid_name(name: &OsStr) -> Option<&str> {
+    let s = name.to_str()?;
+    (!s.is_empty() && s != "." && s != ".." && !s.contains('/') && !s.contains('\0')).then_some(s)
+}
+
+impl Ctx {
+    fn ttl(&self) -> Duration {
+        self.opts.metadata_ttl
+    }
+
+    fn until(&self) -> Instant {
+        Instant::now() + self.opts.metadata_ttl
+    }
+
+    fn attr(&self, ino: u64, i: &Inode) -> FileAttr {
+        let (kind, perm, nlink, size) = match i.kind {
+            Kind::Dir => (FileType::Directory, self.opts.dir_mode, 2, 0),
+            Kind::File => (FileType::RegularFile, self.opts.file_mode, 1, i.size),
+        };
+        FileAttr {
+            ino: INodeNo(ino),
+            size,
+            blocks: size.div_ceil(512),
+            atime: i.mtime,
+            mtime: i.mtime,
+            ctime: i.mtime,
+            crtime: i.mtime,
+            kind,
+            perm,
+            nlink,
+            uid: self.opts.uid,
+            gid: self.opts.gid,
+            rdev: 0,
+            blksize: BLKSIZE,
+            flags: 0,
+        }
+    }
+
+    fn negative_attr(&self) -> FileAttr {
+        let mut a = self.attr(0, &dummy_inode());
+        a.ino = INodeNo(0);
+        a
+    }
+
+    fn new_fh(&self, h: Handle) -> u64 {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        lock(&self.handles).insert(fh, Arc::new(h));
+        fh
+    }
+
+    fn handle(&self, fh: FileHandle) -> Option<Arc<Handle>> {
+        lock(&self.handles).get(&fh.0).cloned()
+    }
+
+    /// Answer a lookup from the table: `Some(ino)` (a reference counted), or a known absence.
+    fn reply_entry(&self, t: &mut Table, ino: u64, reply: ReplyEntry) {
+        let Some(i) = t.inodes.get_mut(&ino) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        i.lookups += 1;
+        let attr = self.attr(ino, i);
+        reply.entry(&self.ttl(), &attr, Generation(0));
+    }
+
+    fn reply_negative(&self, reply: ReplyEntry) {
+        // Node id 0 with a timeout: the kernel keeps the negative entry for the TTL.
+        reply.entry(&self.ttl(), &self.negative_attr(), Generation(0));
+    }
+
+    async fn retry<T, Fut: std::future::Future<Output = Result<T, Error>>>(
+        &self,
+        mut f: impl FnMut() -> Fut,
+    ) -> Result<T, Error> {
+        let mut attempt = 0u32;
+        loop {
+            match f().await {
+                Err(e) if attempt < 4 && crate::errors::retryable(&e) => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    async fn list(&self, prefix: &str, start_after: Option<String>, max_keys: usize) -> Result<ListObjectsPage, Error> {
+        self.retry(|| {
+            let req = ListObjectsRequest {
+                prefix: prefix.to_string(),
+                delimiter: Some("/".into()),
+                start_after: start_after.clone(),
+                max_keys,
+            };
+            self.store.list_objects(&self.opts.bucket, req)
+        })
+        .await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<s3hpc_core::ObjectInfo>, Error> {
+        match self.retry(|| self.store.head_object(&self.opts.bucket, key, GetObjectRequest::default())).await {
+            Ok(i) => Ok(Some(i)),
+            Err(e) if matches!(e.code, ErrorCode::NoSuchKey) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// What the bucket holds under `key`: a directory (any key below `key/`) wins over an
+    /// object `key`, as a listing shows them. Two LISTs go out together: `key/` (is it a
+    /// directory?) and `key` with one entry (an object `key` sorts first among the keys that
+    /// start with `key`, and the listing carries its size, ETag and date), which spares the
+    /// HEAD of a missing key (the common case of a lookup before a create).
+    async fn remote_lookup(&self, key: &str) -> Result<Found, Error> {
+        let dir_prefix = format!("{key}/");
+        let (file, dir) = tokio::join!(self.list(key, None, 1), self.list(&dir_prefix, None, 1));
+        let dir = dir?;
+        if !dir.objects.is_empty() || !dir.common_prefixes.is_empty() {
+            return Ok(Found::Dir);
+        }
+        Ok(match file?.objects.into_iter().next() {
+            Some(o) if o.key == key => Found::File { size: o.size, etag: o.etag, mtime: o.last_modified },
+            _ => Found::Nothing,
+        })
+    }
+
+    /// Wait for a writer's object to be complete and record it in the table.
+    async fn finish_write(&self, ino: u64, fh: u64, c: crate::write::Completion, key: String) -> Result<(), Errno> {
+        let r = c.await;
+        let mut t = lock(&self.table);
+        match r {
+            Ok(out) => {
+                if let Some(i) = t.inodes.get_mut(&ino)
+                    && i.local == Local::Writing(fh)
+                {
+                    i.size = out.size;
+                    i.etag = out.etag.clone();
+                    i.mtime = out.last_modified;
+                    i.valid_until = Instant::now() + self.opts.metadata_ttl;
+                    i.cached_etag = None;
+                    t.make_remote(ino);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let en = errno(&e, "upload", &key);
+                if let Some(i) = t.inodes.get(&ino)
+                    && i.local == Local::Writing(fh)
+                {
+                    let (parent, name) = (i.parent, i.name.clone());
+                    t.remove_name(parent, &name, Instant::now());
+                }
+                Err(en)
+            }
+        }
+    }
+}
+
+fn dummy_inode() -> Inode {
+    Inode {
+        parent: 0,
+        name: String::new(),
+        key: String::new(),
+        kind: Kind::File,
+        size: 0,
+        etag: String::new(),
+        mtime: SystemTime::UNIX_EPOCH,
+        valid_until: Instant::now(),
+        lookups: 0,
+        opens: 0,
+        local: Local::No,
+        cached_etag: None,
+    }
+}
+
+impl S3Fs {
+    pub fn new(store: DynStore, opts: MountOptions, rt: tokio::runtime::Handle) -> S3Fs {
+        let wctx = Arc::new(WriteCtx {
+            store: store.clone(),
+            bucket: opts.bucket.clone(),
+            rt: rt.clone(),
+            part_size: opts.part_size,
+            slots: Arc::new(tokio::sync::Semaphore::new(opts.max_upload_parts)),
+        });
+        let table = Mutex::new(Table::new(&opts.prefix));
+        S3Fs {
+            ctx: Arc::new(Ctx {
+                store,
+                opts,
+                rt,
+                table,
+                handles: Mutex::new(HashMap::new()),
+                next_fh: AtomicU64::new(1),
+                wctx,
+            }),
+        }
+    }
+
+    fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.ctx.rt.spawn(f);
+    }
+}
+
+/// A directory being listed: one page of entries at a time (no full listing in memory).
+struct DirState {
+    ino: u64,
+    parent: u64,
+    prefix: String,
+    /// Stream position of `entries[0]` (0 is ".", 1 is "..").
+    base: u64,
+    entries: Vec<(String, Found)>,
+    started: bool,
+    marker: Option<String>,
+    listed_all: bool,
+    locals_done: bool,
+    seen_local: HashSet<String>,
+}
+
+impl DirState {
+    fn new(ino: u64, parent: u64, prefix: String) -> DirState {
+        DirState {
+            ino,
+            parent,
+            prefix,
+            base: 0,
+            entries: Vec::new(),
+            started: false,
+            marker: None,
+            listed_all: false,
+            locals_done: false,
+            seen_local: HashSet::new(),
+        }
+    }
+
+    fn exhausted(&self) -> bool {
+        self.started && self.listed_all && self.locals_done
+    }
+
+    /// Move on to the next batch of entries.
+    async fn fetch_next(&mut self, ctx: &Ctx) -> Result<(), Error> {
+        if !self.started {
+            self.started = true;
+            self.base = 0;
+            self.entries = vec![(".".into(), Found::Dir), ("..".into(), Found::Dir)];
+            return Ok(());
+        }
+        self.base += self.entries.len() as u64;
+        self.entries.clear();
+        if !self.listed_all {
+            let page = ctx.list(&self.prefix, self.marker.clone(), s3hpc_core::MAX_KEYS).await?;
+            let mut dirs = HashSet::new();
+            for cp in &page.common_prefixes {
+                let name = cp.strip_prefix(&self.prefix).unwrap_or(cp).trim_end_matches('/');
+                if valid_name(OsStr::new(name)).is_some() && dirs.insert(name.to_string()) {
+                    self.entries.push((name.to_string(), Found::Dir));
+                }
+            }
+            for o in &page.objects {
+                let name = o.key.strip_prefix(&self.prefix).unwrap_or(&o.key);
+                if valid_name(OsStr::new(name)).is_some() && !dirs.contains(name) {
+                    self.entries.push((
+                        name.to_string(),
+                        Found::File { size: o.size, etag: o.etag.clone(), mtime: o.last_modified },
+                    ));
+                }
+            }
+            self.entries.sort_by(|a, b| a.0.cmp(&b.0));
+            self.marker = page.next_marker.clone();
+            self.listed_all = !page.is_truncated || page.next_marker.is_none();
+            let t = lock(&ctx.table);
+            if let Some(locals) = t.local_children.get(&self.ino) {
+                for (n, _) in &self.entries {
+                    if locals.contains(n) {
+                        self.seen_local.insert(n.clone());
+                    }
+                }
+            }
+            return Ok(());
+        }
+        if !self.locals_done {
+            self.locals_done = true;
+            let t = lock(&ctx.table);
+            if let Some(locals) = t.local_children.get(&self.ino) {
+                for n in locals {
+                    if self.seen_local.contains(n) {
+                        continue;
+                    }
+                    if let Some(ino) = t.child(self.ino, n) {
+                        let found = match t.inodes[&ino].kind {
+                            Kind::Dir => Found::Dir,
+                            Kind::File => Found::File { size: 0, etag: String::new(), mtime: SystemTime::now() },
+                        };
+                        self.entries.push((n.clone(), found));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Position the window at stream offset `offset`; `false` when the listing is over.
+    async fn seek(&mut self, offset: u64, ctx: &Ctx) -> Result<bool, Error> {
+        if !self.started || offset < self.base {
+            *self = DirState::new(self.ino, self.parent, std::mem::take(&mut self.prefix));
+            self.fetch_next(ctx).await?;
+        }
+        loop {
+            if offset < self.base + self.entries.len() as u64 {
+                return Ok(true);
+            }
+            if self.exhausted() {
+                return Ok(false);
+            }
+            self.fetch_next(ctx).await?;
+        }
+    }
+}
+
+/// The inode a listing entry stands for (installing it with the listing's attributes).
+fn entry_ino(ctx: &Ctx, t: &mut Table, d: &DirState, name: &str, found: &Found) -> Option<u64> {
+    match name {
+        "." => Some(d.ino),
+        ".." => Some(d.parent),
+        _ => {
+            if let Some(ino) = t.child(d.ino, name)
+                && t.inodes.get(&ino).is_some_and(|i| i.local != Local::No)
+            {
+                return Some(ino);
+            }
+            t.install(d.ino, name, found.clone(), ctx.until())
+        }
+    }
+}
+
+fn kind_of(found: &Found) -> FileType {
+    match found {
+        Found::File { .. } => FileType::RegularFile,
+        _ => FileType::Directory,
+    }
+}
+
+impl Filesystem for S3Fs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        use fuser::InitFlags as F;
+        for f in [F::FUSE_DO_READDIRPLUS, F::FUSE_ATOMIC_O_TRUNC, F::FUSE_PARALLEL_DIROPS] {
+            let _ = config.add_capabilities(f);
+        }
+        let _ = config.set_max_readahead(1 << 20).or_else(|max| config.set_max_readahead(max));
+        let _ = config.set_max_write(1 << 20);
+        let _ = config.set_max_background(64);
+        tracing::info!("s3hpc mount: kernel connection {config:?}");
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        // Files still open for writing are never completed: their uploads are aborted as the
+        // handles drop.
+        lock(&self.ctx.handles).clear();
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let ctx = self.ctx.clone();
+        let Some(name) = valid_name(name) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        let now = Instant::now();
+        let key = {
+            let mut t = lock(&ctx.table);
+            if let Some(ino) = t.child(parent.0, name)
+                && t.inodes[&ino].fresh(now)
+            {
+                ctx.reply_entry(&mut t, ino, reply);
+                return;
+            }
+            if t.negative.get(&(parent.0, name.to_string())).is_some_and(|until| *until > now) {
+                ctx.reply_negative(reply);
+                return;
+            }
+            let Some(pfx) = t.dir_prefix(parent.0) else {
+                reply.error(Errno::ENOTDIR);
+                return;
+            };
+            format!("{pfx}{name}")
+        };
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.remote_lookup(&key).await {
+                Ok(found) => {
+                    let mut t = lock(&ctx.table);
+                    t.prune_negative(Instant::now());
+                    match t.install(parent.0, &name, found, ctx.until()) {
+                        Some(ino) => ctx.reply_entry(&mut t, ino, reply),
+                        None => ctx.reply_negative(reply),
+                    }
+                }
+                Err(e) => reply.error(errno(&e, "lookup", &key)),
+            }
+        });
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        lock(&self.ctx.table).forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let ctx = self.ctx.clone();
+        let key = {
+            let t = lock(&ctx.table);
+            let Some(i) = t.inodes.get(&ino.0) else {
+                reply.error(Errno::ENOENT);
+                return;
+            };
+            if i.fresh(Instant::now()) {
+                reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
+                return;
+            }
+            i.key.clone()
+        };
+        self.spawn(async move {
+            match ctx.head(&key).await {
+                Ok(Some(info)) => {
+                    let mut t = lock(&ctx.table);
+                    let until = ctx.until();
+                    let Some(i) = t.inodes.get_mut(&ino.0) else {
+                        reply.error(Errno::ENOENT);
+                        return;
+                    };
+                    if i.local == Local::No {
+                        i.size = info.size;
+                        i.etag = info.etag;
+                        i.mtime = info.last_modified;
+                        i.valid_until = until;
+                    }
+                    reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
+                }
+                Ok(None) => reply.error(Errno::ENOENT),
+                Err(e) => reply.error(errno(&e, "stat", &key)),
+            }
+        });
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        // Modes, owners and times are the mount's (`--uid`, `--file-mode`, ...): changes to them
+        // are accepted and not kept, as cp -p, tar and rsync expect. A size change is possible
+        // only where it changes nothing (S3 objects cannot be truncated in place).
+        let ctx = &self.ctx;
+        let t = lock(&ctx.table);
+        let Some(i) = t.inodes.get(&ino.0) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        if let Some(size) = size {
+            let current = match i.local {
+                Local::Writing(fh) => match lock(&ctx.handles).get(&fh).map(|h| &**h) {
+                    Some(Handle::Write { writer, .. }) => lock(writer).offset,
+                    _ => i.size,
+                },
+                _ => i.size,
+            };
+            if i.kind == Kind::Dir {
+                reply.error(Errno::EISDIR);
+                return;
+            }
+            if size != current {
+                reply.error(Errno::EPERM);
+                return;
+            }
+        }
+        let mut attr = ctx.attr(ino.0, i);
+        if let Local::Writing(fh) = i.local
+            && let Some(Handle::Write { writer, .. }) = lock(&ctx.handles).get(&fh).map(|h| &**h)
+        {
+            attr.size = lock(writer).offset;
+        }
+        reply.attr(&ctx.ttl(), &attr);
+    }
+
+    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        let Some(name) = valid_name(name) else {
+            reply.error(Errno::EINVAL);
+            return;
+        };
+        let key = {
+            let t = lock(&ctx.table);
+            if t.child(parent.0, name).is_some_and(|ino| t.inodes[&ino].fresh(Instant::now())) {
+                reply.error(Errno::EEXIST);
+                return;
+            }
+            let Some(pfx) = t.dir_prefix(parent.0) else {
+                reply.error(Errno::ENOTDIR);
+                return;
+            };
+            format!("{pfx}{name}")
+        };
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.remote_lookup(&key).await {
+                Ok(Found::Nothing) => {
+                    let mut t = lock(&ctx.table);
+                    match t.insert_local(parent.0, &name, Kind::Dir, Local::Dir) {
+                        Some(ino) => ctx.reply_entry(&mut t, ino, reply),
+                        None => reply.error(Errno::ENOENT),
+                    }
+                }
+                Ok(found) => {
+                    lock(&ctx.table).install(parent.0, &name, found, ctx.until());
+                    reply.error(Errno::EEXIST)
+                }
+                Err(e) => reply.error(errno(&e, "mkdir", &key)),
+            }
+        });
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        if !ctx.opts.allow_delete {
+            reply.error(Errno::EPERM);
+            return;
+        }
+        let Some(name) = valid_name(name) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        let key = {
+            let t = lock(&ctx.table);
+            if let Some(ino) = t.child(parent.0, name) {
+                let i = &t.inodes[&ino];
+                if i.kind == Kind::Dir {
+                    reply.error(Errno::EISDIR);
+                    return;
+                }
+                if let Local::Writing(_) = i.local {
+                    // The object does not exist until the writer closes it.
+                    reply.error(Errno::EBUSY);
+                    return;
+                }
+            }
+            let Some(pfx) = t.dir_prefix(parent.0) else {
+                reply.error(Errno::ENOTDIR);
+                return;
+            };
+            format!("{pfx}{name}")
+        };
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.store.delete_object(&ctx.opts.bucket, &key).await {
+                Ok(()) => {
+                    lock(&ctx.table).remove_name(parent.0, &name, ctx.until());
+                    reply.ok();
+                }
+                Err(e) => reply.error(errno(&e, "unlink", &key)),
+            }
+        });
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        let Some(name) = valid_name(name) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        let prefix = {
+            let t = lock(&ctx.table);
+            let Some(ino) = t.child(parent.0, name) else {
+                reply.error(Errno::ENOENT);
+                return;
+            };
+            let i = &t.inodes[&ino];
+            if i.kind != Kind::Dir {
+                reply.error(Errno::ENOTDIR);
+                return;
+            }
+            if t.has_local_children(ino) {
+                reply.error(Errno::ENOTEMPTY);
+                return;
+            }
+            format!("{}/", i.key)
+        };
+        let name = name.to_string();
+        self.spawn(async move {
+            let page = match ctx.list(&prefix, None, 2).await {
+                Ok(p) => p,
+                Err(e) => return reply.error(errno(&e, "rmdir", &prefix)),
+            };
+            let empty = page.objects.is_empty() && page.common_prefixes.is_empty();
+            let marker_only = !empty && page.common_prefixes.is_empty() && page.objects.iter().all(|o| o.key == prefix);
+            if !empty && !marker_only {
+                return reply.error(Errno::ENOTEMPTY);
+            }
+            if marker_only {
+                if !ctx.opts.allow_delete {
+                    return reply.error(Errno::EPERM);
+                }
+                if let Err(e) = ctx.store.delete_object(&ctx.opts.bucket, &prefix).await {
+                    return reply.error(errno(&e, "rmdir", &prefix));
+                }
+            }
+            lock(&ctx.table).remove_name(parent.0, &name, ctx.until());
+            reply.ok();
+        });
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let ctx = self.ctx.clone();
+        let trunc = flags.0 & libc::O_TRUNC != 0;
+        let write = match flags.acc_mode() {
+            OpenAccMode::O_RDONLY => false,
+            OpenAccMode::O_WRONLY => true,
+            // Read-write without O_TRUNC opens for reading (writes then fail): S3 cannot
+            // change an object in place.
+            OpenAccMode::O_RDWR => trunc,
+        };
+        if write && ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        if write && flags.0 & libc::O_APPEND != 0 {
+            reply.error(Errno::EPERM);
+            return;
+        }
+        let mut t = lock(&ctx.table);
+        let Some(i) = t.inodes.get(&ino.0) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        if i.kind == Kind::Dir {
+            reply.error(Errno::EISDIR);
+            return;
+        }
+        if let Local::Writing(_) = i.local {
+            // One writer, and no reader until the object exists.
+            reply.error(Errno::EPERM);
+            return;
+        }
+        if write {
+            if !(ctx.opts.allow_overwrite && trunc) {
+                tracing::info!(
+                    "s3hpc mount: open {:?} for writing refused: overwriting needs --allow-overwrite and O_TRUNC",
+                    i.key
+                );
+                reply.error(Errno::EPERM);
+                return;
+            }
+            let key = i.key.clone();
+            let fh = ctx.new_fh(Handle::Write {
+                ino: ino.0,
+                writer: Mutex::new(Writer::new(ctx.wctx.clone(), key, req.pid())),
+            });
+            let (parent, name) = (i.parent, i.name.clone());
+            let i = t.inodes.get_mut(&ino.0).expect("present");
+            i.local = Local::Writing(fh);
+            i.opens += 1;
+            t.local_children.entry(parent).or_default().insert(name);
+            reply.opened(FileHandle(fh), FopenFlags::empty());
+            return;
+        }
+        if i.fresh(Instant::now()) {
+            let fh = open_reader(&ctx, &mut t, ino.0);
+            reply_opened(&ctx, &mut t, ino.0, fh, reply);
+            return;
+        }
+        let key = i.key.clone();
+        drop(t);
+        self.spawn(async move {
+            match ctx.head(&key).await {
+                Ok(Some(info)) => {
+                    let mut t = lock(&ctx.table);
+                    let until = ctx.until();
+                    let Some(i) = t.inodes.get_mut(&ino.0) else {
+                        return reply.error(Errno::ENOENT);
+                    };
+                    i.size = info.size;
+                    i.etag = info.etag;
+                    i.mtime = info.last_modified;
+                    i.valid_until = until;
+                    let fh = open_reader(&ctx, &mut t, ino.0);
+                    reply_opened(&ctx, &mut t, ino.0, fh, reply);
+                }
+                Ok(None) => reply.error(Errno::ENOENT),
+                Err(e) => reply.error(errno(&e, "open", &key)),
+            }
+        });
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let ctx = self.ctx.clone();
+        let Some(h) = ctx.handle(fh) else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        let Handle::Read { reader, .. } = &*h else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        let (plan, key, etag) = {
+            let mut r = lock(reader);
+            let plan = r.plan(offset, size, &ctx.store, &ctx.opts.bucket, &ctx.rt);
+            (plan, r.key.clone(), r.etag.clone())
+        };
+        match plan {
+            Plan::Empty => reply.data(&[]),
+            Plan::Chunks { parts, offset, end } => {
+                if let Some(r) = assemble_ready(&parts, offset, end) {
+                    match r {
+                        Ok(b) => reply.data(&b),
+                        Err(e) => {
+                            lock(reader).failed();
+                            reply.error(errno(&e, "read", &key));
+                        }
+                    }
+                    return;
+                }
+                let h = h.clone();
+                self.spawn(async move {
+                    match assemble_wait(parts, offset, end).await {
+                        Ok(b) => reply.data(&b),
+                        Err(e) => {
+                            if let Handle::Read { reader, .. } = &*h {
+                                lock(reader).failed();
+                            }
+                            reply.error(errno(&e, "read", &key));
+                        }
+                    }
+                });
+            }
+            Plan::Direct { offset, end } => {
+                self.spawn(async move {
+                    match crate::read::get_range(
+                        ctx.store.clone(),
+                        ctx.opts.bucket.clone(),
+                        key.clone(),
+                        etag,
+                        offset,
+                        end,
+                    )
+                    .await
+                    {
+                        Ok(b) => reply.data(&b),
+                        Err(e) => reply.error(errno(&e, "read", &key)),
+                    }
+                });
+            }
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let Some(h) = self.ctx.handle(fh) else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        let Handle::Write { writer, .. } = &*h else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        let mut w = lock(writer);
+        let n = data.len() as u32;
+        match w.write(offset, data) {
+            Ok(None) => reply.written(n),
+            Ok(Some(rx)) => {
+                drop(w);
+                self.spawn(async move {
+                    let _ = rx.await;
+                    reply.written(n);
+                });
+            }
+            Err(e) => {
+                let en = match e {
+                    WriteError::NotSequential => {
+                        tracing::info!(
+                            "s3hpc mount: write to {:?} at {offset} refused: only sequential writes (next offset {})",
+                            w.key,
+                            w.offset
+                        );
+                        Errno::EINVAL
+                    }
+                    WriteError::Closed => Errno::EPERM,
+                    WriteError::Failed => Errno::EIO,
+                    WriteError::TooLarge => Errno::EFBIG,
+                };
+                reply.error(en);
+            }
+        }
+    }
+
+    fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        let Some(h) = self.ctx.handle(fh) else {
+            reply.ok();
+            return;
+        };
+        let Handle::Write { ino, writer } = &*h else {
+            reply.ok();
+            return;
+        };
+        // close() by the process that opened the file completes the object (another process
+        // closing an inherited descriptor does not: the opener may still write).
+        let (c, key) = {
+            let mut w = lock(writer);
+            // Nothing written yet: a shell's `>` redirection opens, dup2s and closes the
+            // first descriptor before writing through the copy, so wait for a later close.
+            if (w.opener_pid != req.pid() || w.offset == 0) && !w.is_completing() {
+                reply.ok();
+                return;
+            }
+            (w.complete(), w.key.clone())
+        };
+        let (ctx, ino) = (self.ctx.clone(), *ino);
+        self.spawn(async move {
+            match ctx.finish_write(ino, fh.0, c, key).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let Some(h) = self.ctx.handle(fh) else {
+            reply.ok();
+            return;
+        };
+        let Handle::Write { ino, writer } = &*h else {
+            reply.ok();
+            return;
+        };
+        let (c, key) = {
+            let mut w = lock(writer);
+            (w.complete(), w.key.clone())
+        };
+        let (ctx, ino) = (self.ctx.clone(), *ino);
+        self.spawn(async move {
+            match ctx.finish_write(ino, fh.0, c, key).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let ctx = self.ctx.clone();
+        let Some(h) = lock(&ctx.handles).remove(&fh.0) else {
+            reply.ok();
+            return;
+        };
+        match &*h {
+            Handle::Read { ino, .. } => {
+                let mut t = lock(&ctx.table);
+                if let Some(i) = t.inodes.get_mut(ino) {
+                    i.opens = i.opens.saturating_sub(1);
+                }
+                t.drop_if_unused(*ino);
+                reply.ok();
+            }
+            Handle::Write { ino, writer } => {
+                let ino = *ino;
+                let (c, key) = {
+                    let mut w = lock(writer);
+                    (w.complete(), w.key.clone())
+                };
+                self.spawn(async move {
+                    let r = ctx.finish_write(ino, fh.0, c, key).await;
+                    {
+                        let mut t = lock(&ctx.table);
+                        if let Some(i) = t.inodes.get_mut(&ino) {
+                            i.opens = i.opens.saturating_sub(1);
+                        }
+                        t.drop_if_unused(ino);
+                    }
+                    drop(h);
+                    match r {
+                        Ok(()) => reply.ok(),
+                        Err(e) => reply.error(e),
+                    }
+                });
+            }
+            Handle::Dir(_) => reply.ok(),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let ctx = &self.ctx;
+        let t = lock(&ctx.table);
+        let Some(i) = t.inodes.get(&ino.0) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        let Some(prefix) = t.dir_prefix(ino.0) else {
+            reply.error(Errno::ENOTDIR);
+            return;
+        };
+        let parent = i.parent;
+        drop(t);
+        let fh = ctx.new_fh(Handle::Dir(tokio::sync::Mutex::new(DirState::new(ino.0, parent, prefix))));
+        reply.opened(FileHandle(fh), FopenFlags::empty());
+    }
+
+    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let ctx = self.ctx.clone();
+        let Some(h) = ctx.handle(fh) else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        self.spawn(async move {
+            let Handle::Dir(d) = &*h else {
+                return reply.error(Errno::EBADF);
+            };
+            let mut d = d.lock().await;
+            match d.seek(offset, &ctx).await {
+                Ok(true) => {}
+                Ok(false) => return reply.ok(),
+                Err(e) => return reply.error(errno(&e, "list", &d.prefix)),
+            }
+            let mut t = lock(&ctx.table);
+            let start = (offset - d.base) as usize;
+            for (k, (name, found)) in d.entries.iter().enumerate().skip(start) {
+                let Some(ino) = entry_ino(&ctx, &mut t, &d, name, found) else {
+                    continue;
+                };
+                if reply.add(INodeNo(ino), d.base + k as u64 + 1, kind_of(found), name) {
+                    break;
+                }
+            }
+            reply.ok();
+        });
+    }
+
+    fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let ctx = self.ctx.clone();
+        let Some(h) = ctx.handle(fh) else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        self.spawn(async move {
+            let Handle::Dir(d) = &*h else {
+                return reply.error(Errno::EBADF);
+            };
+            let mut d = d.lock().await;
+            match d.seek(offset, &ctx).await {
+                Ok(true) => {}
+                Ok(false) => return reply.ok(),
+                Err(e) => return reply.error(errno(&e, "list", &d.prefix)),
+            }
+            let mut t = lock(&ctx.table);
+            let start = (offset - d.base) as usize;
+            let ttl = ctx.ttl();
+            for (k, (name, found)) in d.entries.iter().enumerate().skip(start) {
+                let Some(ino) = entry_ino(&ctx, &mut t, &d, name, found) else {
+                    continue;
+                };
+                let Some(i) = t.inodes.get(&ino) else {
+                    continue;
+                };
+                let attr = ctx.attr(ino, i);
+                if reply.add(INodeNo(ino), d.base + k as u64 + 1, name, &ttl, &attr, Generation(0)) {
+                    break;
+                }
+                // Every entry but "." and ".." counts as a lookup the kernel will forget.
+                if name != "." && name != ".." {
+                    t.inodes.get_mut(&ino).expect("present").lookups += 1;
+                }
+            }
+            reply.ok();
+        });
+    }
+
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        lock(&self.ctx.handles).remove(&fh.0);
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        // An object store has no fixed size: report plenty, so tools that check space go on.
+        let blocks = 1u64 << 40;
+        reply.statfs(blocks, blocks, blocks, 1 << 32, 1 << 32, 4096, 1024, 4096);
+    }
+
+    fn getxattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: fuser::ReplyXattr) {
+        reply.error(Errno::NO_XATTR);
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: fuser::ReplyXattr) {
+        if size == 0 { reply.size(0) } else { reply.data(&[]) }
+    }
+
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        reply.error(Errno::ENOTTY);
+    }
+
+    fn access(&self, _req: &Request, _ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        let Some(name) = valid_name(name) else {
+            reply.error(Errno::EINVAL);
+            return;
+        };
+        let pid = req.pid();
+        let now = Instant::now();
+        let key = {
+            let t = lock(&ctx.table);
+            if let Some(ino) = t.child(parent.0, name)
+                && t.inodes[&ino].fresh(now)
+            {
+                reply.error(Errno::EEXIST);
+                return;
+            }
+            let Some(pfx) = t.dir_prefix(parent.0) else {
+                reply.error(Errno::ENOTDIR);
+                return;
+            };
+            let key = format!("{pfx}{name}");
+            if t.negative.get(&(parent.0, name.to_string())).is_some_and(|u| *u > now) {
+                drop(t);
+                create_local(&ctx, parent.0, name, key, pid, reply);
+                return;
+            }
+            key
+        };
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.remote_lookup(&key).await {
+                Ok(Found::Nothing) => create_local(&ctx, parent.0, &name, key, pid, reply),
+                Ok(Found::File { .. }) if ctx.opts.allow_overwrite => {
+                    create_local(&ctx, parent.0, &name, key, pid, reply)
+                }
+                Ok(found) => {
+                    lock(&ctx.table).install(parent.0, &name, found, ctx.until());
+                    reply.error(Errno::EEXIST)
+                }
+                Err(e) => reply.error(errno(&e, "create", &key)),
+            }
+        });
+    }
+}
+
+fn create_local(ctx: &Arc<Ctx>, parent: u64, name: &str, key: String, pid: u32, reply: ReplyCreate) {
+    let fh = ctx.next_fh.fetch_add(1, Ordering::Relaxed);
+    let mut t = lock(&ctx.table);
+    let Some(ino) = t.insert_local(parent, name, Kind::File, Local::Writing(fh)) else {
+        reply.error(Errno::ENOENT);
+        return;
+    };
+    let writer = Mutex::new(Writer::new(ctx.wctx.clone(), key, pid));
+    lock(&ctx.handles).insert(fh, Arc::new(Handle::Write { ino, writer }));
+    let i = t.inodes.get_mut(&ino).expect("just inserted");
+    i.lookups += 1;
+    i.opens += 1;
+    let attr = ctx.attr(ino, i);
+    reply.created(&ctx.ttl(), &attr, Generation(0), FileHandle(fh), FopenFlags::empty());
+}
+
+/// Make a read handle for `ino` (whose attributes are fresh).
+fn open_reader(ctx: &Ctx, t: &mut Table, ino: u64) -> u64 {
+    let i = t.inodes.get_mut(&ino).expect("caller checked");
+    i.opens += 1;
+    let reader = Reader::new(i.key.clone(), i.etag.clone(), i.size, ctx.opts.max_read_chunk, ctx.opts.max_read_window);
+    ctx.new_fh(Handle::Read { ino, reader: Mutex::new(reader) })
+}
+
+/// Answer an open: keep the kernel's page cache when it holds this very ETag's data.
+fn reply_opened(_ctx: &Ctx, t: &mut Table, ino: u64, fh: u64, reply: ReplyOpen) {
+    let i = t.inodes.get_mut(&ino).expect("caller checked");
+    let keep = i.cached_etag.as_deref() == Some(i.etag.as_str()) && !i.etag.is_empty();
+    i.cached_etag = Some(i.etag.clone());
+    reply.opened(FileHandle(fh), if keep { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() });
+}

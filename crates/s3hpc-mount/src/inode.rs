@@ -1,0 +1,314 @@
+//! The inode table: names the kernel has looked up, what they stand for in the bucket, and
+//! how long their attributes are trusted.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Instant, SystemTime};
+
+pub const ROOT: u64 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+}
+
+/// Whether an inode exists only in this mount so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Local {
+    /// Seen in the bucket (or the root).
+    No,
+    /// Made by `mkdir` here; nothing below it has been uploaded yet (as far as we know).
+    Dir,
+    /// A file being written by the handle `fh`; the object appears when it is closed.
+    Writing(u64),
+}
+
+#[derive(Debug, Clone)]
+pub struct Inode {
+    pub parent: u64,
+    pub name: String,
+    /// The object key (files) or the key prefix without its trailing `/` (directories); the
+    /// root's is the mount prefix without its `/`.
+    pub key: String,
+    pub kind: Kind,
+    pub size: u64,
+    pub etag: String,
+    pub mtime: SystemTime,
+    pub valid_until: Instant,
+    /// The kernel's references (lookup replies not yet forgotten).
+    pub lookups: u64,
+    /// Open file handles.
+    pub opens: u32,
+    pub local: Local,
+    /// The ETag the kernel's page cache holds data of (set when the file is opened for reading).
+    pub cached_etag: Option<String>,
+}
+
+impl Inode {
+    pub fn fresh(&self, now: Instant) -> bool {
+        self.local != Local::No || self.kind == Kind::Dir || now < self.valid_until
+    }
+}
+
+/// What a lookup in the bucket found under a name.
+#[derive(Debug, Clone)]
+pub enum Found {
+    Dir,
+    File { size: u64, etag: String, mtime: SystemTime },
+    Nothing,
+}
+
+pub struct Table {
+    pub inodes: HashMap<u64, Inode>,
+    pub children: HashMap<(u64, String), u64>,
+    /// Names known to be absent, until the instant.
+    pub negative: HashMap<(u64, String), Instant>,
+    /// Children of a directory that exist only here (local dirs, files being written), so
+    /// that a listing shows them.
+    pub local_children: HashMap<u64, BTreeSet<String>>,
+    next_ino: u64,
+    /// Key prefix of the mount (empty or ending with `/`).
+    prefix: String,
+}
+
+impl Table {
+    pub fn new(prefix: &str) -> Table {
+        let mut inodes = HashMap::new();
+        inodes.insert(
+            ROOT,
+            Inode {
+                parent: ROOT,
+                name: String::new(),
+                key: prefix.trim_end_matches('/').to_string(),
+                kind: Kind::Dir,
+                size: 0,
+                etag: String::new(),
+                mtime: SystemTime::now(),
+                valid_until: Instant::now(),
+                lookups: 1,
+                opens: 0,
+                local: Local::No,
+                cached_etag: None,
+            },
+        );
+        Table {
+            inodes,
+            children: HashMap::new(),
+            negative: HashMap::new(),
+            local_children: HashMap::new(),
+            next_ino: ROOT + 1,
+            prefix: prefix.to_string(),
+        }
+    }
+
+    /// The key prefix of directory `ino`'s children ("" or ending with `/`).
+    pub fn dir_prefix(&self, ino: u64) -> Option<String> {
+        if ino == ROOT {
+            return Some(self.prefix.clone());
+        }
+        let i = self.inodes.get(&ino)?;
+        (i.kind == Kind::Dir).then(|| format!("{}/", i.key))
+    }
+
+    pub fn child(&self, parent: u64, name: &str) -> Option<u64> {
+        self.children.get(&(parent, name.to_string())).copied()
+    }
+
+    /// Record what the bucket holds under `name` in `parent` (a lookup or a listing entry) and
+    /// return the inode, or `None` when nothing is there. Local inodes win over "nothing";
+    /// a changed kind gets a new inode number.
+    pub fn install(&mut self, parent: u64, name: &str, found: Found, valid_until: Instant) -> Option<u64> {
+        let pfx = self.dir_prefix(parent)?;
+        let key = format!("{pfx}{name}");
+        let slot = (parent, name.to_string());
+        let existing = self.children.get(&slot).copied();
+        let kind = match &found {
+            Found::Dir => Kind::Dir,
+            Found::File { .. } => Kind::File,
+            Found::Nothing => {
+                if let Some(ino) = existing {
+                    let i = &self.inodes[&ino];
+                    if i.local != Local::No {
+                        return Some(ino);
+                    }
+                    self.children.remove(&slot);
+                }
+                self.negative.insert(slot, valid_until);
+                return None;
+            }
+        };
+        self.negative.remove(&slot);
+        if let Some(ino) = existing {
+            let i = self.inodes.get_mut(&ino).expect("children point at live inodes");
+            if let Local::Writing(_) = i.local {
+                return Some(ino);
+            }
+            if i.kind == kind {
+                if let Found::File { size, etag, mtime } = found {
+                    i.size = size;
+                    i.etag = etag;
+                    i.mtime = mtime;
+                }
+                i.valid_until = valid_until;
+                return Some(ino);
+            }
+            // A file became a directory or back: the old inode lives on until forgotten.
+            self.children.remove(&slot);
+        }
+        let (size, etag, mtime) = match found {
+            Found::File { size, etag, mtime } => (size, etag, mtime),
+            _ => (0, String::new(), SystemTime::now()),
+        };
+        Some(self.insert(Inode {
+            parent,
+            name: name.to_string(),
+            key,
+            kind,
+            size,
+            etag,
+            mtime,
+            valid_until,
+            lookups: 0,
+            opens: 0,
+            local: Local::No,
+            cached_etag: None,
+        }))
+    }
+
+    /// Add a local inode (mkdir, create) under `parent`.
+    pub fn insert_local(&mut self, parent: u64, name: &str, kind: Kind, local: Local) -> Option<u64> {
+        let pfx = self.dir_prefix(parent)?;
+        let slot = (parent, name.to_string());
+        self.negative.remove(&slot);
+        self.children.remove(&slot);
+        self.local_children.entry(parent).or_default().insert(name.to_string());
+        Some(self.insert(Inode {
+            parent,
+            name: name.to_string(),
+            key: format!("{pfx}{name}"),
+            kind,
+            size: 0,
+            etag: String::new(),
+            mtime: SystemTime::now(),
+            valid_until: Instant::now(),
+            lookups: 0,
+            opens: 0,
+            local,
+            cached_etag: None,
+        }))
+    }
+
+    fn insert(&mut self, inode: Inode) -> u64 {
+        let ino = self.next_ino;
+        self.next_ino += 1;
+        self.children.insert((inode.parent, inode.name.clone()), ino);
+        self.inodes.insert(ino, inode);
+        ino
+    }
+
+    /// The inode is no longer local (its object was uploaded, or it was found in the bucket).
+    pub fn make_remote(&mut self, ino: u64) {
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.local = Local::No;
+            let (parent, name) = (i.parent, i.name.clone());
+            if let Some(set) = self.local_children.get_mut(&parent) {
+                set.remove(&name);
+                if set.is_empty() {
+                    self.local_children.remove(&parent);
+                }
+            }
+        }
+    }
+
+    /// Take `name` out of `parent` (unlink, rmdir, a failed upload); the name is then known
+    /// to be absent until `negative_until`.
+    pub fn remove_name(&mut self, parent: u64, name: &str, negative_until: Instant) {
+        let slot = (parent, name.to_string());
+        if let Some(ino) = self.children.remove(&slot) {
+            if let Some(i) = self.inodes.get_mut(&ino) {
+                i.local = Local::No;
+                i.valid_until = Instant::now();
+            }
+            self.drop_if_unused(ino);
+        }
+        if let Some(set) = self.local_children.get_mut(&parent) {
+            set.remove(name);
+            if set.is_empty() {
+                self.local_children.remove(&parent);
+            }
+        }
+        self.negative.insert(slot, negative_until);
+    }
+
+    /// The kernel dropped `n` references.
+    pub fn forget(&mut self, ino: u64, n: u64) {
+        if ino == ROOT {
+            return;
+        }
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.lookups = i.lookups.saturating_sub(n);
+        }
+        self.drop_if_unused(ino);
+    }
+
+    /// Free an inode nobody refers to (kernel, open handles) unless it is local state.
+    pub fn drop_if_unused(&mut self, ino: u64) {
+        let Some(i) = self.inodes.get(&ino) else {
+            return;
+        };
+        if ino == ROOT || i.lookups > 0 || i.opens > 0 || i.local != Local::No {
+            return;
+        }
+        let slot = (i.parent, i.name.clone());
+        if self.children.get(&slot) == Some(&ino) {
+            self.children.remove(&slot);
+        }
+        self.inodes.remove(&ino);
+    }
+
+    /// Whether a directory has local children (files being written, local subdirectories).
+    pub fn has_local_children(&self, ino: u64) -> bool {
+        self.local_children.get(&ino).is_some_and(|s| !s.is_empty())
+    }
+
+    /// Drop expired negative entries once the map grows (bounded memory).
+    pub fn prune_negative(&mut self, now: Instant) {
+        if self.negative.len() > 4096 {
+            self.negative.retain(|_, t| *t > now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn install_forget_and_kinds() {
+        let mut t = Table::new("p/");
+        let later = Instant::now() + Duration::from_secs(5);
+        let f = Found::File { size: 3, etag: "e".into(), mtime: SystemTime::now() };
+        let a = t.install(ROOT, "a", f.clone(), later).unwrap();
+        assert_eq!(t.inodes[&a].key, "p/a");
+        assert_eq!(t.install(ROOT, "a", f, later), Some(a));
+        // a file that became a directory gets a new inode
+        let d = t.install(ROOT, "a", Found::Dir, later).unwrap();
+        assert_ne!(a, d);
+        assert_eq!(t.dir_prefix(d).unwrap(), "p/a/");
+        t.inodes.get_mut(&d).unwrap().lookups = 1;
+        t.forget(d, 1);
+        assert!(!t.inodes.contains_key(&d));
+        assert_eq!(t.install(ROOT, "a", Found::Nothing, later), None);
+        assert!(t.negative.contains_key(&(ROOT, "a".to_string())));
+        // local inodes survive "nothing" and show as local children
+        let l = t.insert_local(ROOT, "new", Kind::Dir, Local::Dir).unwrap();
+        assert_eq!(t.install(ROOT, "new", Found::Nothing, later), Some(l));
+        assert!(t.has_local_children(ROOT));
+        t.make_remote(l);
+        assert!(!t.has_local_children(ROOT));
+        // a file's dir_prefix is None
+        let f2 = t.install(ROOT, "f", Found::File { size: 0, etag: "x".into(), mtime: SystemTime::now() }, later);
+        assert!(t.dir_prefix(f2.unwrap()).is_none());
+    }
+}

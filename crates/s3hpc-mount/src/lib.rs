@@ -1,0 +1,187 @@
+//! `s3hpc mount`: a FUSE file system over any S3 [`Store`](s3hpc_core::Store).
+//!
+//! The file system is written once over `Arc<dyn Store>`, so it mounts any S3 endpoint through
+//! the HTTP client and an s3hpc gateway through the binary protocol alike. It follows the model
+//! of a bucket as a file system that Mountpoint for Amazon S3 made familiar (see docs/MOUNT.md):
+//!
+//! - reads: sequential reads prefetch with ranged GETs in parallel over a window that grows
+//!   while the reader keeps going forward ([`read`]); random reads fetch what is asked;
+//! - writes: a new file (or an existing one opened with `O_TRUNC` under `--allow-overwrite`)
+//!   streams as a multipart upload whose parts go out while the application writes, or one PUT
+//!   when it stays under one part ([`write`]); the object appears when the file is closed;
+//! - directories: ListObjectsV2 with `/` as delimiter, page by page; `mkdir` is local until a
+//!   file is written below it;
+//! - metadata (lookups and attributes, negative lookups too) is cached for `metadata_ttl`.
+
+pub mod errors;
+mod fs;
+mod inode;
+mod read;
+mod write;
+
+use std::path::Path;
+use std::time::Duration;
+
+use s3hpc_core::DynStore;
+
+pub use fs::S3Fs;
+
+/// What the mount exposes and how.
+#[derive(Debug, Clone)]
+pub struct MountOptions {
+    pub bucket: String,
+    /// Key prefix the mount's root stands for: empty, or ending with `/`.
+    pub prefix: String,
+    pub read_only: bool,
+    pub allow_delete: bool,
+    pub allow_overwrite: bool,
+    pub uid: u32,
+    pub gid: u32,
+    pub file_mode: u16,
+    pub dir_mode: u16,
+    /// How long lookups and attributes (and negative lookups) are trusted.
+    pub metadata_ttl: Duration,
+    /// Size of every multipart-upload part but the last (at least 5 MiB).
+    pub part_size: u64,
+    /// Parts of all files being written that may be in flight (and in memory) at once.
+    pub max_upload_parts: usize,
+    /// Largest prefetch window of one sequential reader, in bytes.
+    pub max_read_window: u64,
+    /// Largest single ranged GET of the prefetcher.
+    pub max_read_chunk: u64,
+    /// FUSE threads reading requests from the kernel.
+    pub fuse_threads: usize,
+    /// `-o allow_other`.
+    pub allow_other: bool,
+    /// `-o allow_root`.
+    pub allow_root: bool,
+    /// `-o auto_unmount`.
+    pub auto_unmount: bool,
+}
+
+impl MountOptions {
+    pub fn new(bucket: impl Into<String>) -> MountOptions {
+        // SAFETY: getuid/getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        MountOptions {
+            bucket: bucket.into(),
+            prefix: String::new(),
+            read_only: false,
+            allow_delete: false,
+            allow_overwrite: false,
+            uid,
+            gid,
+            file_mode: 0o644,
+            dir_mode: 0o755,
+            metadata_ttl: Duration::from_secs(1),
+            part_size: 8 << 20,
+            max_upload_parts: 16,
+            max_read_window: 64 << 20,
+            max_read_chunk: 8 << 20,
+            fuse_threads: 4,
+            allow_other: false,
+            allow_root: false,
+            auto_unmount: false,
+        }
+    }
+
+    /// Normalise and check the options; an error names the offending option.
+    pub fn validate(&mut self) -> Result<(), String> {
+        if self.bucket.is_empty() {
+            return Err("BUCKET must not be empty".into());
+        }
+        let p = self.prefix.trim_start_matches('/');
+        if p.split('/').any(|c| c == "." || c == "..") {
+            return Err(format!("--prefix {:?}: no '.' or '..' components", self.prefix));
+        }
+        self.prefix = if p.is_empty() || p.ends_with('/') { p.to_string() } else { format!("{p}/") };
+        if self.part_size < s3hpc_core::MIN_PART_SIZE {
+            return Err(format!("--part-size {}: at least 5 MiB (S3's smallest part)", self.part_size));
+        }
+        if self.part_size > 5 << 30 {
+            return Err(format!("--part-size {}: at most 5 GiB (S3's largest part)", self.part_size));
+        }
+        if self.fuse_threads == 0 || self.fuse_threads > 256 {
+            return Err(format!("--max-threads {}: expected 1..=256", self.fuse_threads));
+        }
+        if self.max_upload_parts == 0 {
+            self.max_upload_parts = 1;
+        }
+        self.max_read_chunk = self.max_read_chunk.max(128 << 10);
+        self.max_read_window = self.max_read_window.max(self.max_read_chunk);
+        if self.file_mode > 0o7777 || self.dir_mode > 0o7777 {
+            return Err("--file-mode/--dir-mode: at most 0o7777".into());
+        }
+        Ok(())
+    }
+}
+
+/// The FUSE configuration for `opts`.
+pub fn fuse_config(opts: &MountOptions) -> fuser::Config {
+    use fuser::MountOption as M;
+    let mut cfg = fuser::Config::default();
+    cfg.mount_options = vec![
+        M::FSName(format!("s3hpc:{}/{}", opts.bucket, opts.prefix)),
+        M::Subtype("s3hpc".into()),
+        M::DefaultPermissions,
+        M::NoDev,
+        M::NoSuid,
+        M::NoAtime,
+        if opts.read_only { M::RO } else { M::RW },
+    ];
+    if opts.auto_unmount {
+        cfg.mount_options.push(M::AutoUnmount);
+    }
+    cfg.acl = if opts.allow_other {
+        fuser::SessionACL::All
+    } else if opts.allow_root {
+        fuser::SessionACL::RootAndOwner
+    } else {
+        fuser::SessionACL::Owner
+    };
+    cfg.n_threads = Some(opts.fuse_threads);
+    cfg.clone_fd = opts.fuse_threads > 1;
+    cfg
+}
+
+/// Mount `store`'s bucket at `dir`: returns once the mount is live; the file system runs on
+/// background threads until [`fuser::BackgroundSession::umount_and_join`] or an external
+/// unmount. `rt` runs the S3 requests.
+pub fn mount(
+    store: DynStore,
+    mut opts: MountOptions,
+    dir: &Path,
+    rt: tokio::runtime::Handle,
+) -> std::io::Result<fuser::BackgroundSession> {
+    opts.validate().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let cfg = fuse_config(&opts);
+    let fs = S3Fs::new(store, opts, rt);
+    let session = fuser::Session::new(fs, dir, &cfg)?;
+    session.spawn()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_normalises_prefix() {
+        let mut o = MountOptions::new("b");
+        o.prefix = "/a/b".into();
+        o.validate().unwrap();
+        assert_eq!(o.prefix, "a/b/");
+        o.prefix = "".into();
+        o.validate().unwrap();
+        assert_eq!(o.prefix, "");
+        o.prefix = "a/../b".into();
+        assert!(o.validate().is_err());
+        let mut o = MountOptions::new("b");
+        o.part_size = 1 << 20;
+        assert!(o.validate().is_err());
+        let mut o = MountOptions::new("");
+        assert!(o.validate().is_err());
+        o.bucket = "b".into();
+        o.fuse_threads = 0;
+        assert!(o.validate().is_err());
+    }
+}

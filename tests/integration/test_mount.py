@@ -1,0 +1,363 @@
+"""`s3hpc mount`: the real binary mounts the real gateway (over HTTP and over the binary protocol's
+unix socket) and real programs work on the mount: cp, dd, rsync, tar, python file I/O, fio. What
+they write is checked in the gateway's root (the posix backend: objects are plain files), and
+files written there through POSIX are read back through the mount."""
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import ACCESS_KEY, SECRET_KEY, Server, empty_bucket, make_client, s3hpc_bin, wait_until
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/dev/fuse"),
+                                reason="/dev/fuse is absent: this machine cannot mount FUSE file systems")
+
+MiB = 1 << 20
+
+
+def is_mounted(path: Path) -> bool:
+    p = str(Path(path).resolve())
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == p for line in f)
+
+
+def env():
+    return {**os.environ, "S3HPC_ACCESS_KEY": ACCESS_KEY, "S3HPC_SECRET_KEY": SECRET_KEY, "RUST_BACKTRACE": "0"}
+
+
+def unmount(path: Path):
+    if is_mounted(path):
+        r = subprocess.run(["fusermount3", "-u", str(path)], capture_output=True, text=True)
+        if r.returncode != 0:
+            subprocess.run(["umount", "-l", str(path)], capture_output=True)
+    assert wait_until(lambda: not is_mounted(path), 15), f"{path} still mounted"
+
+
+class Mount:
+    """`s3hpc mount` in its default mode: it returns once the mount is live and keeps running in
+    the background until unmounted."""
+
+    def __init__(self, endpoint: str, bucket: str, path: Path, *extra: str, log: Path | None = None):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        argv = [s3hpc_bin(), "mount", bucket, str(self.path), "--endpoint", endpoint, *extra]
+        if log:
+            argv += ["--log-file", str(log)]
+        r = subprocess.run(argv, capture_output=True, text=True, env=env(), timeout=60)
+        assert r.returncode == 0, f"mount failed ({r.returncode}): {r.stderr}"
+        assert is_mounted(self.path), "s3hpc mount returned 0 but nothing is mounted"
+
+    def close(self):
+        unmount(self.path)
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mountroot")
+    sock = tmp_path_factory.mktemp("sock") / "s3hpc.sock"
+    srv = Server(root, ["--backend", "posix", "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY,
+                        "--binary", f"unix://{sock}", "--durability", "none"])
+    srv.sock = sock
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def gws3(gw):
+    return make_client(gw.endpoint)
+
+
+@pytest.fixture
+def bkt(gws3):
+    name = "mnt-" + uuid.uuid4().hex[:12]
+    gws3.create_bucket(Bucket=name)
+    yield name
+    empty_bucket(gws3, name)
+    gws3.delete_bucket(Bucket=name)
+
+
+def endpoint_of(gw, transport: str) -> str:
+    return gw.endpoint if transport == "http" else f"unix://{gw.sock}"
+
+
+@pytest.fixture(params=["http", "unix"])
+def mounted(request, gw, bkt, tmp_path):
+    """A read-write mount (deletes allowed, 5 MiB parts so that small tests go multipart)."""
+    m = Mount(endpoint_of(gw, request.param), bkt, tmp_path / "mnt", "--allow-delete", "--part-size", "5MiB",
+              log=tmp_path / "mount.log")
+    m.root = Path(gw.root) / bkt  # the bucket as the posix backend stores it
+    m.bucket = bkt
+    yield m
+    m.close()
+
+
+def sha(p: Path) -> str:
+    return hashlib.sha256(Path(p).read_bytes()).hexdigest()
+
+
+def run(*argv, **kw):
+    r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, **kw)
+    assert r.returncode == 0, f"{argv} failed ({r.returncode}): {r.stdout}\n{r.stderr}"
+    return r
+
+
+def test_cp_dd_and_python_io(mounted, tmp_path):
+    src = tmp_path / "src.bin"
+    src.write_bytes(os.urandom(13 * MiB + 12345))  # three 5 MiB parts, the last one short
+    run("cp", src, mounted.path / "copied.bin")
+    assert sha(mounted.root / "copied.bin") == sha(src), "object in the gateway differs from the source"
+    assert sha(mounted.path / "copied.bin") == sha(src), "read back through the mount differs"
+    assert (mounted.path / "copied.bin").stat().st_size == src.stat().st_size
+
+    run("dd", "if=/dev/urandom", f"of={mounted.path / 'dd.bin'}", "bs=1M", "count=7", "conv=fsync")
+    assert (mounted.root / "dd.bin").stat().st_size == 7 * MiB
+    run("dd", f"if={mounted.path / 'dd.bin'}", f"of={tmp_path / 'dd.back'}", "bs=256k")
+    assert sha(tmp_path / "dd.back") == sha(mounted.root / "dd.bin")
+
+    # python text and binary I/O; a shell redirection (open, dup2, close, then write)
+    (mounted.path / "hello.txt").write_text("héllo\nworld\n")
+    assert (mounted.root / "hello.txt").read_text() == "héllo\nworld\n"
+    with open(mounted.path / "hello.txt") as f:
+        assert f.readlines() == ["héllo\n", "world\n"]
+    run("bash", "-c", f"echo via-shell > {mounted.path / 'shell.txt'}")
+    assert (mounted.root / "shell.txt").read_text() == "via-shell\n"
+    empty = mounted.path / "empty"
+    empty.touch()
+    assert wait_until(lambda: (mounted.root / "empty").exists(), 5)
+    assert (mounted.root / "empty").stat().st_size == 0
+
+
+def test_posix_files_seen_through_mount(mounted):
+    (mounted.root / "from" / "posix").mkdir(parents=True)
+    (mounted.root / "from" / "posix" / "p.txt").write_bytes(b"written by POSIX\n")
+    assert (mounted.path / "from" / "posix" / "p.txt").read_bytes() == b"written by POSIX\n"
+    assert sorted(os.listdir(mounted.path / "from")) == ["posix"]
+    st = (mounted.path / "from" / "posix" / "p.txt").stat()
+    assert st.st_size == 17 and st.st_mode & 0o777 == 0o644
+    assert (mounted.path / "from").is_dir()
+
+
+def test_tar_extract_and_rsync(mounted, tmp_path):
+    tree = tmp_path / "tree"
+    for i in range(12):
+        d = tree / f"dir{i % 3}" / f"sub{i % 2}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"file{i}.dat").write_bytes(os.urandom(1000 * i + 1))
+    (tree / "big.dat").write_bytes(os.urandom(6 * MiB))
+    with tarfile.open(tmp_path / "t.tar", "w") as t:
+        t.add(tree, arcname="tree")
+    run("tar", "-xf", tmp_path / "t.tar", "-C", mounted.path)
+    run("diff", "-r", tree, mounted.path / "tree")
+    run("diff", "-r", tree, mounted.root / "tree")
+
+    # rsync writes in place (a rename-free transfer) into a new directory
+    run("rsync", "-r", "--inplace", "--no-perms", "--no-times", f"{tree}/", f"{mounted.path / 'rs'}/")
+    run("diff", "-r", tree, mounted.root / "rs")
+    # a second run finds nothing to do (sizes and contents match)
+    r = run("rsync", "-r", "--inplace", "--checksum", "--itemize-changes", f"{tree}/", f"{mounted.path / 'rs'}/")
+    assert r.stdout.strip() == "", r.stdout
+
+
+def test_fio_sequential_and_random_reads(mounted, tmp_path):
+    if not shutil.which("fio"):
+        pytest.fail("fio is not installed (scripts/install-test-deps installs it)")
+    data = os.urandom(48 * MiB)
+    (mounted.root / "fio.dat").write_bytes(data)
+    target = mounted.path / "fio.dat"
+    for rw, bs in (("read", "1M"), ("randread", "4k")):
+        r = run("fio", "--name=j", f"--filename={target}", f"--rw={rw}", f"--bs={bs}", "--size=48M",
+                "--io_size=16M" if rw == "randread" else "--io_size=48M", "--ioengine=psync",
+                "--output-format=json", "--randrepeat=0")
+        job = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]
+        assert job["error"] == 0
+        assert job["read"]["io_bytes"] == (16 if rw == "randread" else 48) * MiB, job["read"]
+    # and the bytes are right at random places
+    with open(target, "rb") as f:
+        for off in (0, 5 * MiB - 3, 17 * MiB + 12345, 48 * MiB - 10):
+            f.seek(off)
+            assert f.read(4096) == data[off:off + 4096]
+
+
+def test_directories_unlink_rmdir(mounted):
+    d = mounted.path / "newdir"
+    d.mkdir()
+    assert d.is_dir() and "newdir" in os.listdir(mounted.path)
+    assert not (mounted.root / "newdir").exists(), "mkdir is local until a file is written below it"
+    (d / "inner.txt").write_text("x")
+    assert (mounted.root / "newdir" / "inner.txt").read_text() == "x"
+    with pytest.raises(OSError) as e:
+        d.rmdir()
+    assert e.value.errno == errno.ENOTEMPTY
+    (d / "inner.txt").unlink()
+    assert not (mounted.root / "newdir" / "inner.txt").exists()
+    d.rmdir()
+    assert "newdir" not in os.listdir(mounted.path)
+    e2 = mounted.path / "e2"
+    e2.mkdir()
+    e2.rmdir()
+    assert not e2.exists()
+    with pytest.raises(FileNotFoundError):
+        (mounted.path / "missing").stat()
+
+
+def test_nonsequential_write_and_overwrite_refused(mounted):
+    p = mounted.path / "seq.bin"
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT)
+    try:
+        os.write(fd, b"a" * 4096)
+        os.lseek(fd, 0, os.SEEK_SET)
+        with pytest.raises(OSError) as e:
+            os.write(fd, b"b")
+        assert e.value.errno == errno.EINVAL
+    finally:
+        os.close(fd)
+    assert (mounted.root / "seq.bin").read_bytes() == b"a" * 4096
+    # no --allow-overwrite: an existing object cannot be opened for writing
+    with pytest.raises(PermissionError):
+        open(p, "wb")
+    with pytest.raises(PermissionError):
+        open(p, "ab")
+    assert (mounted.root / "seq.bin").read_bytes() == b"a" * 4096
+
+
+def test_overwrite_allowed_and_unlink_refused(gw, bkt, tmp_path):
+    (Path(gw.root) / bkt / "o.txt").write_text("old")
+    m = Mount(gw.endpoint, bkt, tmp_path / "m", "--allow-overwrite")
+    try:
+        (m.path / "o.txt").write_text("new contents")
+        assert (Path(gw.root) / bkt / "o.txt").read_text() == "new contents"
+        with pytest.raises(PermissionError):
+            (m.path / "o.txt").unlink()
+        assert (Path(gw.root) / bkt / "o.txt").exists()
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("transport", ["http", "unix"])
+def test_read_only(gw, bkt, tmp_path, transport):
+    (Path(gw.root) / bkt / "r.txt").write_text("read me")
+    m = Mount(endpoint_of(gw, transport), bkt, tmp_path / "ro", "--read-only")
+    try:
+        assert (m.path / "r.txt").read_text() == "read me"
+        for act in (lambda: (m.path / "w.txt").write_text("x"), lambda: (m.path / "d").mkdir(),
+                    lambda: (m.path / "r.txt").unlink(), lambda: open(m.path / "r.txt", "r+b")):
+            with pytest.raises(OSError) as e:
+                act()
+            assert e.value.errno == errno.EROFS
+        assert sorted(n for n in os.listdir(Path(gw.root) / bkt) if n != ".s3hpc") == ["r.txt"]
+    finally:
+        m.close()
+
+
+def test_prefix_and_metadata_ttl(gw, bkt, tmp_path):
+    root = Path(gw.root) / bkt
+    (root / "p" / "q").mkdir(parents=True)
+    (root / "p" / "q" / "in.txt").write_text("inside")
+    (root / "out.txt").write_text("outside")
+    m = Mount(gw.endpoint, bkt, tmp_path / "pm", "--prefix", "p/q", "--metadata-ttl", "1s")
+    try:
+        assert os.listdir(m.path) == ["in.txt"]
+        assert not (m.path / "late.txt").exists()  # a negative lookup, cached for the TTL
+        (root / "p" / "q" / "late.txt").write_text("late")
+        # the cached absence ends with the TTL
+        assert wait_until(lambda: (m.path / "late.txt").exists(), 5)
+        assert (m.path / "late.txt").read_text() == "late"
+    finally:
+        m.close()
+
+
+def test_mount_errors(gw, bkt, tmp_path):
+    d = tmp_path / "e"
+    d.mkdir()
+    bad = [s3hpc_bin(), "mount", bkt, str(d), "--endpoint", gw.endpoint]
+    r = subprocess.run(bad, capture_output=True, text=True, timeout=60,
+                       env={**env(), "S3HPC_SECRET_KEY": "wrong-secret"})
+    # HEAD has no error body: a bad signature shows as 403 AccessDenied
+    assert r.returncode != 0 and ("AccessDenied" in r.stderr or "SignatureDoesNotMatch" in r.stderr), r.stderr
+    r = subprocess.run([s3hpc_bin(), "mount", "no-such-bucket-x", str(d), "--endpoint", gw.endpoint],
+                       capture_output=True, text=True, timeout=60, env=env())
+    assert r.returncode != 0 and "no-such-bucket-x" in r.stderr, r.stderr
+    r = subprocess.run([s3hpc_bin(), "mount", bkt, str(d), "--part-size", "1MiB"], capture_output=True, text=True,
+                       timeout=60, env=env())
+    assert r.returncode != 0 and "part-size" in r.stderr, r.stderr
+    assert not is_mounted(d)
+
+
+def test_foreground_ctrl_c_unmounts(gw, bkt, tmp_path):
+    d = tmp_path / "fg"
+    d.mkdir()
+    p = subprocess.Popen([s3hpc_bin(), "mount", bkt, str(d), "--endpoint", f"unix://{gw.sock}", "--foreground"],
+                         env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert wait_until(lambda: is_mounted(d), 30), "foreground mount never became live"
+        (d / "fg.txt").write_text("fg")
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=30)
+        assert p.returncode == 0, out
+        assert not is_mounted(d)
+        assert (Path(gw.root) / bkt / "fg.txt").read_text() == "fg"
+    finally:
+        if p.poll() is None:
+            p.kill()
+        unmount(d)
+
+
+def test_gateway_restart_during_read(tmp_path):
+    """Reads in flight when the gateway restarts (same address) are retried, not failed."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = tmp_path / "root"
+    (root / "rbkt").mkdir(parents=True)
+    data = os.urandom(40 * MiB)
+    (root / "rbkt" / "f.bin").write_bytes(data)
+    argv = ["--backend", "posix", "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY]
+
+    def start():
+        p = subprocess.Popen([s3hpc_bin(), "serve", str(root), "--listen", f"127.0.0.1:{port}", *argv],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        def up():
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                return True
+            except OSError:
+                return False
+        assert wait_until(up, 30), "gateway did not come up"
+        return p
+
+    gw1 = start()
+    # a small window: most of the file is fetched after the restart
+    m = Mount(f"http://127.0.0.1:{port}", "rbkt", tmp_path / "m", "--read-window", "4MiB", log=tmp_path / "m.log")
+    try:
+        with open(m.path / "f.bin", "rb", buffering=0) as f:
+            head = f.read(4 * MiB)
+            gw1.send_signal(signal.SIGTERM)
+            gw1.wait(30)
+            # the gateway comes back 0.7 s later; meanwhile the reads below find nobody there
+            later = {}
+            t = threading.Timer(0.7, lambda: later.setdefault("gw", start()))
+            t.start()
+            try:
+                rest = b""
+                while chunk := f.read(1 * MiB):
+                    rest += chunk
+            finally:
+                t.join()
+                later["gw"].send_signal(signal.SIGTERM)
+                later["gw"].wait(30)
+        assert head + rest == data
+    finally:
+        m.close()
