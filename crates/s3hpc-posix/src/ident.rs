@@ -8,9 +8,13 @@
 //! fsuid drops only the file-system capabilities, which come back with fsuid 0), so a thread can
 //! always switch back to the process's own identity.
 //!
-//! The store acts as a user only for the duration of one call ([`enter`] and its guard): the
-//! threads it runs on (runtime workers, the blocking pool) are shared with code that must act as
-//! the gateway, so each call switches back when it ends.
+//! On the caller's own thread (inline and in-place I/O) the store acts as a user only for the
+//! duration of one call ([`enter`] and its guard). On Tokio's blocking pool, where offloaded
+//! calls run, a thread keeps the identity of its last call ([`assume`]) and switches only when
+//! the next call acts as someone else (or as the gateway): a single-user stream of requests
+//! switches once per thread, not twice per request. Code that runs on the blocking pool and
+//! opens files itself must call `assume(None)` first (in the gateway today only the store opens
+//! files there: the others send already-open files or resolve names).
 
 use std::cell::RefCell;
 use std::io;

@@ -551,26 +551,34 @@ impl PosixStore {
         self.inner.opts.io == IoMode::Inline || s3hpc_core::io::may_block()
     }
 
-    async fn run<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+    async fn run<T: Send + 'static, F: FnOnce(&Inner) -> Result<T> + Send + 'static>(&self, f: F) -> Result<T> {
         let id = self.identity();
-        let f = move |s: &Inner| {
+        // On the caller's thread the identity is switched back when the call ends; on the
+        // blocking pool it stays until a call with another identity comes (see `ident`).
+        let here = move |s: &Inner, f: F| {
             let _as = if s.opts.posix_identity { Some(ident::enter(id.as_ref())?) } else { None };
             f(s)
         };
         if self.inline_io() {
-            return f(&self.inner);
+            return here(&self.inner, f);
         }
         match self.inner.opts.io {
             IoMode::InPlace
                 if tokio::runtime::Handle::try_current()
                     .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread) =>
             {
-                return tokio::task::block_in_place(|| f(&self.inner));
+                return tokio::task::block_in_place(|| here(&self.inner, f));
             }
             _ => {}
         }
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || f(&inner))
+        let id = self.identity();
+        tokio::task::spawn_blocking(move || {
+            if inner.opts.posix_identity {
+                ident::assume(id.as_ref())?;
+            }
+            f(&inner)
+        })
             .await
             .map_err(|e| Error::internal(format!("blocking task failed: {e}")))?
     }
@@ -625,7 +633,9 @@ impl PosixStore {
                 let inner = self.inner.clone();
                 let id = self.identity();
                 let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, Digests)> {
-                    let _as = if inner.opts.posix_identity { Some(ident::enter(id.as_ref())?) } else { None };
+                    if inner.opts.posix_identity {
+                        ident::assume(id.as_ref())?;
+                    }
                     let mut t = inner.create_temp(&bdir, &bucket)?;
                     let mut h = Hashing::new(d, hint);
                     while let Some(b) = rx.blocking_recv() {
