@@ -20,7 +20,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use s3hpc_core::checksum::{checksum_of, md5_hex};
 use s3hpc_core::*;
 
@@ -1596,34 +1596,38 @@ async fn append_concurrent(s: DynStore, _c: Caps, b: String) -> R {
         return Ok(());
     }
     ok(s.create_bucket(&b).await, "create")?;
+    // Racers at one offset, round after round: exactly one wins each, its bytes whole.
+    let mut want = BytesMut::from(&b"base"[..]);
     put(&s, &b, "k", "base").await?;
-    // Racers at one offset: exactly one wins, its bytes whole.
-    let bodies: Vec<Bytes> = (0..8u64).map(|i| pattern(100 + i, 1000 + 4096 * i as usize)).collect();
-    let tasks: Vec<_> = bodies
-        .iter()
-        .map(|body| {
-            let (s, b, body) = (s.clone(), b.clone(), body.clone());
-            tokio::spawn(
-                async move { s.append_object(&b, "k", 4, PutObjectRequest::default(), Body::from(body)).await },
-            )
-        })
-        .collect();
-    let mut winners = Vec::new();
-    for (i, t) in tasks.into_iter().enumerate() {
-        match t.await.map_err(|e| format!("task: {e}"))? {
-            Ok(_) => winners.push(i),
-            Err(e) if e.code == ErrorCode::InvalidWriteOffset => {}
-            Err(e) => return Err(format!("racer {i}: unexpected error {e}")),
+    for round in 0..12u64 {
+        let bodies: Vec<Bytes> = (0..8u64).map(|i| pattern(100 * round + i, 1000 + 4096 * i as usize)).collect();
+        let offset = want.len() as u64;
+        let tasks: Vec<_> = bodies
+            .iter()
+            .map(|body| {
+                let (s, b, body) = (s.clone(), b.clone(), body.clone());
+                tokio::spawn(async move {
+                    s.append_object(&b, "k", offset, PutObjectRequest::default(), Body::from(body)).await
+                })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for (i, t) in tasks.into_iter().enumerate() {
+            match t.await.map_err(|e| format!("task: {e}"))? {
+                Ok(_) => winners.push(i),
+                Err(e) if e.code == ErrorCode::InvalidWriteOffset => {}
+                Err(e) => return Err(format!("racer {i}: unexpected error {e}")),
+            }
         }
+        ensure!(winners.len() == 1, "round {round}: racers at one offset: winners {winners:?}");
+        want.extend_from_slice(&bodies[winners[0]]);
+        ensure!(get(&s, &b, "k").await?.1 == want, "round {round}: content after the race");
     }
-    ensure!(winners.len() == 1, "racers at one offset: winners {winners:?}");
-    let want: Bytes = [Bytes::from_static(b"base"), bodies[winners[0]].clone()].concat().into();
-    ensure!(get(&s, &b, "k").await?.1 == want, "content after the race");
 
     // Appenders that retry at the new size: every record lands whole, none lost.
     put(&s, &b, "log", "").await?;
-    let writers = 4u64;
-    let per = 10u64;
+    let writers = 6u64;
+    let per = 20u64;
     let tasks: Vec<_> = (0..writers)
         .map(|w| {
             let (s, b) = (s.clone(), b.clone());
@@ -1664,6 +1668,6 @@ async fn append_concurrent(s: DynStore, _c: Caps, b: String) -> R {
         .collect();
     seen.sort();
     want.sort();
-    ensure!(seen == want, "appended records lost or interleaved: {text}");
+    ensure!(seen == want, "appended records lost or interleaved ({} bytes): {:.300}", text.len(), text);
     Ok(())
 }
