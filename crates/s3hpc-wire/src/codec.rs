@@ -1425,6 +1425,7 @@ mod tests {
             (35, ErrorCode::PreconditionFailed),
             (38, ErrorCode::SignatureDoesNotMatch),
             (45, ErrorCode::RequestHeaderSectionTooLarge),
+            (46, ErrorCode::InvalidWriteOffset),
         ];
         for (n, c) in fixed {
             assert_eq!(ErrorCode::ALL[n], c);
