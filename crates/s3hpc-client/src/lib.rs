@@ -870,6 +870,50 @@ impl Store for S3Client {
         })
     }
 
+    async fn rename_object(&self, bucket: &str, src_key: &str, dst_key: &str, req: RenameObjectRequest) -> Result<()> {
+        let mut r = Req::new(Method::PUT, Some(bucket), Some(dst_key))
+            .q("renameObject", None)
+            .h("x-amz-rename-source", &copy_source(bucket, src_key))?;
+        add_conditions(&mut r.headers, &req.source_conditions, "x-amz-rename-source-")?;
+        add_conditions(&mut r.headers, &req.conditions, "")?;
+        if let Some(t) = &req.client_token {
+            r = r.h("x-amz-client-token", t)?;
+        }
+        self.send_empty(r).await.map(|_| ())
+    }
+
+    async fn append_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        req: PutObjectRequest,
+        body: Body,
+    ) -> Result<PutObjectOutput> {
+        let mut r =
+            Req::new(Method::PUT, Some(bucket), Some(key)).h("x-amz-write-offset-bytes", &offset.to_string())?;
+        add_meta(&mut r.headers, &req.meta)?;
+        if !req.tags.is_empty() {
+            r = r.h("x-amz-tagging", &tags_query(&req.tags))?;
+        }
+        if let Some(m) = req.content_md5 {
+            r = r.h("content-md5", &B64.encode(m))?;
+        }
+        add_conditions(&mut r.headers, &req.conditions, "")?;
+        let plan = checksum_headers(&mut r.headers, &req.checksum)?;
+        let sent = Arc::new(AtomicU64::new(0));
+        let r = upload_body(r, body, req.content_length, plan, sent.clone())?;
+        let h = self.send_empty(r).await?;
+        // The whole object's size (the server's x-amz-object-size), not the appended bytes.
+        let size = h.get("x-amz-object-size").and_then(|v| v.to_str().ok()?.parse().ok());
+        Ok(PutObjectOutput {
+            etag: etag_of(&h),
+            checksum: checksum_of_headers(&h),
+            size: size.unwrap_or(offset + sent.load(Ordering::Relaxed)),
+            last_modified: last_modified(&h),
+        })
+    }
+
     async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
         self.tagging_get(bucket, Some(key)).await
     }

@@ -20,7 +20,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use s3hpc_core::checksum::{checksum_of, md5_hex};
 use s3hpc_core::*;
 
@@ -78,6 +78,10 @@ cases!(
     multipart_listing,
     multipart_checksum_types,
     upload_part_copy,
+    rename_object,
+    rename_conditions,
+    append_object,
+    append_concurrent,
 );
 
 /// Run every case; panic with the list of failures.
@@ -1363,5 +1367,307 @@ async fn upload_part_copy(s: DynStore, _c: Caps, b: String) -> R {
         data.len() == 11 * MIB && data[..5 * MIB] == src[..5 * MIB] && data[5 * MIB..] == src[..],
         "copied parts differ"
     );
+    Ok(())
+}
+
+// ---- RenameObject and append (stores without them answer NotImplemented: the cases pass over
+// them; the memory and posix test files check that those two implement both) ----
+
+/// `true` when the store answers NotImplemented to RenameObject (checked on a missing key of a
+/// missing bucket, which a store with the operation answers otherwise).
+pub async fn lacks_rename(s: &DynStore) -> bool {
+    let r = s.rename_object("conf-no-such-bucket-probe", "a", "b", RenameObjectRequest::default()).await;
+    matches!(r, Err(e) if e.code == ErrorCode::NotImplemented)
+}
+
+/// `true` when the store answers NotImplemented to an append (checked as [`lacks_rename`]).
+pub async fn lacks_append(s: &DynStore) -> bool {
+    let r = s.append_object("conf-no-such-bucket-probe", "a", 0, PutObjectRequest::default(), Body::from("x")).await;
+    matches!(r, Err(e) if e.code == ErrorCode::NotImplemented)
+}
+
+fn rename_req(source: Conditions, dest: Conditions) -> RenameObjectRequest {
+    RenameObjectRequest { source_conditions: source, conditions: dest, client_token: None }
+}
+
+async fn rename_object(s: DynStore, c: Caps, b: String) -> R {
+    if lacks_rename(&s).await {
+        return Ok(());
+    }
+    expect_code(
+        s.rename_object(&b, "a", "b", RenameObjectRequest::default()).await,
+        ErrorCode::NoSuchBucket,
+        "rename in a missing bucket",
+    )?;
+    ok(s.create_bucket(&b).await, "create")?;
+    let data = pattern(31, 10_000);
+    let meta = ObjectMeta {
+        content_type: Some("text/x-rename".into()),
+        user: [("k".to_string(), "v".to_string())].into_iter().collect(),
+        ..Default::default()
+    };
+    let req = PutObjectRequest { meta: meta.clone(), tags: vec![("t".into(), "1".into())], ..Default::default() };
+    let put_out = ok(s.put_object(&b, "src", req, Body::from(data.clone())).await, "put src")?;
+    ok(s.rename_object(&b, "src", "dst", RenameObjectRequest::default()).await, "rename src -> dst")?;
+    let (info, got) = get(&s, &b, "dst").await?;
+    ensure!(got == data, "renamed object's bytes differ");
+    ensure_eq!(info.etag, put_out.etag);
+    ensure_eq!(info.meta, meta);
+    ensure_eq!(ok(s.get_object_tagging(&b, "dst").await, "tags")?, vec![("t".to_string(), "1".to_string())]);
+    expect_code(
+        s.head_object(&b, "src", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "source after rename",
+    )?;
+    expect_code(
+        s.rename_object(&b, "src", "again", RenameObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "rename of a missing source",
+    )?;
+    expect_code(
+        s.head_object(&b, "again", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "failed rename's dst",
+    )?;
+
+    // Onto an existing key: replaced, unless If-None-Match: *.
+    put(&s, &b, "other", "other bytes").await?;
+    let create_only = Conditions { if_none_match: Some("*".into()), ..Default::default() };
+    expect_code(
+        s.rename_object(&b, "dst", "other", rename_req(Conditions::default(), create_only.clone())).await,
+        ErrorCode::PreconditionFailed,
+        "rename onto an existing key with If-None-Match: *",
+    )?;
+    ensure!(get(&s, &b, "other").await?.1 == "other bytes", "refused rename changed the destination");
+    ensure!(get(&s, &b, "dst").await?.1 == data, "refused rename changed the source");
+    ok(s.rename_object(&b, "dst", "other", RenameObjectRequest::default()).await, "rename onto an existing key")?;
+    ensure!(get(&s, &b, "other").await?.1 == data, "rename did not replace the destination");
+    expect_code(s.head_object(&b, "dst", GetObjectRequest::default()).await, ErrorCode::NoSuchKey, "old name")?;
+    ok(
+        s.rename_object(&b, "other", "fresh", rename_req(Conditions::default(), create_only)).await,
+        "If-None-Match: * onto an absent key",
+    )?;
+
+    // Into and out of "directories".
+    ok(s.rename_object(&b, "fresh", "d1/d2/deep", RenameObjectRequest::default()).await, "rename into a/b/c")?;
+    ensure!(get(&s, &b, "d1/d2/deep").await?.1 == data, "nested rename");
+    ok(s.rename_object(&b, "d1/d2/deep", "top", RenameObjectRequest::default()).await, "rename out of a/b/c")?;
+    let keys = list_all(&s, &b, "", None, 1000).await?.0;
+    ensure_eq!(keys, vec!["top".to_string()]);
+    if !c.file_and_dir_same_name {
+        put(&s, &b, "file", "f").await?;
+        expect_code(
+            s.rename_object(&b, "top", "file/below", RenameObjectRequest::default()).await,
+            ErrorCode::InvalidRequest,
+            "rename below a file key",
+        )?;
+        ensure!(get(&s, &b, "top").await?.1 == data, "refused rename lost the source");
+    }
+    expect_code(
+        s.rename_object(&b, "top", "dir/", RenameObjectRequest::default()).await,
+        ErrorCode::InvalidRequest,
+        "rename onto a directory-object key",
+    )?;
+    Ok(())
+}
+
+async fn rename_conditions(s: DynStore, _c: Caps, b: String) -> R {
+    if lacks_rename(&s).await {
+        return Ok(());
+    }
+    ok(s.create_bucket(&b).await, "create")?;
+    let etag = put(&s, &b, "s", "source").await?.etag;
+    let dst_etag = put(&s, &b, "d", "dest").await?.etag;
+    let past = SystemTime::now() - Duration::from_secs(86_400);
+    let future = SystemTime::now() + Duration::from_secs(86_400);
+    let src_fail = [
+        Conditions { if_match: Some("\"0123456789abcdef0123456789abcdef\"".into()), ..Default::default() },
+        Conditions { if_none_match: Some(format!("\"{etag}\"")), ..Default::default() },
+        Conditions { if_unmodified_since: Some(past), ..Default::default() },
+        Conditions { if_modified_since: Some(future), ..Default::default() },
+    ];
+    for (i, cond) in src_fail.into_iter().enumerate() {
+        expect_code(
+            s.rename_object(&b, "s", "t", rename_req(cond, Conditions::default())).await,
+            ErrorCode::PreconditionFailed,
+            &format!("failing source condition {i}"),
+        )?;
+    }
+    let dst_fail = Conditions { if_match: Some("\"0123456789abcdef0123456789abcdef\"".into()), ..Default::default() };
+    expect_code(
+        s.rename_object(&b, "s", "d", rename_req(Conditions::default(), dst_fail)).await,
+        ErrorCode::PreconditionFailed,
+        "failing destination If-Match",
+    )?;
+    expect_one_of(
+        s.rename_object(
+            &b,
+            "s",
+            "absent",
+            rename_req(Conditions::default(), Conditions { if_match: Some(etag.clone()), ..Default::default() }),
+        )
+        .await,
+        &[ErrorCode::NoSuchKey, ErrorCode::PreconditionFailed],
+        "destination If-Match on an absent key",
+    )?;
+    ensure!(get(&s, &b, "s").await?.1 == "source", "failed renames moved the source");
+    ensure!(get(&s, &b, "d").await?.1 == "dest", "failed renames changed the destination");
+    expect_code(
+        s.head_object(&b, "t", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "failed renames' dst",
+    )?;
+    let src_ok =
+        Conditions { if_match: Some(format!("\"{etag}\"")), if_unmodified_since: Some(future), ..Default::default() };
+    let dst_ok = Conditions { if_match: Some(dst_etag), ..Default::default() };
+    ok(s.rename_object(&b, "s", "d", rename_req(src_ok, dst_ok)).await, "rename with holding conditions")?;
+    ensure!(get(&s, &b, "d").await?.1 == "source", "conditional rename");
+    let src_ok =
+        Conditions { if_none_match: Some("\"other\"".into()), if_modified_since: Some(past), ..Default::default() };
+    ok(s.rename_object(&b, "d", "e", rename_req(src_ok, Conditions::default())).await, "If-None-Match other etag")?;
+    Ok(())
+}
+
+async fn append_object(s: DynStore, c: Caps, b: String) -> R {
+    if lacks_append(&s).await {
+        return Ok(());
+    }
+    let app = |key: &'static str, off: u64, data: &'static str| {
+        let s = s.clone();
+        let b = b.clone();
+        async move { s.append_object(&b, key, off, PutObjectRequest::default(), Body::from(data)).await }
+    };
+    expect_code(app("a", 0, "x").await, ErrorCode::NoSuchBucket, "append in a missing bucket")?;
+    ok(s.create_bucket(&b).await, "create")?;
+    let first = ok(app("a", 0, "hello").await, "append at 0 creates")?;
+    ensure_eq!(first.size, 5);
+    let out = ok(app("a", 5, " world").await, "append at the size")?;
+    ensure_eq!(out.size, 11);
+    ensure!(out.etag != first.etag, "append kept the ETag");
+    let (info, data) = get(&s, &b, "a").await?;
+    ensure!(data == "hello world", "appended bytes: {data:?}");
+    ensure_eq!(info.etag, out.etag);
+    ensure_eq!(info.size, 11);
+    if c.etag_md5 {
+        ensure_eq!(info.etag, md5_hex(b"hello world"));
+    }
+    for (off, what) in [(5u64, "stale offset"), (0, "offset 0 on an existing object"), (12, "offset past the end")] {
+        expect_code(app("a", off, "zz").await, ErrorCode::InvalidWriteOffset, what)?;
+    }
+    expect_one_of(app("nothing", 3, "x").await, &[ErrorCode::InvalidWriteOffset, ErrorCode::NoSuchKey], "absent key")?;
+    expect_code(app("a", 11, "").await, ErrorCode::InvalidRequest, "empty append")?;
+    let with_meta = PutObjectRequest {
+        meta: ObjectMeta { user: [("x".to_string(), "y".to_string())].into_iter().collect(), ..Default::default() },
+        ..Default::default()
+    };
+    expect_code(
+        s.append_object(&b, "a", 11, with_meta, Body::from("m")).await,
+        ErrorCode::InvalidRequest,
+        "append with user metadata to an existing object",
+    )?;
+    ensure!(get(&s, &b, "a").await?.1 == "hello world", "refused appends changed the object");
+
+    // Metadata and checksum of a PUT object carry on; the checksum covers the whole object.
+    let base = pattern(41, 70_000);
+    let meta = ObjectMeta { content_type: Some("text/x-log".into()), ..Default::default() };
+    let req = PutObjectRequest {
+        meta: meta.clone(),
+        checksum: Some(ChecksumRequest { algorithm: ChecksumAlgorithm::Crc32c, expected: None }),
+        ..Default::default()
+    };
+    ok(s.put_object(&b, "log", req, Body::from(base.clone())).await, "put log")?;
+    let more = pattern(42, 5_000);
+    let out = ok(
+        s.append_object(&b, "log", base.len() as u64, PutObjectRequest::default(), Body::from(more.clone())).await,
+        "append to a PUT object",
+    )?;
+    let whole: Bytes = [base, more].concat().into();
+    ensure_eq!(out.size, whole.len() as u64);
+    let (info, data) = get(&s, &b, "log").await?;
+    ensure!(data == whole, "appended object bytes");
+    ensure_eq!(info.meta, meta);
+    ensure_eq!(info.checksum, Some(checksum_of(ChecksumAlgorithm::Crc32c, &whole)));
+    ensure_eq!(out.checksum, info.checksum);
+    Ok(())
+}
+
+async fn append_concurrent(s: DynStore, _c: Caps, b: String) -> R {
+    if lacks_append(&s).await {
+        return Ok(());
+    }
+    ok(s.create_bucket(&b).await, "create")?;
+    // Racers at one offset, round after round: exactly one wins each, its bytes whole.
+    let mut want = BytesMut::from(&b"base"[..]);
+    put(&s, &b, "k", "base").await?;
+    for round in 0..12u64 {
+        let bodies: Vec<Bytes> = (0..8u64).map(|i| pattern(100 * round + i, 1000 + 4096 * i as usize)).collect();
+        let offset = want.len() as u64;
+        let tasks: Vec<_> = bodies
+            .iter()
+            .map(|body| {
+                let (s, b, body) = (s.clone(), b.clone(), body.clone());
+                tokio::spawn(async move {
+                    s.append_object(&b, "k", offset, PutObjectRequest::default(), Body::from(body)).await
+                })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for (i, t) in tasks.into_iter().enumerate() {
+            match t.await.map_err(|e| format!("task: {e}"))? {
+                Ok(_) => winners.push(i),
+                Err(e) if e.code == ErrorCode::InvalidWriteOffset => {}
+                Err(e) => return Err(format!("racer {i}: unexpected error {e}")),
+            }
+        }
+        ensure!(winners.len() == 1, "round {round}: racers at one offset: winners {winners:?}");
+        want.extend_from_slice(&bodies[winners[0]]);
+        ensure!(get(&s, &b, "k").await?.1 == want, "round {round}: content after the race");
+    }
+
+    // Appenders that retry at the new size: every record lands whole, none lost.
+    put(&s, &b, "log", "").await?;
+    let writers = 6u64;
+    let per = 20u64;
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let (s, b) = (s.clone(), b.clone());
+            tokio::spawn(async move {
+                for n in 0..per {
+                    let rec = format!("<{w}:{n:03}:{}>", "x".repeat((w * 7 + n) as usize % 50));
+                    loop {
+                        let size = s.head_object(&b, "log", GetObjectRequest::default()).await?.size;
+                        match s
+                            .append_object(
+                                &b,
+                                "log",
+                                size,
+                                PutObjectRequest::default(),
+                                Body::from(Bytes::from(rec.clone())),
+                            )
+                            .await
+                        {
+                            Ok(_) => break,
+                            Err(e) if e.code == ErrorCode::InvalidWriteOffset => continue,
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                Ok::<_, Error>(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        let r = t.await.map_err(|e| format!("appender task: {e}"))?;
+        ok(r, "appender")?;
+    }
+    let (_, data) = get(&s, &b, "log").await?;
+    let text = String::from_utf8(data.to_vec()).map_err(|_| "log is not text".to_string())?;
+    let mut seen: Vec<String> = text.split_inclusive('>').map(str::to_string).collect();
+    let mut want: Vec<String> = (0..writers)
+        .flat_map(|w| (0..per).map(move |n| format!("<{w}:{n:03}:{}>", "x".repeat((w * 7 + n) as usize % 50))))
+        .collect();
+    seen.sort();
+    want.sort();
+    ensure!(seen == want, "appended records lost or interleaved ({} bytes): {:.300}", text.len(), text);
     Ok(())
 }

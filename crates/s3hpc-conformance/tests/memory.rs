@@ -11,6 +11,14 @@ async fn memory_passes_conformance() {
     run_all(Arc::new(MemoryStore::new()), Caps { etag_md5: true, file_and_dir_same_name: true }).await;
 }
 
+/// The rename and append cases pass over stores that lack the operations: the oracle must not.
+#[tokio::test]
+async fn memory_has_rename_and_append() {
+    let s: s3hpc_core::DynStore = Arc::new(MemoryStore::new());
+    assert!(!s3hpc_conformance::lacks_rename(&s).await);
+    assert!(!s3hpc_conformance::lacks_append(&s).await);
+}
+
 #[test]
 fn memory_agrees_with_itself() {
     oracle::check(64, Caps::default(), || Arc::new(MemoryStore::new()));

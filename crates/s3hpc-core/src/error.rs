@@ -84,6 +84,7 @@ error_codes! {
     UnexpectedContent => 400, "This request does not support content.";
     MaxMessageLengthExceeded => 400, "Your request was too big.";
     RequestHeaderSectionTooLarge => 400, "Your request header section exceeds the maximum allowed size.";
+    InvalidWriteOffset => 400, "The write offset value that you specified does not match the current object size.";
 }
 
 impl fmt::Display for ErrorCode {

@@ -35,6 +35,10 @@ pub enum Op {
     ListMultipartUploads,
     CompleteMultipartUpload,
     AbortMultipartUpload,
+    /// The key given to the hook is the destination's.
+    RenameObject,
+    /// PutObject with a write offset.
+    AppendObject,
 }
 
 /// Runs before each operation of a [`HookedStore`]; an `Err` is returned to the caller instead
@@ -134,6 +138,21 @@ impl<H: Hook> Store for HookedStore<H> {
     ) -> Result<PutObjectOutput> {
         self.hook.before(Op::CopyObject, dst_bucket, dst_key).await?;
         self.inner.copy_object(src_bucket, src_key, dst_bucket, dst_key, req).await
+    }
+    async fn rename_object(&self, bucket: &str, src_key: &str, dst_key: &str, req: RenameObjectRequest) -> Result<()> {
+        self.hook.before(Op::RenameObject, bucket, dst_key).await?;
+        self.inner.rename_object(bucket, src_key, dst_key, req).await
+    }
+    async fn append_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        req: PutObjectRequest,
+        body: Body,
+    ) -> Result<PutObjectOutput> {
+        self.hook.before(Op::AppendObject, bucket, key).await?;
+        self.inner.append_object(bucket, key, offset, req, body).await
     }
     async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
         self.hook.before(Op::GetObjectTagging, bucket, key).await?;

@@ -110,6 +110,48 @@ async fn read_body(
     Ok((data, digests))
 }
 
+/// RenameObject renames objects, not directory objects (keys ending in '/').
+pub fn check_rename_keys(src_key: &str, dst_key: &str) -> Result<()> {
+    if src_key.ends_with('/') || dst_key.ends_with('/') {
+        return Err(Error::new(
+            ErrorCode::InvalidRequest,
+            "RenameObject does not rename directory objects (keys ending in '/')",
+        ));
+    }
+    Ok(())
+}
+
+/// An append must add bytes (AWS's message).
+pub fn check_append_body(size: u64) -> Result<()> {
+    if size == 0 {
+        return Err(Error::new(
+            ErrorCode::InvalidRequest,
+            "Request body cannot be empty when 'write offset' is specified.",
+        ));
+    }
+    Ok(())
+}
+
+/// `InvalidWriteOffset` unless `offset` is the object's current size.
+pub fn check_write_offset(offset: u64, size: u64) -> Result<()> {
+    if offset != size {
+        return Err(Error::code(ErrorCode::InvalidWriteOffset));
+    }
+    Ok(())
+}
+
+/// An append to an existing object keeps its metadata and tags: giving new ones is refused
+/// (AWS's message).
+pub fn check_append_meta(req: &PutObjectRequest) -> Result<()> {
+    if !req.meta.user.is_empty() || !req.tags.is_empty() {
+        return Err(Error::new(
+            ErrorCode::InvalidRequest,
+            "Cannot specify both a write offset value and user-defined object metadata for existing objects.",
+        ));
+    }
+    Ok(())
+}
+
 fn slice(data: &Bytes, off: u64, len: u64) -> Bytes {
     data.slice(off as usize..(off + len) as usize)
 }
@@ -285,6 +327,76 @@ impl Store for MemoryStore {
             let size = info.size;
             st.bucket_mut(dst_bucket)?.objects.insert(dst_key.to_string(), Object { data, info, tags });
             Ok(PutObjectOutput { etag, checksum, size, last_modified: now })
+        })
+    }
+
+    async fn rename_object(&self, bucket: &str, src_key: &str, dst_key: &str, req: RenameObjectRequest) -> Result<()> {
+        names::validate_key(src_key)?;
+        names::validate_key(dst_key)?;
+        check_rename_keys(src_key, dst_key)?;
+        self.with(|st| {
+            let src = st.object(bucket, src_key)?;
+            req.source_conditions.check_copy_source(Some((&src.info.etag, src.info.last_modified)))?;
+            req.conditions.check_write(st.current(bucket, dst_key))?;
+            if src_key == dst_key {
+                return Ok(());
+            }
+            let b = st.bucket_mut(bucket)?;
+            let mut o = b.objects.remove(src_key).expect("checked above");
+            o.info.key = dst_key.to_string();
+            b.objects.insert(dst_key.to_string(), o);
+            Ok(())
+        })
+    }
+
+    async fn append_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        req: PutObjectRequest,
+        body: Body,
+    ) -> Result<PutObjectOutput> {
+        names::validate_key(key)?;
+        names::validate_meta(&req.meta)?;
+        self.head_bucket(bucket).await?;
+        let (data, d) = read_body(body, req.content_md5, req.checksum.as_ref(), req.content_length).await?;
+        check_append_body(d.size)?;
+        self.with(|st| {
+            req.conditions.check_write(st.current(bucket, key))?;
+            let now = SystemTime::now();
+            let b = st.bucket_mut(bucket)?;
+            let Some(o) = b.objects.get_mut(key) else {
+                check_write_offset(offset, 0)?;
+                let info = ObjectInfo {
+                    key: key.to_string(),
+                    size: d.size,
+                    etag: d.etag.clone(),
+                    last_modified: now,
+                    meta: req.meta,
+                    checksum: d.checksum.clone(),
+                    part_sizes: Vec::new(),
+                    tag_count: req.tags.len(),
+                };
+                b.objects.insert(key.to_string(), Object { data, info, tags: req.tags });
+                return Ok(PutObjectOutput { etag: d.etag, checksum: d.checksum, size: d.size, last_modified: now });
+            };
+            check_write_offset(offset, o.info.size)?;
+            check_append_meta(&req)?;
+            let mut whole = BytesMut::with_capacity(o.data.len() + data.len());
+            whole.extend_from_slice(&o.data);
+            whole.extend_from_slice(&data);
+            let whole = whole.freeze();
+            let alg = o.info.checksum.as_ref().map(|c| c.algorithm).or(req.checksum.as_ref().map(|c| c.algorithm));
+            let etag = checksum::md5_hex(&whole);
+            let cks = alg.map(|a| checksum::checksum_of(a, &whole));
+            o.info.size = whole.len() as u64;
+            o.info.etag = etag.clone();
+            o.info.checksum = cks.clone();
+            o.info.part_sizes = Vec::new();
+            o.info.last_modified = now;
+            o.data = whole;
+            Ok(PutObjectOutput { etag, checksum: cks, size: o.info.size, last_modified: now })
         })
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::body::Body;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::types::*;
 
 #[async_trait]
@@ -108,6 +108,38 @@ pub trait Store: Send + Sync + 'static {
         dst_key: &str,
         req: CopyObjectRequest,
     ) -> Result<PutObjectOutput>;
+
+    /// RenameObject: give the object `src_key` the name `dst_key` in the same bucket, atomically
+    /// (no moment where both or neither exist), with its data, ETag, metadata and tags.
+    /// `NoSuchKey` when the source is missing; `req.source_conditions` as copy-source conditions
+    /// (412), `req.conditions` as a PUT's write conditions on the destination (`If-None-Match: *`
+    /// refuses to replace). Keys naming directory objects (ending in '/') are refused. The
+    /// default answers `NotImplemented`, for stores without the operation.
+    async fn rename_object(
+        &self,
+        _bucket: &str,
+        _src_key: &str,
+        _dst_key: &str,
+        _req: RenameObjectRequest,
+    ) -> Result<()> {
+        Err(Error::not_implemented("RenameObject is not implemented by this store"))
+    }
+
+    /// Append (PutObject with `x-amz-write-offset-bytes`): add `body` to the end of `key` when
+    /// `offset` equals its current size (0 with no object creates it), else
+    /// `InvalidWriteOffset`. The new ETag and checksum describe the whole object. Appenders of
+    /// one key are serialized: of concurrent appends at one offset exactly one succeeds, and no
+    /// bytes interleave. The default answers `NotImplemented`.
+    async fn append_object(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _offset: u64,
+        _req: PutObjectRequest,
+        _body: Body,
+    ) -> Result<PutObjectOutput> {
+        Err(Error::not_implemented("PutObject with a write offset (append) is not implemented by this store"))
+    }
 
     async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags>;
     async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()>;

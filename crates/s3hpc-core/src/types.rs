@@ -346,6 +346,20 @@ pub struct PutObjectRequest {
     pub conditions: Conditions,
 }
 
+/// A RenameObject (`PUT /bucket/dst?renameObject` with `x-amz-rename-source`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RenameObjectRequest {
+    /// `x-amz-rename-source-if-*`, evaluated against the source as copy-source conditions are
+    /// (any failure is 412 PreconditionFailed).
+    pub source_conditions: Conditions,
+    /// `If-Match` / `If-None-Match` (`*`: the destination must not exist) against the
+    /// destination, as a PUT's write conditions.
+    pub conditions: Conditions,
+    /// `x-amz-client-token`: accepted and carried, not used for deduplication (see
+    /// docs/SEMANTICS.md, RenameObject).
+    pub client_token: Option<String>,
+}
+
 /// What a successful write returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PutObjectOutput {

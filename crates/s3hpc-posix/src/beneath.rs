@@ -125,6 +125,21 @@ impl Beneath {
         }
     }
 
+    /// Open the existing file `p` for reading and writing (never created or truncated),
+    /// following symlinks that stay beneath the root: appends write through it.
+    pub fn open_rw(&self, p: &Path) -> io::Result<File> {
+        let rel = self.rel(p)?;
+        let flags = libc::O_RDWR | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+        match crate::sys::open_beneath_flags(&self.fd, rel, flags) {
+            Some(r) => r,
+            None => {
+                let mut o = cap_std::fs::OpenOptions::new();
+                o.read(true).write(true);
+                Ok(self.dir.open_with(rel, &o)?.into_std())
+            }
+        }
+    }
+
     /// Open the directory `p` read-only (usable for `*at` calls).
     pub fn open_dir(&self, p: &Path) -> io::Result<File> {
         self.open_flags(p, libc::O_RDONLY | libc::O_DIRECTORY)

@@ -25,7 +25,7 @@ use s3hpc_core::{
     BucketInfo, ByteRange, CompleteMultipartRequest, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
     GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest,
     ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput,
-    PutObjectRequest, Tags, UploadInfo, UploadPartRequest,
+    PutObjectRequest, RenameObjectRequest, Tags, UploadInfo, UploadPartRequest,
 };
 
 mod beneath;
@@ -39,6 +39,7 @@ mod rcache;
 mod read;
 mod reaper;
 mod records;
+mod rename;
 mod sys;
 mod uploads;
 mod walk;
@@ -1006,6 +1007,21 @@ impl Store for PosixStore {
             s.publish(&db, &dbn, &dkn, &dkp, t, rec, &req.conditions)
         })
         .await
+    }
+
+    async fn rename_object(&self, bucket: &str, src_key: &str, dst_key: &str, req: RenameObjectRequest) -> Result<()> {
+        self.rename(bucket, src_key, dst_key, req).await
+    }
+
+    async fn append_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        req: PutObjectRequest,
+        body: Body,
+    ) -> Result<PutObjectOutput> {
+        Box::pin(self.append(bucket, key, offset, req, body)).await
     }
 
     async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {

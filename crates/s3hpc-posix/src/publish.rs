@@ -191,7 +191,13 @@ impl Inner {
     /// of conditional writes. On NFS flock maps to POSIX byte-range locks; Lustre needs the
     /// `flock` mount option for it to be cluster-wide (see docs/SEMANTICS.md).
     pub(crate) fn cross_process_lock(&self, bdir: &Path, key: &str) -> Result<fs::File> {
-        let stripe = twox_hash::XxHash3_64::oneshot(key.as_bytes()) % 4096;
+        self.lock_stripe(bdir, lock_stripe_of(key))
+    }
+
+    /// The lock of one stripe (see [`Self::cross_process_lock`]). Two locks of one stripe taken
+    /// by one thread wait for each other (flock locks belong to the open file): callers that
+    /// need several take each distinct stripe once, in ascending order.
+    pub(crate) fn lock_stripe(&self, bdir: &Path, stripe: u64) -> Result<fs::File> {
         let dir = bdir.join(INTERNAL).join("locks");
         let path = dir.join(format!("{stripe:03x}"));
         let open = || self.fs.open_lock(&path);
@@ -461,4 +467,9 @@ impl Inner {
             last_modified: to_time(rec.mtime_ns),
         })
     }
+}
+
+/// The lock stripe of `key` (see [`Inner::cross_process_lock`]).
+pub(crate) fn lock_stripe_of(key: &str) -> u64 {
+    twox_hash::XxHash3_64::oneshot(key.as_bytes()) % 4096
 }

@@ -79,3 +79,12 @@ fn oracle_sidecar() {
     let s = PosixStore::open_with_sidecars(dir.path(), opts(EtagMode::Md5)).unwrap();
     oracle::check(32, Caps::default(), move || Arc::new(s.clone()));
 }
+
+/// The rename and append cases pass over stores that lack the operations: posix must not.
+#[tokio::test]
+async fn posix_has_rename_and_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let s: s3hpc_core::DynStore = Arc::new(PosixStore::open(dir.path(), opts(EtagMode::Md5)).unwrap());
+    assert!(!s3hpc_conformance::lacks_rename(&s).await);
+    assert!(!s3hpc_conformance::lacks_append(&s).await);
+}

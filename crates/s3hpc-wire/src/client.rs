@@ -1034,6 +1034,49 @@ impl Store for WireClient {
         Ok(o)
     }
 
+    async fn append_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        req: PutObjectRequest,
+        body: Body,
+    ) -> Result<PutObjectOutput> {
+        let (upload, deferred) = upload_fields(req.content_md5, req.checksum.as_ref(), req.content_length);
+        let r = Request::AppendObject {
+            bucket: bucket.into(),
+            key: key.into(),
+            offset,
+            meta: req.meta,
+            tags: req.tags,
+            conditions: req.conditions,
+            upload,
+        };
+        let r = self.call(r, Some(body), deferred).await?;
+        let mut d = fields(&r);
+        let o = d.put_output()?;
+        d.end()?;
+        Ok(o)
+    }
+
+    async fn rename_object(
+        &self,
+        bucket: &str,
+        src_key: &str,
+        dst_key: &str,
+        req: s3hpc_core::RenameObjectRequest,
+    ) -> Result<()> {
+        self.call_unit(Request::RenameObject {
+            bucket: bucket.into(),
+            src_key: src_key.into(),
+            dst_key: dst_key.into(),
+            source_conditions: req.source_conditions,
+            conditions: req.conditions,
+            client_token: req.client_token,
+        })
+        .await
+    }
+
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
         let r =
             self.call(Request::GetObject { bucket: bucket.into(), key: key.into(), req: (&req).into() }, None, None);

@@ -447,6 +447,8 @@ pub mod op {
     pub const GET_OBJECT_TAGGING: u8 = 21;
     pub const PUT_OBJECT_TAGGING: u8 = 22;
     pub const DELETE_OBJECT_TAGGING: u8 = 23;
+    pub const RENAME_OBJECT: u8 = 24;
+    pub const APPEND_OBJECT: u8 = 25;
     pub const LIST_OBJECTS: u8 = 32;
     pub const CREATE_MULTIPART: u8 = 48;
     pub const UPLOAD_PART: u8 = 49;
@@ -572,6 +574,24 @@ pub enum Request {
         dst_bucket: String,
         dst_key: String,
         req: WireCopy,
+    },
+    RenameObject {
+        bucket: String,
+        src_key: String,
+        dst_key: String,
+        source_conditions: Conditions,
+        conditions: Conditions,
+        client_token: Option<String>,
+    },
+    /// PutObject with a write offset (append).
+    AppendObject {
+        bucket: String,
+        key: String,
+        offset: u64,
+        meta: ObjectMeta,
+        tags: Tags,
+        conditions: Conditions,
+        upload: UploadFields,
     },
     GetObjectTagging {
         bucket: String,
@@ -734,6 +754,8 @@ impl Request {
             HeadObject { .. } => op::HEAD_OBJECT,
             DeleteObject { .. } => op::DELETE_OBJECT,
             CopyObject { .. } => op::COPY_OBJECT,
+            RenameObject { .. } => op::RENAME_OBJECT,
+            AppendObject { .. } => op::APPEND_OBJECT,
             GetObjectTagging { .. } => op::GET_OBJECT_TAGGING,
             PutObjectTagging { .. } => op::PUT_OBJECT_TAGGING,
             DeleteObjectTagging { .. } => op::DELETE_OBJECT_TAGGING,
@@ -777,9 +799,9 @@ impl Request {
         }
     }
 
-    /// Whether this opcode carries a body (PutObject, UploadPart).
+    /// Whether this opcode carries a body (PutObject, AppendObject, UploadPart).
     pub fn takes_body(&self) -> bool {
-        matches!(self, Request::PutObject { .. } | Request::UploadPart { .. })
+        matches!(self, Request::PutObject { .. } | Request::AppendObject { .. } | Request::UploadPart { .. })
     }
 
     /// Encode opcode and fields (the body, if inline, is appended by the caller).
@@ -841,6 +863,23 @@ impl Request {
                 e.str(bucket);
                 e.str(key);
                 e.tags(tags);
+            }
+            RenameObject { bucket, src_key, dst_key, source_conditions, conditions, client_token } => {
+                e.str(bucket);
+                e.str(src_key);
+                e.str(dst_key);
+                e.conditions(source_conditions);
+                e.conditions(conditions);
+                e.opt_str(client_token.as_deref());
+            }
+            AppendObject { bucket, key, offset, meta, tags, conditions, upload } => {
+                e.str(bucket);
+                e.str(key);
+                e.var(*offset);
+                e.meta(meta);
+                e.tags(tags);
+                e.conditions(conditions);
+                e.upload_fields(upload);
             }
             ListObjects { bucket, req } => {
                 e.str(bucket);
@@ -951,6 +990,23 @@ impl Request {
                 };
                 CopyObject { src_bucket, src_key, dst_bucket, dst_key, req }
             }
+            op::RENAME_OBJECT => RenameObject {
+                bucket: d.str()?,
+                src_key: d.str()?,
+                dst_key: d.str()?,
+                source_conditions: d.conditions()?,
+                conditions: d.conditions()?,
+                client_token: d.opt_str()?,
+            },
+            op::APPEND_OBJECT => AppendObject {
+                bucket: d.str()?,
+                key: d.str()?,
+                offset: d.var()?,
+                meta: d.meta()?,
+                tags: d.tags()?,
+                conditions: d.conditions()?,
+                upload: d.upload_fields()?,
+            },
             op::GET_OBJECT_TAGGING => GetObjectTagging { bucket: d.str()?, key: d.str()? },
             op::PUT_OBJECT_TAGGING => PutObjectTagging { bucket: d.str()?, key: d.str()?, tags: d.tags()? },
             op::DELETE_OBJECT_TAGGING => DeleteObjectTagging { bucket: d.str()?, key: d.str()? },
@@ -1237,6 +1293,31 @@ mod tests {
                 content_length: Some(5),
             },
         });
+        roundtrip(Request::AppendObject {
+            bucket: "b".into(),
+            key: "log".into(),
+            offset: 1 << 40,
+            meta: ObjectMeta::default(),
+            tags: vec![],
+            conditions: cond.clone(),
+            upload: UploadFields { content_md5: None, checksum: None, content_length: Some(9) },
+        });
+        roundtrip(Request::RenameObject {
+            bucket: "b".into(),
+            src_key: "a/x".into(),
+            dst_key: "b/y".into(),
+            source_conditions: cond.clone(),
+            conditions: Conditions { if_none_match: Some("*".into()), ..Default::default() },
+            client_token: Some("tok".into()),
+        });
+        roundtrip(Request::RenameObject {
+            bucket: "b".into(),
+            src_key: "a".into(),
+            dst_key: "b".into(),
+            source_conditions: Conditions::default(),
+            conditions: Conditions::default(),
+            client_token: None,
+        });
         roundtrip(Request::GetObject {
             bucket: "b".into(),
             key: "k".into(),
@@ -1344,6 +1425,7 @@ mod tests {
             (35, ErrorCode::PreconditionFailed),
             (38, ErrorCode::SignatureDoesNotMatch),
             (45, ErrorCode::RequestHeaderSectionTooLarge),
+            (46, ErrorCode::InvalidWriteOffset),
         ];
         for (n, c) in fixed {
             assert_eq!(ErrorCode::ALL[n], c);

@@ -761,7 +761,9 @@ impl Conn {
                 window: self.limits.initial_window,
             });
             let deferred = match &req {
-                Request::PutObject { upload, .. } | Request::UploadPart { upload, .. }
+                Request::PutObject { upload, .. }
+                | Request::AppendObject { upload, .. }
+                | Request::UploadPart { upload, .. }
                     if upload.checksum.as_ref().is_some_and(|c| c.expected == WireExpected::Deferred) =>
                 {
                     Some(Arc::new(OnceLock::new()))
@@ -1059,6 +1061,21 @@ async fn execute(
         DeleteObject { bucket, key } => store.delete_object(&bucket, &key).await?,
         CopyObject { src_bucket, src_key, dst_bucket, dst_key, req } => {
             e.put_output(&store.copy_object(&src_bucket, &src_key, &dst_bucket, &dst_key, req.into()).await?)
+        }
+        RenameObject { bucket, src_key, dst_key, source_conditions, conditions, client_token } => {
+            let r = s3hpc_core::RenameObjectRequest { source_conditions, conditions, client_token };
+            store.rename_object(&bucket, &src_key, &dst_key, r).await?
+        }
+        AppendObject { bucket, key, offset, meta, tags, conditions, upload } => {
+            let r = PutObjectRequest {
+                meta,
+                tags,
+                content_md5: upload.content_md5,
+                checksum: upload_checksum(&upload, deferred),
+                content_length: upload.content_length,
+                conditions,
+            };
+            e.put_output(&store.append_object(&bucket, &key, offset, r, body).await?)
         }
         GetObjectTagging { bucket, key } => e.tags(&store.get_object_tagging(&bucket, &key).await?),
         PutObjectTagging { bucket, key, tags } => store.put_object_tagging(&bucket, &key, tags).await?,

@@ -35,6 +35,7 @@ mod list;
 mod multipart;
 mod object_get;
 mod object_put;
+mod rename;
 mod request;
 mod response;
 mod tagging;
@@ -72,7 +73,7 @@ const BUCKET_UNSUPPORTED: &[&str] = &[
 ];
 /// Object subresources that are known but not supported (501), except GET `?acl`, which gets
 /// the one ACL s3hpc has.
-const OBJECT_UNSUPPORTED: &[&str] = &["acl", "retention", "legal-hold", "torrent", "restore", "select", "renameObject"];
+const OBJECT_UNSUPPORTED: &[&str] = &["acl", "retention", "legal-hold", "torrent", "restore", "select"];
 
 macro_rules! operations {
     ($($op:ident),* $(,)?) => {
@@ -94,7 +95,7 @@ operations! {
     GetBucketTagging, PutBucketTagging, DeleteBucketTagging,
     ListObjects, ListObjectsV2, ListObjectVersions, ListMultipartUploads, ListParts,
     HeadObject, GetObject, GetObjectAttributes, GetObjectAcl,
-    PutObject, CopyObject,
+    PutObject, CopyObject, RenameObject,
     DeleteObject, DeleteObjects,
     GetObjectTagging, PutObjectTagging, DeleteObjectTagging,
     CreateMultipartUpload, UploadPart, UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload,
@@ -168,6 +169,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Object,  Get,    Unsupported,                                  Op::UnsupportedObjectSubresource),
     (Object,  Get,    Always,                                       Op::GetObject),
     (Object,  Put,    Query("tagging"),                             Op::PutObjectTagging),
+    (Object,  Put,    Query("renameObject"),                        Op::RenameObject),
     (Object,  Put,    Unsupported,                                  Op::UnsupportedObjectSubresource),
     (Object,  Put,    QueryAndHeader("uploadId", "x-amz-copy-source"),   Op::UploadPartCopy),
     (Object,  Put,    QueryAndHeader("partNumber", "x-amz-copy-source"), Op::UploadPartCopy),
@@ -342,6 +344,7 @@ async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         Op::GetObjectAcl => object_get::get_object_acl(r).await,
         Op::PutObject => object_put::put_object(r, body).await,
         Op::CopyObject => copy::copy_object(r).await,
+        Op::RenameObject => rename::rename_object(r).await,
         Op::DeleteObject => delete::delete_object(r).await,
         Op::DeleteObjects => delete::delete_objects(r, body).await,
         Op::GetObjectTagging => tagging::get_object_tagging(r).await,

@@ -23,9 +23,25 @@ pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         content_length,
         conditions: conditions(h, ""),
     };
+    let offset = write_offset(h)?;
     let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(u64::MAX)).await?;
-    let out = store(r).put_object(&r.bucket, &r.key, req, body).await?;
+    let out = match offset {
+        Some(off) => store(r).append_object(&r.bucket, &r.key, off, req, body).await?,
+        None => store(r).put_object(&r.bucket, &r.key, req, body).await?,
+    };
     write_response(&out)
+}
+
+/// `x-amz-write-offset-bytes`: a PutObject that appends at this offset.
+fn write_offset(h: &http::HeaderMap) -> Result<Option<u64>> {
+    match hdr(h, "x-amz-write-offset-bytes") {
+        None => Ok(None),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| Error::invalid_argument("x-amz-write-offset-bytes must be a non-negative integer")),
+    }
 }
 
 pub(super) fn write_response(out: &PutObjectOutput) -> Result<Resp> {

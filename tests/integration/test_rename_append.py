@@ -1,0 +1,120 @@
+"""RenameObject and append (PutObject with x-amz-write-offset-bytes) through boto3 and raw signed
+requests, against the real gateway over the posix backend."""
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import err_code, err_status, raw_request
+
+
+def has_rename(s3) -> bool:
+    return hasattr(s3, "rename_object")
+
+
+def test_rename_object_boto3(s3, server, bucket):
+    if not has_rename(s3):
+        pytest.skip("this botocore has no rename_object (the raw test below covers the API)")
+    s3.put_object(Bucket=bucket, Key="logs/a.txt", Body=b"alpha", ContentType="text/plain", Metadata={"m": "1"})
+    etag = s3.head_object(Bucket=bucket, Key="logs/a.txt")["ETag"]
+    s3.rename_object(Bucket=bucket, Key="done/a.txt", RenameSource=f"{bucket}/logs/a.txt")
+    got = s3.get_object(Bucket=bucket, Key="done/a.txt")
+    assert got["Body"].read() == b"alpha"
+    assert got["ETag"] == etag
+    assert got["ContentType"] == "text/plain" and got["Metadata"] == {"m": "1"}
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="logs/a.txt")
+    assert err_status(e.value) == 404
+    # One rename(2) on the file system: the file moved, with its record.
+    root = Path(server.root)
+    assert (root / bucket / "done" / "a.txt").read_bytes() == b"alpha"
+    assert not (root / bucket / "logs").exists()
+    # Destination exists + If-None-Match: * -> 412, nothing changes.
+    s3.put_object(Bucket=bucket, Key="b", Body=b"bravo")
+    with pytest.raises(ClientError) as e:
+        s3.rename_object(Bucket=bucket, Key="b", RenameSource=f"/{bucket}/done/a.txt", DestinationIfNoneMatch="*")
+    assert err_status(e.value) == 412
+    assert s3.get_object(Bucket=bucket, Key="b")["Body"].read() == b"bravo"
+    # Source conditions.
+    with pytest.raises(ClientError) as e:
+        s3.rename_object(Bucket=bucket, Key="c", RenameSource=f"{bucket}/done/a.txt",
+                         SourceIfMatch='"0123456789abcdef0123456789abcdef"')
+    assert err_status(e.value) == 412
+    s3.rename_object(Bucket=bucket, Key="b", RenameSource=f"{bucket}/done/a.txt", SourceIfMatch=etag,
+                     ClientToken="retry-token-1")
+    assert s3.get_object(Bucket=bucket, Key="b")["Body"].read() == b"alpha"
+    # Missing source.
+    with pytest.raises(ClientError) as e:
+        s3.rename_object(Bucket=bucket, Key="z", RenameSource=f"{bucket}/nope")
+    assert err_code(e.value) == "NoSuchKey"
+
+
+def test_rename_object_raw(server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="src key", Body=b"data")
+    st, _, body = raw_request(server, "PUT", f"/{bucket}/dst?renameObject",
+                              headers={"x-amz-rename-source": f"/{bucket}/src%20key"})
+    assert st == 200, body
+    assert s3.get_object(Bucket=bucket, Key="dst")["Body"].read() == b"data"
+    # A source in another bucket is refused.
+    st, _, body = raw_request(server, "PUT", f"/{bucket}/x?renameObject",
+                              headers={"x-amz-rename-source": "/other-bucket/dst"})
+    assert st == 400 and b"<Code>InvalidRequest</Code>" in body
+    # No source header.
+    st, _, body = raw_request(server, "PUT", f"/{bucket}/x?renameObject")
+    assert st == 400 and b"<Code>InvalidArgument</Code>" in body
+    # Missing source.
+    st, _, body = raw_request(server, "PUT", f"/{bucket}/x?renameObject",
+                              headers={"x-amz-rename-source": f"{bucket}/missing"})
+    assert st == 404 and b"<Code>NoSuchKey</Code>" in body
+
+
+def test_append_write_offset(s3, server, bucket):
+    s3.put_object(Bucket=bucket, Key="log", Body=b"hello")
+    e1 = s3.head_object(Bucket=bucket, Key="log")["ETag"]
+    r = s3.put_object(Bucket=bucket, Key="log", Body=b" world", WriteOffsetBytes=5)
+    assert r["ETag"] != e1
+    assert r["ETag"].strip('"') == hashlib.md5(b"hello world").hexdigest()
+    assert s3.get_object(Bucket=bucket, Key="log")["Body"].read() == b"hello world"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="log", Body=b"!", WriteOffsetBytes=5)
+    assert err_code(e.value) == "InvalidWriteOffset" and err_status(e.value) == 400
+    assert s3.get_object(Bucket=bucket, Key="log")["Body"].read() == b"hello world"
+    # Offset 0 on a missing key creates it.
+    s3.put_object(Bucket=bucket, Key="new", Body=b"x", WriteOffsetBytes=0)
+    assert s3.get_object(Bucket=bucket, Key="new")["Body"].read() == b"x"
+    # The bytes land in the file itself.
+    assert (Path(server.root) / bucket / "log").read_bytes() == b"hello world"
+    # Not a number.
+    st, _, body = raw_request(server, "PUT", f"/{bucket}/log", body=b"z",
+                              headers={"x-amz-write-offset-bytes": "-1"})
+    assert st == 400 and b"<Code>InvalidArgument</Code>" in body
+
+
+def test_concurrent_appenders_one_wins(s3, server, bucket):
+    from conftest import make_client
+
+    s3.put_object(Bucket=bucket, Key="race", Body=b"base")
+    results = []
+
+    def go(i):
+        c = make_client(server.endpoint)
+        try:
+            c.put_object(Bucket=bucket, Key="race", Body=bytes([65 + i]) * (1000 + i), WriteOffsetBytes=4)
+            results.append(("ok", i))
+        except ClientError as e:
+            results.append((err_code(e), i))
+
+    ts = [threading.Thread(target=go, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    winners = [i for (r, i) in results if r == "ok"]
+    assert len(winners) == 1, results
+    assert all(r in ("ok", "InvalidWriteOffset") for (r, _) in results), results
+    w = winners[0]
+    assert s3.get_object(Bucket=bucket, Key="race")["Body"].read() == b"base" + bytes([65 + w]) * (1000 + w)
