@@ -580,8 +580,8 @@ impl PosixStore {
             }
             f(&inner)
         })
-            .await
-            .map_err(|e| Error::internal(format!("blocking task failed: {e}")))?
+        .await
+        .map_err(|e| Error::internal(format!("blocking task failed: {e}")))?
     }
 
     /// Receive a body into a new temp file of bucket `bdir`, hashing it on the way.

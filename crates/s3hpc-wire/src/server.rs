@@ -206,9 +206,12 @@ impl WireServer {
                     });
                 };
                 match std::thread::Builder::new().name("s3hpc-wire-conn".into()).spawn(serve) {
-                    Ok(_) => {
+                    Ok(thread) => {
                         threads.spawn(async move {
                             let _ = waiter.await;
+                            // The sender drops just before the thread returns: join it, so a
+                            // shutdown that waited for `threads` returns with the thread gone.
+                            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
                         });
                     }
                     Err(e) => tracing::warn!(error = %e, "cannot start a connection's thread; connection dropped"),
