@@ -294,16 +294,13 @@ impl Common {
 
     /// Keys from the flags/environment, else from the `~/.aws/credentials` profile.
     pub fn target_opts(&self) -> TargetOpts {
-        let credentials = crate::target::resolve_credentials(
-            &crate::target::CredentialFlags {
-                access_key: self.access_key.clone(),
-                secret_key: self.secret_key.clone(),
-                session_token: self.session_token.clone(),
-                profile: self.profile.clone(),
-            },
-            |k| std::env::var(k).ok().filter(|v| !v.is_empty()),
-            |p| std::fs::read_to_string(p).ok(),
-        );
+        let credentials = crate::target::CredentialFlags {
+            access_key: self.access_key.clone(),
+            secret_key: self.secret_key.clone(),
+            session_token: self.session_token.clone(),
+            profile: self.profile.clone(),
+        }
+        .resolve();
         TargetOpts {
             credentials,
             region: self.region.clone(),

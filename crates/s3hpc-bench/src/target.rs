@@ -134,6 +134,17 @@ pub struct CredentialFlags {
     pub profile: Option<String>,
 }
 
+impl CredentialFlags {
+    /// [`resolve_credentials`] from this process's environment and files.
+    pub fn resolve(&self) -> Option<Credentials> {
+        resolve_credentials(
+            self,
+            |k| std::env::var(k).ok().filter(|v| !v.is_empty()),
+            |p| std::fs::read_to_string(p).ok(),
+        )
+    }
+}
+
 /// The AWS CLI's order: key flags, then an explicit `--profile`, then the `AWS_*` key
 /// variables, then the `AWS_PROFILE` (else `default`) profile of the credentials file.
 /// `env` looks up a variable (None when unset or empty); `read` reads a file.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use s3hpc_bench::cli::{parse_duration, parse_size};
-use s3hpc_bench::target::{CredentialFlags, TargetOpts, resolve_credentials};
+use s3hpc_bench::target::{CredentialFlags, TargetOpts};
 
 /// Set in the environment of the background child that `s3hpc mount` starts: the child reports
 /// "ready" (or why it failed) on its standard output, which is a pipe to the parent.
@@ -144,16 +144,13 @@ impl MountArgs {
     }
 
     fn target_opts(&self) -> TargetOpts {
-        let credentials = resolve_credentials(
-            &CredentialFlags {
-                access_key: self.access_key.clone(),
-                secret_key: self.secret_key.clone(),
-                session_token: self.session_token.clone(),
-                profile: self.profile.clone(),
-            },
-            |k| std::env::var(k).ok().filter(|v| !v.is_empty()),
-            |p| std::fs::read_to_string(p).ok(),
-        );
+        let credentials = CredentialFlags {
+            access_key: self.access_key.clone(),
+            secret_key: self.secret_key.clone(),
+            session_token: self.session_token.clone(),
+            profile: self.profile.clone(),
+        }
+        .resolve();
         TargetOpts {
             credentials,
             region: self.region.clone(),
