@@ -245,6 +245,48 @@ def test_overwrite_allowed_and_unlink_refused(gw, bkt, tmp_path):
         m.close()
 
 
+def test_rename_is_one_rename_object(mounted):
+    """mv of a file on an s3hpc gateway: one RenameObject, so on the posix backend the very inode
+    moves (not a copy); replacing an existing object needs --allow-overwrite; directories get
+    EXDEV (mv then copies them)."""
+    p = mounted.path
+    (p / "sub").mkdir()
+    (p / "a.txt").write_bytes(b"alpha" * 1000)
+    ino = os.stat(mounted.root / "a.txt").st_ino
+    os.rename(p / "a.txt", p / "sub" / "b.txt")
+    assert not (p / "a.txt").exists()
+    assert (p / "sub" / "b.txt").read_bytes() == b"alpha" * 1000
+    assert os.stat(mounted.root / "sub" / "b.txt").st_ino == ino, "renamed by copying"
+    assert not (mounted.root / "a.txt").exists()
+    # The renamed file reads the same through a fresh lookup (its inode names the new key).
+    run("cat", p / "sub" / "b.txt")
+    # No --allow-overwrite here: an existing destination is refused and both stay.
+    (p / "c.txt").write_bytes(b"c")
+    with pytest.raises(PermissionError):
+        os.rename(p / "c.txt", p / "sub" / "b.txt")
+    assert (mounted.root / "c.txt").read_bytes() == b"c"
+    assert (mounted.root / "sub" / "b.txt").read_bytes() == b"alpha" * 1000
+    # A directory is a prefix of many keys: EXDEV, so mv falls back to copy + delete.
+    with pytest.raises(OSError) as e:
+        os.rename(p / "sub", p / "sub2")
+    assert e.value.errno == errno.EXDEV
+    run("mv", p / "sub", p / "sub2")
+    assert (mounted.root / "sub2" / "b.txt").read_bytes() == b"alpha" * 1000
+
+
+def test_rename_over_an_object_with_allow_overwrite(gw, bkt, tmp_path):
+    root = Path(gw.root) / bkt
+    (root / "old").write_text("old")
+    (root / "new").write_text("new")
+    m = Mount(gw.endpoint, bkt, tmp_path / "m", "--allow-overwrite")
+    try:
+        os.rename(m.path / "new", m.path / "old")
+        assert (m.path / "old").read_text() == "new"
+        assert not (root / "new").exists() and (root / "old").read_text() == "new"
+    finally:
+        m.close()
+
+
 @pytest.mark.parametrize("transport", ["http", "unix"])
 def test_read_only(gw, bkt, tmp_path, transport):
     (Path(gw.root) / bkt / "r.txt").write_text("read me")

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig, LockOwner,
-    OpenAccMode, OpenFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use s3hpc_core::{DynStore, Error, ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest};
 
@@ -626,6 +626,79 @@ impl Filesystem for S3Fs {
                     reply.ok();
                 }
                 Err(e) => reply.error(errno(&e, "unlink", &key)),
+            }
+        });
+    }
+
+    /// Rename a file with one RenameObject (atomic on an s3hpc gateway: one rename(2) there).
+    /// Stores without RenameObject answer ENOSYS, as Mountpoint does; directories (a prefix of
+    /// many keys) are not renamed (EXDEV makes `mv` copy them). Replacing an existing object
+    /// needs `--allow-overwrite`, as overwriting it by writing does.
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+            reply.error(Errno::EINVAL);
+            return;
+        }
+        let (Some(name), Some(newname)) = (valid_name(name), valid_name(newname)) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        let (src, dst) = {
+            let t = lock(&ctx.table);
+            for (p, n) in [(parent.0, name), (newparent.0, newname)] {
+                if let Some(ino) = t.child(p, n) {
+                    let i = &t.inodes[&ino];
+                    if i.kind == Kind::Dir {
+                        reply.error(Errno::EXDEV);
+                        return;
+                    }
+                    if let Local::Writing(_) = i.local {
+                        reply.error(Errno::EBUSY);
+                        return;
+                    }
+                }
+            }
+            let (Some(a), Some(b)) = (t.dir_prefix(parent.0), t.dir_prefix(newparent.0)) else {
+                reply.error(Errno::ENOTDIR);
+                return;
+            };
+            (format!("{a}{name}"), format!("{b}{newname}"))
+        };
+        let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE) || !ctx.opts.allow_overwrite;
+        let req = s3hpc_core::RenameObjectRequest {
+            conditions: s3hpc_core::Conditions {
+                if_none_match: noreplace.then(|| "*".to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let (name, newname) = (name.to_string(), newname.to_string());
+        let explicit_noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
+        self.spawn(async move {
+            match ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, req).await {
+                Ok(()) => {
+                    lock(&ctx.table).rename(parent.0, &name, newparent.0, &newname, dst);
+                    reply.ok();
+                }
+                Err(e) if e.code == ErrorCode::NotImplemented => reply.error(Errno::ENOSYS),
+                Err(e) if e.code == ErrorCode::PreconditionFailed => {
+                    reply.error(if explicit_noreplace { Errno::EEXIST } else { Errno::EPERM })
+                }
+                Err(e) => reply.error(errno(&e, "rename", &src)),
             }
         });
     }

@@ -240,6 +240,27 @@ impl Table {
         self.negative.insert(slot, negative_until);
     }
 
+    /// A file renamed in the bucket: its inode now stands for `key` under `newname` in
+    /// `newparent`; whatever was there is dropped, and the old name is free.
+    pub fn rename(&mut self, parent: u64, name: &str, newparent: u64, newname: &str, key: String) {
+        let dst = (newparent, newname.to_string());
+        if let Some(old) = self.children.remove(&dst) {
+            if let Some(i) = self.inodes.get_mut(&old) {
+                i.valid_until = Instant::now();
+            }
+            self.drop_if_unused(old);
+        }
+        self.negative.remove(&dst);
+        if let Some(ino) = self.children.remove(&(parent, name.to_string())) {
+            if let Some(i) = self.inodes.get_mut(&ino) {
+                i.parent = newparent;
+                i.name = newname.to_string();
+                i.key = key;
+            }
+            self.children.insert(dst, ino);
+        }
+    }
+
     /// The kernel dropped `n` references.
     pub fn forget(&mut self, ino: u64, n: u64) {
         if ino == ROOT {
