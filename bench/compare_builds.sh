@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Two builds of the gateway side by side in one run: each serves its own /dev/shm root, and one
+# `s3hpc bench sweep` per round measures both (the order is swapped in the second round).
+#
+#   bench/compare_builds.sh OLD_BIN NEW_BIN [DURATION]      (default 3s per size and phase)
+#
+# For example, the build before a change against the build after it:
+#   git worktree add /tmp/old REV && (cd /tmp/old && CARGO_TARGET_DIR=/tmp/old-target cargo build --release -p s3hpc)
+#   bench/compare_builds.sh /tmp/old-target/release/s3hpc target/release/s3hpc
+# Env: SIZES (default 4KiB,1MiB), CONC (default 8).
+set -euo pipefail
+OLD=$1 NEW=$2 DUR=${3:-3s}
+SIZES=${SIZES:-4KiB,1MiB}
+CONC=${CONC:-8}
+R=$(mktemp -d /dev/shm/s3hpc-compare.XXXXXX)
+mkdir -p "$R/old" "$R/new"
+"$OLD" serve "$R/old" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret >"$R/old.log" 2>&1 &
+P1=$!
+"$NEW" serve "$R/new" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret >"$R/new.log" 2>&1 &
+P2=$!
+trap 'kill $P1 $P2 2>/dev/null; wait 2>/dev/null; rm -rf "$R"' EXIT
+for _ in $(seq 100); do
+  grep -q "listening on" "$R/old.log" && grep -q "listening on" "$R/new.log" && break
+  sleep 0.1
+done
+A=$(grep -o "http://127.0.0.1:[0-9]*" "$R/old.log" | head -1)
+B=$(grep -o "http://127.0.0.1:[0-9]*" "$R/new.log" | head -1)
+echo "old: $A   new: $B"
+"$NEW" bench sweep -t "$A" -t "$B" --access-key AK --secret-key SKsecret --sizes "$SIZES" --duration "$DUR" \
+  -c "$CONC" --bucket compare-one -q
+"$NEW" bench sweep -t "$B" -t "$A" --access-key AK --secret-key SKsecret --sizes "$SIZES" --duration "$DUR" \
+  -c "$CONC" --bucket compare-two -q
