@@ -367,6 +367,25 @@ impl S3Client {
         Ok(parts.headers)
     }
 
+    /// Send the object PUT `r` (PutObject, or an append) with `req`'s metadata, tags,
+    /// Content-MD5, conditions and checksum headers and `body`; the answer's headers and the
+    /// bytes sent.
+    async fn send_put(&self, mut r: Req<'_>, req: PutObjectRequest, body: Body) -> Result<(HeaderMap, u64)> {
+        add_meta(&mut r.headers, &req.meta)?;
+        if !req.tags.is_empty() {
+            r = r.h("x-amz-tagging", &tags_query(&req.tags))?;
+        }
+        if let Some(m) = req.content_md5 {
+            r = r.h("content-md5", &B64.encode(m))?;
+        }
+        add_conditions(&mut r.headers, &req.conditions, "")?;
+        let plan = checksum_headers(&mut r.headers, &req.checksum)?;
+        let sent = Arc::new(AtomicU64::new(0));
+        let r = upload_body(r, body, req.content_length, plan, sent.clone())?;
+        let h = self.send_empty(r).await?;
+        Ok((h, sent.load(Ordering::Relaxed)))
+    }
+
     fn object_req<'a>(&self, method: Method, bucket: &'a str, key: &'a str, req: &GetObjectRequest) -> Result<Req<'a>> {
         let mut r = Req::new(method, Some(bucket), Some(key)).h("x-amz-checksum-mode", "ENABLED")?;
         if let Some(n) = req.part_number {
@@ -790,23 +809,12 @@ impl Store for S3Client {
     }
 
     async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
-        let mut r = Req::new(Method::PUT, Some(bucket), Some(key));
-        add_meta(&mut r.headers, &req.meta)?;
-        if !req.tags.is_empty() {
-            r = r.h("x-amz-tagging", &tags_query(&req.tags))?;
-        }
-        if let Some(m) = req.content_md5 {
-            r = r.h("content-md5", &B64.encode(m))?;
-        }
-        add_conditions(&mut r.headers, &req.conditions, "")?;
-        let plan = checksum_headers(&mut r.headers, &req.checksum)?;
-        let sent = Arc::new(AtomicU64::new(0));
-        let r = upload_body(r, body, req.content_length, plan, sent.clone())?;
-        let h = self.send_empty(r).await?;
+        let r = Req::new(Method::PUT, Some(bucket), Some(key));
+        let (h, sent) = self.send_put(r, req, body).await?;
         Ok(PutObjectOutput {
             etag: etag_of(&h),
             checksum: checksum_of_headers(&h),
-            size: sent.load(Ordering::Relaxed),
+            size: sent,
             last_modified: last_modified(&h),
         })
     }
@@ -890,26 +898,14 @@ impl Store for S3Client {
         req: PutObjectRequest,
         body: Body,
     ) -> Result<PutObjectOutput> {
-        let mut r =
-            Req::new(Method::PUT, Some(bucket), Some(key)).h("x-amz-write-offset-bytes", &offset.to_string())?;
-        add_meta(&mut r.headers, &req.meta)?;
-        if !req.tags.is_empty() {
-            r = r.h("x-amz-tagging", &tags_query(&req.tags))?;
-        }
-        if let Some(m) = req.content_md5 {
-            r = r.h("content-md5", &B64.encode(m))?;
-        }
-        add_conditions(&mut r.headers, &req.conditions, "")?;
-        let plan = checksum_headers(&mut r.headers, &req.checksum)?;
-        let sent = Arc::new(AtomicU64::new(0));
-        let r = upload_body(r, body, req.content_length, plan, sent.clone())?;
-        let h = self.send_empty(r).await?;
+        let r = Req::new(Method::PUT, Some(bucket), Some(key)).h("x-amz-write-offset-bytes", &offset.to_string())?;
+        let (h, sent) = self.send_put(r, req, body).await?;
         // The whole object's size (the server's x-amz-object-size), not the appended bytes.
         let size = h.get("x-amz-object-size").and_then(|v| v.to_str().ok()?.parse().ok());
         Ok(PutObjectOutput {
             etag: etag_of(&h),
             checksum: checksum_of_headers(&h),
-            size: size.unwrap_or(offset + sent.load(Ordering::Relaxed)),
+            size: size.unwrap_or(offset + sent),
             last_modified: last_modified(&h),
         })
     }

@@ -556,7 +556,7 @@ impl PosixStore {
         let id = self.identity();
         // On the caller's thread the identity is switched back when the call ends; on the
         // blocking pool it stays until a call with another identity comes (see `ident`).
-        let here = move |s: &Inner, f: F| {
+        let here = |s: &Inner, f: F| {
             let _as = if s.opts.posix_identity { Some(ident::enter(id.as_ref())?) } else { None };
             f(s)
         };
@@ -573,7 +573,6 @@ impl PosixStore {
             _ => {}
         }
         let inner = self.inner.clone();
-        let id = self.identity();
         tokio::task::spawn_blocking(move || {
             if inner.opts.posix_identity {
                 ident::assume(id.as_ref())?;
