@@ -3,6 +3,7 @@ to that user and the kernel decides what each user may do. Real Unix users made 
 (CI runs as root; elsewhere the tests say why they do not run)."""
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -58,6 +59,15 @@ def posix_gateway():
         shutil.rmtree(base, ignore_errors=True)
 
 
+def anonymous_client(endpoint):
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        config=Config(signature_version=UNSIGNED, s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1}))
+
+
 def owner(p: Path) -> int:
     return os.lstat(p).st_uid
 
@@ -73,8 +83,26 @@ def test_objects_belong_to_the_account_and_the_kernel_decides(posix_gateway):
     assert owner(root / "ident-a/dir") == a.pw_uid
     assert (os.stat(root / "ident-a/dir/f").st_mode & 0o777) == 0o644  # the default --umask 022
 
-    # B reads what the mode bits let everyone read; writes and deletes are the kernel's to refuse.
+    # S3 first: A's bucket is private, so B is refused whatever the mode bits say.
+    with pytest.raises(ClientError) as e:
+        cb.get_object(Bucket="ident-a", Key="dir/f")
+    assert err_code(e.value) == "AccessDenied"
+    # A shares the bucket by policy (reads, writes and deletes for everyone, anonymous too).
+    policy = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+         "Resource": "arn:aws:s3:::ident-a/*"}]}
+    ca.put_bucket_policy(Bucket="ident-a", Policy=json.dumps(policy))
+    with pytest.raises(ClientError) as e:
+        cb.put_bucket_policy(Bucket="ident-a", Policy=json.dumps(policy))
+    assert err_code(e.value) == "AccessDenied"
+    anon = anonymous_client(srv.endpoint)
+    # Now B and anonymous read what the mode bits let everyone read; writes and deletes, which the
+    # policy allows, are the kernel's to refuse (A's directories are 0755).
     assert cb.get_object(Bucket="ident-a", Key="dir/f")["Body"].read() == b"from a"
+    assert anon.get_object(Bucket="ident-a", Key="dir/f")["Body"].read() == b"from a"
+    with pytest.raises(ClientError) as e:
+        anon.put_object(Bucket="ident-a", Key="dir/anon", Body=b"x")
+    assert err_code(e.value) == "AccessDenied"
     for what, call in [
         ("put", lambda: cb.put_object(Bucket="ident-a", Key="dir/intruder", Body=b"x")),
         ("delete", lambda: cb.delete_object(Bucket="ident-a", Key="dir/f")),
@@ -86,13 +114,16 @@ def test_objects_belong_to_the_account_and_the_kernel_decides(posix_gateway):
     assert (root / "ident-a/dir/f").read_bytes() == b"from a"
     assert not (root / "ident-a/dir/intruder").exists()
 
-    # A chmod on the POSIX side takes effect at once, for S3 readers too.
+    # A chmod on the POSIX side takes effect at once, for S3 readers too, whatever the policy says.
     os.chmod(root / "ident-a/dir/f", 0o600)
-    with pytest.raises(ClientError) as e:
-        cb.get_object(Bucket="ident-a", Key="dir/f")
-    assert err_code(e.value) == "AccessDenied"
+    for who in (cb, anon):
+        with pytest.raises(ClientError) as e:
+            who.get_object(Bucket="ident-a", Key="dir/f")
+        assert err_code(e.value) == "AccessDenied"
     assert ca.get_object(Bucket="ident-a", Key="dir/f")["Body"].read() == b"from a"
     os.chmod(root / "ident-a", 0o700)
+    ca.put_bucket_policy(Bucket="ident-a", Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::ident-a"}]}))
     with pytest.raises(ClientError) as e:
         cb.list_objects_v2(Bucket="ident-a")
     assert err_code(e.value) == "AccessDenied"

@@ -85,7 +85,8 @@ def test_bucket_subresources(s3, bucket):
     assert err_status(e.value) == 501 and err_code(e.value) == "NotImplemented"
     with pytest.raises(ClientError) as e:
         s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
-    assert err_status(e.value) == 501
+    # New buckets are BucketOwnerEnforced (ACLs disabled), as on AWS since 2023.
+    assert err_status(e.value) == 400 and err_code(e.value) == "AccessControlListNotSupported"
 
 
 def test_bucket_tagging(s3, bucket):

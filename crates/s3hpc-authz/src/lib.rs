@@ -63,6 +63,7 @@ pub mod ops;
 pub mod ownership;
 pub mod policy;
 pub mod public;
+pub mod store;
 pub mod wildcard;
 mod xml;
 
@@ -76,3 +77,4 @@ pub use ops::{AclNeed, S3Op, Target};
 pub use ownership::{ObjectOwnership, PublicAccessBlock, policy_status_xml};
 pub use policy::Policy;
 pub use public::policy_is_public;
+pub use store::Authorized;

@@ -61,6 +61,7 @@ pub struct CredentialSet {
 struct Users {
     users: HashMap<String, Credentials>,
     identities: HashMap<String, crate::identity::Identity>,
+    accounts: HashMap<String, std::sync::Arc<crate::caller::Account>>,
 }
 
 impl CredentialSet {
@@ -90,6 +91,61 @@ impl CredentialSet {
     /// The POSIX identity of an access key, if one is configured.
     pub fn identity_for(&self, access_key: &str) -> Option<crate::identity::Identity> {
         self.read().identities.get(access_key).cloned()
+    }
+
+    /// Requests signed with `access_key` are made by `account` (S3 authorization).
+    pub fn set_account(&mut self, access_key: &str, account: crate::caller::Account) {
+        self.write().accounts.insert(access_key.to_string(), std::sync::Arc::new(account));
+    }
+
+    /// The account of an access key: the one set with [`CredentialSet::set_account`], else an
+    /// administrator whose id is the access key (a key given without an account, as
+    /// `--access-key` is, keeps the full access it always had).
+    pub fn account_for(&self, access_key: &str) -> Option<std::sync::Arc<crate::caller::Account>> {
+        let users = self.read();
+        if let Some(a) = users.accounts.get(access_key) {
+            return Some(a.clone());
+        }
+        users.users.contains_key(access_key).then(|| {
+            std::sync::Arc::new(crate::caller::Account {
+                id: access_key.to_string(),
+                name: None,
+                admin: true,
+                uid: users.identities.get(access_key).map(|i| i.uid),
+            })
+        })
+    }
+
+    /// Whether some access key belongs to the account with canonical id `id`.
+    pub fn account_exists(&self, id: &str) -> bool {
+        let users = self.read();
+        users.users.keys().any(|k| match users.accounts.get(k) {
+            Some(a) => a.id == id,
+            None => k == id,
+        })
+    }
+
+    /// The account whose POSIX uid is `uid`, if exactly one has it.
+    pub fn account_by_uid(&self, uid: u32) -> Option<std::sync::Arc<crate::caller::Account>> {
+        self.access_key_for_uid(uid).and_then(|k| self.account_for(&k))
+    }
+
+    /// An access key of the account whose POSIX uid is `uid` (the first, sorted), if exactly one
+    /// account has that uid: how the binary protocol maps a Unix-socket peer (SO_PEERCRED) to an
+    /// account without a key.
+    pub fn access_key_for_uid(&self, uid: u32) -> Option<String> {
+        let mut found: Option<(String, std::sync::Arc<crate::caller::Account>)> = None;
+        for k in self.access_keys() {
+            let Some(a) = self.account_for(&k) else { continue };
+            if a.uid == Some(uid) {
+                match &found {
+                    Some((_, f)) if f.id != a.id => return None,
+                    Some(_) => {}
+                    None => found = Some((k, a)),
+                }
+            }
+        }
+        found.map(|(k, _)| k)
     }
 
     /// The secret for an access key, if the key is known.

@@ -85,6 +85,14 @@ error_codes! {
     MaxMessageLengthExceeded => 400, "Your request was too big.";
     RequestHeaderSectionTooLarge => 400, "Your request header section exceeds the maximum allowed size.";
     InvalidWriteOffset => 400, "The write offset value that you specified does not match the current object size.";
+    MalformedPolicy => 400, "Policies must be valid JSON and the first byte must be '{'";
+    MalformedACLError => 400, "The XML you provided was not well-formed or did not validate against our published schema";
+    AccessControlListNotSupported => 400, "The bucket does not allow ACLs";
+    InvalidBucketAclWithObjectOwnership => 400, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting";
+    UnresolvableGrantByEmailAddress => 400, "The email address that you provided does not match any account on record.";
+    NoSuchBucketPolicy => 404, "The bucket policy does not exist";
+    OwnershipControlsNotFoundError => 404, "The bucket ownership controls were not found";
+    NoSuchPublicAccessBlockConfiguration => 404, "The public access block configuration was not found";
 }
 
 impl fmt::Display for ErrorCode {

@@ -4,6 +4,7 @@
 //! to any backend through it. See `docs/ARCHITECTURE.md`.
 
 pub mod body;
+pub mod caller;
 pub mod checksum;
 pub mod creds;
 pub mod error;

@@ -27,6 +27,7 @@ struct Bucket {
     created: SystemTime,
     objects: BTreeMap<String, Object>,
     tags: Option<Tags>,
+    configs: BTreeMap<String, Vec<u8>>,
 }
 
 struct Part {
@@ -166,7 +167,7 @@ impl Store for MemoryStore {
             }
             st.buckets.insert(
                 bucket.to_string(),
-                Bucket { created: SystemTime::now(), objects: BTreeMap::new(), tags: None },
+                Bucket { created: SystemTime::now(), objects: BTreeMap::new(), tags: None, configs: BTreeMap::new() },
             );
             Ok(())
         })
@@ -189,6 +190,23 @@ impl Store for MemoryStore {
 
     async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
         self.with(|st| Ok(st.buckets.iter().map(|(n, b)| BucketInfo { name: n.clone(), created: b.created }).collect()))
+    }
+
+    async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
+        names::validate_config_name(name)?;
+        self.with(|st| Ok(st.bucket(bucket)?.configs.get(name).cloned()))
+    }
+
+    async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
+        names::validate_config_name(name)?;
+        self.with(|st| {
+            let b = st.bucket_mut(bucket)?;
+            match doc {
+                Some(d) => b.configs.insert(name.to_string(), d),
+                None => b.configs.remove(name),
+            };
+            Ok(())
+        })
     }
 
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {

@@ -57,6 +57,15 @@ pub fn check_bucket_name_for_access(name: &str) -> Result<()> {
 }
 
 /// Rules every backend applies to keys: non-empty, at most 1024 bytes of UTF-8.
+/// A bucket configuration name ([`crate::Store::put_bucket_config`]): `[A-Za-z0-9-]{1,64}`.
+pub fn validate_config_name(name: &str) -> Result<()> {
+    if !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(format!("invalid bucket configuration name {name:?}")))
+    }
+}
+
 pub fn validate_key(key: &str) -> Result<()> {
     if key.is_empty() {
         return Err(Error::new(ErrorCode::InvalidArgument, "Object key must not be empty"));

@@ -28,6 +28,27 @@ pub trait Store: Send + Sync + 'static {
     /// All buckets, sorted by name.
     async fn list_buckets(&self) -> Result<Vec<BucketInfo>>;
 
+    /// A bucket configuration document by name (`policy`, `acl`, `ownershipControls`,
+    /// `publicAccessBlock`, `policyStatus`, ... as the S3 subresource is named): `None` when the
+    /// bucket has none. A plain store keeps documents as given; an authorizing store
+    /// (`s3hpc_authz::Authorized`) gives them S3's meaning (validation, defaults, the bucket
+    /// owner). `NoSuchBucket` when the bucket is missing. The default answers `NotImplemented`.
+    async fn get_bucket_config(&self, _bucket: &str, _name: &str) -> Result<Option<Vec<u8>>> {
+        Err(Error::not_implemented("bucket configurations are not implemented by this store"))
+    }
+
+    /// Set (`Some`) or remove (`None`) a bucket configuration document, atomically (readers see
+    /// the old or the new document). Names are `[A-Za-z0-9-]{1,64}`.
+    async fn put_bucket_config(&self, _bucket: &str, _name: &str, _doc: Option<Vec<u8>>) -> Result<()> {
+        Err(Error::not_implemented("bucket configurations are not implemented by this store"))
+    }
+
+    /// The POSIX uid that owns the bucket's directory, for stores that have one (`None` by
+    /// default). `NoSuchBucket` when the bucket is missing.
+    async fn bucket_owner_uid(&self, bucket: &str) -> Result<Option<u32>> {
+        self.head_bucket(bucket).await.map(|_| None)
+    }
+
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags>;
     async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()>;
     async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()>;
@@ -139,6 +160,19 @@ pub trait Store: Send + Sync + 'static {
         _body: Body,
     ) -> Result<PutObjectOutput> {
         Err(Error::not_implemented("PutObject with a write offset (append) is not implemented by this store"))
+    }
+
+    /// GetObjectAcl: the object's access control list as an S3 `AccessControlPolicy` document,
+    /// or `None` (the default, for stores that do not authorize: the front end's one user has
+    /// FULL_CONTROL) once the object is known to exist.
+    async fn get_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        self.head_object(bucket, key, GetObjectRequest::default()).await.map(|_| None)
+    }
+
+    /// PutObjectAcl with a document (`doc`) or the request's ACL headers (see
+    /// [`crate::caller::CallerHeaders`]). The default answers `NotImplemented`.
+    async fn put_object_acl(&self, _bucket: &str, _key: &str, _doc: Option<Vec<u8>>) -> Result<()> {
+        Err(Error::not_implemented("object ACLs are not implemented by this store"))
     }
 
     async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags>;

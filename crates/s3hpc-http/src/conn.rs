@@ -451,7 +451,12 @@ async fn read_head(st: &State, io: &TcpStream, buf: &mut BytesMut, stop: &mut wa
 }
 
 /// Serve one connection until it closes.
+/// The client's address, in a request's extensions (`aws:SourceIp` of bucket policies).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PeerIp(pub std::net::IpAddr);
+
 pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watch::Receiver<bool>) {
+    let peer = stream.peer_addr().ok().map(|a| PeerIp(a.ip()));
     let io = Arc::new(stream);
     let mut buf = BytesMut::with_capacity(8192);
     let read_max = st.cfg.read_buffer_max.max(8192);
@@ -468,7 +473,10 @@ pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watc
                 return;
             }
         };
-        let Head { parts, framing, keep_alive, expect_continue } = *head;
+        let Head { mut parts, framing, keep_alive, expect_continue } = *head;
+        if let Some(p) = peer {
+            parts.extensions.insert(p);
+        }
         let (tx, mut rx) = oneshot::channel();
         let reader = BodyReader {
             io: io.clone(),

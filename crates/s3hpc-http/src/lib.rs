@@ -67,6 +67,13 @@ pub struct Config {
     /// sends a space every second until its result (or error) document follows, as AWS does, so
     /// clients with short read timeouts survive long completes.
     pub complete_keepalive_after: Duration,
+    /// Serve unsigned requests as the anonymous caller (S3 authorization decides what it may
+    /// do). Only for a store that authorizes requests (`s3hpc_authz::Authorized`); otherwise
+    /// unsigned requests are refused (AccessDenied).
+    pub anonymous: bool,
+    /// The POSIX identity anonymous requests act as (with `--identity posix`: nobody), so the
+    /// kernel checks them too; `None`: the gateway's own.
+    pub anonymous_identity: Option<s3hpc_core::identity::Identity>,
 }
 
 impl Config {
@@ -84,6 +91,8 @@ impl Config {
             max_concurrent_uploads: 64,
             read_buffer_max: 128 * 1024,
             complete_keepalive_after: Duration::from_secs(1),
+            anonymous: false,
+            anonymous_identity: None,
         }
     }
 }

@@ -796,6 +796,55 @@ impl Store for PosixStore {
         .await
     }
 
+    async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
+        names::validate_config_name(name)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, name) = (bucket.to_string(), name.to_string());
+        self.run(move |s| match s.fs.read(&bdir.join(INTERNAL).join("config").join(&name)) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if is_missing(&e) => s.require_bucket(&bdir, &b).map(|_| None),
+            Err(e) => Err(e.into()),
+        })
+        .await
+    }
+
+    async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
+        names::validate_config_name(name)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, name) = (bucket.to_string(), name.to_string());
+        self.run(move |s| {
+            s.require_bucket(&bdir, &b)?;
+            let dir = bdir.join(INTERNAL).join("config");
+            let Some(doc) = doc else {
+                return match s.fs.remove_file(&dir.join(&name)) {
+                    Err(e) if !is_missing(&e) => Err(e.into()),
+                    _ => Ok(()),
+                };
+            };
+            s.fs.create_dir_all(&dir)?;
+            let tmp = dir.join(format!("{name}.{}", s.temp_name()));
+            s.fs.write(&tmp, &doc)?;
+            s.fs.rename(&tmp, &dir.join(&name)).inspect_err(|_| {
+                let _ = s.fs.remove_file(&tmp);
+            })?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn bucket_owner_uid(&self, bucket: &str) -> Result<Option<u32>> {
+        use std::os::unix::fs::MetadataExt;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let b = bucket.to_string();
+        self.run(move |s| match s.fs.metadata(&bdir) {
+            Ok(md) if md.is_dir() => Ok(Some(md.uid())),
+            Ok(_) => Err(Error::no_such_bucket(&b)),
+            Err(e) if is_missing(&e) => Err(Error::no_such_bucket(&b)),
+            Err(e) => Err(e.into()),
+        })
+        .await
+    }
+
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();

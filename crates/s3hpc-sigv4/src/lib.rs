@@ -25,7 +25,7 @@ mod verify;
 pub use signer::{
     EMPTY_SHA256, STREAMING_SIGNED, STREAMING_SIGNED_TRAILER, STREAMING_UNSIGNED_TRAILER, UNSIGNED_PAYLOAD,
 };
-pub use verify::{MAX_PRESIGN_EXPIRES, MAX_SKEW};
+pub use verify::{MAX_PRESIGN_EXPIRES, MAX_SKEW, is_anonymous};
 
 use encode::{amz_date, canonical_query_into, uri_encode};
 use signer::*;

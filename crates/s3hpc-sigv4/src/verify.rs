@@ -139,6 +139,17 @@ fn abs_diff(a: SystemTime, b: SystemTime) -> Duration {
     a.duration_since(b).or_else(|_| b.duration_since(a)).unwrap_or_default()
 }
 
+/// Whether a request carries no authentication at all (no Authorization header, no presigned
+/// query): an anonymous request.
+pub fn is_anonymous(parts: &http::request::Parts) -> bool {
+    let query = parts.uri.query().unwrap_or("");
+    !parts.headers.contains_key(http::header::AUTHORIZATION)
+        && !query.contains("X-Amz-Algorithm=")
+        && !query.contains("X-Amz-Signature=")
+        && !query.contains("Signature=")
+        && !query.contains("X-Amz-Credential=")
+}
+
 pub fn verify(parts: &http::request::Parts, creds: &CredentialSet, now: SystemTime) -> Result<Verified, Error> {
     let auth = header_str(parts, "authorization")?;
     let query = parts.uri.query().unwrap_or("");

@@ -472,7 +472,12 @@ impl ClientConn {
             let nonce: [u8; 32] = sp[8..40].try_into().unwrap();
             let mut e = Enc::new();
             e.str(&creds.access_key);
-            e.bytes(&auth_proof(&creds.secret_key, &nonce, &creds.access_key));
+            if creds.access_key.is_empty() {
+                // No key: a Unix-socket server maps this process's uid (SO_PEERCRED) to an account.
+                e.bytes(&[]);
+            } else {
+                e.bytes(&auth_proof(&creds.secret_key, &nonce, &creds.access_key));
+            }
             w.write_all(&frame_bytes(ty::AUTH, 0, 0, &e.finish())).await.map_err(io_err)?;
             let mut hdr = [0u8; HEADER_LEN];
             r.read_exact(&mut hdr).await.map_err(io_err)?;

@@ -458,6 +458,10 @@ async fn handle_connection(
         // With `--identity posix`, every request of the connection acts as its account's
         // POSIX user (task-locals do not cross the spawns below, so each carries it).
         ident: creds.identity_for(&access_key),
+        // S3 authorization sees the connection's account; a Unix socket is a secure transport.
+        caller: creds
+            .account_for(&access_key)
+            .map(|a| Arc::new(s3hpc_core::caller::Caller { account: Some(a), secure: is_unix, ..Default::default() })),
     };
     let res = conn.run(&mut r).await;
     conn.ended = true;
@@ -497,6 +501,16 @@ fn check_auth(
     if opts.require_trusted_uid && peer_uid.is_some() && !trusted {
         return Err(Error::new(ErrorCode::AccessDenied, format!("peer uid {peer_uid:?} is not allowed")));
     }
+    if ak.is_empty() && proof.is_empty() {
+        // No key: on a Unix socket the kernel says who the peer is (SO_PEERCRED), and the
+        // connection acts as the account with that uid.
+        let Some(uid) = peer_uid else {
+            return Err(Error::new(ErrorCode::AccessDenied, "an access key is needed over TCP"));
+        };
+        return creds
+            .access_key_for_uid(uid)
+            .ok_or_else(|| Error::new(ErrorCode::AccessDenied, format!("no account has the peer's uid {uid}")));
+    }
     let Some(secret) = creds.secret_for(&ak) else {
         return Err(Error::code(ErrorCode::InvalidAccessKeyId));
     };
@@ -533,6 +547,8 @@ struct Conn {
     /// The POSIX identity the connection's requests act as (its account's; `None`: the
     /// gateway's).
     ident: Option<s3hpc_core::identity::Identity>,
+    /// Who the connection's requests are made by, for S3 authorization.
+    caller: Option<Arc<s3hpc_core::caller::Caller>>,
 }
 
 /// A quick request waiting in a connection's batch.
@@ -795,23 +811,27 @@ impl Conn {
         }
         let (store, out, shared, limits, id, fd_ok) =
             (self.store.clone(), self.out.clone(), self.shared.clone(), self.limits, h.id, self.fd_ok);
-        tokio::spawn(s3hpc_core::identity::scope(self.ident.clone(), async move {
-            match slot_body {
-                Some(Err(e)) => {
-                    let _ = respond_now(&out, id, Err(e), fd_ok);
+        let caller = self.caller.clone();
+        tokio::spawn(s3hpc_core::identity::scope(
+            self.ident.clone(),
+            s3hpc_core::caller::scope(caller, async move {
+                match slot_body {
+                    Some(Err(e)) => {
+                        let _ = respond_now(&out, id, Err(e), fd_ok);
+                    }
+                    slot_body => {
+                        // The slot is lent until the answer: a store that may keep the bytes gets a copy.
+                        let body = match slot_body {
+                            Some(Ok(b)) if store.keeps_body_bytes() => Body::from(Bytes::copy_from_slice(&b)),
+                            Some(Ok(b)) => Body::from(b),
+                            _ => body,
+                        };
+                        handle_request(&store, &out, id, req, body, deferred_cell, credit, limits, fd_ok).await;
+                    }
                 }
-                slot_body => {
-                    // The slot is lent until the answer: a store that may keep the bytes gets a copy.
-                    let body = match slot_body {
-                        Some(Ok(b)) if store.keeps_body_bytes() => Body::from(Bytes::copy_from_slice(&b)),
-                        Some(Ok(b)) => Body::from(b),
-                        _ => body,
-                    };
-                    handle_request(&store, &out, id, req, body, deferred_cell, credit, limits, fd_ok).await;
-                }
-            }
-            shared.finish(id);
-        }));
+                shared.finish(id);
+            }),
+        ));
         Ok(())
     }
 
@@ -863,7 +883,7 @@ impl Conn {
         let jobs = std::mem::take(&mut self.batch);
         let (store, out, shared, limits, fd_ok) =
             (self.store.clone(), self.out.clone(), self.shared.clone(), self.limits, self.fd_ok);
-        let ident = self.ident.clone();
+        let (ident, caller) = (self.ident.clone(), self.caller.clone());
         let rt = tokio::runtime::Handle::current();
         let in_place =
             self.store.offloads_in_place() && rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
@@ -876,7 +896,10 @@ impl Conn {
                 for Job { id, req, body, credit } in jobs {
                     // A panic in one request fails that request, not the rest of the batch.
                     let call = std::panic::AssertUnwindSafe(|| {
-                        let f = s3hpc_core::identity::scope(ident.clone(), execute(&store, req, body, None));
+                        let f = s3hpc_core::identity::scope(
+                            ident.clone(),
+                            s3hpc_core::caller::scope(caller.clone(), execute(&store, req, body, None)),
+                        );
                         if here { futures::executor::block_on(f) } else { rt.block_on(f) }
                     });
                     let result = std::panic::catch_unwind(call)
@@ -1322,6 +1345,7 @@ fn fuzz_connection_with(data: &[u8], batches: bool, dedicated: bool) {
                 batch: Vec::new(),
                 dedicated,
                 ident: None,
+                caller: None,
             };
             let dec = FrameDecoder { max_data: limits.max_data_frame };
             let mut buf = BytesMut::from(data);

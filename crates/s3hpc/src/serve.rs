@@ -126,6 +126,8 @@ pub(crate) struct User {
 struct Account {
     creds: Credentials,
     identity: Option<Identity>,
+    /// The S3 account (owner id, name, admin).
+    account: s3hpc_core::caller::Account,
 }
 
 fn read_users(path: &Path) -> anyhow::Result<Vec<Account>> {
@@ -135,7 +137,17 @@ fn read_users(path: &Path) -> anyhow::Result<Vec<Account>> {
     for (i, u) in f.users.into_iter().enumerate() {
         let what = || format!("{}: user {} ({})", path.display(), i + 1, u.access_key);
         let identity = posix_identity(&u).with_context(what)?;
-        out.push(Account { creds: Credentials::new(u.access_key, u.secret_key), identity });
+        let id = u.id.clone().unwrap_or_else(|| u.access_key.clone());
+        if id.is_empty() || id.contains(':') {
+            return Err(anyhow::anyhow!("`id` must be non-empty and may not contain ':'")).with_context(what);
+        }
+        let account = s3hpc_core::caller::Account {
+            id,
+            name: u.name.clone(),
+            admin: u.admin.unwrap_or(false),
+            uid: identity.as_ref().map(|i| i.uid),
+        };
+        out.push(Account { creds: Credentials::new(u.access_key, u.secret_key), identity, account });
     }
     Ok(out)
 }
@@ -232,6 +244,7 @@ fn credentials(args: &ServeArgs) -> anyhow::Result<(CredentialSet, Option<Creden
             if let Some(id) = a.identity {
                 set.set_identity(&a.creds.access_key, id);
             }
+            set.set_account(&a.creds.access_key, a.account);
             set.insert(a.creds);
         }
     }
@@ -352,7 +365,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         bail!("--identity posix needs the posix backend");
     }
     check_identities(&args, &creds)?;
-    let store = open_store(&args)?;
+    // Every front end serves through S3 authorization (owners, ACLs, policies); keys given
+    // without an account (--access-key, the generated root key) are administrators.
+    let store: DynStore = Arc::new(s3hpc_authz::Authorized::new(open_store(&args)?, creds.clone()));
     let creds = Arc::new(creds);
     if let Some(cfg) = args.config.clone() {
         tokio::spawn(reload_accounts(args.clone(), cfg, (*creds).clone()));
@@ -433,6 +448,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         cfg.max_concurrent_uploads = args.max_uploads.unwrap_or_else(|| default_max_uploads(args.threads));
         cfg.complete_keepalive_after = Duration::from_millis(args.complete_keepalive_ms);
         cfg.shutdown_grace = Duration::from_secs(20);
+        cfg.anonymous = true;
+        if args.identity == "posix" {
+            // Anonymous requests (where a policy or ACL lets them in) act as nobody.
+            cfg.anonymous_identity = Some(s3hpc_core::identity::Identity { uid: 65534, gid: 65534, groups: vec![] });
+        }
         let stop = stopped(stop_rx.clone());
         tasks.spawn(async move { s3hpc_http::serve(listener, cfg, stop).await.context("HTTP server") });
     }

@@ -39,7 +39,16 @@ pub(super) async fn list_buckets(r: &Req<'_>) -> Result<Resp> {
     let mut s = String::with_capacity(256 + buckets.len() * 96);
     s.push_str(DECL);
     s.push_str(&format!("<ListAllMyBucketsResult xmlns=\"{NS}\">"));
-    owner_xml(&mut s, "Owner");
+    // The caller's account (a gateway without accounts: its one owner).
+    match s3hpc_core::caller::current().and_then(|c| c.account.clone()) {
+        Some(a) => {
+            s.push_str("<Owner>");
+            elem(&mut s, "ID", &a.id);
+            elem(&mut s, "DisplayName", a.name.as_deref().unwrap_or(&a.id));
+            s.push_str("</Owner>");
+        }
+        None => owner_xml(&mut s, "Owner"),
+    }
     s.push_str("<Buckets>");
     for b in &buckets {
         s.push_str("<Bucket>");

@@ -14,7 +14,12 @@ use crate::xml::{self, DECL, NS, elem};
 pub(super) async fn delete_objects(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let data = small_body(r, body, true).await?;
     let req = xml::parse_delete_objects(&data)?;
-    store(r).head_bucket(&r.bucket).await?;
+    // NoSuchBucket for the whole request; a caller who may not list the bucket still gets a
+    // per-key answer (S3 authorizes each key as DeleteObject).
+    match store(r).head_bucket(&r.bucket).await {
+        Err(e) if e.code != ErrorCode::AccessDenied => return Err(e),
+        _ => {}
+    }
     let results: Vec<(String, Result<()>)> = futures::stream::iter(req.objects)
         .map(|(key, version)| async move {
             let res = match check_version_id(version.as_deref()) {

@@ -3,6 +3,7 @@
 //!
 //! | module | operations |
 //! |---|---|
+//! | [`access`] | Get/Put/DeleteBucketPolicy, GetBucketPolicyStatus, Get/PutBucketAcl, PutObjectAcl, Get/Put/DeleteBucketOwnershipControls, Get/Put/DeletePublicAccessBlock |
 //! | [`bucket`] | ListBuckets, CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation, unsupported bucket configurations |
 //! | [`list`] | ListObjects (v1, v2, versions), ListMultipartUploads, ListParts |
 //! | [`object_get`] | GetObject, HeadObject, GetObjectAttributes, GetObjectAcl |
@@ -20,6 +21,7 @@ use std::time::SystemTime;
 use http::Method;
 use http::request::Parts;
 
+use s3hpc_core::caller::{Caller, CallerHeaders};
 use s3hpc_core::names::check_bucket_name_for_access;
 use s3hpc_core::*;
 use s3hpc_sigv4::Verified;
@@ -28,6 +30,7 @@ use crate::body::ReqBody;
 use crate::util::{Query, decode_path};
 use crate::{Auth, State};
 
+mod access;
 mod bucket;
 mod copy;
 mod delete;
@@ -49,14 +52,11 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// Bucket subresources that are known but not supported: GET answers "not configured" where
 /// AWS has such an answer; writes answer 501.
 const BUCKET_UNSUPPORTED: &[&str] = &[
-    "policy",
     "lifecycle",
     "cors",
     "encryption",
     "website",
     "object-lock",
-    "ownershipControls",
-    "publicAccessBlock",
     "replication",
     "logging",
     "notification",
@@ -66,14 +66,11 @@ const BUCKET_UNSUPPORTED: &[&str] = &[
     "metrics",
     "inventory",
     "intelligent-tiering",
-    "policyStatus",
     "versioning",
-    "acl",
     "metadataTable",
 ];
-/// Object subresources that are known but not supported (501), except GET `?acl`, which gets
-/// the one ACL s3hpc has.
-const OBJECT_UNSUPPORTED: &[&str] = &["acl", "retention", "legal-hold", "torrent", "restore", "select"];
+/// Object subresources that are known but not supported (501).
+const OBJECT_UNSUPPORTED: &[&str] = &["retention", "legal-hold", "torrent", "restore", "select"];
 
 macro_rules! operations {
     ($($op:ident),* $(,)?) => {
@@ -93,6 +90,10 @@ operations! {
     HeadBucket, GetBucketLocation, CreateBucket, DeleteBucket,
     GetBucketConfig, PutBucketConfig, DeleteBucketConfig, UnsupportedBucketPost,
     GetBucketTagging, PutBucketTagging, DeleteBucketTagging,
+    GetBucketPolicy, PutBucketPolicy, DeleteBucketPolicy, GetBucketPolicyStatus,
+    GetBucketAcl, PutBucketAcl, PutObjectAcl,
+    GetBucketOwnershipControls, PutBucketOwnershipControls, DeleteBucketOwnershipControls,
+    GetPublicAccessBlock, PutPublicAccessBlock, DeletePublicAccessBlock,
     ListObjects, ListObjectsV2, ListObjectVersions, ListMultipartUploads, ListParts,
     HeadObject, GetObject, GetObjectAttributes, GetObjectAcl,
     PutObject, CopyObject, RenameObject,
@@ -149,13 +150,25 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Get,    Query("tagging"),                             Op::GetBucketTagging),
     (Bucket,  Get,    Query("uploads"),                             Op::ListMultipartUploads),
     (Bucket,  Get,    Query("versions"),                            Op::ListObjectVersions),
+    (Bucket,  Get,    Query("policy"),                              Op::GetBucketPolicy),
+    (Bucket,  Get,    Query("policyStatus"),                        Op::GetBucketPolicyStatus),
+    (Bucket,  Get,    Query("acl"),                                 Op::GetBucketAcl),
+    (Bucket,  Get,    Query("ownershipControls"),                   Op::GetBucketOwnershipControls),
+    (Bucket,  Get,    Query("publicAccessBlock"),                   Op::GetPublicAccessBlock),
     (Bucket,  Get,    Unsupported,                                  Op::GetBucketConfig),
     (Bucket,  Get,    Query("list-type"),                           Op::ListObjectsV2),
     (Bucket,  Get,    Always,                                       Op::ListObjects),
     (Bucket,  Put,    Query("tagging"),                             Op::PutBucketTagging),
+    (Bucket,  Put,    Query("policy"),                              Op::PutBucketPolicy),
+    (Bucket,  Put,    Query("acl"),                                 Op::PutBucketAcl),
+    (Bucket,  Put,    Query("ownershipControls"),                   Op::PutBucketOwnershipControls),
+    (Bucket,  Put,    Query("publicAccessBlock"),                   Op::PutPublicAccessBlock),
     (Bucket,  Put,    Unsupported,                                  Op::PutBucketConfig),
     (Bucket,  Put,    Always,                                       Op::CreateBucket),
     (Bucket,  Delete, Query("tagging"),                             Op::DeleteBucketTagging),
+    (Bucket,  Delete, Query("policy"),                              Op::DeleteBucketPolicy),
+    (Bucket,  Delete, Query("ownershipControls"),                   Op::DeleteBucketOwnershipControls),
+    (Bucket,  Delete, Query("publicAccessBlock"),                   Op::DeletePublicAccessBlock),
     (Bucket,  Delete, Unsupported,                                  Op::DeleteBucketConfig),
     (Bucket,  Delete, Always,                                       Op::DeleteBucket),
     (Bucket,  Post,   Query("delete"),                              Op::DeleteObjects),
@@ -170,6 +183,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Object,  Get,    Always,                                       Op::GetObject),
     (Object,  Put,    Query("tagging"),                             Op::PutObjectTagging),
     (Object,  Put,    Query("renameObject"),                        Op::RenameObject),
+    (Object,  Put,    Query("acl"),                                 Op::PutObjectAcl),
     (Object,  Put,    Unsupported,                                  Op::UnsupportedObjectSubresource),
     (Object,  Put,    QueryAndHeader("uploadId", "x-amz-copy-source"),   Op::UploadPartCopy),
     (Object,  Put,    QueryAndHeader("partNumber", "x-amz-copy-source"), Op::UploadPartCopy),
@@ -271,9 +285,18 @@ pub(crate) async fn dispatch(
             (decode(b)?, decode(k)?)
         }
     };
-    let verified = match st.cfg.auth {
-        Auth::SigV4 => Some(s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now())?),
-        Auth::DisabledForTests => None,
+    let (verified, caller) = match st.cfg.auth {
+        Auth::SigV4 if st.cfg.anonymous && s3hpc_sigv4::is_anonymous(parts) => (None, Some(caller(parts, None))),
+        Auth::SigV4 => {
+            let v = s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now())?;
+            let account = st.cfg.creds.account_for(&v.access_key);
+            if account.is_none() {
+                // The key was removed by a reload between verifying and here.
+                return Err(Error::code(ErrorCode::InvalidAccessKeyId));
+            }
+            (Some(v), Some(caller(parts, account)))
+        }
+        Auth::DisabledForTests => (None, None),
     };
     let r = Req { st, parts, q: Query::parse(parts.uri.query()), bucket, key, verified, rid };
     let target = if r.bucket.is_empty() {
@@ -308,8 +331,41 @@ pub(crate) async fn dispatch(
     *op = o.name();
     // With `--identity posix` the store call acts as the account's POSIX user (see
     // s3hpc_core::identity); otherwise as the gateway.
-    let id = r.verified.as_ref().and_then(|v| st.cfg.creds.identity_for(&v.access_key));
-    s3hpc_core::identity::scope(id, run(o, &r, body)).await
+    let id = match &r.verified {
+        Some(v) => st.cfg.creds.identity_for(&v.access_key),
+        None if caller.is_some() => st.cfg.anonymous_identity.clone(),
+        None => None,
+    };
+    s3hpc_core::identity::scope(id, s3hpc_core::caller::scope(caller, run(o, &r, body))).await
+}
+
+/// Who makes the request, for S3 authorization (`account` `None`: anonymous).
+fn caller(parts: &Parts, account: Option<std::sync::Arc<s3hpc_core::caller::Account>>) -> std::sync::Arc<Caller> {
+    let h = &parts.headers;
+    let mut headers = CallerHeaders {
+        expected_bucket_owner: hdr(h, "x-amz-expected-bucket-owner").map(str::to_owned),
+        source_expected_bucket_owner: hdr(h, "x-amz-source-expected-bucket-owner").map(str::to_owned),
+        acl: Vec::new(),
+        object_ownership: hdr(h, "x-amz-object-ownership").map(str::to_owned),
+    };
+    for name in [
+        "x-amz-acl",
+        "x-amz-grant-read",
+        "x-amz-grant-write",
+        "x-amz-grant-read-acp",
+        "x-amz-grant-write-acp",
+        "x-amz-grant-full-control",
+    ] {
+        if let Some(v) = hdr(h, name) {
+            headers.acl.push((name.to_owned(), v.to_owned()));
+        }
+    }
+    std::sync::Arc::new(Caller {
+        account,
+        source_ip: parts.extensions.get::<crate::conn::PeerIp>().map(|p| p.0),
+        secure: false,
+        headers,
+    })
 }
 
 /// Run one operation.
@@ -327,6 +383,19 @@ async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
             r.unsupported_subresource(BUCKET_UNSUPPORTED)
         ))),
         Op::UnsupportedBucketPost => Err(Error::not_implemented("this POST on a bucket is not supported by s3hpc")),
+        Op::GetBucketPolicy => access::get(r, "policy").await,
+        Op::GetBucketPolicyStatus => access::get(r, "policyStatus").await,
+        Op::GetBucketAcl => access::get(r, "acl").await,
+        Op::GetBucketOwnershipControls => access::get(r, "ownershipControls").await,
+        Op::GetPublicAccessBlock => access::get(r, "publicAccessBlock").await,
+        Op::PutBucketPolicy => access::put(r, "policy", body).await,
+        Op::PutBucketAcl => access::put(r, "acl", body).await,
+        Op::PutBucketOwnershipControls => access::put(r, "ownershipControls", body).await,
+        Op::PutPublicAccessBlock => access::put(r, "publicAccessBlock", body).await,
+        Op::DeleteBucketPolicy => access::delete(r, "policy").await,
+        Op::DeleteBucketOwnershipControls => access::delete(r, "ownershipControls").await,
+        Op::DeletePublicAccessBlock => access::delete(r, "publicAccessBlock").await,
+        Op::PutObjectAcl => access::put_object_acl(r, body).await,
         Op::GetBucketTagging => tagging::get_bucket_tagging(r).await,
         Op::PutBucketTagging => tagging::put_bucket_tagging(r, body).await,
         Op::DeleteBucketTagging => tagging::delete_bucket_tagging(r).await,

@@ -106,11 +106,15 @@ pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Res
     // The complete runs as its own task so that, when it takes long, the response can start
     // (200 and whitespace) while it runs; a client that goes away does not cancel it.
     let (store, bucket, key, id2) = (store(r).clone(), r.bucket.clone(), r.key.clone(), id.to_string());
-    // The spawned task keeps the request's identity (task-locals do not cross a spawn).
-    let ident = s3hpc_core::identity::current();
-    let mut task = tokio::spawn(s3hpc_core::identity::scope(ident, async move {
-        store.complete_multipart_upload_with(&bucket, &key, &id2, req).await
-    }));
+    // The spawned task keeps the request's identity and caller (task-locals do not cross a
+    // spawn).
+    let (ident, caller) = (s3hpc_core::identity::current(), s3hpc_core::caller::current());
+    let mut task = tokio::spawn(s3hpc_core::identity::scope(
+        ident,
+        s3hpc_core::caller::scope(caller, async move {
+            store.complete_multipart_upload_with(&bucket, &key, &id2, req).await
+        }),
+    ));
     let result_doc = {
         let (bucket, key) = (r.bucket.clone(), r.key.clone());
         move |out: &PutObjectOutput| {

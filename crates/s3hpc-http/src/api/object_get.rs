@@ -225,6 +225,8 @@ pub(super) async fn get_object_attributes(r: &Req<'_>) -> Result<Resp> {
 }
 
 pub(super) async fn get_object_acl(r: &Req<'_>) -> Result<Resp> {
-    store(r).head_object(&r.bucket, &r.key, GetObjectRequest::default()).await?;
-    Ok(xml_ok(acl_xml()))
+    match store(r).get_object_acl(&r.bucket, &r.key).await? {
+        Some(doc) => Ok(xml_ok(String::from_utf8(doc).map_err(|_| Error::internal("ACL document is not UTF-8"))?)),
+        None => Ok(xml_ok(acl_xml())),
+    }
 }

@@ -107,12 +107,6 @@ pub(super) fn refuse_unsupported_write_headers(h: &HeaderMap) -> Result<()> {
         if k == "x-amz-storage-class" && v.as_bytes() != b"STANDARD" {
             return Err(Error::not_implemented("only the STANDARD storage class is supported"));
         }
-        if k == "x-amz-acl" && !matches!(v.as_bytes(), b"private" | b"bucket-owner-full-control") {
-            return Err(Error::not_implemented("only the private canned ACL is supported"));
-        }
-        if k.starts_with("x-amz-grant-") {
-            return Err(Error::not_implemented("ACL grants are not supported"));
-        }
         if k == "x-amz-website-redirect-location" {
             return Err(Error::not_implemented("website redirects are not supported"));
         }

@@ -1,0 +1,594 @@
+//! [`Authorized`]: a [`Store`] that authorizes every call with S3's rules before the store it
+//! wraps sees it. Every front end (HTTP, the binary protocol) serves through it, so the rules are
+//! written once: the caller comes from [`s3hpc_core::caller::current`], the bucket's
+//! [`BucketAuth`] from the bucket configuration document [`AUTH_CONFIG`] (JSON), kept for
+//! [`CACHE_TTL`] so that a change made through another gateway on the same root takes effect
+//! within that time.
+//!
+//! The S3 configuration subresources that authorization owns (`policy`, `acl`,
+//! `ownershipControls`, `publicAccessBlock`, `policyStatus`) go through
+//! [`Store::get_bucket_config`] / [`Store::put_bucket_config`] of this store, which gives them
+//! S3's meaning and keeps them in the one [`AUTH_CONFIG`] document.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use s3hpc_core::caller::{self, Caller};
+use s3hpc_core::{Body, CredentialSet, DynStore, Error, ErrorCode as Code, Result, Store, types::*};
+
+use crate::Acl;
+use crate::acl::{AclHeaders, CannedAcl, RequestedAcl};
+use crate::bucket::{BucketAuth, authorize, authorize_service, owner_of, reveals_missing_key};
+use crate::error::{AuthzError, ErrorCode as AzCode};
+use crate::eval::{Account, Principal, RequestContext};
+use crate::ops::S3Op;
+use crate::ownership::{ObjectOwnership, PublicAccessBlock, policy_status_xml};
+
+/// The bucket configuration name under which a bucket's [`BucketAuth`] is kept.
+pub const AUTH_CONFIG: &str = "s3hpc-auth";
+
+/// How long a bucket's authorization state is used before it is read again.
+pub const CACHE_TTL: Duration = Duration::from_secs(1);
+
+/// `inner`, with every call authorized for the caller in scope.
+pub struct Authorized {
+    inner: DynStore,
+    accounts: CredentialSet,
+    cache: Mutex<HashMap<String, (Instant, Arc<BucketAuth>)>>,
+}
+
+/// An authorization error as the core error S3 front ends answer with.
+pub fn to_error(e: AuthzError) -> Error {
+    let code = match e.code {
+        AzCode::AccessDenied => Code::AccessDenied,
+        AzCode::MalformedPolicy => Code::MalformedPolicy,
+        AzCode::MalformedACLError => Code::MalformedACLError,
+        AzCode::MalformedXML => Code::MalformedXML,
+        AzCode::InvalidArgument => Code::InvalidArgument,
+        AzCode::InvalidRequest => Code::InvalidRequest,
+        AzCode::UnresolvableGrantByEmailAddress => Code::UnresolvableGrantByEmailAddress,
+        AzCode::AccessControlListNotSupported => Code::AccessControlListNotSupported,
+        AzCode::InvalidBucketAclWithObjectOwnership => Code::InvalidBucketAclWithObjectOwnership,
+        AzCode::UnexpectedContent => Code::UnexpectedContent,
+        AzCode::MissingSecurityHeader => Code::MissingSecurityHeader,
+        AzCode::MethodNotAllowed => Code::MethodNotAllowed,
+    };
+    Error::new(code, e.message)
+}
+
+fn denied() -> Error {
+    Error::code(Code::AccessDenied)
+}
+
+/// The caller in scope; none is an error (a front end that forgot to say who asks).
+fn caller() -> Result<Arc<Caller>> {
+    caller::current().ok_or_else(|| Error::new(Code::AccessDenied, "Access Denied: no caller"))
+}
+
+fn principal(c: &Caller) -> Principal {
+    match &c.account {
+        None => Principal::Anonymous,
+        Some(a) => Principal::Account(Account { id: a.id.clone(), name: a.name.clone(), admin: a.admin }),
+    }
+}
+
+fn header<'a>(c: &'a Caller, name: &str) -> Option<&'a str> {
+    c.headers.acl.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+fn acl_headers(c: &Caller) -> AclHeaders<'_> {
+    AclHeaders {
+        canned: header(c, "x-amz-acl"),
+        grant_read: header(c, "x-amz-grant-read"),
+        grant_write: header(c, "x-amz-grant-write"),
+        grant_read_acp: header(c, "x-amz-grant-read-acp"),
+        grant_write_acp: header(c, "x-amz-grant-write-acp"),
+        grant_full_control: header(c, "x-amz-grant-full-control"),
+    }
+}
+
+fn now_secs() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+impl Authorized {
+    /// Authorize calls to `inner` for the accounts of `accounts`.
+    pub fn new(inner: DynStore, accounts: CredentialSet) -> Authorized {
+        Authorized { inner, accounts, cache: Mutex::new(HashMap::new()) }
+    }
+
+    fn account_exists(&self) -> impl Fn(&str) -> bool + '_ {
+        |id: &str| self.accounts.account_exists(id)
+    }
+
+    fn cached(&self, bucket: &str) -> Option<Arc<BucketAuth>> {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.get(bucket).filter(|(t, _)| t.elapsed() < CACHE_TTL).map(|(_, a)| a.clone())
+    }
+
+    fn remember(&self, bucket: &str, auth: Option<Arc<BucketAuth>>) {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        match auth {
+            Some(a) => {
+                if cache.len() > 10_000 {
+                    cache.retain(|_, (t, _)| t.elapsed() < CACHE_TTL);
+                }
+                cache.insert(bucket.to_string(), (Instant::now(), a));
+            }
+            None => {
+                cache.remove(bucket);
+            }
+        }
+    }
+
+    /// The bucket's authorization state: its [`AUTH_CONFIG`] document, else (a directory made
+    /// outside S3, or by a gateway before authorization existed) owned by the account whose uid
+    /// owns the directory, else by no account (admins only).
+    pub async fn bucket_auth(&self, bucket: &str) -> Result<Arc<BucketAuth>> {
+        if let Some(a) = self.cached(bucket) {
+            return Ok(a);
+        }
+        let auth = match self.inner.get_bucket_config(bucket, AUTH_CONFIG).await? {
+            Some(doc) => serde_json::from_slice::<BucketAuth>(&doc)
+                .map_err(|e| Error::internal(format!("bucket {bucket}: unreadable authorization record: {e}")))?,
+            None => {
+                match self.inner.bucket_owner_uid(bucket).await?.and_then(|uid| self.accounts.account_by_uid(uid)) {
+                    Some(a) => BucketAuth::new(owner_of(&principal(&Caller::account(a)))),
+                    None => BucketAuth::admin_only(),
+                }
+            }
+        };
+        let auth = Arc::new(auth);
+        self.remember(bucket, Some(auth.clone()));
+        Ok(auth)
+    }
+
+    async fn save(&self, bucket: &str, auth: BucketAuth) -> Result<()> {
+        let doc = serde_json::to_vec(&auth).map_err(|e| Error::internal(e.to_string()))?;
+        self.inner.put_bucket_config(bucket, AUTH_CONFIG, Some(doc)).await?;
+        self.remember(bucket, Some(Arc::new(auth)));
+        Ok(())
+    }
+
+    fn context(c: &Caller, op: S3Op, bucket: &str, key: Option<&str>) -> RequestContext {
+        let mut ctx = op.context(principal(c), bucket, key, false).with_secure_transport(c.secure);
+        ctx = ctx.with_current_time(now_secs());
+        if let Some(ip) = c.source_ip {
+            ctx = ctx.with_source_ip(ip);
+        }
+        if let Some(acl) = header(c, "x-amz-acl") {
+            ctx = ctx.with_key("s3:x-amz-acl", acl);
+        }
+        ctx
+    }
+
+    /// Authorizes `op` on `bucket` (and `key`) for the caller in scope; returns the caller, the
+    /// bucket's state and the request context.
+    async fn check_with(
+        &self,
+        op: S3Op,
+        bucket: &str,
+        key: Option<&str>,
+        extend: impl FnOnce(RequestContext) -> RequestContext,
+    ) -> Result<(Arc<Caller>, Arc<BucketAuth>, RequestContext)> {
+        let c = caller()?;
+        let auth = self.bucket_auth(bucket).await?;
+        auth.check_expected_owner(c.headers.expected_bucket_owner.as_deref()).map_err(to_error)?;
+        let ctx = extend(Self::context(&c, op, bucket, key));
+        authorize(op, &ctx, &auth, None).map_err(to_error)?;
+        Ok((c, auth, ctx))
+    }
+
+    async fn check(&self, op: S3Op, bucket: &str, key: Option<&str>) -> Result<(Arc<Caller>, Arc<BucketAuth>)> {
+        self.check_with(op, bucket, key, |c| c).await.map(|(c, a, _)| (c, a))
+    }
+
+    /// A copy source: readable by the caller (`x-amz-source-expected-bucket-owner` checked).
+    async fn check_source(&self, bucket: &str, key: &str) -> Result<()> {
+        let c = caller()?;
+        let auth = self.bucket_auth(bucket).await?;
+        auth.check_expected_owner(c.headers.source_expected_bucket_owner.as_deref()).map_err(to_error)?;
+        let ctx = Self::context(&c, S3Op::GetObject, bucket, Some(key));
+        authorize(S3Op::GetObject, &ctx, &auth, None).map_err(to_error)?;
+        Ok(())
+    }
+
+    /// The ACL headers of a request that creates an object: refused as S3 refuses them (ACLs
+    /// disabled, public ACLs blocked). Object ACLs are not stored: with ACLs enabled only ACLs
+    /// that give the owner alone access are accepted.
+    fn check_new_object_acl(&self, c: &Caller, auth: &BucketAuth) -> Result<()> {
+        let requested = acl_headers(c).parse(Some(&self.account_exists())).map_err(to_error)?;
+        if requested == RequestedAcl::None {
+            return Ok(());
+        }
+        // AWS refuses even `private` with ACLs disabled; s3hpc accepts it (it asks for what the
+        // object gets anyway), because rclone and other tools send it on every upload by default.
+        if requested == RequestedAcl::Canned(CannedAcl::Private) && auth.ownership.acls_disabled() {
+            return Ok(());
+        }
+        let acl = auth.new_object_acl(&principal(c), &requested).map_err(to_error)?;
+        if !acl.only_owner(&acl.owner.id) {
+            return Err(Error::not_implemented("object ACLs other than private are not supported by s3hpc"));
+        }
+        Ok(())
+    }
+
+    /// GET/HEAD of a key that is not there: 404 only for callers who may list the key (S3).
+    fn hide_missing(&self, e: Error, ctx: &RequestContext, auth: &BucketAuth) -> Error {
+        if e.code == Code::NoSuchKey && !reveals_missing_key(ctx, auth) { denied() } else { e }
+    }
+
+    fn bucket_op(name: &str, get: bool, delete: bool) -> Option<S3Op> {
+        use S3Op::*;
+        Some(match (name, get, delete) {
+            ("policy", true, _) => GetBucketPolicy,
+            ("policy", false, false) => PutBucketPolicy,
+            ("policy", false, true) => DeleteBucketPolicy,
+            ("policyStatus", true, _) => GetBucketPolicyStatus,
+            ("acl", true, _) => GetBucketAcl,
+            ("acl", false, _) => PutBucketAcl,
+            ("ownershipControls", true, _) => GetBucketOwnershipControls,
+            ("ownershipControls", false, false) => PutBucketOwnershipControls,
+            ("ownershipControls", false, true) => DeleteBucketOwnershipControls,
+            ("publicAccessBlock", true, _) => GetPublicAccessBlock,
+            ("publicAccessBlock", false, false) => PutPublicAccessBlock,
+            ("publicAccessBlock", false, true) => DeletePublicAccessBlock,
+            ("lifecycle", true, _) => GetBucketLifecycleConfiguration,
+            ("lifecycle", false, false) => PutBucketLifecycleConfiguration,
+            ("lifecycle", false, true) => DeleteBucketLifecycle,
+            ("cors", true, _) => GetBucketCors,
+            ("cors", false, false) => PutBucketCors,
+            ("cors", false, true) => DeleteBucketCors,
+            ("versioning", true, _) => GetBucketVersioning,
+            ("versioning", false, _) => PutBucketVersioning,
+            _ => return None,
+        })
+    }
+}
+
+#[async_trait]
+impl Store for Authorized {
+    fn offloads_io(&self) -> bool {
+        self.inner.offloads_io()
+    }
+
+    fn offloads_in_place(&self) -> bool {
+        self.inner.offloads_in_place()
+    }
+
+    fn keeps_body_bytes(&self) -> bool {
+        self.inner.keeps_body_bytes()
+    }
+
+    fn body_buffer(&self, len: usize) -> Option<s3hpc_core::BodyBuffer> {
+        self.inner.body_buffer(len)
+    }
+
+    async fn create_bucket(&self, bucket: &str) -> Result<()> {
+        let c = caller()?;
+        let who = principal(&c);
+        authorize_service(S3Op::CreateBucket, &who).map_err(to_error)?;
+        let requested = acl_headers(&c).parse(Some(&self.account_exists())).map_err(to_error)?;
+        let ownership = match c.headers.object_ownership.as_deref() {
+            None => None,
+            Some(v) => Some(
+                ObjectOwnership::parse(v)
+                    .ok_or_else(|| Error::invalid_argument(format!("Invalid x-amz-object-ownership header: {v}")))?,
+            ),
+        };
+        let mut auth = BucketAuth::for_create(&who, &requested, ownership).map_err(to_error)?;
+        // S3: a bucket created with the `private` canned ACL and no ownership header gets
+        // BucketOwnerPreferred (ACLs enabled), which clients that always send `x-amz-acl:
+        // private` (rclone) rely on.
+        if ownership.is_none() && requested == RequestedAcl::Canned(CannedAcl::Private) {
+            auth.ownership = ObjectOwnership::BucketOwnerPreferred;
+        }
+        match self.inner.create_bucket(bucket).await {
+            Ok(()) => {}
+            Err(e) if e.code == Code::BucketAlreadyOwnedByYou => {
+                let existing = self.bucket_auth(bucket).await?;
+                if who.is_admin() || who.id() == Some(existing.owner().id.as_str()) {
+                    return Err(e);
+                }
+                return Err(Error::code(Code::BucketAlreadyExists).with_resource(bucket));
+            }
+            Err(e) => return Err(e),
+        }
+        if let Err(e) = self.save(bucket, auth).await {
+            // Without its record the bucket would belong to whoever owns the directory.
+            let _ = self.inner.delete_bucket(bucket).await;
+            self.remember(bucket, None);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    async fn delete_bucket(&self, bucket: &str) -> Result<()> {
+        self.check(S3Op::DeleteBucket, bucket, None).await?;
+        let r = self.inner.delete_bucket(bucket).await;
+        self.remember(bucket, None);
+        r
+    }
+
+    async fn head_bucket(&self, bucket: &str) -> Result<()> {
+        self.check(S3Op::HeadBucket, bucket, None).await?;
+        self.inner.head_bucket(bucket).await
+    }
+
+    async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
+        let c = caller()?;
+        let who = principal(&c);
+        authorize_service(S3Op::ListBuckets, &who).map_err(to_error)?;
+        let all = self.inner.list_buckets().await?;
+        if who.is_admin() {
+            return Ok(all);
+        }
+        let mut out = Vec::with_capacity(all.len());
+        for b in all {
+            // A bucket whose state cannot be read (removed meanwhile, unreadable) is not listed.
+            if let Ok(a) = self.bucket_auth(&b.name).await
+                && a.listed_for(&who)
+            {
+                out.push(b);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
+        let op = Self::bucket_op(name, true, false)
+            .ok_or_else(|| Error::invalid_argument(format!("unknown bucket configuration {name:?}")))?;
+        let (_, auth) = self.check(op, bucket, None).await?;
+        Ok(match name {
+            "policy" => Some(
+                auth.policy.clone().ok_or_else(|| Error::code(Code::NoSuchBucketPolicy).with_resource(bucket))?.into(),
+            ),
+            "policyStatus" => Some(
+                policy_status_xml(
+                    auth.policy_is_public()
+                        .ok_or_else(|| Error::code(Code::NoSuchBucketPolicy).with_resource(bucket))?,
+                )
+                .into(),
+            ),
+            "acl" => Some(auth.effective_bucket_acl().to_xml().into()),
+            "ownershipControls" => Some(auth.ownership.to_xml().into()),
+            "publicAccessBlock" => Some(
+                auth.public_access_block
+                    .ok_or_else(|| Error::code(Code::NoSuchPublicAccessBlockConfiguration).with_resource(bucket))?
+                    .to_xml()
+                    .into(),
+            ),
+            other => self.inner.get_bucket_config(bucket, other).await?,
+        })
+    }
+
+    async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
+        let op = Self::bucket_op(name, false, doc.is_none())
+            .filter(|op| *op != S3Op::GetBucketPolicyStatus)
+            .ok_or_else(|| Error::invalid_argument(format!("unknown bucket configuration {name:?}")))?;
+        let (c, auth) = self.check(op, bucket, None).await?;
+        let mut auth = (*auth).clone();
+        match (name, doc) {
+            ("policy", Some(text)) => {
+                let text = std::str::from_utf8(&text).map_err(|_| {
+                    Error::new(Code::MalformedPolicy, "Policies must be valid JSON and the first byte must be '{'")
+                })?;
+                auth.put_policy(text, bucket, Some(&self.account_exists())).map_err(to_error)?;
+            }
+            ("policy", None) => auth.delete_policy(),
+            ("acl", doc) => {
+                let requested = acl_headers(&c).parse(Some(&self.account_exists())).map_err(to_error)?;
+                let body = match doc.filter(|d| !d.iter().all(u8::is_ascii_whitespace)) {
+                    Some(d) => Some(Acl::from_xml(&d, Some(&self.account_exists())).map_err(to_error)?),
+                    None => None,
+                };
+                auth.put_bucket_acl(&requested, body).map_err(to_error)?;
+            }
+            ("ownershipControls", Some(d)) => {
+                auth.set_ownership(ObjectOwnership::from_xml(&d).map_err(to_error)?).map_err(to_error)?
+            }
+            // Without ownership controls a bucket keeps its ACLs, as ObjectWriter.
+            ("ownershipControls", None) => auth.ownership = ObjectOwnership::ObjectWriter,
+            ("publicAccessBlock", Some(d)) => {
+                auth.public_access_block = Some(PublicAccessBlock::from_xml(&d).map_err(to_error)?)
+            }
+            ("publicAccessBlock", None) => auth.public_access_block = None,
+            (other, doc) => return self.inner.put_bucket_config(bucket, other, doc).await,
+        }
+        self.save(bucket, auth).await
+    }
+
+    async fn bucket_owner_uid(&self, bucket: &str) -> Result<Option<u32>> {
+        self.check(S3Op::HeadBucket, bucket, None).await?;
+        self.inner.bucket_owner_uid(bucket).await
+    }
+
+    async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
+        self.check(S3Op::GetBucketTagging, bucket, None).await?;
+        self.inner.get_bucket_tagging(bucket).await
+    }
+
+    async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
+        self.check(S3Op::PutBucketTagging, bucket, None).await?;
+        self.inner.put_bucket_tagging(bucket, tags).await
+    }
+
+    async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
+        self.check(S3Op::DeleteBucketTagging, bucket, None).await?;
+        self.inner.delete_bucket_tagging(bucket).await
+    }
+
+    async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
+        let (c, auth) = self.check(S3Op::PutObject, bucket, Some(key)).await?;
+        self.check_new_object_acl(&c, &auth)?;
+        self.inner.put_object(bucket, key, req, body).await
+    }
+
+    async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
+        let (_, auth, ctx) = self.check_with(S3Op::GetObject, bucket, Some(key), |c| c).await?;
+        self.inner.get_object(bucket, key, req).await.map_err(|e| self.hide_missing(e, &ctx, &auth))
+    }
+
+    async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
+        let (_, auth, ctx) = self.check_with(S3Op::HeadObject, bucket, Some(key), |c| c).await?;
+        self.inner.head_object(bucket, key, req).await.map_err(|e| self.hide_missing(e, &ctx, &auth))
+    }
+
+    async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        self.check(S3Op::DeleteObject, bucket, Some(key)).await?;
+        self.inner.delete_object(bucket, key).await
+    }
+
+    async fn copy_object(
+        &self,
+        src_bucket: &str,
+        src_key: &str,
+        dst_bucket: &str,
+        dst_key: &str,
+        req: CopyObjectRequest,
+    ) -> Result<PutObjectOutput> {
+        self.check_source(src_bucket, src_key).await?;
+        let (c, auth) = self.check(S3Op::CopyObject, dst_bucket, Some(dst_key)).await?;
+        self.check_new_object_acl(&c, &auth)?;
+        self.inner.copy_object(src_bucket, src_key, dst_bucket, dst_key, req).await
+    }
+
+    async fn rename_object(&self, bucket: &str, src_key: &str, dst_key: &str, req: RenameObjectRequest) -> Result<()> {
+        // A rename reads and removes the source and writes the destination.
+        self.check_source(bucket, src_key).await?;
+        self.check(S3Op::DeleteObject, bucket, Some(src_key)).await?;
+        self.check(S3Op::PutObject, bucket, Some(dst_key)).await?;
+        self.inner.rename_object(bucket, src_key, dst_key, req).await
+    }
+
+    async fn append_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        req: PutObjectRequest,
+        body: Body,
+    ) -> Result<PutObjectOutput> {
+        self.check(S3Op::PutObject, bucket, Some(key)).await?;
+        self.inner.append_object(bucket, key, offset, req, body).await
+    }
+
+    async fn get_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        let (_, auth, ctx) = self.check_with(S3Op::GetObjectAcl, bucket, Some(key), |c| c).await?;
+        self.inner
+            .head_object(bucket, key, GetObjectRequest::default())
+            .await
+            .map_err(|e| self.hide_missing(e, &ctx, &auth))?;
+        Ok(Some(auth.effective_object_acl(None).to_xml().into_bytes()))
+    }
+
+    async fn put_object_acl(&self, bucket: &str, key: &str, doc: Option<Vec<u8>>) -> Result<()> {
+        let (c, auth) = self.check(S3Op::PutObjectAcl, bucket, Some(key)).await?;
+        let requested = acl_headers(&c).parse(Some(&self.account_exists())).map_err(to_error)?;
+        let body = match doc.filter(|d| !d.iter().all(u8::is_ascii_whitespace)) {
+            Some(d) => Some(Acl::from_xml(&d, Some(&self.account_exists())).map_err(to_error)?),
+            None => None,
+        };
+        let acl = auth.put_object_acl(None, &requested, body).map_err(to_error)?;
+        self.inner.head_object(bucket, key, GetObjectRequest::default()).await?;
+        if !acl.only_owner(&acl.owner.id) {
+            return Err(Error::not_implemented("object ACLs other than private are not supported by s3hpc"));
+        }
+        Ok(())
+    }
+
+    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
+        self.check(S3Op::GetObjectTagging, bucket, Some(key)).await?;
+        self.inner.get_object_tagging(bucket, key).await
+    }
+
+    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
+        self.check(S3Op::PutObjectTagging, bucket, Some(key)).await?;
+        self.inner.put_object_tagging(bucket, key, tags).await
+    }
+
+    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
+        self.check(S3Op::DeleteObjectTagging, bucket, Some(key)).await?;
+        self.inner.delete_object_tagging(bucket, key).await
+    }
+
+    async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
+        let (prefix, delim, max) = (req.prefix.clone(), req.delimiter.clone(), req.max_keys);
+        self.check_with(S3Op::ListObjects, bucket, None, |ctx| {
+            ctx.with_list_params(Some(&prefix), delim.as_deref(), Some(max.min(1000) as u32))
+        })
+        .await?;
+        self.inner.list_objects(bucket, req).await
+    }
+
+    async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
+        let (c, auth) = self.check(S3Op::CreateMultipartUpload, bucket, Some(key)).await?;
+        self.check_new_object_acl(&c, &auth)?;
+        self.inner.create_multipart_upload(bucket, key, req).await
+    }
+
+    async fn upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        req: UploadPartRequest,
+        body: Body,
+    ) -> Result<PartInfo> {
+        self.check(S3Op::UploadPart, bucket, Some(key)).await?;
+        self.inner.upload_part(bucket, key, upload_id, part_number, req, body).await
+    }
+
+    async fn upload_part_copy(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        src_bucket: &str,
+        src_key: &str,
+        src_range: Option<ByteRange>,
+        src_conditions: Conditions,
+    ) -> Result<PartInfo> {
+        self.check_source(src_bucket, src_key).await?;
+        self.check(S3Op::UploadPartCopy, bucket, Some(key)).await?;
+        self.inner
+            .upload_part_copy(bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions)
+            .await
+    }
+
+    async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        req: ListPartsRequest,
+    ) -> Result<ListPartsPage> {
+        self.check(S3Op::ListParts, bucket, Some(key)).await?;
+        self.inner.list_parts(bucket, key, upload_id, req).await
+    }
+
+    async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
+        self.check(S3Op::ListMultipartUploads, bucket, None).await?;
+        self.inner.list_multipart_uploads(bucket, req).await
+    }
+
+    async fn complete_multipart_upload_with(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        req: CompleteMultipartRequest,
+    ) -> Result<PutObjectOutput> {
+        self.check(S3Op::CompleteMultipartUpload, bucket, Some(key)).await?;
+        self.inner.complete_multipart_upload_with(bucket, key, upload_id, req).await
+    }
+
+    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+        self.check(S3Op::AbortMultipartUpload, bucket, Some(key)).await?;
+        self.inner.abort_multipart_upload(bucket, key, upload_id).await
+    }
+}
