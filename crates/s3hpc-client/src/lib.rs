@@ -441,6 +441,13 @@ impl S3Client {
     }
 }
 
+/// `r` with the document `doc` as its body (Content-MD5, as S3 requires for these PUTs).
+fn doc_body<'a>(r: Req<'a>, doc: Vec<u8>, content_type: &str) -> Result<Req<'a>> {
+    let md5 = B64.encode(s3hpc_core::checksum::md5(&doc));
+    let len = doc.len() as u64;
+    r.h("content-md5", &md5)?.h("content-type", content_type).map(|r| r.body(Body::from(doc), Some(len)))
+}
+
 /// Map a hyper client error; an S3 error smuggled through the body stream comes back whole.
 fn transport_error(e: hyper_util::client::legacy::Error) -> Error {
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(&e);
@@ -806,6 +813,40 @@ impl Store for S3Client {
 
     async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
         self.tagging_delete(bucket, None).await
+    }
+
+    async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
+        names::validate_config_name(name)?;
+        let r = Req::new(Method::GET, Some(bucket), None).q(name, None);
+        let resp = self.send(r).await?;
+        Ok(Some(read_body(resp.into_body(), MAX_XML).await?.to_vec()))
+    }
+
+    async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
+        names::validate_config_name(name)?;
+        let r = match doc {
+            None => Req::new(Method::DELETE, Some(bucket), None).q(name, None),
+            Some(doc) => {
+                let ct = if name == "policy" { "application/json" } else { "application/xml" };
+                doc_body(Req::new(Method::PUT, Some(bucket), None).q(name, None), doc, ct)?
+            }
+        };
+        self.send_empty(r).await.map(|_| ())
+    }
+
+    async fn get_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        let r = Req::new(Method::GET, Some(bucket), Some(key)).q("acl", None);
+        let resp = self.send(r).await?;
+        Ok(Some(read_body(resp.into_body(), MAX_XML).await?.to_vec()))
+    }
+
+    async fn put_object_acl(&self, bucket: &str, key: &str, doc: Option<Vec<u8>>) -> Result<()> {
+        let r = Req::new(Method::PUT, Some(bucket), Some(key)).q("acl", None);
+        let r = match doc {
+            Some(doc) => doc_body(r, doc, "application/xml")?,
+            None => r,
+        };
+        self.send_empty(r).await.map(|_| ())
     }
 
     async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {

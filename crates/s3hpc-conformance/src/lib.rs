@@ -24,6 +24,7 @@ use bytes::{Bytes, BytesMut};
 use s3hpc_core::checksum::{checksum_of, md5_hex};
 use s3hpc_core::*;
 
+pub mod access;
 pub mod oracle;
 
 /// What the store under test is expected to do where implementations may legitimately differ.

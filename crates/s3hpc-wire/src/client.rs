@@ -1015,6 +1015,26 @@ impl Store for WireClient {
         d.end()?;
         Ok(t)
     }
+    async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
+        let r = self.call(Request::GetBucketConfig { bucket: bucket.into(), name: name.into() }, None, None).await?;
+        let mut d = fields(&r);
+        let doc = d.opt_bytes()?;
+        d.end()?;
+        Ok(doc)
+    }
+    async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
+        self.call_unit(Request::PutBucketConfig { bucket: bucket.into(), name: name.into(), doc }).await
+    }
+    async fn get_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        let r = self.call(Request::GetObjectAcl { bucket: bucket.into(), key: key.into() }, None, None).await?;
+        let mut d = fields(&r);
+        let doc = d.opt_bytes()?;
+        d.end()?;
+        Ok(doc)
+    }
+    async fn put_object_acl(&self, bucket: &str, key: &str, doc: Option<Vec<u8>>) -> Result<()> {
+        self.call_unit(Request::PutObjectAcl { bucket: bucket.into(), key: key.into(), doc }).await
+    }
     async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
         self.call_unit(Request::PutBucketTagging { bucket: bucket.into(), tags }).await
     }

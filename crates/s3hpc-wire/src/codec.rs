@@ -14,6 +14,9 @@ use s3hpc_core::{
 
 use crate::frame::{MAX_LIST, MAX_STR};
 
+/// Largest configuration or ACL document a request carries (S3's bucket policy limit is 20 KiB).
+pub const MAX_DOC: usize = 64 * 1024;
+
 /// Malformed field data: a protocol error.
 pub fn malformed(what: impl std::fmt::Display) -> Error {
     Error::new(ErrorCode::InvalidRequest, format!("malformed frame: {what}"))
@@ -51,6 +54,16 @@ impl Enc {
     pub fn bytes(&mut self, b: &[u8]) {
         self.var(b.len() as u64);
         self.buf.put_slice(b);
+    }
+    /// An optional document (a presence byte, then the bytes).
+    pub fn opt_bytes(&mut self, b: Option<&[u8]>) {
+        match b {
+            None => self.u8(0),
+            Some(b) => {
+                self.u8(1);
+                self.bytes(b);
+            }
+        }
     }
     pub fn opt_str(&mut self, s: Option<&str>) {
         match s {
@@ -291,6 +304,10 @@ impl<'a> Dec<'a> {
         let n = self.len(max, "byte string")?;
         self.take(n)
     }
+    /// An optional document of at most [`MAX_DOC`] bytes.
+    pub fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>> {
+        Ok(if self.bool()? { Some(self.bytes(MAX_DOC)?.to_vec()) } else { None })
+    }
     pub fn opt_str(&mut self) -> Result<Option<String>> {
         Ok(if self.bool()? { Some(self.str()?) } else { None })
     }
@@ -439,6 +456,8 @@ pub mod op {
     pub const GET_BUCKET_TAGGING: u8 = 5;
     pub const PUT_BUCKET_TAGGING: u8 = 6;
     pub const DELETE_BUCKET_TAGGING: u8 = 7;
+    pub const GET_BUCKET_CONFIG: u8 = 8;
+    pub const PUT_BUCKET_CONFIG: u8 = 9;
     pub const PUT_OBJECT: u8 = 16;
     pub const GET_OBJECT: u8 = 17;
     pub const HEAD_OBJECT: u8 = 18;
@@ -449,6 +468,8 @@ pub mod op {
     pub const DELETE_OBJECT_TAGGING: u8 = 23;
     pub const RENAME_OBJECT: u8 = 24;
     pub const APPEND_OBJECT: u8 = 25;
+    pub const GET_OBJECT_ACL: u8 = 26;
+    pub const PUT_OBJECT_ACL: u8 = 27;
     pub const LIST_OBJECTS: u8 = 32;
     pub const CREATE_MULTIPART: u8 = 48;
     pub const UPLOAD_PART: u8 = 49;
@@ -545,6 +566,26 @@ pub enum Request {
     },
     DeleteBucketTagging {
         bucket: String,
+    },
+    /// A bucket configuration document (policy, ACL, ownership controls, ...).
+    GetBucketConfig {
+        bucket: String,
+        name: String,
+    },
+    /// Set (`Some`) or remove (`None`) a bucket configuration document.
+    PutBucketConfig {
+        bucket: String,
+        name: String,
+        doc: Option<Vec<u8>>,
+    },
+    GetObjectAcl {
+        bucket: String,
+        key: String,
+    },
+    PutObjectAcl {
+        bucket: String,
+        key: String,
+        doc: Option<Vec<u8>>,
     },
     PutObject {
         bucket: String,
@@ -749,6 +790,10 @@ impl Request {
             GetBucketTagging { .. } => op::GET_BUCKET_TAGGING,
             PutBucketTagging { .. } => op::PUT_BUCKET_TAGGING,
             DeleteBucketTagging { .. } => op::DELETE_BUCKET_TAGGING,
+            GetBucketConfig { .. } => op::GET_BUCKET_CONFIG,
+            PutBucketConfig { .. } => op::PUT_BUCKET_CONFIG,
+            GetObjectAcl { .. } => op::GET_OBJECT_ACL,
+            PutObjectAcl { .. } => op::PUT_OBJECT_ACL,
             PutObject { .. } => op::PUT_OBJECT,
             GetObject { .. } => op::GET_OBJECT,
             HeadObject { .. } => op::HEAD_OBJECT,
@@ -784,6 +829,10 @@ impl Request {
             | GetBucketTagging { .. }
             | PutBucketTagging { .. }
             | DeleteBucketTagging { .. }
+            | GetBucketConfig { .. }
+            | PutBucketConfig { .. }
+            | GetObjectAcl { .. }
+            | PutObjectAcl { .. }
             | HeadObject { .. }
             | GetObject { .. }
             | DeleteObject { .. }
@@ -818,6 +867,15 @@ impl Request {
             PutBucketTagging { bucket, tags } => {
                 e.str(bucket);
                 e.tags(tags);
+            }
+            GetBucketConfig { bucket, name: second } | GetObjectAcl { bucket, key: second } => {
+                e.str(bucket);
+                e.str(second);
+            }
+            PutBucketConfig { bucket, name: second, doc } | PutObjectAcl { bucket, key: second, doc } => {
+                e.str(bucket);
+                e.str(second);
+                e.opt_bytes(doc.as_deref());
             }
             PutObject { bucket, key, meta, tags, conditions, upload } => {
                 e.str(bucket);
@@ -966,6 +1024,10 @@ impl Request {
             op::GET_BUCKET_TAGGING => GetBucketTagging { bucket: d.str()? },
             op::PUT_BUCKET_TAGGING => PutBucketTagging { bucket: d.str()?, tags: d.tags()? },
             op::DELETE_BUCKET_TAGGING => DeleteBucketTagging { bucket: d.str()? },
+            op::GET_BUCKET_CONFIG => GetBucketConfig { bucket: d.str()?, name: d.str()? },
+            op::PUT_BUCKET_CONFIG => PutBucketConfig { bucket: d.str()?, name: d.str()?, doc: d.opt_bytes()? },
+            op::GET_OBJECT_ACL => GetObjectAcl { bucket: d.str()?, key: d.str()? },
+            op::PUT_OBJECT_ACL => PutObjectAcl { bucket: d.str()?, key: d.str()?, doc: d.opt_bytes()? },
             op::PUT_OBJECT => PutObject {
                 bucket: d.str()?,
                 key: d.str()?,
@@ -1302,6 +1364,11 @@ mod tests {
             conditions: cond.clone(),
             upload: UploadFields { content_md5: None, checksum: None, content_length: Some(9) },
         });
+        roundtrip(Request::GetBucketConfig { bucket: "b".into(), name: "policy".into() });
+        roundtrip(Request::PutBucketConfig { bucket: "b".into(), name: "policy".into(), doc: Some(b"{}".to_vec()) });
+        roundtrip(Request::PutBucketConfig { bucket: "b".into(), name: "acl".into(), doc: None });
+        roundtrip(Request::GetObjectAcl { bucket: "b".into(), key: "k".into() });
+        roundtrip(Request::PutObjectAcl { bucket: "b".into(), key: "k".into(), doc: Some(b"<x/>".to_vec()) });
         roundtrip(Request::RenameObject {
             bucket: "b".into(),
             src_key: "a/x".into(),
@@ -1426,6 +1493,9 @@ mod tests {
             (38, ErrorCode::SignatureDoesNotMatch),
             (45, ErrorCode::RequestHeaderSectionTooLarge),
             (46, ErrorCode::InvalidWriteOffset),
+            (47, ErrorCode::MalformedPolicy),
+            (52, ErrorCode::NoSuchBucketPolicy),
+            (54, ErrorCode::NoSuchPublicAccessBlockConfiguration),
         ];
         for (n, c) in fixed {
             assert_eq!(ErrorCode::ALL[n], c);

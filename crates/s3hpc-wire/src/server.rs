@@ -1067,6 +1067,10 @@ async fn execute(
         GetBucketTagging { bucket } => e.tags(&store.get_bucket_tagging(&bucket).await?),
         PutBucketTagging { bucket, tags } => store.put_bucket_tagging(&bucket, tags).await?,
         DeleteBucketTagging { bucket } => store.delete_bucket_tagging(&bucket).await?,
+        GetBucketConfig { bucket, name } => e.opt_bytes(store.get_bucket_config(&bucket, &name).await?.as_deref()),
+        PutBucketConfig { bucket, name, doc } => store.put_bucket_config(&bucket, &name, doc).await?,
+        GetObjectAcl { bucket, key } => e.opt_bytes(store.get_object_acl(&bucket, &key).await?.as_deref()),
+        PutObjectAcl { bucket, key, doc } => store.put_object_acl(&bucket, &key, doc).await?,
         PutObject { bucket, key, meta, tags, conditions, upload } => {
             let r = PutObjectRequest {
                 meta,

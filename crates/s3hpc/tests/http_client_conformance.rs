@@ -416,3 +416,29 @@ async fn early_error_before_a_large_body_reaches_the_client() {
     assert_eq!(e.code, ErrorCode::InvalidRequest, "{e:?}");
     c.head_bucket("after").await.unwrap();
 }
+
+/// The conformance suite's access cases through the gateway: accounts from a `--config` users
+/// file, each driven by the HTTP client with its own key (posix backend).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_cases_through_gateway_binary() {
+    use s3hpc_conformance::access::{ACCOUNTS, Callers, run_access, users_toml};
+    let cfg = std::env::temp_dir().join(format!("s3hpc-access-users-{}.toml", std::process::id()));
+    std::fs::write(&cfg, users_toml()).unwrap();
+    let server = start_server_args("posix", &["--config", cfg.to_str().unwrap()]);
+    let c: Vec<DynStore> = ACCOUNTS
+        .iter()
+        .map(|(ak, sk, _, _)| {
+            let client = S3Client::new(ClientConfig {
+                endpoint: format!("http://{}", server.addr),
+                credentials: Credentials::new(*ak, *sk),
+                region: "us-east-1".into(),
+                virtual_host: false,
+            })
+            .expect("client");
+            Arc::new(client) as DynStore
+        })
+        .collect();
+    let callers = Callers { alice: c[0].clone(), bob: c[1].clone(), admin: c[2].clone(), anonymous: None };
+    run_access(&callers).await;
+    let _ = std::fs::remove_file(&cfg);
+}
