@@ -209,6 +209,25 @@ impl Beneath {
         Ok(out)
     }
 
+    /// The entries of the open directory `d` (without `.` and `..`), unsorted: nothing is
+    /// resolved by path (the listing cache opens the directory once, as the requesting user,
+    /// and reads that very directory).
+    pub fn read_dir_of(&self, d: &File) -> io::Result<Vec<DirEntry>> {
+        let d = Dir::from_std_file(d.try_clone()?);
+        let mut out = Vec::new();
+        for e in d.entries()? {
+            let e = e?;
+            let ft = e.file_type()?;
+            out.push(DirEntry {
+                name: e.file_name(),
+                is_dir: ft.is_dir(),
+                is_file: ft.is_file(),
+                is_symlink: ft.is_symlink(),
+            });
+        }
+        Ok(out)
+    }
+
     /// Set `user.s3hpc` on `p` (a file or directory beneath the root).
     pub fn set_xattr(&self, p: &Path, val: &[u8]) -> io::Result<()> {
         crate::sys::fset_xattr(&self.open(p)?, val)

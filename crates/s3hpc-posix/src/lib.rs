@@ -30,6 +30,7 @@ use s3hpc_core::{
 
 mod beneath;
 mod delete;
+mod dircache;
 mod hashpool;
 pub mod ident;
 pub mod keys;
@@ -202,7 +203,7 @@ struct Inner {
     /// `host.pid.`: the start of this process's temp names (unique across processes and hosts
     /// sharing a root; a random part follows).
     temp_prefix: String,
-    cache: walk::DirCache,
+    cache: dircache::DirCache,
     /// Records read from xattrs, by (device, inode), see `rcache`.
     rcache: rcache::RecordCache,
     /// Device of the root, and whether it is a local file system with fine timestamps.
@@ -468,7 +469,7 @@ impl PosixStore {
             opts,
             mode,
             temp_prefix: format!("{host}.{pid}."),
-            cache: walk::DirCache::default(),
+            cache: dircache::DirCache::new(root_local.then_some(root_dev)),
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         };
         inner.cleanup_stale();
@@ -502,6 +503,20 @@ impl PosixStore {
     /// Number of directory listings currently cached (for tests and diagnostics).
     pub fn cached_dirs(&self) -> usize {
         self.inner.cache.len()
+    }
+
+    /// (directory reads served from the listing cache, directories read): for tests and
+    /// benchmarks.
+    #[doc(hidden)]
+    pub fn listing_cache_stats(&self) -> (u64, u64) {
+        self.inner.cache.stats()
+    }
+
+    /// Keep cached listings of local directories current by inotify (the default) or, when
+    /// off, by directory stamps only, as on network file systems (for tests of that rule).
+    #[doc(hidden)]
+    pub fn set_listing_watch(&self, on: bool) {
+        self.inner.cache.set_watch(on);
     }
 
     /// Run blocking file-system work: on the blocking pool (Offload) or right here (Inline).

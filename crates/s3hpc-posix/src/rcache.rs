@@ -6,7 +6,7 @@
 //! mtime and ctime: every change of the file's content or xattrs (by this store, another
 //! process or a POSIX tool) moves its ctime, so a stamp that still matches a fresh `stat`
 //! proves the cached record is the one on disk. Only records whose ctime is older than the
-//! file system's timestamp granularity (see [`DirCache`](crate::walk::DirCache)) are cached, so
+//! file system's timestamp granularity (see [`DirCache`](crate::dircache::DirCache)) are cached, so
 //! a second change within the same clock tick cannot hide behind an unchanged ctime.
 //! Sidecar records are never cached (their changes do not touch the object's ctime).
 

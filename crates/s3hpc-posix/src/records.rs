@@ -115,7 +115,7 @@ impl Inner {
     }
 
     /// May a record of a file with this ctime be cached? Only once a later change would get a
-    /// later ctime (see `walk::DirCache` for the windows).
+    /// later ctime (see `walk::settled` for the windows).
     pub(crate) fn settled(&self, dev: u64, ctime_ns: i64) -> bool {
         if self.ctime_exact && dev == self.root_dev {
             return true;

@@ -1,23 +1,20 @@
 //! The ordered, lazy walk behind ListObjects: directories are read one at a time, their entries
 //! sorted in S3 key order (a directory sorts as `name/`, so `a-b` < `a/x` < `a0`), the walk
 //! seeks straight to the start marker and skips whole subtrees the [`Lister`] rolls up. Sorted
-//! entry lists of large directories are cached (keyed by path + mtime + inode, bounded LRU), so
-//! paginating a 100k-entry directory reads and sorts it once.
+//! entry lists of large directories come from [`DirCache`], so paginating a 100k-entry
+//! directory, or listing it with one prefix after another, reads and sorts it once.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering as AtOrd};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use s3hpc_core::listing::{Flow, Lister};
 use s3hpc_core::{ListObjectsPage, ListObjectsRequest, ObjectSummary};
 
 use crate::beneath::Beneath;
-use crate::keys::INTERNAL;
+use crate::dircache::DirCache;
 
 /// One directory entry as the walk sees it.
 #[derive(Debug, Clone)]
@@ -26,7 +23,7 @@ pub struct Entry {
     pub dir: bool,
 }
 
-fn sort_key(e: &Entry) -> impl Iterator<Item = u8> + '_ {
+pub(crate) fn sort_key(e: &Entry) -> impl Iterator<Item = u8> + '_ {
     e.name.bytes().chain(e.dir.then_some(b'/'))
 }
 
@@ -34,12 +31,6 @@ fn cmp_to(e: &Entry, r: &str) -> Ordering {
     sort_key(e).cmp(r.bytes())
 }
 
-/// Directories smaller than this are not worth caching.
-const CACHE_MIN_ENTRIES: usize = 256;
-/// At most this many directories are cached...
-const CACHE_MAX_DIRS: usize = 64;
-/// ...holding at most this many names in total.
-const CACHE_MAX_NAMES: usize = 2_000_000;
 /// A listing read less than this long after the directory's last change is not cached: file
 /// system timestamps can be coarse (a jiffy on Linux; whole seconds on ext4 with small inodes,
 /// some NFS servers and other file systems), so a change within the same tick could leave the
@@ -60,92 +51,6 @@ pub(crate) fn settled(ts_ns: i64, now_ns: i64, local: impl FnOnce() -> bool) -> 
     // Whole-second timestamps (ext4 with 128-byte inodes, ...) show as nanoseconds 0.
     let fine = ts_ns.rem_euclid(1_000_000_000) != 0;
     age > RACY_NS || (age > RACY_LOCAL_NS && fine && local())
-}
-
-struct Cached {
-    stamp: (i64, u64),
-    entries: Arc<Vec<Entry>>,
-    used: u64,
-}
-
-/// Bounded LRU of sorted directory listings.
-#[derive(Default)]
-pub struct DirCache {
-    map: Mutex<HashMap<PathBuf, Cached>>,
-    tick: AtomicU64,
-}
-
-fn mtime_ns(md: &fs::Metadata) -> i64 {
-    md.mtime().saturating_mul(1_000_000_000).saturating_add(md.mtime_nsec())
-}
-
-impl DirCache {
-    /// The entries of `dir` in key order, without the internal directory and without names
-    /// that are not UTF-8 or not regular files/directories.
-    pub fn read_sorted(&self, fs: &Beneath, dir: &Path) -> io::Result<Arc<Vec<Entry>>> {
-        let md = fs.metadata(dir)?;
-        let stamp = (mtime_ns(&md), md.ino());
-        let tick = self.tick.fetch_add(1, AtOrd::Relaxed);
-        {
-            let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(c) = map.get_mut(dir) {
-                if c.stamp == stamp {
-                    c.used = tick;
-                    return Ok(c.entries.clone());
-                }
-                map.remove(dir);
-            }
-        }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as i64)
-            .unwrap_or(0);
-        let mut v = Vec::new();
-        for de in fs.read_dir(dir)? {
-            let Some(name) = de.name.to_str() else { continue };
-            if name == INTERNAL {
-                continue;
-            }
-            let is_dir = if de.is_dir {
-                true
-            } else if de.is_file {
-                false
-            } else if de.is_symlink {
-                // Symlinks to files are objects if they resolve beneath the root; symlinked
-                // directories are not followed (no loops, no escaping the bucket by the walk).
-                match fs.metadata(&dir.join(name)) {
-                    Ok(m) if m.is_file() => false,
-                    _ => continue,
-                }
-            } else {
-                continue;
-            };
-            v.push(Entry { name: name.into(), dir: is_dir });
-        }
-        v.sort_unstable_by(|a, b| sort_key(a).cmp(sort_key(b)));
-        let v = Arc::new(v);
-        if v.len() >= CACHE_MIN_ENTRIES && settled(stamp.0, now, || crate::sys::local_fine_timestamps(dir)) {
-            let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-            map.insert(dir.to_path_buf(), Cached { stamp, entries: v.clone(), used: tick });
-            loop {
-                let names: usize = map.values().map(|c| c.entries.len()).sum();
-                if map.len() <= CACHE_MAX_DIRS && names <= CACHE_MAX_NAMES {
-                    break;
-                }
-                let oldest = map.iter().min_by_key(|(_, c)| c.used).map(|(k, _)| k.clone());
-                match oldest {
-                    Some(k) => map.remove(&k),
-                    None => break,
-                };
-            }
-        }
-        Ok(v)
-    }
-
-    /// Number of cached directories (for tests).
-    pub fn len(&self) -> usize {
-        self.map.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
 }
 
 /// A directory entry offered to the walk's callbacks: its directory (path and, when it could

@@ -163,3 +163,44 @@ async fn requests_act_as_their_posix_user_inline() {
     }
     check(IoMode::Inline).await;
 }
+
+/// A listing cached while one user listed a large directory (above the cache threshold) is not
+/// served to another who may not read it: `chmod 700` raises no name event and, on a watched
+/// directory, leaves the cached list current, so only the per-listing open as the requesting
+/// user keeps B out. Both ways of keeping the cache current.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_listing_is_not_served_to_a_user_who_may_not_read() {
+    if !is_root() {
+        eprintln!("skipped: needs root to create users and switch identities (CI runs as root)");
+        return;
+    }
+    let a = user("s3hpc-ta");
+    let b = user("s3hpc-tb");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = dir.path().join("root");
+    let o =
+        PosixOptions { durability: Durability::None, io: IoMode::Inline, posix_identity: true, ..Default::default() };
+    let s = PosixStore::open(&root, o).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let list = |id: &Identity, bucket: &'static str| {
+        let req = ListObjectsRequest { max_keys: 1000, ..Default::default() };
+        scope(Some(id.clone()), s.list_objects(bucket, req))
+    };
+    for (bucket, watch) in [("watched", true), ("stamped", false)] {
+        s.set_listing_watch(watch);
+        scope(Some(a.clone()), s.create_bucket(bucket)).await.unwrap();
+        for i in 0..300 {
+            put_as(&s, &a, bucket, &format!("k{i:04}"), b"x").await.unwrap();
+        }
+        // Stamped lists are cached once the directory has settled (100 ms here).
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        assert_eq!(list(&b, bucket).await.unwrap().objects.len(), 300, "{bucket}: B may read it while 0755");
+        let (hits, _) = s.listing_cache_stats();
+        assert_eq!(list(&a, bucket).await.unwrap().objects.len(), 300);
+        assert!(s.listing_cache_stats().0 > hits, "{bucket}: the listing was not served from the cache");
+        std::fs::set_permissions(root.join(bucket), std::fs::Permissions::from_mode(0o700)).unwrap();
+        denied(list(&b, bucket).await, &format!("{bucket}: B lists A's 0700 bucket while its list is cached"));
+        assert_eq!(list(&a, bucket).await.unwrap().objects.len(), 300, "{bucket}: A still lists it");
+    }
+}
