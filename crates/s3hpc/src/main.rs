@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod admin;
 mod bench;
 mod mount;
 mod serve;
