@@ -97,6 +97,9 @@ pub struct ServeArgs {
 pub(crate) struct UsersFile {
     #[serde(default)]
     pub(crate) users: Vec<User>,
+    /// `serve` settings (crate::config), kept as they are when the users are rewritten.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) serve: Option<toml::Table>,
 }
 
 /// One `[[users]]` entry. Unknown fields are refused (toml names the line).
@@ -199,6 +202,7 @@ fn write_credentials(path: &Path, c: &Credentials) -> anyhow::Result<bool> {
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     let text = toml::to_string(&UsersFile {
         users: vec![User { access_key: c.access_key.clone(), secret_key: c.secret_key.clone(), ..Default::default() }],
+        ..Default::default()
     })?;
     let tmp = dir.join(format!(".credentials.{}.{}.tmp", std::process::id(), Credentials::generate().access_key));
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
@@ -495,6 +499,7 @@ async fn reload_accounts(args: ServeArgs, cfg: Option<PathBuf>, live: Credential
         };
         if why == "SIGHUP" {
             crate::admin::reload_tls(tls.as_deref());
+            crate::config::warn_changes_need_restart();
         }
         let Some(cfg) = &cfg else { continue };
         match credentials(&args).and_then(|(set, _, _)| check_identities(&args, &set).map(|_| set)) {
