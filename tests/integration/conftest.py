@@ -48,7 +48,7 @@ class Server:
             raise RuntimeError(f"no 'listening on' line; output:\n{''.join(self.output)}")
 
     def _read(self):
-        pat = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
+        pat = re.compile(r"listening on (https?://127\.0\.0\.1:\d+)")
         for line in self.proc.stdout:
             self.output.append(line)
             m = pat.search(line)

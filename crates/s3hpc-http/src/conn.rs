@@ -35,7 +35,8 @@ use futures::StreamExt;
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri, Version, header};
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
+use tracing::Instrument;
 
 use crate::State;
 use crate::body::RespBody;
@@ -78,12 +79,67 @@ enum Chunk {
 
 /// The connection's read side while a request body is being read.
 pub(crate) struct BodyReader {
-    io: Arc<TcpStream>,
+    io: Arc<Conn>,
     buf: BytesMut,
     framing: Framing,
     expect_continue: bool,
     read_max: usize,
     broken: bool,
+    /// Body bytes read so far (for the metrics).
+    received: u64,
+    /// The upload slot this body streams under, if it took one ([`ReqBody::upload_slot`]).
+    slot: Option<SlotLease>,
+    /// `Config::slot_idle`: a body with a slot that delivers nothing for this long lends it out.
+    slot_idle: Duration,
+    /// `Config::body_idle_timeout`: bounds each wait of the body for the client.
+    body_idle: Duration,
+}
+
+/// A body's claim on an upload slot. The slot itself is the permit the S3 layer holds until the
+/// request ends; while the body is stalled for longer than `slot_idle` the slot is *lent*: one
+/// permit is added to the semaphore so that another upload can stream, and taken back (waiting
+/// in line like any upload) before this body reads again. A lease dropped while lent repays the
+/// added permit, so the number of slots stays `max_concurrent_uploads`.
+struct SlotLease {
+    sem: Arc<Semaphore>,
+    lent: bool,
+}
+
+impl SlotLease {
+    fn lend(&mut self) {
+        if !self.lent {
+            self.lent = true;
+            self.sem.add_permits(1);
+            tracing::debug!("request body stalled: upload slot lent out");
+        }
+    }
+
+    /// Take the lent slot back (waits for a free one). Cancel-safe: stays lent until a permit
+    /// has really been taken.
+    async fn retake(&mut self) {
+        if self.lent {
+            if let Ok(p) = self.sem.acquire().await {
+                p.forget();
+            }
+            self.lent = false;
+        }
+    }
+}
+
+impl Drop for SlotLease {
+    fn drop(&mut self) {
+        if self.lent && self.sem.forget_permits(1) == 0 {
+            // Every slot is in use right now: take the next one that frees up.
+            let sem = self.sem.clone();
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    if let Ok(p) = sem.acquire_owned().await {
+                        p.forget();
+                    }
+                });
+            }
+        }
+    }
 }
 
 /// A request body, read from the connection on demand. Dropping it hands the connection's read
@@ -105,6 +161,37 @@ impl ReqBody {
             r.broken = true;
         }
     }
+
+    /// Take one of the `slots` for streaming this (large) body, and return its permit, to be
+    /// held until the request ends.
+    ///
+    /// A slot is taken only once the client has sent body bytes (after `100 Continue` when it
+    /// asked for one): a client that sends headers and then nothing never occupies a slot, and
+    /// after `body_idle_timeout` gets `RequestTimeout`. A body that stalls later, while holding
+    /// the slot, lends it to the other uploads after `slot_idle` and waits for a slot again
+    /// when its bytes arrive. Waiting for a slot is bounded by `body_idle_timeout` too
+    /// (`503 ServiceUnavailable`, which clients retry).
+    pub async fn upload_slot(mut self, slots: &Arc<Semaphore>) -> s3hpc_core::Result<(ReqBody, OwnedSemaphorePermit)> {
+        use s3hpc_core::{Error, ErrorCode};
+        let Some(r) = self.r.as_mut() else {
+            return Err(Error::new(ErrorCode::IncompleteBody, "the request body was already consumed"));
+        };
+        if let Err(e) = r.wait_for_bytes().await {
+            r.broken = true;
+            return Err(e.into());
+        }
+        match tokio::time::timeout(r.body_idle, slots.clone().acquire_owned()).await {
+            Ok(Ok(p)) => {
+                r.slot = Some(SlotLease { sem: slots.clone(), lent: false });
+                Ok((self, p))
+            }
+            Ok(Err(_)) => Err(Error::code(ErrorCode::ServiceUnavailable)),
+            Err(_) => {
+                r.broken = true;
+                Err(Error::new(ErrorCode::ServiceUnavailable, "Too many uploads in progress; please retry."))
+            }
+        }
+    }
 }
 
 impl Drop for ReqBody {
@@ -116,22 +203,67 @@ impl Drop for ReqBody {
 }
 
 impl BodyReader {
+    /// Send `100 Continue` if the client waits for it.
+    async fn send_continue(&mut self) -> io::Result<()> {
+        if self.expect_continue {
+            self.expect_continue = false;
+            if let Err(e) = write_all(&self.io, CONTINUE, self.body_idle).await {
+                self.broken = true;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait (at most `body_idle`) until body bytes are buffered: a real read, since a socket's
+    /// readiness can be left over from the read that brought the head.
+    async fn wait_for_bytes(&mut self) -> io::Result<()> {
+        self.send_continue().await?;
+        if !self.buf.is_empty() || matches!(self.framing, Framing::Done | Framing::Length(0)) {
+            return Ok(());
+        }
+        match tokio::time::timeout(self.body_idle, read_more(&self.io, &mut self.buf, 8192)).await {
+            Ok(Ok(0)) => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed inside the request body")),
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "request body stalled")),
+        }
+    }
+
     async fn next(&mut self) -> Option<io::Result<Bytes>> {
         if self.broken {
             return Some(Err(io::Error::new(io::ErrorKind::UnexpectedEof, "request body failed earlier")));
         }
-        if self.expect_continue {
-            self.expect_continue = false;
-            if let Err(e) = write_all(&self.io, CONTINUE).await {
-                self.broken = true;
-                return Some(Err(e));
-            }
+        if let Err(e) = self.send_continue().await {
+            return Some(Err(e));
         }
         let r = self.next_inner().await;
-        if let Some(Err(_)) = r {
-            self.broken = true;
+        match &r {
+            Some(Err(_)) => self.broken = true,
+            None => self.slot = None, // the body is complete: nothing left to lend
+            Some(Ok(b)) => self.received += b.len() as u64,
         }
         r
+    }
+
+    /// One read from the socket into `buf` (0 at EOF). With an upload slot: a stall longer than
+    /// `slot_idle` lends the slot out, and it is taken back before the bytes are read.
+    async fn read_body(&mut self, want: usize) -> io::Result<usize> {
+        let Some(lease) = self.slot.as_mut() else {
+            return read_more(&self.io, &mut self.buf, want).await;
+        };
+        loop {
+            if !lease.lent {
+                // read_more is cancel-safe: bytes are either in `buf` or still in the socket.
+                match tokio::time::timeout(self.slot_idle, read_more(&self.io, &mut self.buf, want)).await {
+                    Ok(r) => return r,
+                    Err(_) => lease.lend(),
+                }
+            }
+            // Stalled: wait for bytes without a slot, then queue for one before reading on.
+            self.io.readable().await?;
+            lease.retake().await;
+        }
     }
 
     async fn next_inner(&mut self) -> Option<io::Result<Bytes>> {
@@ -194,7 +326,7 @@ impl BodyReader {
         while self.buf.len() < want {
             let need = want - self.buf.len();
             let n = if self.buf.is_empty() {
-                read_more(&self.io, &mut self.buf, need).await?
+                self.read_body(need).await?
             } else {
                 match tokio::time::timeout_at(deadline, read_more(&self.io, &mut self.buf, need)).await {
                     Ok(r) => r?,
@@ -229,7 +361,7 @@ impl BodyReader {
             if self.buf.len() > LINE_MAX {
                 return Err(invalid("chunk line too long"));
             }
-            if read_more(&self.io, &mut self.buf, 4096).await? == 0 {
+            if self.read_body(4096).await? == 0 {
                 return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed inside the request body"));
             }
         }
@@ -283,8 +415,36 @@ fn parse_chunk_size(line: &[u8]) -> io::Result<u64> {
     u64::from_str_radix(s, 16).map_err(|_| invalid("invalid chunk size"))
 }
 
+/// A connection's transport: the socket, with TLS over it when the server has a certificate.
+pub(crate) struct Conn {
+    tcp: TcpStream,
+    tls: Option<crate::tls::TlsIo>,
+}
+
+impl Conn {
+    /// Wait until a read would find bytes (decrypted ones already buffered count).
+    async fn readable(&self) -> io::Result<()> {
+        match &self.tls {
+            Some(t) if t.has_plaintext() => Ok(()),
+            _ => self.tcp.readable().await,
+        }
+    }
+
+    fn raw_fd(&self) -> RawFd {
+        self.tcp.as_raw_fd()
+    }
+}
+
 /// One read into `buf`'s spare capacity (at least `want` bytes of it); 0 at EOF.
-async fn read_more(io: &TcpStream, buf: &mut BytesMut, want: usize) -> io::Result<usize> {
+async fn read_more(io: &Conn, buf: &mut BytesMut, want: usize) -> io::Result<usize> {
+    match &io.tls {
+        Some(t) => t.read(&io.tcp, buf, want).await,
+        None => read_raw(&io.tcp, buf, want).await,
+    }
+}
+
+/// One read of the socket's own bytes (encrypted ones under TLS).
+async fn read_raw(io: &TcpStream, buf: &mut BytesMut, want: usize) -> io::Result<usize> {
     if buf.capacity() - buf.len() < want {
         buf.reserve(want);
     }
@@ -298,12 +458,25 @@ async fn read_more(io: &TcpStream, buf: &mut BytesMut, want: usize) -> io::Resul
     }
 }
 
-async fn write_all(io: &TcpStream, mut b: &[u8]) -> io::Result<()> {
+/// Wait until `io` is writable, at most `idle` (a client that reads nothing for that long is
+/// given up: `TimedOut`).
+async fn writable(io: &TcpStream, idle: Duration) -> io::Result<()> {
+    match tokio::time::timeout(idle, io.writable()).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "client stopped reading the response")),
+    }
+}
+
+async fn write_all(io: &Conn, mut b: &[u8], idle: Duration) -> io::Result<()> {
+    if let Some(t) = &io.tls {
+        return t.write_all(&io.tcp, &[b], idle).await;
+    }
+    let io = &io.tcp;
     while !b.is_empty() {
         match io.try_write(b) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => b = &b[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.writable().await?,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable(io, idle).await?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
@@ -311,13 +484,18 @@ async fn write_all(io: &TcpStream, mut b: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-async fn write_all_vec(io: &TcpStream, mut bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+async fn write_all_vec(io: &Conn, mut bufs: &mut [IoSlice<'_>], idle: Duration) -> io::Result<()> {
+    if let Some(t) = &io.tls {
+        let parts: Vec<&[u8]> = bufs.iter().map(|b| &b[..]).collect();
+        return t.write_all(&io.tcp, &parts, idle).await;
+    }
+    let io = &io.tcp;
     IoSlice::advance_slices(&mut bufs, 0);
     while !bufs.is_empty() {
         match io.try_write_vectored(bufs) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => IoSlice::advance_slices(&mut bufs, n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.writable().await?,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable(io, idle).await?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
@@ -419,9 +597,16 @@ enum HeadResult {
     Close,
 }
 
-async fn read_head(st: &State, io: &TcpStream, buf: &mut BytesMut, stop: &mut watch::Receiver<bool>) -> HeadResult {
+async fn read_head(
+    st: &State,
+    io: &Conn,
+    buf: &mut BytesMut,
+    stop: &mut watch::Receiver<bool>,
+    shed: &mut watch::Receiver<u64>,
+) -> HeadResult {
     let deadline = tokio::time::Instant::now() + st.cfg.header_timeout;
     let max = st.cfg.read_buffer_max.max(8192);
+    let idle_since = st.now_ms();
     loop {
         // Empty lines before a request line are ignored (RFC 9112 section 2.2).
         let skip = buf.iter().take_while(|&&b| b == b'\r' || b == b'\n').count();
@@ -442,6 +627,13 @@ async fn read_head(st: &State, io: &TcpStream, buf: &mut BytesMut, stop: &mut wa
             r = read_more(io, buf, 8192) => r,
             _ = tokio::time::sleep_until(deadline) => return HeadResult::Close,
             _ = stop.changed(), if idle => return HeadResult::Close,
+            // Too many connections: the server sheds those idle since before the cutoff.
+            _ = shed.changed(), if idle => {
+                if idle_since < *shed.borrow_and_update() {
+                    return HeadResult::Close;
+                }
+                continue;
+            }
         };
         match r {
             Ok(0) | Err(_) => return HeadResult::Close,
@@ -450,24 +642,40 @@ async fn read_head(st: &State, io: &TcpStream, buf: &mut BytesMut, stop: &mut wa
     }
 }
 
-/// Serve one connection until it closes.
 /// The client's address, in a request's extensions (`aws:SourceIp` of bucket policies).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PeerIp(pub std::net::IpAddr);
 
+/// Serve one connection until it closes.
+/// The caller counted the connection in `st.conns`; it is uncounted when this returns.
 pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watch::Receiver<bool>) {
+    struct Open<'a>(&'a State);
+    impl Drop for Open<'_> {
+        fn drop(&mut self) {
+            self.0.conns.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let _open = Open(&st);
+    let mut shed = st.shed.subscribe();
+    let tls = match st.cfg.tls.as_ref().map(crate::tls::TlsIo::new).transpose() {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!("TLS connection refused: {e}");
+            return;
+        }
+    };
     let peer = stream.peer_addr().ok().map(|a| PeerIp(a.ip()));
-    let io = Arc::new(stream);
+    let io = Arc::new(Conn { tcp: stream, tls });
     let mut buf = BytesMut::with_capacity(8192);
     let read_max = st.cfg.read_buffer_max.max(8192);
     loop {
-        let head = match read_head(&st, &io, &mut buf, &mut stop).await {
+        let head = match read_head(&st, &io, &mut buf, &mut stop, &mut shed).await {
             HeadResult::Head(h) => h,
             HeadResult::Close => return,
             HeadResult::Bad(status) => {
                 let reason = StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Error");
                 let msg = format!("HTTP/1.1 {status} {reason}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-                if write_all(&io, msg.as_bytes()).await.is_ok() {
+                if write_all(&io, msg.as_bytes(), st.cfg.body_idle_timeout).await.is_ok() {
                     linger_close(&io).await;
                 }
                 return;
@@ -485,21 +693,48 @@ pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watc
             expect_continue,
             read_max,
             broken: false,
+            slot: None,
+            slot_idle: st.cfg.slot_idle,
+            body_idle: st.cfg.body_idle_timeout,
+            received: 0,
         };
         let body = ReqBody { r: Some(reader), ret: Some(tx) };
         let is_head = parts.method == Method::HEAD;
         let version = parts.version;
-        let resp = crate::handle(&st, parts, body).await;
-        // The S3 layer has normally dropped the body by now; one that is still held somewhere
-        // (it should not be) costs the connection, never correctness.
-        let back = rx.try_recv().ok();
-        let (reusable, drain) = back.as_ref().map_or((false, false), BodyReader::reusable);
-        let keep = keep_alive && reusable && !*stop.borrow();
-        let keep = match write_response(&st, &io, resp, is_head, version, keep).await {
-            Ok(k) => k,
-            Err(_) => return,
-        };
-        let Some(mut r) = back.filter(|_| keep) else {
+        let rid = st.request_id();
+        // Every log line of the request carries its id (as the x-amz-request-id header shows it).
+        let span = tracing::warn_span!("request", id = %format_args!("{rid:016X}"));
+        let ((keep, back), done) = async {
+            let mut req = crate::Request::begin(&st, rid);
+            let resp = crate::handle(&st, parts, body, &mut req).await;
+            // The S3 layer has normally dropped the body by now; one that is still held somewhere
+            // (it should not be) costs the connection, never correctness.
+            let mut back = rx.try_recv().ok();
+            if let Some(r) = back.as_mut() {
+                r.slot = None;
+                req.bytes_in = r.received;
+            }
+            let (reusable, drain) = back.as_ref().map_or((false, false), BodyReader::reusable);
+            let keep = keep_alive && reusable && !*stop.borrow();
+            req.status = resp.status().as_u16();
+            let written = write_response(&st, &io, resp, is_head, version, keep).await;
+            let keep = match written {
+                Ok((k, n)) => {
+                    req.bytes_out = n;
+                    Some(k)
+                }
+                Err(e) => {
+                    tracing::debug!("response not delivered: {e}");
+                    None
+                }
+            };
+            ((keep, back.map(|b| (b, drain))), req)
+        }
+        .instrument(span)
+        .await;
+        drop(done); // records the request's metrics
+        let Some(keep) = keep else { return };
+        let Some((mut r, drain)) = back.filter(|_| keep) else {
             linger_close(&io).await;
             return;
         };
@@ -516,15 +751,19 @@ pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watc
 /// Close after a response while the client may still be sending: shut the write side (the
 /// client sees the response and EOF), then discard input for a moment so the close does not
 /// turn into a reset that could destroy the response in flight.
-async fn linger_close(io: &TcpStream) {
+async fn linger_close(io: &Conn) {
+    if let Some(t) = &io.tls {
+        t.close_notify(io.raw_fd());
+    }
     // SAFETY: shutdown(2) on a socket descriptor we own; no memory is involved.
-    unsafe { libc::shutdown(io.as_raw_fd(), libc::SHUT_WR) };
+    unsafe { libc::shutdown(io.raw_fd(), libc::SHUT_WR) };
+    let io = &io.tcp;
     let mut scratch = BytesMut::with_capacity(64 * 1024);
     let work = async {
         let mut total = 0usize;
         loop {
             scratch.clear();
-            match read_more(io, &mut scratch, 64 * 1024).await {
+            match read_raw(io, &mut scratch, 64 * 1024).await {
                 Ok(0) | Err(_) => return,
                 Ok(n) => total += n,
             }
@@ -555,15 +794,16 @@ fn push_date(out: &mut Vec<u8>) {
 }
 
 /// Write `resp`. Returns whether the connection may be kept (false when the body had to be
-/// delimited by closing); an error means the connection is unusable.
+/// delimited by closing) and the body bytes sent; an error means the connection is unusable.
 async fn write_response(
     st: &State,
-    io: &Arc<TcpStream>,
+    io: &Arc<Conn>,
     resp: Response<RespBody>,
     is_head: bool,
     version: Version,
     mut keep: bool,
-) -> io::Result<bool> {
+) -> io::Result<(bool, u64)> {
+    let idle = st.cfg.body_idle_timeout;
     let (parts, body) = resp.into_parts();
     let status = parts.status;
     let no_body = status.is_informational() || status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;
@@ -626,23 +866,24 @@ async fn write_response(
     }
     head.extend_from_slice(b"\r\n");
     if is_head || no_body {
-        write_all(io, &head).await?;
-        return Ok(keep);
+        write_all(io, &head, idle).await?;
+        return Ok((keep, 0));
     }
+    let body_len = len.unwrap_or(0);
     match body {
         RespBody::Empty => {
             if len.unwrap_or(0) != 0 {
                 return Err(invalid("empty response body with a non-zero content-length"));
             }
-            write_all(io, &head).await?;
+            write_all(io, &head, idle).await?;
         }
         RespBody::Full(b) if b.len() <= COPY_BODY_MAX => {
             head.extend_from_slice(&b);
-            write_all(io, &head).await?;
+            write_all(io, &head, idle).await?;
         }
-        RespBody::Full(b) => write_all_vec(io, &mut [IoSlice::new(&head), IoSlice::new(&b)]).await?,
+        RespBody::Full(b) => write_all_vec(io, &mut [IoSlice::new(&head), IoSlice::new(&b)], idle).await?,
         RespBody::Stream(mut s, _) => {
-            write_all(io, &head).await?;
+            write_all(io, &head, idle).await?;
             let mut sent = 0u64;
             while let Some(c) = s.next().await {
                 let c = c?;
@@ -655,32 +896,35 @@ async fn write_response(
                 }
                 if chunked {
                     let size = format!("{:x}\r\n", c.len());
-                    write_all_vec(io, &mut [IoSlice::new(size.as_bytes()), IoSlice::new(&c), IoSlice::new(b"\r\n")])
-                        .await?;
+                    let mut parts = [IoSlice::new(size.as_bytes()), IoSlice::new(&c), IoSlice::new(b"\r\n")];
+                    write_all_vec(io, &mut parts, idle).await?;
                 } else {
-                    write_all(io, &c).await?;
+                    write_all(io, &c, idle).await?;
                 }
             }
             if len.is_some_and(|l| sent != l) {
                 return Err(invalid("response body shorter than its content-length"));
             }
             if chunked {
-                write_all(io, b"0\r\n\r\n").await?;
+                write_all(io, b"0\r\n\r\n", idle).await?;
             }
+            return Ok((keep, sent));
         }
         RespBody::File { file, offset, len } => {
             let sock = io.clone();
-            let idle = st.cfg.body_idle_timeout;
-            tokio::task::spawn_blocking(move || send_file(sock.as_raw_fd(), &head, &file, offset, len, idle))
-                .await
-                .map_err(io::Error::other)??;
+            tokio::task::spawn_blocking(move || match &sock.tls {
+                Some(t) => send_file_tls(t, sock.raw_fd(), &head, &file, offset, len, idle),
+                None => send_file(sock.raw_fd(), &head, &file, offset, len, idle),
+            })
+            .await
+            .map_err(io::Error::other)??;
         }
     }
-    Ok(keep)
+    Ok((keep, body_len))
 }
 
 /// Wait (blocking) until `fd` is writable, for at most `idle`.
-fn wait_writable(fd: RawFd, idle: Duration) -> io::Result<()> {
+pub(crate) fn wait_writable(fd: RawFd, idle: Duration) -> io::Result<()> {
     let ms = idle.as_millis().min(i32::MAX as u128) as i32;
     loop {
         let mut p = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
@@ -729,6 +973,34 @@ pub(crate) fn send_file(fd: RawFd, head: &[u8], file: &File, offset: u64, len: u
         } else if n == 0 {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than the response"));
         }
+    }
+    Ok(())
+}
+
+/// [`send_file`] under TLS: the file is read in pieces on this (blocking-pool) thread and each
+/// piece encrypted and sent.
+fn send_file_tls(
+    t: &crate::tls::TlsIo,
+    fd: RawFd,
+    head: &[u8],
+    file: &File,
+    offset: u64,
+    len: u64,
+    idle: Duration,
+) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    t.write_all_blocking(fd, head, idle)?;
+    let mut buf = vec![0u8; (len.min(256 * 1024)) as usize];
+    let mut pos = offset;
+    let end = offset.checked_add(len).ok_or_else(|| invalid("file range overflows"))?;
+    while pos < end {
+        let want = ((end - pos) as usize).min(buf.len());
+        file.read_exact_at(&mut buf[..want], pos).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => io::Error::new(e.kind(), "file shorter than the response"),
+            _ => e,
+        })?;
+        t.write_all_blocking(fd, &buf[..want], idle)?;
+        pos += want as u64;
     }
     Ok(())
 }

@@ -14,7 +14,7 @@
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Method, Response, StatusCode};
@@ -24,10 +24,13 @@ use tokio::net::TcpListener;
 mod api;
 pub mod body;
 mod conn;
+pub mod metrics;
+pub mod tls;
 pub mod util;
 pub mod xml;
 
 pub use body::{ReqBody, RespBody};
+pub use metrics::HttpMetrics;
 
 /// How requests are authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +53,21 @@ pub struct Config {
     pub domain: Option<String>,
     /// Emit one access-log line per request (tracing target `s3hpc::access`, level info).
     pub access_log: bool,
-    /// A request body that delivers nothing for this long is aborted (RequestTimeout).
+    /// A request body that delivers nothing for this long is aborted (RequestTimeout); a
+    /// client that reads nothing of a response for this long is dropped.
     pub body_idle_timeout: Duration,
+    /// A large upload whose body delivers nothing for this long lends its upload slot to other
+    /// uploads until its bytes arrive again (then it waits for a slot like a new upload), so
+    /// stalled clients cannot hold every slot.
+    pub slot_idle: Duration,
+    /// Open connections above which idle keep-alive connections (idle for at least a second)
+    /// are closed to make room for new ones. `None`: derived from the file-descriptor limit
+    /// (`RLIMIT_NOFILE` minus an eighth, at least 64, kept for files and other sockets).
+    pub max_connections: Option<usize>,
+    /// Prometheus metrics to record into (`None`: none recorded).
+    pub metrics: Option<Arc<HttpMetrics>>,
+    /// Serve HTTPS with this TLS configuration (see [`tls::TlsFiles`]); `None`: plain HTTP.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Time allowed to receive a request's headers.
     pub header_timeout: Duration,
     /// How long shutdown waits for requests in flight.
@@ -86,6 +102,10 @@ impl Config {
             domain: None,
             access_log: false,
             body_idle_timeout: Duration::from_secs(60),
+            slot_idle: Duration::from_secs(2),
+            max_connections: None,
+            metrics: None,
+            tls: None,
             header_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(20),
             max_concurrent_uploads: 64,
@@ -105,6 +125,13 @@ pub(crate) struct State {
     next_id: AtomicU64,
     id_seed: u64,
     pub uploads: Arc<tokio::sync::Semaphore>,
+    /// Open connections.
+    pub(crate) conns: AtomicUsize,
+    /// Connection count above which idle ones are shed.
+    max_conns: usize,
+    /// Shedding: connections idle since before this time ([`State::now_ms`]) close.
+    pub(crate) shed: tokio::sync::watch::Sender<u64>,
+    epoch: Instant,
 }
 
 impl State {
@@ -114,9 +141,29 @@ impl State {
         State {
             uploads: Arc::new(tokio::sync::Semaphore::new(cfg.max_concurrent_uploads.max(1))),
             domain_suffix: cfg.domain.as_ref().map(|d| format!(".{}", d.to_ascii_lowercase())),
+            conns: AtomicUsize::new(0),
+            max_conns: cfg.max_connections.unwrap_or_else(default_max_connections).max(1),
+            shed: tokio::sync::watch::channel(0).0,
+            epoch: Instant::now(),
             cfg,
             next_id: AtomicU64::new(1),
             id_seed,
+        }
+    }
+
+    /// Milliseconds since the server started (the clock of idle-connection shedding).
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Close the connections that have been idle (waiting for a request) for at least a second.
+    fn shed_idle(&self) {
+        let cutoff = self.now_ms().saturating_sub(SHED_MIN_IDLE_MS);
+        if cutoff > *self.shed.borrow() {
+            self.shed.send_replace(cutoff);
+            if let Some(m) = &self.cfg.metrics {
+                m.connections_shed.inc();
+            }
         }
     }
 
@@ -125,26 +172,84 @@ impl State {
     }
 }
 
+/// Connections idle for less than this are never shed.
+const SHED_MIN_IDLE_MS: u64 = 1000;
+
+/// The default connection limit: the soft `RLIMIT_NOFILE` less an eighth (at least 64) kept for
+/// the files requests open and other sockets.
+fn default_max_connections() -> usize {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return 1 << 20;
+    }
+    let n = usize::try_from(lim.rlim_cur).unwrap_or(1 << 20).min(1 << 20);
+    n.saturating_sub((n / 8).max(64)).max(16)
+}
+
+/// accept(2) failures back off from 5 ms to 1 s, and are logged at most every 10 s (with the
+/// number of failures since the last line).
+struct AcceptBackoff {
+    delay: Duration,
+    failures: u64,
+    last_log: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    fn failed(&mut self, e: &io::Error) -> Duration {
+        self.failures += 1;
+        if self.last_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+            tracing::warn!(failures = self.failures, "accept failed: {e}; backing off");
+            self.failures = 0;
+            self.last_log = Some(Instant::now());
+        }
+        self.delay = (self.delay * 2).clamp(Duration::from_millis(5), Duration::from_secs(1));
+        self.delay
+    }
+}
+
 /// Serve S3 on `listener` until `shutdown` completes, then stop accepting and wait (up to
 /// `shutdown_grace`) for the requests in flight. Connections are run by our own HTTP/1.1 engine
 /// ([`conn`]), which sends file bodies with `sendfile(2)`.
+///
+/// Above `max_connections` open connections, the ones idle for a second or more are closed
+/// (shed) so that new clients are served; when accept(2) fails (out of file descriptors), idle
+/// connections are shed too and accepting backs off (5 ms doubling to 1 s).
 pub async fn serve(listener: TcpListener, cfg: Config, shutdown: impl Future<Output = ()>) -> io::Result<()> {
     let state = Arc::new(State::new(cfg));
+    if let Some(m) = &state.cfg.metrics
+        && let Ok(mut w) = m.state.lock()
+    {
+        *w = Arc::downgrade(&state);
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
+    let mut backoff = AcceptBackoff { delay: Duration::ZERO, failures: 0, last_log: None };
     loop {
         tokio::select! {
             acc = listener.accept() => {
                 let stream = match acc {
                     Ok((s, _)) => s,
                     Err(e) => {
-                        // EMFILE and friends: back off instead of spinning.
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        if let Some(m) = &state.cfg.metrics {
+                            m.accept_errors.inc();
+                        }
+                        if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)) {
+                            state.shed_idle();
+                        }
+                        let wait = backoff.failed(&e);
+                        tokio::select! {
+                            _ = tokio::time::sleep(wait) => {}
+                            _ = &mut shutdown => break,
+                        }
                         continue;
                     }
                 };
+                backoff.delay = Duration::ZERO;
                 let _ = stream.set_nodelay(true);
+                if state.conns.fetch_add(1, Ordering::Relaxed) + 1 > state.max_conns {
+                    state.shed_idle();
+                }
                 tokio::spawn(conn::serve_conn(state.clone(), stream, stop_rx.clone()));
             }
             _ = &mut shutdown => break,
@@ -162,11 +267,75 @@ pub async fn serve(listener: TcpListener, cfg: Config, shutdown: impl Future<Out
     Ok(())
 }
 
-pub(crate) async fn handle(state: &State, parts: http::request::Parts, body: ReqBody) -> Response<RespBody> {
+/// One request from its head to its last response byte: counted in flight while it lives, and
+/// recorded in the metrics (operation, status, latency, body bytes) when dropped.
+pub(crate) struct Request<'a> {
+    metrics: Option<&'a HttpMetrics>,
+    start: Instant,
+    pub rid: u64,
+    pub op: &'static str,
+    pub status: u16,
+    /// The S3 error code of an error response.
+    pub error: Option<&'static str>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+impl<'a> Request<'a> {
+    pub(crate) fn begin(st: &'a State, rid: u64) -> Self {
+        let metrics = st.cfg.metrics.as_deref();
+        if let Some(m) = metrics {
+            m.in_flight.inc();
+        }
+        Request {
+            metrics,
+            start: Instant::now(),
+            rid,
+            op: "Unknown",
+            status: 0,
+            error: None,
+            bytes_in: 0,
+            bytes_out: 0,
+        }
+    }
+}
+
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        let Some(m) = self.metrics else { return };
+        m.in_flight.dec();
+        let op = metrics::OpLabel { operation: self.op };
+        m.requests.get_or_create(&metrics::OpStatus { operation: self.op, status: self.status }).inc();
+        m.duration.get_or_create(&op).observe(self.start.elapsed().as_secs_f64());
+        if self.bytes_in > 0 {
+            m.bytes_in.get_or_create(&op).inc_by(self.bytes_in);
+        }
+        if self.bytes_out > 0 {
+            m.bytes_out.get_or_create(&op).inc_by(self.bytes_out);
+        }
+        if let Some(code) = self.error {
+            m.errors.get_or_create(&metrics::CodeLabel { code }).inc();
+        }
+    }
+}
+
+pub(crate) async fn handle(
+    state: &State,
+    parts: http::request::Parts,
+    body: ReqBody,
+    req: &mut Request<'_>,
+) -> Response<RespBody> {
     let start = Instant::now();
-    let rid = state.request_id();
+    let rid = req.rid;
     let mut op = "Unknown";
     let result = api::dispatch(state, &parts, body, rid, &mut op).await;
+    req.op = op;
+    if let Err(e) = &result {
+        req.error = Some(e.code.as_str());
+        if e.code.http_status() >= 500 {
+            tracing::warn!(op, code = e.code.as_str(), "{}", e.message);
+        }
+    }
     let is_head = parts.method == Method::HEAD;
     let mut resp = match result {
         Ok(r) => r,

@@ -2,7 +2,9 @@
 
 use clap::{Parser, Subcommand};
 
+mod admin;
 mod bench;
+mod config;
 mod mount;
 mod serve;
 mod user;
@@ -27,7 +29,9 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    use clap::CommandFactory;
+    let argv = config::with_serve_table(Cli::command(), std::env::args_os().collect())?;
+    let cli = Cli::parse_from(argv);
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => bench::run(args),

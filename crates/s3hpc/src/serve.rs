@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use s3hpc_core::identity::Identity;
 use s3hpc_core::{CredentialSet, Credentials, DynStore, EtagMode};
+use s3hpc_http::tls::TlsFiles;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
@@ -88,12 +89,17 @@ pub struct ServeArgs {
     /// Serve only the binary protocol (with --binary), no HTTP.
     #[arg(long, requires = "binary")]
     pub no_http: bool,
+    #[command(flatten)]
+    pub ops: crate::admin::OpsArgs,
 }
 
 #[derive(serde::Deserialize, serde::Serialize, Default)]
 pub(crate) struct UsersFile {
     #[serde(default)]
     pub(crate) users: Vec<User>,
+    /// `serve` settings (crate::config), kept as they are when the users are rewritten.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) serve: Option<toml::Table>,
 }
 
 /// One `[[users]]` entry. Unknown fields are refused (toml names the line).
@@ -208,6 +214,7 @@ fn write_credentials(path: &Path, c: &Credentials) -> anyhow::Result<bool> {
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     let text = toml::to_string(&UsersFile {
         users: vec![User { access_key: c.access_key.clone(), secret_key: c.secret_key.clone(), ..Default::default() }],
+        ..Default::default()
     })?;
     let tmp = dir.join(format!(".credentials.{}.{}.tmp", std::process::id(), Credentials::generate().access_key));
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
@@ -317,10 +324,10 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(if args.access_log { "warn,s3hpc::access=info" } else { "warn" })
-    });
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    crate::admin::init_logging(&args.ops.log_format, args.access_log);
+    if let Err(e) = crate::admin::raise_nofile_limit() {
+        tracing::warn!("could not raise the open-file limit to its hard limit: {e}");
+    }
 
     let workers = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     limit_malloc_arenas(workers.max(2));
@@ -369,8 +376,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // without an account (--access-key, the generated root key) are administrators.
     let store: DynStore = Arc::new(s3hpc_authz::Authorized::new(open_store(&args)?, creds.clone()));
     let creds = Arc::new(creds);
-    if let Some(cfg) = args.config.clone() {
-        tokio::spawn(reload_accounts(args.clone(), cfg, (*creds).clone()));
+    let tls = crate::admin::tls_files(&args.ops)?;
+    if args.config.is_some() || tls.is_some() {
+        tokio::spawn(reload_accounts(args.clone(), args.config.clone(), (*creds).clone(), tls.clone()));
     }
     let listener = if args.no_http {
         None
@@ -393,7 +401,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("binary protocol on {url}"))?;
         wire.push(server);
     }
-    let shown = listener.as_ref().map(|l| l.local_addr()).transpose()?.map(|a: SocketAddr| format!("http://{a}"));
+    let metrics = crate::admin::start(&args.ops, (args.backend == "posix").then(|| args.root.clone())).await?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let shown = listener.as_ref().map(|l| l.local_addr()).transpose()?.map(|a: SocketAddr| format!("{scheme}://{a}"));
     let endpoint = shown.clone().unwrap_or_else(|| wire[0].url().to_string());
     let mut out = std::io::stdout().lock();
     if let Some(http) = &shown {
@@ -453,6 +463,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // Anonymous requests (where a policy or ACL lets them in) act as nobody.
             cfg.anonymous_identity = Some(s3hpc_core::identity::Identity { uid: 65534, gid: 65534, groups: vec![] });
         }
+        cfg.metrics = metrics;
+        cfg.tls = tls.as_ref().map(|t| t.server_config()).transpose()?;
         let stop = stopped(stop_rx.clone());
         tasks.spawn(async move { s3hpc_http::serve(listener, cfg, stop).await.context("HTTP server") });
     }
@@ -480,12 +492,13 @@ fn check_identities(args: &ServeArgs, creds: &CredentialSet) -> anyhow::Result<(
 /// Reload the accounts on SIGHUP and when the users file changes (checked every second): the
 /// new set replaces the old one whole for requests verified from then on (requests in flight
 /// keep going). A file that does not parse, or names an identity that does not resolve, is
-/// refused with the reason in the log, and the old set stays in force.
-async fn reload_accounts(args: ServeArgs, cfg: PathBuf, live: CredentialSet) {
+/// refused with the reason in the log, and the old set stays in force. SIGHUP also reloads the
+/// TLS certificate and key (`--tls-cert`, `--tls-key`) for new connections.
+async fn reload_accounts(args: ServeArgs, cfg: Option<PathBuf>, live: CredentialSet, tls: Option<Arc<TlsFiles>>) {
     use std::os::unix::fs::MetadataExt;
     use tokio::signal::unix::{SignalKind, signal};
     let stamp = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec(), m.len()));
-    let mut seen = stamp(&cfg);
+    let mut seen = cfg.as_deref().and_then(stamp);
     let mut hup = match signal(SignalKind::hangup()) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -498,12 +511,17 @@ async fn reload_accounts(args: ServeArgs, cfg: PathBuf, live: CredentialSet) {
         let why = tokio::select! {
             Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => "SIGHUP",
             _ = tick.tick() => {
-                let now = stamp(&cfg);
+                let now = cfg.as_deref().and_then(stamp);
                 if now == seen { continue; }
                 seen = now;
                 "the users file changed"
             }
         };
+        if why == "SIGHUP" {
+            crate::admin::reload_tls(tls.as_deref());
+            crate::config::warn_changes_need_restart();
+        }
+        let Some(cfg) = &cfg else { continue };
         match credentials(&args).and_then(|(set, _, _)| check_identities(&args, &set).map(|_| set)) {
             Ok(set) => {
                 live.replace(&set);

@@ -286,7 +286,7 @@ pub(crate) async fn dispatch(
         }
     };
     let (verified, caller) = match st.cfg.auth {
-        Auth::SigV4 if st.cfg.anonymous && s3hpc_sigv4::is_anonymous(parts) => (None, Some(caller(parts, None))),
+        Auth::SigV4 if st.cfg.anonymous && s3hpc_sigv4::is_anonymous(parts) => (None, Some(caller(st, parts, None))),
         Auth::SigV4 => {
             let v = s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now())?;
             let account = st.cfg.creds.account_for(&v.access_key);
@@ -294,7 +294,7 @@ pub(crate) async fn dispatch(
                 // The key was removed by a reload between verifying and here.
                 return Err(Error::code(ErrorCode::InvalidAccessKeyId));
             }
-            (Some(v), Some(caller(parts, account)))
+            (Some(v), Some(caller(st, parts, account)))
         }
         Auth::DisabledForTests => (None, None),
     };
@@ -340,7 +340,11 @@ pub(crate) async fn dispatch(
 }
 
 /// Who makes the request, for S3 authorization (`account` `None`: anonymous).
-fn caller(parts: &Parts, account: Option<std::sync::Arc<s3hpc_core::caller::Account>>) -> std::sync::Arc<Caller> {
+fn caller(
+    st: &State,
+    parts: &Parts,
+    account: Option<std::sync::Arc<s3hpc_core::caller::Account>>,
+) -> std::sync::Arc<Caller> {
     let h = &parts.headers;
     let mut headers = CallerHeaders {
         expected_bucket_owner: hdr(h, "x-amz-expected-bucket-owner").map(str::to_owned),
@@ -363,7 +367,7 @@ fn caller(parts: &Parts, account: Option<std::sync::Arc<s3hpc_core::caller::Acco
     std::sync::Arc::new(Caller {
         account,
         source_ip: parts.extensions.get::<crate::conn::PeerIp>().map(|p| p.0),
-        secure: false,
+        secure: st.cfg.tls.is_some(),
         headers,
     })
 }

@@ -273,7 +273,7 @@ pub(super) async fn object_body(
         })?;
         return Ok((Body::from(data), None));
     }
-    let permit = r.st.uploads.clone().acquire_owned().await.map_err(|_| Error::code(ErrorCode::ServiceUnavailable))?;
+    let (body, permit) = body.upload_slot(&r.st.uploads).await?;
     let stream = body_stream(r, body, sink);
     if len != u64::MAX {
         return Ok((Body::Stream(stream), Some(permit)));

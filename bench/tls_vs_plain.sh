@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Native TLS against plain HTTP in one run: two gateways of the same binary on /dev/shm roots, one
+# with --tls-cert/--tls-key (an EC P-256 certificate from a CA made here by openssl), and `s3hpc bench
+# sweep` measuring both targets back to back, twice with the order swapped.
+#
+#   bench/tls_vs_plain.sh BIN [DURATION]     (default 5s per size and phase)
+# Env: SIZES (default 4KiB,1MiB), CONC (default 8).
+set -euo pipefail
+BIN=$1 DUR=${2:-5s}
+SIZES=${SIZES:-4KiB,1MiB}
+CONC=${CONC:-8}
+R=$(mktemp -d /dev/shm/s3hpc-tls.XXXXXX)
+mkdir -p "$R/plain" "$R/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "/CN=bench CA" \
+  -keyout "$R/ca.key" -out "$R/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=127.0.0.1 \
+  -keyout "$R/key.pem" -out "$R/cert.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$R/ext"
+openssl x509 -req -in "$R/cert.csr" -CA "$R/ca.pem" -CAkey "$R/ca.key" -CAcreateserial -days 1 \
+  -extfile "$R/ext" -out "$R/cert.pem" 2>/dev/null
+"$BIN" serve "$R/plain" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret >"$R/plain.log" 2>&1 &
+P1=$!
+"$BIN" serve "$R/tls" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret \
+  --tls-cert "$R/cert.pem" --tls-key "$R/key.pem" >"$R/tls.log" 2>&1 &
+P2=$!
+trap 'kill $P1 $P2 2>/dev/null; wait 2>/dev/null; rm -rf "$R"' EXIT
+for _ in $(seq 100); do
+  grep -q "listening on" "$R/plain.log" && grep -q "listening on" "$R/tls.log" && break
+  sleep 0.1
+done
+A=$(grep -o "http://127.0.0.1:[0-9]*" "$R/plain.log" | head -1)
+B=$(grep -o "https://127.0.0.1:[0-9]*" "$R/tls.log" | head -1)
+echo "plain: $A   tls: $B"
+for order in "$A $B" "$B $A"; do
+  set -- $order
+  "$BIN" bench sweep -t "$1" -t "$2" --ca-bundle "$R/ca.pem" --access-key AK --secret-key SKsecret \
+    --sizes "$SIZES" --duration "$DUR" -c "$CONC" --bucket "tls-vs-plain-$RANDOM" -q
+done

@@ -1,0 +1,256 @@
+//! Operations side of `s3hpc serve`: the admin listener (`/metrics`, `/health/live`,
+//! `/health/ready`), log set-up (`--log-format`), and the file-descriptor limit.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The operations flags of `serve` (flattened into `ServeArgs`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct OpsArgs {
+    /// Serve Prometheus metrics (`/metrics`) and health checks (`/health/live`,
+    /// `/health/ready`) over plain HTTP on this address (off by default; keep it private).
+    #[arg(long, value_name = "ADDR")]
+    pub admin_listen: Option<String>,
+    /// Log format on stderr: `text` (one line per event) or `json` (one object per line).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+    /// Serve HTTPS: the certificate chain (PEM, leaf first), with --tls-key. Reloaded on SIGHUP
+    /// for new connections (open ones keep theirs).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// Install the tracing subscriber: level `warn` (plus `s3hpc::access=info` with the access
+/// log) unless `RUST_LOG` says otherwise; text or JSON lines on stderr.
+pub fn init_logging(format: &str, access_log: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if access_log { "warn,s3hpc::access=info" } else { "warn" })
+    });
+    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr);
+    let _ = if format == "json" { b.json().flatten_event(true).try_init() } else { b.try_init() };
+}
+
+/// Raise the soft `RLIMIT_NOFILE` to the hard limit: every connection is a descriptor, and the
+/// default soft limit (often 1,024) is far below what a gateway needs. Returns (before, after).
+pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit read and write one rlimit we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let before = lim.rlim_cur;
+    if lim.rlim_cur < lim.rlim_max {
+        let want = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        lim.rlim_cur = lim.rlim_max;
+    }
+    Ok((before, lim.rlim_cur))
+}
+
+/// What `/health/ready` checks.
+pub struct Readiness {
+    /// A directory whose file system must be reachable and writable (posix backend): the probe
+    /// creates, writes and removes a file under `ROOT/.s3hpc/`.
+    pub root: Option<PathBuf>,
+    pub timeout: Duration,
+    probing: AtomicBool,
+}
+
+impl Readiness {
+    pub fn new(root: Option<PathBuf>, timeout: Duration) -> Arc<Self> {
+        Arc::new(Readiness { root, timeout, probing: AtomicBool::new(false) })
+    }
+
+    /// `Ok(())` when ready, else why not.
+    async fn check(self: &Arc<Self>) -> Result<(), String> {
+        let Some(root) = self.root.clone() else { return Ok(()) };
+        // A probe stuck in the file system (a hung NFS server) is not started again.
+        if self.probing.swap(true, Ordering::AcqRel) {
+            return Err("the previous probe of the root has not returned yet".into());
+        }
+        let me = self.clone();
+        let probe = tokio::task::spawn_blocking(move || {
+            let r = probe_root(&root);
+            me.probing.store(false, Ordering::Release);
+            r
+        });
+        match tokio::time::timeout(self.timeout, probe).await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(e))) => Err(format!("root not writable: {e}")),
+            Ok(Err(e)) => Err(format!("probe failed: {e}")),
+            Err(_) => Err(format!("root did not answer within {:?}", self.timeout)),
+        }
+    }
+}
+
+fn probe_root(root: &std::path::Path) -> io::Result<()> {
+    use std::io::Write;
+    // The root itself must exist (it is never re-created here); .s3hpc/ under it may be made.
+    if !std::fs::metadata(root)?.is_dir() {
+        return Err(io::Error::new(io::ErrorKind::NotADirectory, "the root is not a directory"));
+    }
+    let dir = root.join(".s3hpc");
+    match std::fs::create_dir(&dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    let path = dir.join(format!(".ready.{}", std::process::id()));
+    let mut f = std::fs::File::create(&path)?;
+    let r = f.write_all(b"ok\n");
+    drop(f);
+    let removed = std::fs::remove_file(&path);
+    r.and(removed)
+}
+
+/// The admin endpoint's state.
+pub struct Admin {
+    registry: Registry,
+    http: Arc<s3hpc_http::HttpMetrics>,
+    ready: Arc<Readiness>,
+}
+
+impl Admin {
+    /// A registry (prefix `s3hpc`) with the HTTP front end's metrics in it.
+    pub fn new(http: Arc<s3hpc_http::HttpMetrics>, ready: Arc<Readiness>) -> Self {
+        let mut registry = Registry::with_prefix("s3hpc");
+        http.register(&mut registry);
+        let build = prometheus_client::metrics::family::Family::<
+            Vec<(String, String)>,
+            prometheus_client::metrics::gauge::Gauge,
+        >::default();
+        build.get_or_create(&vec![("version".to_string(), env!("CARGO_PKG_VERSION").to_string())]).set(1);
+        registry.register("build_info", "The running s3hpc version", build);
+        Admin { registry, http, ready }
+    }
+
+    fn metrics_text(&self) -> String {
+        self.http.refresh();
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::error!("encoding metrics: {e}");
+        }
+        out
+    }
+}
+
+/// Bind the admin listener.
+pub async fn bind(addr: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr).await.with_context(|| format!("--admin-listen {addr}"))
+}
+
+/// Serve the admin endpoint on `listener` until the process ends: one request per connection.
+pub async fn run(listener: TcpListener, admin: Arc<Admin>) {
+    loop {
+        match listener.accept().await {
+            Ok((s, _)) => {
+                let admin = admin.clone();
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(Duration::from_secs(30), serve_one(s, &admin)).await;
+                });
+            }
+            Err(e) => {
+                tracing::warn!("admin listener: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+async fn serve_one(mut s: TcpStream, admin: &Admin) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut tmp = [0u8; 1024];
+    let (method, path) = loop {
+        let n = s.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        let mut hs = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut hs);
+        match req.parse(&buf) {
+            Ok(httparse::Status::Complete(_)) => {
+                break (req.method.unwrap_or("").to_string(), req.path.unwrap_or("").to_string());
+            }
+            Ok(httparse::Status::Partial) if buf.len() < 16 * 1024 => {}
+            _ => return respond(&mut s, "400 Bad Request", "text/plain", "bad request\n", false).await,
+        }
+    };
+    let head_only = method == "HEAD";
+    if method != "GET" && !head_only {
+        return respond(&mut s, "405 Method Not Allowed", "text/plain", "GET only\n", head_only).await;
+    }
+    let path = path.split('?').next().unwrap_or("");
+    match path {
+        "/metrics" => {
+            let text = admin.metrics_text();
+            respond(&mut s, "200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", &text, head_only)
+                .await
+        }
+        "/health/live" => respond(&mut s, "200 OK", "text/plain", "live\n", head_only).await,
+        "/health/ready" => match admin.ready.check().await {
+            Ok(()) => respond(&mut s, "200 OK", "text/plain", "ready\n", head_only).await,
+            Err(why) => {
+                tracing::warn!("not ready: {why}");
+                respond(&mut s, "503 Service Unavailable", "text/plain", &format!("not ready: {why}\n"), head_only)
+                    .await
+            }
+        },
+        _ => respond(&mut s, "404 Not Found", "text/plain", "not found\n", head_only).await,
+    }
+}
+
+async fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &str, head_only: bool) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await?;
+    if !head_only {
+        s.write_all(body.as_bytes()).await?;
+    }
+    s.shutdown().await
+}
+
+/// Start the admin listener when `--admin-listen` is given: bind it, print its address, serve it
+/// in the background, and return the metrics the HTTP front end records into.
+pub async fn start(ops: &OpsArgs, root: Option<PathBuf>) -> anyhow::Result<Option<Arc<s3hpc_http::HttpMetrics>>> {
+    let Some(addr) = &ops.admin_listen else { return Ok(None) };
+    let listener = bind(addr).await?;
+    let metrics = s3hpc_http::HttpMetrics::new();
+    let admin = Arc::new(Admin::new(metrics.clone(), Readiness::new(root, Duration::from_secs(5))));
+    println!("s3hpc: admin on http://{} (/metrics, /health/live, /health/ready)", listener.local_addr()?);
+    tokio::spawn(run(listener, admin));
+    Ok(Some(metrics))
+}
+
+/// The TLS files of `--tls-cert` / `--tls-key`, loaded (both or neither).
+pub fn tls_files(ops: &OpsArgs) -> anyhow::Result<Option<Arc<s3hpc_http::tls::TlsFiles>>> {
+    match (&ops.tls_cert, &ops.tls_key) {
+        (Some(c), Some(k)) => Ok(Some(s3hpc_http::tls::TlsFiles::load(c, k).context("loading the TLS certificate")?)),
+        (None, None) => Ok(None),
+        _ => anyhow::bail!("--tls-cert and --tls-key go together"),
+    }
+}
+
+/// SIGHUP: load the TLS files again (new connections get them; open ones keep theirs). A
+/// failure leaves the old certificate in use and says why in the log.
+pub fn reload_tls(tls: Option<&s3hpc_http::tls::TlsFiles>) {
+    let Some(t) = tls else { return };
+    match t.reload() {
+        Ok(()) => tracing::warn!("TLS certificate and key reloaded ({t:?})"),
+        Err(e) => tracing::error!("TLS certificate NOT reloaded, the old one stays in use: {e}"),
+    }
+}

@@ -1,0 +1,72 @@
+"""`[serve]` in the `--config` TOML: settings apply, command-line flags override them, unknown keys
+are refused by name, `s3hpc user` keeps the table, and SIGHUP says which changes need a restart."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+
+from conftest import ACCESS_KEY, SECRET_KEY, Server, make_client, s3hpc_bin, wait_until
+
+USERS = f'[[users]]\naccess_key = "{ACCESS_KEY}"\nsecret_key = "{SECRET_KEY}"\n'
+
+
+def test_serve_table_applies_and_flags_override(tmp_path):
+    cfg = tmp_path / "s3hpc.toml"
+    cfg.write_text(USERS + '\n[serve]\nadmin-listen = "127.0.0.1:0"\naccess_log = true\nlog-format = "json"\n'
+                   'region = "eu-west-1"\n')
+    root = tmp_path / "root"
+    root.mkdir()
+    # --log-format on the command line wins over the file; the rest comes from [serve].
+    srv = Server(root, ["--config", str(cfg), "--log-format", "text"])
+    try:
+        assert wait_until(lambda: any("admin on http://127.0.0.1:" in line for line in srv.output), 10)
+        s3 = make_client(srv.endpoint)
+        s3.create_bucket(Bucket="cfg-bucket", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        assert s3.get_bucket_location(Bucket="cfg-bucket")["LocationConstraint"] == "eu-west-1"
+        # access_log = true from the file; text format from the flag (not JSON).
+        assert wait_until(lambda: any("s3hpc::access" in line and "GetBucketLocation" in line
+                                      for line in srv.output), 10), "".join(srv.output)
+        assert not any(line.startswith("{") for line in srv.output)
+        # A changed [serve] setting is named on SIGHUP (it needs a restart).
+        cfg.write_text(cfg.read_text().replace('region = "eu-west-1"', 'region = "eu-west-2"'))
+        srv.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: any("apply at the next restart" in line and "region" in line
+                                      for line in srv.output), 10), "".join(srv.output)
+        s3.delete_bucket(Bucket="cfg-bucket")
+    finally:
+        srv.stop()
+
+
+def test_serve_table_json_logs_and_bad_keys(tmp_path):
+    cfg = tmp_path / "s3hpc.toml"
+    cfg.write_text(USERS + '\n[serve]\nlog-format = "json"\naccess-log = true\n')
+    root = tmp_path / "root"
+    root.mkdir()
+    srv = Server(root, ["--config", str(cfg)])
+    try:
+        make_client(srv.endpoint).list_buckets()
+        assert wait_until(lambda: any(line.startswith("{") and "ListBuckets" in line for line in srv.output), 10)
+        line = next(line for line in srv.output if line.startswith("{") and "ListBuckets" in line)
+        rec = json.loads(line)
+        assert rec["target"] == "s3hpc::access" and len(rec["span"]["id"]) == 16
+        assert SECRET_KEY not in "".join(srv.output)
+    finally:
+        srv.stop()
+    for bad, why in [('nosuch = 1', "no setting `nosuch`"), ('max-uploads = "many"', "max-uploads"),
+                     ('config = "other.toml"', "cannot set `config`"), ('access-log = "yes"', "true or false")]:
+        cfg.write_text(USERS + f"\n[serve]\n{bad}\n")
+        r = subprocess.run([s3hpc_bin(), "serve", str(root), "--config", str(cfg), "--listen", "127.0.0.1:0"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and why in r.stderr, (bad, r.stderr)
+
+
+def test_user_commands_keep_the_serve_table(tmp_path):
+    cfg = tmp_path / "s3hpc.toml"
+    cfg.write_text(USERS + '\n[serve]\nlisten = "127.0.0.1:9999"\nbinary = ["unix:///tmp/x.sock"]\n')
+    subprocess.run([s3hpc_bin(), "user", "add", "--config", str(cfg), "--access-key", "secondKey01"],
+                   check=True, capture_output=True, timeout=30)
+    text = cfg.read_text()
+    assert "secondKey01" in text and "[serve]" in text and 'listen = "127.0.0.1:9999"' in text
+    assert "unix:///tmp/x.sock" in text
