@@ -1,7 +1,17 @@
-// s3load: a small, honest S3 load generator (aws-sdk-go-v2) used by bench/gateway_vs_versitygw.sh to
-// drive every gateway with exactly the same client. Each worker has its own keys; PUT bodies are
-// random bytes made once; requests use UNSIGNED-PAYLOAD with a Content-Length (no client-side
-// hashing, so the client costs little CPU). Prints one JSON line per run.
+// s3load: a small, honest S3 load generator (aws-sdk-go-v2) used by bench/gateway_vs_versitygw.sh and
+// bench/put_cpu.sh to drive every gateway with exactly the same client. Each worker has its own
+// keys; PUT bodies are random bytes made once. Prints one JSON line per run.
+//
+// -enc chooses how PUT bodies are sent, each exactly as a real client library sends it:
+//
+//	unsigned          aws-sdk-go-v2, UNSIGNED-PAYLOAD with a Content-Length (default; little client CPU)
+//	signed            aws-sdk-go-v2, hex SHA-256 of the body in x-amz-content-sha256 (signed single payload)
+//	trailer-crc32     aws-sdk-go-v2, STREAMING-UNSIGNED-PAYLOAD-TRAILER with an x-amz-checksum-crc32
+//	trailer-crc32c    trailer (64 KiB chunks), as the SDK sends over TLS (requests go out as https
+//	trailer-crc64nvme URLs, and a transport sends them in plain text: the SDK uses trailers only
+//	                  over TLS; the signature covers host and path, not the scheme)
+//	chunked           minio-go (the library warp uses), STREAMING-AWS4-HMAC-SHA256-PAYLOAD (64 KiB chunks)
+//	chunked-trailer   minio-go with TrailingHeaders, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER (CRC32C)
 package main
 
 import (
@@ -14,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"sync"
@@ -24,7 +35,19 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/minio/minio-go/v7"
+	mcreds "github.com/minio/minio-go/v7/pkg/credentials"
 )
+
+// plainHTTP sends https:// requests in plain text (see -enc trailer-*).
+type plainHTTP struct{ rt http.RoundTripper }
+
+func (p plainHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
+	r2 := r.Clone(r.Context())
+	r2.URL.Scheme = "http"
+	return p.rt.RoundTrip(r2)
+}
 
 func main() {
 	endpoint := flag.String("endpoint", "http://127.0.0.1:9000", "S3 endpoint")
@@ -36,6 +59,7 @@ func main() {
 	conc := flag.Int("c", 16, "concurrent workers")
 	dur := flag.Duration("d", 10*time.Second, "run time")
 	keys := flag.Int("keys", 8, "distinct keys per worker")
+	enc := flag.String("enc", "unsigned", "PUT body encoding: unsigned | signed | trailer-crc32 | trailer-crc32c | trailer-crc64nvme | chunked | chunked-trailer")
 	flag.Parse()
 
 	tr := &http.Transport{
@@ -46,18 +70,58 @@ func main() {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
+	calc := aws.RequestChecksumCalculationWhenRequired
+	var algo types.ChecksumAlgorithm
+	var httpc interface {
+		Do(*http.Request) (*http.Response, error)
+	} = &http.Client{Transport: tr}
+	sdkEndpoint := *endpoint
+	switch *enc {
+	case "unsigned", "signed", "chunked", "chunked-trailer":
+	case "trailer-crc32", "trailer-crc32c", "trailer-crc64nvme":
+		calc = aws.RequestChecksumCalculationWhenSupported
+		algo = map[string]types.ChecksumAlgorithm{"trailer-crc32": types.ChecksumAlgorithmCrc32,
+			"trailer-crc32c": types.ChecksumAlgorithmCrc32c, "trailer-crc64nvme": types.ChecksumAlgorithmCrc64nvme}[*enc]
+		httpc = &http.Client{Transport: plainHTTP{tr}}
+		if len(sdkEndpoint) > 7 && sdkEndpoint[:7] == "http://" {
+			sdkEndpoint = "https://" + sdkEndpoint[7:]
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "unknown -enc", *enc)
+		os.Exit(2)
+	}
 	cli := s3.New(s3.Options{
-		BaseEndpoint:               endpoint,
+		BaseEndpoint:               &sdkEndpoint,
 		Region:                     "us-east-1",
 		UsePathStyle:               true,
 		Credentials:                credentials.NewStaticCredentialsProvider(*ak, *sk, ""),
-		HTTPClient:                 &http.Client{Transport: tr},
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		HTTPClient:                 httpc,
+		RequestChecksumCalculation: calc,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 		RetryMaxAttempts:           1,
 	}, func(o *s3.Options) {
-		o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+		if *enc == "unsigned" {
+			o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+		}
 	})
+	var mc *minio.Client
+	var mcsum minio.ChecksumType // chunked-trailer: minio-go adds a trailer only when asked for a checksum
+	if *enc == "chunked-trailer" {
+		mcsum = minio.ChecksumCRC32C
+	}
+	if *enc == "chunked" || *enc == "chunked-trailer" {
+		u, err := url.Parse(*endpoint)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "endpoint:", err)
+			os.Exit(2)
+		}
+		mc, err = minio.New(u.Host, &minio.Options{Creds: mcreds.NewStaticV4(*ak, *sk, ""), Secure: false,
+			Region: "us-east-1", Transport: tr, TrailingHeaders: *enc == "chunked-trailer", BucketLookup: minio.BucketLookupPath})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "minio client:", err)
+			os.Exit(2)
+		}
+	}
 	ctx := context.Background()
 	_, _ = cli.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket})
 
@@ -97,8 +161,13 @@ func main() {
 				var n int64
 				switch *op {
 				case "put":
-					_, err = cli.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(key(w, i)),
-						Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(*size))})
+					if mc != nil {
+						_, err = mc.PutObject(ctx, *bucket, key(w, i), bytes.NewReader(body), int64(*size),
+							minio.PutObjectOptions{DisableMultipart: true, Checksum: mcsum})
+					} else {
+						_, err = cli.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(key(w, i)),
+							Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(*size)), ChecksumAlgorithm: algo})
+					}
 					n = int64(*size)
 				case "get":
 					var out *s3.GetObjectOutput

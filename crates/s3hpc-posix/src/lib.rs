@@ -627,24 +627,23 @@ impl PosixStore {
                     self.inner.create_temp(&bdir, &bucket)?
                 };
                 let mut t = t;
+                let mut batcher = Batcher::new(d.wants_md5());
                 let mut h = Hashing::new(d, hint);
-                let mut batcher = Batcher::default();
                 while let Some(item) = stream.next().await {
                     if let Some(b) = batcher.push(item?) {
-                        h.feed(&b)?;
-                        t.file.write_all(&b)?;
+                        hash_and_write(&mut h, &mut t, &b)?;
                     }
                 }
                 if let Some(b) = batcher.rest() {
-                    h.feed(&b)?;
-                    t.file.write_all(&b)?;
+                    hash_and_write(&mut h, &mut t, &b)?;
                 }
                 let dg = h.finish(&t)?;
                 Ok((t, dg))
             }
             Body::Stream(mut stream) => {
                 // One blocking writer per body, fed batches through a short channel.
-                let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(WRITE_QUEUE);
+                let (tx, mut rx) = tokio::sync::mpsc::channel::<Batch>(WRITE_QUEUE);
+                let mut batcher = Batcher::new(d.wants_md5());
                 let inner = self.inner.clone();
                 let id = self.identity();
                 let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, Digests)> {
@@ -654,13 +653,11 @@ impl PosixStore {
                     let mut t = inner.create_temp(&bdir, &bucket)?;
                     let mut h = Hashing::new(d, hint);
                     while let Some(b) = rx.blocking_recv() {
-                        h.feed(&b)?;
-                        t.file.write_all(&b)?;
+                        hash_and_write(&mut h, &mut t, &b)?;
                     }
                     let d = h.finish(&t)?;
                     Ok((t, d))
                 });
-                let mut batcher = Batcher::default();
                 let mut failed: Option<io::Error> = None;
                 while let Some(item) = stream.next().await {
                     match item {

@@ -150,49 +150,118 @@ pub(crate) fn write_bytes(t: &mut Temp, d: BodyDigester, data: &Bytes) -> Result
     h.finish(t)
 }
 
-/// Coalesces small stream chunks into batches of about `WRITE_BATCH`. Every batch but the last
-/// is a whole number of 64-byte blocks: the MD5 service hashes concurrent bodies together only
-/// while their pieces start on block boundaries (a few bytes are carried to the next batch).
-#[derive(Default)]
+/// A batch of body pieces, in order, written with one `writev` (see [`write_batch`]).
+pub(crate) type Batch = Vec<Bytes>;
+
+/// Gathers stream chunks into batches of about `WRITE_BATCH` without copying them where it can:
+/// a chunk that starts on an alignment boundary of the body passes as it is (its whole units;
+/// the few bytes after them are copied), and only small chunks and the bytes between two
+/// boundaries are copied into a buffer. Every piece of a batch but the last of the body is a
+/// whole number of alignment units, so every piece starts on a boundary: 64-byte MD5 blocks, or
+/// with `units` (the MD5 goes to the shared multi-buffer service) its 64 KiB units, which that
+/// service hashes together with other bodies' (a shorter piece is hashed alone, several times
+/// slower). Chunks of aws-chunked bodies (64 KiB or 1 MiB from current SDKs) and full network
+/// reads of 128 KiB are boundaries of both kinds, so they reach the file without a copy.
 pub(crate) struct Batcher {
+    parts: Batch,
+    /// Bytes in `parts`.
+    len: usize,
+    /// Copied bytes, after `parts`.
     buf: BytesMut,
+    /// The alignment unit: `BLOCK`, or `md5lanes::UNIT` with `units`.
+    unit: usize,
 }
 
 /// MD5's block size.
 pub(crate) const BLOCK: usize = 64;
+/// Chunks shorter than this are copied: a piece of its own would cost more than the copy.
+const PASS_MIN: usize = 4 << 10;
 
 impl Batcher {
-    pub(crate) fn push(&mut self, c: Bytes) -> Option<Bytes> {
-        if self.buf.is_empty() && c.len() >= WRITE_BATCH {
-            // Large chunks pass through (without their last partial block).
-            let whole = c.len() - c.len() % BLOCK;
-            if whole < c.len() {
-                self.buf.reserve(WRITE_BATCH + BLOCK);
-                self.buf.extend_from_slice(&c[whole..]);
-            }
-            return Some(c.slice(..whole));
-        }
-        if self.buf.capacity() == 0 {
-            // One allocation per batch (growing by doubling would leave larger, half-used ones).
-            self.buf.reserve(WRITE_BATCH + c.len());
-        }
-        self.buf.extend_from_slice(&c);
-        if self.buf.len() < WRITE_BATCH {
-            return None;
-        }
-        let whole = self.buf.len() - self.buf.len() % BLOCK;
-        let out = self.buf.split_to(whole).freeze();
-        if !self.buf.is_empty() {
-            let tail = std::mem::take(&mut self.buf);
-            self.buf.reserve(WRITE_BATCH + BLOCK);
-            self.buf.extend_from_slice(&tail);
-        }
-        Some(out)
+    pub(crate) fn new(units: bool) -> Batcher {
+        let unit = if units { md5lanes::UNIT } else { BLOCK };
+        Batcher { parts: Vec::new(), len: 0, buf: BytesMut::new(), unit }
     }
 
-    pub(crate) fn rest(&mut self) -> Option<Bytes> {
-        (!self.buf.is_empty()).then(|| std::mem::take(&mut self.buf).freeze())
+    pub(crate) fn push(&mut self, mut c: Bytes) -> Option<Batch> {
+        let u = self.unit;
+        // Bytes needed to complete the unit the buffer ends in.
+        let need = (u - self.buf.len() % u) % u;
+        if c.len() >= need + u.max(PASS_MIN) {
+            if need > 0 {
+                self.copy(&c[..need]);
+                bytes::Buf::advance(&mut c, need);
+            }
+            self.flush_buf(self.buf.len());
+            let whole = c.len() - c.len() % u;
+            self.len += whole;
+            self.parts.push(c.slice(..whole));
+            self.copy(&c[whole..]);
+        } else {
+            self.copy(&c);
+        }
+        if self.len + self.buf.len() < WRITE_BATCH {
+            return None;
+        }
+        // Whole units of the buffer go now; the rest (less than a unit) starts the next batch.
+        self.flush_buf(self.buf.len() - self.buf.len() % u);
+        self.len = 0;
+        Some(std::mem::take(&mut self.parts))
     }
+
+    /// The first `n` bytes of the buffer become a piece of the batch (no copy).
+    fn flush_buf(&mut self, n: usize) {
+        if n > 0 {
+            self.len += n;
+            self.parts.push(self.buf.split_to(n).freeze());
+        }
+    }
+
+    fn copy(&mut self, b: &[u8]) {
+        if b.is_empty() {
+            return;
+        }
+        if self.buf.capacity() - self.buf.len() < b.len() {
+            // Small chunks are gathered up to a batch in one allocation; a chunk that passed
+            // leaves at most a unit behind.
+            let want = if b.len() < PASS_MIN { WRITE_BATCH } else { b.len() };
+            self.buf.reserve(want.max(b.len()));
+        }
+        self.buf.extend_from_slice(b);
+    }
+
+    pub(crate) fn rest(&mut self) -> Option<Batch> {
+        self.flush_buf(self.buf.len());
+        self.len = 0;
+        (!self.parts.is_empty()).then(|| std::mem::take(&mut self.parts))
+    }
+}
+
+/// Write a batch's pieces into `f` with `writev` (one call for the whole batch as a rule).
+pub(crate) fn write_batch(f: &mut File, parts: &[Bytes]) -> io::Result<()> {
+    if let [one] = parts {
+        return f.write_all(one);
+    }
+    let mut slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
+    let mut left = &mut slices[..];
+    while !left.is_empty() {
+        match f.write_vectored(left) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "failed to write a body batch")),
+            Ok(n) => io::IoSlice::advance_slices(&mut left, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Hash a batch's pieces, then write them.
+pub(crate) fn hash_and_write(h: &mut Hashing, t: &mut Temp, parts: &[Bytes]) -> Result<()> {
+    for p in parts {
+        h.feed(p)?;
+    }
+    write_batch(&mut t.file, parts)?;
+    Ok(())
 }
 
 /// Copy `len` bytes of `src` from `off` into `t`, hashing them.
@@ -216,35 +285,86 @@ pub(crate) fn copy_hashing(src: &File, mut off: u64, len: u64, t: &mut Temp, d: 
 mod batcher_tests {
     use super::*;
 
-    /// Batches keep the stream's bytes in order, every batch but the last is whole 64-byte
-    /// blocks, and none (but a large chunk passed through) is much smaller than `WRITE_BATCH`.
+    /// Batches keep the stream's bytes in order; every piece of every batch but the last is
+    /// whole units (so each starts on a unit boundary of the body); no batch but the last is much
+    /// smaller than `WRITE_BATCH`; and chunks that start on a boundary pass without a copy.
     #[test]
-    fn batches_are_block_aligned_and_lossless() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        for round in 0..50 {
-            let mut b = Batcher::default();
-            let mut input = Vec::new();
-            let mut out: Vec<Bytes> = Vec::new();
-            for _ in 0..40 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let len = match x % 4 {
-                    0 => (x >> 8) as usize % 100,
-                    1 => (x >> 8) as usize % 70_000,
-                    2 => WRITE_BATCH + (x >> 8) as usize % 100_000,
-                    _ => (x >> 8) as usize % (3 * WRITE_BATCH),
-                };
-                let chunk: Vec<u8> = (0..len).map(|i| (i as u64 ^ x ^ round) as u8).collect();
-                input.extend_from_slice(&chunk);
-                out.extend(b.push(Bytes::from(chunk)));
+    fn batches_are_aligned_lossless_and_pass_aligned_chunks() {
+        for units in [false, true] {
+            let unit = if units { md5lanes::UNIT } else { BLOCK };
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for round in 0..50 {
+                let mut b = Batcher::new(units);
+                let mut input = Vec::new();
+                let mut out: Vec<Batch> = Vec::new();
+                for _ in 0..40 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let len = match x % 5 {
+                        0 => (x >> 8) as usize % 100,
+                        1 => (x >> 8) as usize % 70_000,
+                        2 => WRITE_BATCH + (x >> 8) as usize % 100_000,
+                        3 => md5lanes::UNIT * (1 + (x >> 8) as usize % 3),
+                        _ => (x >> 8) as usize % (3 * WRITE_BATCH),
+                    };
+                    let chunk: Vec<u8> = (0..len).map(|i| (i as u64 ^ x ^ round) as u8).collect();
+                    input.extend_from_slice(&chunk);
+                    out.extend(b.push(Bytes::from(chunk)));
+                }
+                for batch in &out {
+                    let total: usize = batch.iter().map(Bytes::len).sum();
+                    assert!(total >= WRITE_BATCH - unit, "batch of {total}");
+                    for p in batch {
+                        assert_eq!(p.len() % unit, 0, "piece of {} (unit {unit})", p.len());
+                    }
+                }
+                out.extend(b.rest());
+                assert!(b.rest().is_none());
+                let got: Vec<u8> = out.iter().flatten().flat_map(|p| p.iter().copied()).collect();
+                assert!(got == input, "units={units} round {round}: bytes differ");
             }
-            for o in &out {
-                assert_eq!(o.len() % BLOCK, 0);
-                assert!(o.len() >= WRITE_BATCH - BLOCK, "batch of {}", o.len());
-            }
-            out.extend(b.rest());
-            assert_eq!(out.concat(), input);
         }
+    }
+
+    /// Aligned chunks (aws-chunked 64 KiB chunks, full 128 KiB reads) reach the batch as the
+    /// same memory, and the halves of a chunk split across two reads are copied once into one
+    /// unit, after which the following chunks pass again.
+    #[test]
+    fn aligned_chunks_are_not_copied() {
+        for units in [false, true] {
+            let mut b = Batcher::new(units);
+            let unit = md5lanes::UNIT;
+            let chunks: Vec<Bytes> = (0..4u8).map(|i| Bytes::from(vec![i; unit])).collect();
+            let mut out = Vec::new();
+            out.extend(b.push(chunks[0].clone()));
+            // The second chunk arrives in two reads.
+            out.extend(b.push(chunks[1].slice(..1000)));
+            out.extend(b.push(chunks[1].slice(1000..)));
+            out.extend(b.push(chunks[2].clone()));
+            out.extend(b.push(chunks[3].clone()));
+            out.extend(b.rest());
+            let pieces: Vec<&Bytes> = out.iter().flatten().collect();
+            let same = |p: &Bytes, c: &Bytes| p.as_ptr() == c.as_ptr() && p.len() == c.len();
+            assert!(same(pieces[0], &chunks[0]), "units={units}: first chunk copied");
+            assert!(pieces.iter().any(|p| same(p, &chunks[2])), "units={units}: chunk after a split one copied");
+            assert!(pieces.iter().any(|p| same(p, &chunks[3])), "units={units}: last chunk copied");
+            let got: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
+            assert!(got == chunks.concat());
+        }
+    }
+
+    /// A batch of several pieces is written in order.
+    #[test]
+    fn write_batch_writes_every_piece_in_order() {
+        let mut f = tempfile::tempfile().unwrap();
+        let parts: Vec<Bytes> =
+            (0..300u32).map(|i| Bytes::from(vec![(i % 251) as u8; 1 + (i as usize * 37) % 5000])).collect();
+        write_batch(&mut f, &parts).unwrap();
+        let mut got = Vec::new();
+        use std::io::{Read, Seek};
+        f.rewind().unwrap();
+        f.read_to_end(&mut got).unwrap();
+        assert!(got == parts.concat());
     }
 }
