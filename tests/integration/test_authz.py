@@ -183,3 +183,25 @@ def test_aws_cli_sees_only_its_buckets(gw, tmp_path):
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "az-cli-bob" not in out.stdout
+
+
+def test_anonymous_chunked_upload_is_refused(gw):
+    """An unsigned request's aws-chunked framing is verified by nothing: refused, never stored."""
+    srv, c = gw
+    a = c["alice"]
+    a.create_bucket(Bucket="az-anon-put")
+    a.put_bucket_policy(Bucket="az-anon-put", Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": ["s3:PutObject", "s3:GetObject"],
+         "Resource": "arn:aws:s3:::az-anon-put/*"}]}))
+    from conftest import raw_request
+    body = b"5\r\nhello\r\n0\r\n\r\n"
+    st, _, out = raw_request(srv, "PUT", "/az-anon-put/chunked", body, sign=False, headers={
+        "x-amz-content-sha256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER", "x-amz-decoded-content-length": "5",
+        "content-encoding": "aws-chunked"})
+    assert st == 400 and b"InvalidRequest" in out, out
+    # A plain anonymous PUT, which the policy allows, is stored as sent.
+    st, _, out = raw_request(srv, "PUT", "/az-anon-put/plain", b"hello", sign=False)
+    assert st == 200, out
+    assert a.get_object(Bucket="az-anon-put", Key="plain")["Body"].read() == b"hello"
+    with pytest.raises(ClientError):
+        a.head_object(Bucket="az-anon-put", Key="chunked")

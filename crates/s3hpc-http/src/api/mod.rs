@@ -286,7 +286,17 @@ pub(crate) async fn dispatch(
         }
     };
     let (verified, caller) = match st.cfg.auth {
-        Auth::SigV4 if st.cfg.anonymous && s3hpc_sigv4::is_anonymous(parts) => (None, Some(caller(st, parts, None))),
+        Auth::SigV4 if st.cfg.anonymous && s3hpc_sigv4::is_anonymous(parts) => {
+            // Nothing verifies an unsigned request's aws-chunked framing, so it is refused
+            // rather than stored as the body.
+            if hdr(&parts.headers, "x-amz-content-sha256").is_some_and(|v| v.starts_with("STREAMING-")) {
+                return Err(Error::new(
+                    ErrorCode::InvalidRequest,
+                    "An anonymous request cannot send an aws-chunked (STREAMING-*) payload",
+                ));
+            }
+            (None, Some(caller(st, parts, None)))
+        }
         Auth::SigV4 => {
             let v = s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now())?;
             let account = st.cfg.creds.account_for(&v.access_key);
