@@ -11,7 +11,7 @@
 //! S3's meaning and keeps them in the one [`AUTH_CONFIG`] document.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -36,7 +36,9 @@ pub const CACHE_TTL: Duration = Duration::from_secs(1);
 pub struct Authorized {
     inner: DynStore,
     accounts: CredentialSet,
-    cache: Mutex<HashMap<String, (Instant, Arc<BucketAuth>)>>,
+    /// Read on every call, written once per bucket per [`CACHE_TTL`]: a read-write lock, so the
+    /// gateway's worker threads do not queue on it.
+    cache: RwLock<HashMap<String, (Instant, Arc<BucketAuth>)>>,
 }
 
 /// An authorization error as the core error S3 front ends answer with.
@@ -96,7 +98,7 @@ fn now_secs() -> i64 {
 impl Authorized {
     /// Authorize calls to `inner` for the accounts of `accounts`.
     pub fn new(inner: DynStore, accounts: CredentialSet) -> Authorized {
-        Authorized { inner, accounts, cache: Mutex::new(HashMap::new()) }
+        Authorized { inner, accounts, cache: RwLock::new(HashMap::new()) }
     }
 
     fn account_exists(&self) -> impl Fn(&str) -> bool + '_ {
@@ -104,12 +106,12 @@ impl Authorized {
     }
 
     fn cached(&self, bucket: &str) -> Option<Arc<BucketAuth>> {
-        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = self.cache.read().unwrap_or_else(|e| e.into_inner());
         cache.get(bucket).filter(|(t, _)| t.elapsed() < CACHE_TTL).map(|(_, a)| a.clone())
     }
 
     fn remember(&self, bucket: &str, auth: Option<Arc<BucketAuth>>) {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.cache.write().unwrap_or_else(|e| e.into_inner());
         match auth {
             Some(a) => {
                 if cache.len() > 10_000 {

@@ -102,18 +102,30 @@ impl CredentialSet {
     /// administrator whose id is the access key (a key given without an account, as
     /// `--access-key` is, keeps the full access it always had).
     pub fn account_for(&self, access_key: &str) -> Option<std::sync::Arc<crate::caller::Account>> {
+        self.account_and_identity(access_key).map(|(a, _)| a)
+    }
+
+    /// [`CredentialSet::account_for`] and [`CredentialSet::identity_for`] in one lookup (what a
+    /// front end needs per request).
+    pub fn account_and_identity(
+        &self,
+        access_key: &str,
+    ) -> Option<(std::sync::Arc<crate::caller::Account>, Option<crate::identity::Identity>)> {
         let users = self.read();
-        if let Some(a) = users.accounts.get(access_key) {
-            return Some(a.clone());
+        if !users.users.contains_key(access_key) {
+            return None;
         }
-        users.users.contains_key(access_key).then(|| {
-            std::sync::Arc::new(crate::caller::Account {
+        let identity = users.identities.get(access_key).cloned();
+        let account = match users.accounts.get(access_key) {
+            Some(a) => a.clone(),
+            None => std::sync::Arc::new(crate::caller::Account {
                 id: access_key.to_string(),
                 name: None,
                 admin: true,
-                uid: users.identities.get(access_key).map(|i| i.uid),
-            })
-        })
+                uid: identity.as_ref().map(|i| i.uid),
+            }),
+        };
+        Some((account, identity))
     }
 
     /// Whether some access key belongs to the account with canonical id `id`.

@@ -285,7 +285,8 @@ pub(crate) async fn dispatch(
             (decode(b)?, decode(k)?)
         }
     };
-    let (verified, caller) = match st.cfg.auth {
+    // Who asks: the verified key's account and POSIX identity (one lookup), or anonymous.
+    let (verified, caller, id) = match st.cfg.auth {
         Auth::SigV4 if st.cfg.anonymous && s3hpc_sigv4::is_anonymous(parts) => {
             // Nothing verifies an unsigned request's aws-chunked framing, so it is refused
             // rather than stored as the body.
@@ -295,18 +296,16 @@ pub(crate) async fn dispatch(
                     "An anonymous request cannot send an aws-chunked (STREAMING-*) payload",
                 ));
             }
-            (None, Some(caller(st, parts, None)))
+            (None, Some(caller(st, parts, None)), st.cfg.anonymous_identity.clone())
         }
         Auth::SigV4 => {
             let v = s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now())?;
-            let account = st.cfg.creds.account_for(&v.access_key);
-            if account.is_none() {
-                // The key was removed by a reload between verifying and here.
-                return Err(Error::code(ErrorCode::InvalidAccessKeyId));
-            }
-            (Some(v), Some(caller(st, parts, account)))
+            // None: the key was removed by a reload between verifying and here.
+            let (account, id) =
+                st.cfg.creds.account_and_identity(&v.access_key).ok_or(Error::code(ErrorCode::InvalidAccessKeyId))?;
+            (Some(v), Some(caller(st, parts, Some(account))), id)
         }
-        Auth::DisabledForTests => (None, None),
+        Auth::DisabledForTests => (None, None, None),
     };
     let r = Req { st, parts, q: Query::parse(parts.uri.query()), bucket, key, verified, rid };
     let target = if r.bucket.is_empty() {
@@ -341,11 +340,6 @@ pub(crate) async fn dispatch(
     *op = o.name();
     // With `--identity posix` the store call acts as the account's POSIX user (see
     // s3hpc_core::identity); otherwise as the gateway.
-    let id = match &r.verified {
-        Some(v) => st.cfg.creds.identity_for(&v.access_key),
-        None if caller.is_some() => st.cfg.anonymous_identity.clone(),
-        None => None,
-    };
     s3hpc_core::identity::scope(id, s3hpc_core::caller::scope(caller, run(o, &r, body))).await
 }
 
