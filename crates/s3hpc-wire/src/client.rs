@@ -191,6 +191,15 @@ impl WireClient {
         let r = self.call(req, None, None).await?;
         Dec::new(&r.payload[1..]).end()
     }
+
+    /// A request answered with an optional document (bucket configurations, object ACLs).
+    async fn call_doc(&self, req: Request) -> Result<Option<Vec<u8>>> {
+        let r = self.call(req, None, None).await?;
+        let mut d = fields(&r);
+        let doc = d.opt_bytes()?;
+        d.end()?;
+        Ok(doc)
+    }
 }
 
 /// A response: header, payload, the body channel (BODY_STREAM) or the passed file (BODY_FD).
@@ -1016,21 +1025,13 @@ impl Store for WireClient {
         Ok(t)
     }
     async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
-        let r = self.call(Request::GetBucketConfig { bucket: bucket.into(), name: name.into() }, None, None).await?;
-        let mut d = fields(&r);
-        let doc = d.opt_bytes()?;
-        d.end()?;
-        Ok(doc)
+        self.call_doc(Request::GetBucketConfig { bucket: bucket.into(), name: name.into() }).await
     }
     async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
         self.call_unit(Request::PutBucketConfig { bucket: bucket.into(), name: name.into(), doc }).await
     }
     async fn get_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
-        let r = self.call(Request::GetObjectAcl { bucket: bucket.into(), key: key.into() }, None, None).await?;
-        let mut d = fields(&r);
-        let doc = d.opt_bytes()?;
-        d.end()?;
-        Ok(doc)
+        self.call_doc(Request::GetObjectAcl { bucket: bucket.into(), key: key.into() }).await
     }
     async fn put_object_acl(&self, bucket: &str, key: &str, doc: Option<Vec<u8>>) -> Result<()> {
         self.call_unit(Request::PutObjectAcl { bucket: bucket.into(), key: key.into(), doc }).await
