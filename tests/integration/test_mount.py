@@ -224,12 +224,60 @@ def test_nonsequential_write_and_overwrite_refused(mounted):
     finally:
         os.close(fd)
     assert (mounted.root / "seq.bin").read_bytes() == b"a" * 4096
-    # no --allow-overwrite: an existing object cannot be opened for writing
+    # no --allow-overwrite: an existing object cannot be truncated and replaced
     with pytest.raises(PermissionError):
         open(p, "wb")
-    with pytest.raises(PermissionError):
-        open(p, "ab")
+    # opened for writing without O_TRUNC, writes go to the end only (appends on s3hpc)
+    fd = os.open(p, os.O_WRONLY)
+    try:
+        with pytest.raises(OSError) as e:
+            os.write(fd, b"b")  # at offset 0, not the end
+        assert e.value.errno == errno.EINVAL
+    finally:
+        os.close(fd)
     assert (mounted.root / "seq.bin").read_bytes() == b"a" * 4096
+
+
+def test_append_through_mount(mounted, gws3):
+    """On an s3hpc gateway a file opened without O_TRUNC appends (PutObject with a write offset):
+    shell `>>`, python "ab" with fsync in the middle (the appended bytes are in the object at
+    once, and writing goes on), appends larger than a part (several appends, in order), and
+    a file written through POSIX on the gateway's root appended to through the mount."""
+    p = mounted.path
+    (mounted.root / "log.txt").write_text("line 1\n")
+    run("sh", "-c", f"echo 'line 2' >> {p / 'log.txt'}")
+    assert (mounted.root / "log.txt").read_text() == "line 1\nline 2\n"
+    with open(p / "log.txt", "ab") as f:
+        f.write(b"line 3\n")
+        f.flush()
+        os.fsync(f.fileno())
+        assert (mounted.root / "log.txt").read_text() == "line 1\nline 2\nline 3\n"
+        head = gws3.head_object(Bucket=mounted.bucket, Key="log.txt")
+        assert head["ContentLength"] == 21
+        f.write(b"line 4\n")
+    assert (mounted.root / "log.txt").read_text() == "line 1\nline 2\nline 3\nline 4\n"
+    # Seen through the mount after the close (the kernel's cached pages are not reused).
+    assert (p / "log.txt").read_text() == "line 1\nline 2\nline 3\nline 4\n"
+    # 12 MiB appended to a 1 MiB file through 5 MiB parts: three appends, in order.
+    base = os.urandom(MiB)
+    more = os.urandom(12 * MiB)
+    (p / "big.bin").write_bytes(base)
+    with open(p / "big.bin", "ab") as f:
+        for i in range(0, len(more), 256 << 10):
+            f.write(more[i:i + (256 << 10)])
+    assert hashlib.sha256((mounted.root / "big.bin").read_bytes()).hexdigest() == hashlib.sha256(base + more).hexdigest()
+    assert os.stat(p / "big.bin").st_size == 13 * MiB
+    # Opened for writing and closed without a write (touch does so): nothing changes, and the
+    # file can be opened again at once.
+    for _ in range(3):
+        os.close(os.open(p / "log.txt", os.O_WRONLY))
+    assert (mounted.root / "log.txt").read_text() == "line 1\nline 2\nline 3\nline 4\n"
+    # Two writers of one file in one mount: the second open fails while the first writes.
+    with open(p / "log.txt", "ab") as f:
+        with pytest.raises(PermissionError):
+            open(p / "log.txt", "ab")
+        f.write(b"x")
+    assert (mounted.root / "log.txt").read_text().endswith("line 4\nx")
 
 
 def test_overwrite_allowed_and_unlink_refused(gw, bkt, tmp_path):
@@ -401,5 +449,80 @@ def test_gateway_restart_during_read(tmp_path):
                 later["gw"].send_signal(signal.SIGTERM)
                 later["gw"].wait(30)
         assert head + rest == data
+    finally:
+        m.close()
+
+
+def versitygw_binary(tmp_path_factory) -> str | None:
+    """versitygw (a Go S3 gateway over POSIX) from PATH or ~/go/bin, else built with `go install`
+    into a temporary GOBIN; None where Go or the module proxy is not available."""
+    for cand in (shutil.which("versitygw"), os.path.expanduser("~/go/bin/versitygw")):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.access("/usr/local/go/bin/go", os.X_OK) else None)
+    if go is None:
+        return None
+    gobin = tmp_path_factory.mktemp("gobin")
+    r = subprocess.run([go, "install", "github.com/versity/versitygw/cmd/versitygw@latest"],
+                       env={**os.environ, "GOBIN": str(gobin)}, capture_output=True, text=True, timeout=1200)
+    return str(gobin / "versitygw") if r.returncode == 0 else None
+
+
+@pytest.fixture(scope="module")
+def versitygw(tmp_path_factory):
+    binary = versitygw_binary(tmp_path_factory)
+    if binary is None:
+        pytest.skip("versitygw is not installed and cannot be built here (no Go or no module proxy)")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = tmp_path_factory.mktemp("vgwroot")
+    proc = subprocess.Popen([binary, "--access", ACCESS_KEY, "--secret", SECRET_KEY, "--port", f"127.0.0.1:{port}",
+                             "posix", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"})
+
+    def up():
+        with socket.socket() as c:
+            return c.connect_ex(("127.0.0.1", port)) == 0
+    assert wait_until(up, 30), "versitygw did not start"
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_mount_of_another_s3_server(versitygw, tmp_path):
+    """The generic path: s3hpc mount over versitygw (an S3 server that is not s3hpc). Reads and
+    writes work; rename answers ENOSYS and appending EPERM (the mount does not risk a write
+    offset the server may ignore) unless --allow-copy-rename, which copies and deletes."""
+    s3 = make_client(versitygw)
+    bucket = "generic-" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="seed.txt", Body=b"seed")
+    m = Mount(versitygw, bucket, tmp_path / "m", "--allow-delete", log=tmp_path / "mount.log")
+    try:
+        data = os.urandom(7 * MiB)
+        (m.path / "f.bin").write_bytes(data)
+        assert s3.get_object(Bucket=bucket, Key="f.bin")["Body"].read() == data
+        assert (m.path / "seed.txt").read_bytes() == b"seed"
+        with pytest.raises(OSError) as e:
+            os.rename(m.path / "f.bin", m.path / "g.bin")
+        assert e.value.errno == errno.ENOSYS
+        with pytest.raises(PermissionError):
+            open(m.path / "seed.txt", "ab")
+        assert s3.get_object(Bucket=bucket, Key="seed.txt")["Body"].read() == b"seed"
+    finally:
+        m.close()
+    m = Mount(versitygw, bucket, tmp_path / "m2", "--allow-copy-rename", log=tmp_path / "mount2.log")
+    try:
+        os.rename(m.path / "f.bin", m.path / "g.bin")
+        assert not (m.path / "f.bin").exists()
+        assert (m.path / "g.bin").read_bytes() == data
+        keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+        assert keys == {"seed.txt", "g.bin"}
+        # No --allow-overwrite: an existing destination stays.
+        with pytest.raises(PermissionError):
+            os.rename(m.path / "g.bin", m.path / "seed.txt")
+        assert s3.get_object(Bucket=bucket, Key="seed.txt")["Body"].read() == b"seed"
     finally:
         m.close()

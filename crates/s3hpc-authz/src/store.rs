@@ -476,6 +476,10 @@ impl Store for Authorized {
         self.inner.rename_object(bucket, src_key, dst_key, req).await
     }
 
+    async fn appends(&self, bucket: &str) -> bool {
+        self.inner.appends(bucket).await
+    }
+
     async fn append_object(
         &self,
         bucket: &str,

@@ -92,6 +92,8 @@ struct Inner {
     creds: Credentials,
     region: String,
     virtual_host: bool,
+    /// Whether the server is known to honour `x-amz-write-offset-bytes` (see `appends`).
+    server_appends: tokio::sync::OnceCell<bool>,
 }
 
 /// Upper bound of hyper's adaptive read buffer per connection. The default (~400 KiB) halves
@@ -237,6 +239,7 @@ impl S3Client {
                 creds: cfg.credentials,
                 region: cfg.region,
                 virtual_host: cfg.virtual_host,
+                server_appends: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -299,6 +302,18 @@ impl S3Client {
     async fn send(&self, r: Req<'_>) -> Result<Response<Incoming>> {
         let not_found = r.not_found;
         let is_head = r.method == Method::HEAD;
+        let resp = self.exchange(r).await?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let hdr_code = resp.headers().get("x-amz-error-code").and_then(|v| v.to_str().ok()).and_then(ErrorCode::parse);
+        let body = if is_head { Bytes::new() } else { read_body(resp.into_body(), 1 << 20).await.unwrap_or_default() };
+        Err(error_from(status, &body, hdr_code, not_found))
+    }
+
+    /// Sign and send a request; the answer whatever its status.
+    async fn exchange(&self, r: Req<'_>) -> Result<Response<Incoming>> {
         let (uri, host) = self.uri_for(r.bucket, r.key, &r.query)?;
         let mut headers = r.headers;
         headers.insert(http::header::HOST, hval(&host)?);
@@ -337,14 +352,7 @@ impl S3Client {
         *req.method_mut() = r.method;
         *req.uri_mut() = uri;
         *req.headers_mut() = headers;
-        let resp = self.inner.http.request(req).await.map_err(transport_error)?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(resp);
-        }
-        let hdr_code = resp.headers().get("x-amz-error-code").and_then(|v| v.to_str().ok()).and_then(ErrorCode::parse);
-        let body = if is_head { Bytes::new() } else { read_body(resp.into_body(), 1 << 20).await.unwrap_or_default() };
-        Err(error_from(status, &body, hdr_code, not_found))
+        self.inner.http.request(req).await.map_err(transport_error)
     }
 
     /// Send and parse an XML answer; a 200 carrying an `<Error>` document is an error.
@@ -920,6 +928,11 @@ impl Store for S3Client {
     }
 
     async fn rename_object(&self, bucket: &str, src_key: &str, dst_key: &str, req: RenameObjectRequest) -> Result<()> {
+        // A server without RenameObject may take `PUT ?renameObject` for a PutObject and make an
+        // empty destination (versitygw does): send it only where it is known to be understood.
+        if !self.appends(bucket).await {
+            return Err(Error::not_implemented("RenameObject: this server is not known to implement it"));
+        }
         let mut r = Req::new(Method::PUT, Some(bucket), Some(dst_key))
             .q("renameObject", None)
             .h("x-amz-rename-source", &copy_source(bucket, src_key))?;
@@ -931,6 +944,27 @@ impl Store for S3Client {
         self.send_empty(r).await.map(|_| ())
     }
 
+    /// An s3hpc gateway (it names itself in `Server`) and AWS's directory buckets (`--x-s3`)
+    /// honour the write offset and RenameObject; other servers may ignore both (versitygw
+    /// replaces the object with the appended bytes, and takes a rename for an empty PutObject).
+    async fn appends(&self, bucket: &str) -> bool {
+        if bucket.ends_with("--x-s3") {
+            return true;
+        }
+        let probe = self
+            .inner
+            .server_appends
+            .get_or_try_init(|| async {
+                // Any answer names the server, an error too (the caller may not list the bucket).
+                let resp = self.exchange(Req::new(Method::HEAD, Some(bucket), None)).await?;
+                let s3hpc = resp.headers().get(http::header::SERVER).is_some_and(|v| v.as_bytes() == b"s3hpc");
+                let _ = read_body(resp.into_body(), MAX_XML).await;
+                Ok::<_, Error>(s3hpc)
+            })
+            .await;
+        probe.is_ok_and(|b| *b)
+    }
+
     async fn append_object(
         &self,
         bucket: &str,
@@ -939,6 +973,11 @@ impl Store for S3Client {
         req: PutObjectRequest,
         body: Body,
     ) -> Result<PutObjectOutput> {
+        if !self.appends(bucket).await {
+            return Err(Error::not_implemented(
+                "PutObject with a write offset: this server is not known to honour x-amz-write-offset-bytes",
+            ));
+        }
         let r = Req::new(Method::PUT, Some(bucket), Some(key)).h("x-amz-write-offset-bytes", &offset.to_string())?;
         let (h, sent) = self.send_put(r, req, body).await?;
         // The whole object's size (the server's x-amz-object-size), not the appended bytes.

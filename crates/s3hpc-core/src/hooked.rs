@@ -143,6 +143,9 @@ impl<H: Hook> Store for HookedStore<H> {
         self.hook.before(Op::RenameObject, bucket, dst_key).await?;
         self.inner.rename_object(bucket, src_key, dst_key, req).await
     }
+    async fn appends(&self, bucket: &str) -> bool {
+        self.inner.appends(bucket).await
+    }
     async fn append_object(
         &self,
         bucket: &str,

@@ -367,6 +367,10 @@ impl Store for MemoryStore {
         })
     }
 
+    async fn appends(&self, _bucket: &str) -> bool {
+        true
+    }
+
     async fn append_object(
         &self,
         bucket: &str,

@@ -146,6 +146,15 @@ pub trait Store: Send + Sync + 'static {
         Err(Error::not_implemented("RenameObject is not implemented by this store"))
     }
 
+    /// Whether `append_object` (and `rename_object`) work in `bucket`: a probe for clients that
+    /// must choose before their first append (the mount decides at open whether a file can be
+    /// appended to). An S3 server that ignores the write offset would replace the object with
+    /// the appended bytes, so a client store answers true only for servers known to honour it
+    /// (and refuses both calls elsewhere). Default: false.
+    async fn appends(&self, _bucket: &str) -> bool {
+        false
+    }
+
     /// Append (PutObject with `x-amz-write-offset-bytes`): add `body` to the end of `key` when
     /// `offset` equals its current size (0 with no object creates it), else
     /// `InvalidWriteOffset`. The new ETag and checksum describe the whole object. Appenders of

@@ -13,7 +13,7 @@ use fuser::{
     OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
-use s3hpc_core::{DynStore, Error, ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest};
+use s3hpc_core::{DynStore, Error, ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest, PutObjectOutput};
 
 use crate::MountOptions;
 use crate::errors::errno;
@@ -174,35 +174,57 @@ impl Ctx {
         })
     }
 
-    /// Wait for a writer's object to be complete and record it in the table.
-    async fn finish_write(&self, ino: u64, fh: u64, c: crate::write::Completion, key: String) -> Result<(), Errno> {
-        let r = c.await;
+    /// Wait for a writer's object to be complete and record it in the table. An appender's
+    /// file stays being written until its opener closes it (`closing`; an fsync is not a
+    /// close); its object exists throughout, so a failed append leaves the name (with
+    /// attributes to fetch again).
+    async fn finish_write(&self, ino: u64, fh: u64, done: Done, closing: bool) -> Result<(), Errno> {
+        let Done { completion, key, appender } = done;
+        let r = completion.await;
         let mut t = lock(&self.table);
+        let Some(i) = t.inodes.get_mut(&ino).filter(|i| i.local == Local::Writing(fh)) else {
+            return r.map(|_| ()).map_err(|e| errno(&e, "upload", &key));
+        };
         match r {
             Ok(out) => {
-                if let Some(i) = t.inodes.get_mut(&ino)
-                    && i.local == Local::Writing(fh)
-                {
-                    i.size = out.size;
-                    i.etag = out.etag.clone();
-                    i.mtime = out.last_modified;
-                    i.valid_until = Instant::now() + self.opts.metadata_ttl;
-                    i.cached_etag = None;
+                i.size = out.size;
+                i.etag = out.etag.clone();
+                i.mtime = out.last_modified;
+                i.valid_until = Instant::now() + self.opts.metadata_ttl;
+                i.cached_etag = None;
+                if closing || !appender {
                     t.make_remote(ino);
                 }
                 Ok(())
             }
             Err(e) => {
-                let en = errno(&e, "upload", &key);
-                if let Some(i) = t.inodes.get(&ino)
-                    && i.local == Local::Writing(fh)
-                {
+                let en = errno(&e, if appender { "append" } else { "upload" }, &key);
+                if appender {
+                    i.valid_until = Instant::now();
+                    i.cached_etag = None;
+                    if closing {
+                        t.make_remote(ino);
+                    }
+                } else {
                     let (parent, name) = (i.parent, i.name.clone());
                     t.remove_name(parent, &name, Instant::now());
                 }
                 Err(en)
             }
         }
+    }
+}
+
+/// A writer's completion, taken under its lock (so later writes see it), awaited afterwards.
+struct Done {
+    completion: crate::write::Completion,
+    key: String,
+    appender: bool,
+}
+
+impl Done {
+    fn of(w: &mut Writer) -> Done {
+        Done { completion: w.complete(), key: w.key.clone(), appender: w.is_appender() }
     }
 }
 
@@ -631,7 +653,8 @@ impl Filesystem for S3Fs {
     }
 
     /// Rename a file with one RenameObject (atomic on an s3hpc gateway: one rename(2) there).
-    /// Stores without RenameObject answer ENOSYS, as Mountpoint does; directories (a prefix of
+    /// Stores without RenameObject answer ENOSYS, as Mountpoint does, or with
+    /// `--allow-copy-rename` copy the object and delete the source (not atomic); directories (a prefix of
     /// many keys) are not renamed (EXDEV makes `mv` copy them). Replacing an existing object
     /// needs `--allow-overwrite`, as overwriting it by writing does.
     fn rename(
@@ -689,7 +712,11 @@ impl Filesystem for S3Fs {
         let (name, newname) = (name.to_string(), newname.to_string());
         let explicit_noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
         self.spawn(async move {
-            match ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, req).await {
+            let mut r = ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, req).await;
+            if ctx.opts.allow_copy_rename && r.as_ref().is_err_and(|e| e.code == ErrorCode::NotImplemented) {
+                r = copy_rename(&ctx, &src, &dst, noreplace).await;
+            }
+            match r {
                 Ok(()) => {
                     lock(&ctx.table).rename(parent.0, &name, newparent.0, &newname, dst);
                     reply.ok();
@@ -756,20 +783,18 @@ impl Filesystem for S3Fs {
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let ctx = self.ctx.clone();
+        let req_pid = req.pid();
         let trunc = flags.0 & libc::O_TRUNC != 0;
+        let append = flags.0 & libc::O_APPEND != 0;
         let write = match flags.acc_mode() {
             OpenAccMode::O_RDONLY => false,
             OpenAccMode::O_WRONLY => true,
-            // Read-write without O_TRUNC opens for reading (writes then fail): S3 cannot
-            // change an object in place.
-            OpenAccMode::O_RDWR => trunc,
+            // Read-write without O_TRUNC or O_APPEND opens for reading (writes then fail): S3
+            // cannot change an object in place.
+            OpenAccMode::O_RDWR => trunc || append,
         };
         if write && ctx.opts.read_only {
             reply.error(Errno::EROFS);
-            return;
-        }
-        if write && flags.0 & libc::O_APPEND != 0 {
-            reply.error(Errno::EPERM);
             return;
         }
         let mut t = lock(&ctx.table);
@@ -786,10 +811,16 @@ impl Filesystem for S3Fs {
             reply.error(Errno::EPERM);
             return;
         }
+        if write && !trunc {
+            let key = i.key.clone();
+            drop(t);
+            self.spawn(async move { open_appender(&ctx, ino.0, key, append, req_pid, reply).await });
+            return;
+        }
         if write {
-            if !(ctx.opts.allow_overwrite && trunc) {
+            if !ctx.opts.allow_overwrite {
                 tracing::info!(
-                    "s3hpc mount: open {:?} for writing refused: overwriting needs --allow-overwrite and O_TRUNC",
+                    "s3hpc mount: open {:?} with O_TRUNC refused: overwriting needs --allow-overwrite",
                     i.key
                 );
                 reply.error(Errno::EPERM);
@@ -968,19 +999,22 @@ impl Filesystem for S3Fs {
         };
         // close() by the process that opened the file completes the object (another process
         // closing an inherited descriptor does not: the opener may still write).
-        let (c, key) = {
+        let done = {
             let mut w = lock(writer);
             // Nothing written yet: a shell's `>` redirection opens, dup2s and closes the
             // first descriptor before writing through the copy, so wait for a later close.
-            if (w.opener_pid != req.pid() || w.offset == 0) && !w.is_completing() {
+            // (An appender has nothing to wait for: its object exists already.)
+            if w.opener_pid != req.pid() && !w.is_completing() || w.untouched() && !w.is_appender() {
                 reply.ok();
                 return;
             }
-            (w.complete(), w.key.clone())
+            Done::of(&mut w)
         };
         let (ctx, ino) = (self.ctx.clone(), *ino);
         self.spawn(async move {
-            match ctx.finish_write(ino, fh.0, c, key).await {
+            // The opener's close: the kernel sends the release later, after close() returned,
+            // so the file stops being written here now (a next open may append at once).
+            match ctx.finish_write(ino, fh.0, done, true).await {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(e),
             }
@@ -996,13 +1030,10 @@ impl Filesystem for S3Fs {
             reply.ok();
             return;
         };
-        let (c, key) = {
-            let mut w = lock(writer);
-            (w.complete(), w.key.clone())
-        };
+        let done = Done::of(&mut lock(writer));
         let (ctx, ino) = (self.ctx.clone(), *ino);
         self.spawn(async move {
-            match ctx.finish_write(ino, fh.0, c, key).await {
+            match ctx.finish_write(ino, fh.0, done, false).await {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(e),
             }
@@ -1035,12 +1066,9 @@ impl Filesystem for S3Fs {
             }
             Handle::Write { ino, writer } => {
                 let ino = *ino;
-                let (c, key) = {
-                    let mut w = lock(writer);
-                    (w.complete(), w.key.clone())
-                };
+                let done = Done::of(&mut lock(writer));
                 self.spawn(async move {
-                    let r = ctx.finish_write(ino, fh.0, c, key).await;
+                    let r = ctx.finish_write(ino, fh.0, done, true).await;
                     {
                         let mut t = lock(&ctx.table);
                         if let Some(i) = t.inodes.get_mut(&ino) {
@@ -1257,6 +1285,58 @@ fn create_local(ctx: &Arc<Ctx>, parent: u64, name: &str, key: String, pid: u32, 
 }
 
 /// Make a read handle for `ino` (whose attributes are fresh).
+/// Open the existing file `ino` for writing without `O_TRUNC`: where the store appends (an
+/// s3hpc gateway), a writer at the object's end (`any_offset` for `O_APPEND`); elsewhere
+/// `EPERM`, as Mountpoint answers.
+async fn open_appender(ctx: &Arc<Ctx>, ino: u64, key: String, any_offset: bool, pid: u32, reply: ReplyOpen) {
+    if !ctx.store.appends(&ctx.opts.bucket).await {
+        tracing::info!(
+            "s3hpc mount: open {key:?} for writing refused: the store does not append (overwriting needs --allow-overwrite and O_TRUNC)"
+        );
+        return reply.error(Errno::EPERM);
+    }
+    let info = match ctx.head(&key).await {
+        Ok(Some(info)) => info,
+        Ok(None) => return reply.error(Errno::ENOENT),
+        Err(e) => return reply.error(errno(&e, "open", &key)),
+    };
+    let mut t = lock(&ctx.table);
+    let until = ctx.until();
+    let Some(i) = t.inodes.get_mut(&ino) else {
+        return reply.error(Errno::ENOENT);
+    };
+    if i.local != Local::No {
+        // Another writer opened it meanwhile: one writer per file.
+        return reply.error(Errno::EPERM);
+    }
+    i.size = info.size;
+    i.etag = info.etag.clone();
+    i.mtime = info.last_modified;
+    i.valid_until = until;
+    let at = PutObjectOutput { etag: info.etag, checksum: None, size: info.size, last_modified: info.last_modified };
+    let writer = Writer::appender(ctx.wctx.clone(), key, pid, at, any_offset);
+    let fh = ctx.new_fh(Handle::Write { ino, writer: Mutex::new(writer) });
+    i.local = Local::Writing(fh);
+    i.opens += 1;
+    reply.opened(FileHandle(fh), FopenFlags::empty());
+}
+
+/// A rename where the store has no RenameObject (`--allow-copy-rename`): a server-side copy,
+/// then the source's deletion. Not atomic: both names exist in between, and a writer that
+/// replaces the source meanwhile loses its object.
+async fn copy_rename(ctx: &Ctx, src: &str, dst: &str, noreplace: bool) -> Result<(), Error> {
+    let bucket = &ctx.opts.bucket;
+    if noreplace && ctx.head(dst).await?.is_some() {
+        return Err(Error::new(ErrorCode::PreconditionFailed, "the destination exists"));
+    }
+    let req = s3hpc_core::CopyObjectRequest {
+        conditions: s3hpc_core::Conditions { if_none_match: noreplace.then(|| "*".to_string()), ..Default::default() },
+        ..Default::default()
+    };
+    ctx.store.copy_object(bucket, src, bucket, dst, req).await?;
+    ctx.store.delete_object(bucket, src).await
+}
+
 fn open_reader(ctx: &Ctx, t: &mut Table, ino: u64) -> u64 {
     let i = t.inodes.get_mut(&ino).expect("caller checked");
     i.opens += 1;

@@ -35,6 +35,8 @@ pub struct MountOptions {
     pub read_only: bool,
     pub allow_delete: bool,
     pub allow_overwrite: bool,
+    /// Rename by copy and delete where the store has no RenameObject (not atomic).
+    pub allow_copy_rename: bool,
     pub uid: u32,
     pub gid: u32,
     pub file_mode: u16,
@@ -69,6 +71,7 @@ impl MountOptions {
             read_only: false,
             allow_delete: false,
             allow_overwrite: false,
+            allow_copy_rename: false,
             uid,
             gid,
             file_mode: 0o644,

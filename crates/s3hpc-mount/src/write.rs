@@ -4,6 +4,11 @@
 //! of the whole mount in flight (a write waits for a slot: memory stays bounded). Closing the
 //! file (or fsync) sends the rest and completes the upload, so the object appears whole or not
 //! at all; a file that never filled a part is one PUT.
+//!
+//! An existing file opened for writing without `O_TRUNC` on a store that appends (an s3hpc
+//! gateway) is an appender instead: every full part, and the rest at close or fsync, is one
+//! append (PutObject with a write offset) at the object's end, sent in order while the
+//! application goes on writing; the object grows by whole appends, each visible at once.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -54,6 +59,19 @@ pub struct Writer {
     parts: Vec<JoinHandle<Result<CompletePart, Error>>>,
     failed: Arc<AtomicBool>,
     completion: Option<Completion>,
+    /// Where this handle's writes began (0, or the object's size for an appender).
+    start: u64,
+    append: Option<Append>,
+}
+
+/// An appender's state: what was sent and the last append, which the next one waits for.
+struct Append {
+    /// Object offset of the first byte not yet handed to an append.
+    sent: u64,
+    /// The last append (or the object as it was at open): appends go out one after another.
+    tail: Completion,
+    /// `O_APPEND`: every write goes to the end, whatever offset the kernel gives.
+    any_offset: bool,
 }
 
 impl Writer {
@@ -69,7 +87,29 @@ impl Writer {
             parts: Vec::new(),
             failed: Arc::new(AtomicBool::new(false)),
             completion: None,
+            start: 0,
+            append: None,
         }
+    }
+
+    /// A writer that appends to the existing object `at` (its size, ETag and time at open).
+    pub fn appender(ctx: Arc<WriteCtx>, key: String, opener_pid: u32, at: PutObjectOutput, any_offset: bool) -> Writer {
+        let mut w = Writer::new(ctx, key, opener_pid);
+        w.offset = at.size;
+        w.start = at.size;
+        let tail: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> =
+            Box::pin(std::future::ready(Ok(at)));
+        w.append = Some(Append { sent: w.offset, tail: tail.shared(), any_offset });
+        w
+    }
+
+    pub fn is_appender(&self) -> bool {
+        self.append.is_some()
+    }
+
+    /// Nothing was written through this handle and nothing is being completed.
+    pub fn untouched(&self) -> bool {
+        self.offset == self.start && self.completion.is_none()
     }
 
     pub fn is_completing(&self) -> bool {
@@ -89,11 +129,13 @@ impl Writer {
         if self.failed.load(Ordering::Relaxed) {
             return Err(WriteError::Failed);
         }
-        if offset != self.offset {
+        if offset != self.offset && !self.append.as_ref().is_some_and(|a| a.any_offset) {
             return Err(WriteError::NotSequential);
         }
         let part = self.ctx.part_size as usize;
-        if self.offset + data.len() as u64 > self.ctx.part_size * s3hpc_core::MAX_PART_NUMBER as u64 {
+        if self.append.is_none()
+            && self.offset + data.len() as u64 > self.ctx.part_size * s3hpc_core::MAX_PART_NUMBER as u64
+        {
             return Err(WriteError::TooLarge);
         }
         let mut rest = data;
@@ -106,7 +148,8 @@ impl Writer {
             rest = &rest[n..];
             if self.buf.len() == part {
                 let body = self.buf.take();
-                if let Some(rx) = self.send_part(body) {
+                let rx = if self.append.is_some() { self.send_append(body) } else { self.send_part(body) };
+                if let Some(rx) = rx {
                     wait = Some(rx);
                 }
             }
@@ -119,23 +162,9 @@ impl Writer {
         let n = self.next_part;
         self.next_part += 1;
         let (ctx, key, id, failed) = (self.ctx.clone(), self.key.clone(), self.upload_id.clone(), self.failed.clone());
-        let permit = self.ctx.slots.clone().try_acquire_owned().ok();
-        let (tx, rx) = if permit.is_some() {
-            (None, None)
-        } else {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            (Some(tx), Some(rx))
-        };
+        let (slot, rx) = Slot::take(&self.ctx);
         let task = self.ctx.rt.spawn(async move {
-            let _permit = match permit {
-                Some(p) => p,
-                None => {
-                    ctx.slots.clone().acquire_owned().await.map_err(|_| Error::internal("mount is shutting down"))?
-                }
-            };
-            if let Some(tx) = tx {
-                let _ = tx.send(());
-            }
+            let _permit = slot.wait(&ctx).await?;
             let r = upload_part(&ctx, &key, &id, n, body).await;
             if r.is_err() {
                 failed.store(true, Ordering::Relaxed);
@@ -146,10 +175,49 @@ impl Writer {
         rx
     }
 
-    /// Finish the object (idempotent: every caller gets the same outcome).
+    /// Send `body` as the next append, after the appends before it.
+    fn send_append(&mut self, body: Bytes) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        let a = self.append.as_mut().expect("an appender");
+        let offset = a.sent;
+        a.sent += body.len() as u64;
+        let prev = a.tail.clone();
+        let (ctx, key, failed) = (self.ctx.clone(), self.key.clone(), self.failed.clone());
+        let (slot, rx) = Slot::take(&self.ctx);
+        let task = self.ctx.rt.spawn(async move {
+            let _permit = slot.wait(&ctx).await.map_err(Arc::new)?;
+            prev.await?;
+            // Not retried: a retry after a lost answer could not tell its own append from
+            // another writer's (the offset would no longer match either way).
+            let req = PutObjectRequest { content_length: Some(body.len() as u64), ..Default::default() };
+            let r = ctx.store.append_object(&ctx.bucket, &key, offset, req, Body::Bytes(body)).await;
+            if r.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            r.map_err(Arc::new)
+        });
+        let fut: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> = Box::pin(async move {
+            match task.await {
+                Ok(r) => r,
+                Err(e) => Err(Arc::new(Error::internal(format!("append task: {e}")))),
+            }
+        });
+        a.tail = fut.shared();
+        rx
+    }
+
+    /// Finish the object (idempotent: every caller gets the same outcome). An appender sends
+    /// what it holds and answers when every append so far is done; it may go on writing.
     pub fn complete(&mut self) -> Completion {
         if let Some(c) = &self.completion {
             return c.clone();
+        }
+        if self.append.is_some() {
+            let rest = self.buf.take();
+            if !rest.is_empty() {
+                // The close waits for the append itself; no write waits for its slot.
+                drop(self.send_append(rest));
+            }
+            return self.append.as_ref().expect("an appender").tail.clone();
         }
         let ctx = self.ctx.clone();
         let key = self.key.clone();
@@ -175,6 +243,36 @@ impl Writer {
         let c = fut.shared();
         self.completion = Some(c.clone());
         c
+    }
+}
+
+/// An upload slot: taken at once, or waited for (the write that filled the part waits too).
+enum Slot {
+    Got(tokio::sync::OwnedSemaphorePermit),
+    Wait(tokio::sync::oneshot::Sender<()>),
+}
+
+impl Slot {
+    fn take(ctx: &WriteCtx) -> (Slot, Option<tokio::sync::oneshot::Receiver<()>>) {
+        match ctx.slots.clone().try_acquire_owned() {
+            Ok(p) => (Slot::Got(p), None),
+            Err(_) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                (Slot::Wait(tx), Some(rx))
+            }
+        }
+    }
+
+    async fn wait(self, ctx: &WriteCtx) -> Result<tokio::sync::OwnedSemaphorePermit, Error> {
+        match self {
+            Slot::Got(p) => Ok(p),
+            Slot::Wait(tx) => {
+                let p =
+                    ctx.slots.clone().acquire_owned().await.map_err(|_| Error::internal("mount is shutting down"))?;
+                let _ = tx.send(());
+                Ok(p)
+            }
+        }
     }
 }
 
@@ -382,6 +480,45 @@ mod tests {
         assert_eq!(w.write(off, b"late").unwrap_err(), WriteError::Closed);
         // completing again gives the same outcome
         assert_eq!(w.complete().await.unwrap().etag, out.etag);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn appender_appends_in_order_and_goes_on_after_fsync() {
+        let mem = s3hpc_core::memory::MemoryStore::new();
+        mem.create_bucket("bkt").await.unwrap();
+        let store: DynStore = Arc::new(mem);
+        let out = store.put_object("bkt", "log", PutObjectRequest::default(), Body::from(b"head|".to_vec())).await;
+        let mut w = Writer::appender(ctx(store.clone(), 1), "log".into(), 1, out.unwrap(), false);
+        assert!(w.untouched());
+        assert_eq!(w.write(0, b"x").unwrap_err(), WriteError::NotSequential, "not at the end");
+        // 11 MiB in 1 MiB writes through 5 MiB parts and one slot: appends wait for each other.
+        let data: Vec<u8> = (0..11u32 << 20).map(|i| (i % 251) as u8).collect();
+        let mut off = 5;
+        for piece in data.chunks(1 << 20) {
+            if let Some(rx) = w.write(off, piece).unwrap() {
+                rx.await.unwrap();
+            }
+            off += piece.len() as u64;
+        }
+        let synced = w.complete().await.unwrap();
+        assert_eq!(synced.size, 5 + data.len() as u64);
+        let (body, _) = get(&store, "log").await;
+        assert_eq!(&body[..5], b"head|");
+        assert_eq!(&body[5..], &data[..]);
+        // After an fsync the appender goes on; the next completion covers the new bytes.
+        w.write(off, b"tail").unwrap();
+        assert_eq!(w.complete().await.unwrap().size, synced.size + 4);
+        assert!(get(&store, "log").await.0.ends_with(b"tail"));
+        // Someone else appended meanwhile: the next append fails, nothing interleaves.
+        let size = synced.size + 4;
+        store
+            .append_object("bkt", "log", size, PutObjectRequest::default(), Body::from(b"other".to_vec()))
+            .await
+            .unwrap();
+        w.write(size, b"mine").unwrap();
+        assert_eq!(w.complete().await.unwrap_err().code, ErrorCode::InvalidWriteOffset);
+        assert_eq!(w.write(size + 4, b"more").unwrap_err(), WriteError::Failed);
+        assert!(get(&store, "log").await.0.ends_with(b"tailother"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

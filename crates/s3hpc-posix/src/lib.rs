@@ -1073,6 +1073,10 @@ impl Store for PosixStore {
         self.rename(bucket, src_key, dst_key, req).await
     }
 
+    async fn appends(&self, _bucket: &str) -> bool {
+        true
+    }
+
     async fn append_object(
         &self,
         bucket: &str,

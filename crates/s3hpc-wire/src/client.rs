@@ -1060,6 +1060,11 @@ impl Store for WireClient {
         Ok(o)
     }
 
+    /// The binary protocol is s3hpc's own: its server always appends.
+    async fn appends(&self, _bucket: &str) -> bool {
+        true
+    }
+
     async fn append_object(
         &self,
         bucket: &str,

@@ -36,6 +36,10 @@ pub struct MountArgs {
     /// Let open(O_TRUNC) of an existing file replace its object when the file is closed.
     #[arg(long)]
     pub allow_overwrite: bool,
+    /// Where the store has no RenameObject (any store but s3hpc), rename a file by copying the
+    /// object and deleting the source: not atomic (both names exist for a moment).
+    #[arg(long)]
+    pub allow_copy_rename: bool,
     /// Owner of every file and directory (default: the user who mounts).
     #[arg(long)]
     pub uid: Option<u32>,
@@ -116,6 +120,7 @@ impl MountArgs {
         o.read_only = self.read_only;
         o.allow_delete = self.allow_delete;
         o.allow_overwrite = self.allow_overwrite;
+        o.allow_copy_rename = self.allow_copy_rename;
         if let Some(u) = self.uid {
             o.uid = u;
         }
