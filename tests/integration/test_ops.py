@@ -8,12 +8,14 @@ import re
 import resource
 import socket
 import stat
+import subprocess
 import time
 import urllib.error
 import urllib.request
 import uuid
 
 import pytest
+from botocore.exceptions import ClientError
 
 from conftest import ACCESS_KEY, SECRET_KEY, Server, make_client, s3hpc_bin, wait_until
 from multigw import sigv4_headers
@@ -249,3 +251,35 @@ def test_metrics_count_requests_and_health(tmp_path):
         assert fetch(admin + "/health/ready")[0] == 200
     finally:
         srv.stop()
+
+
+def test_full_file_system_answers_507_and_says_which(tmp_path):
+    """A full file system under the root: a write answers 507 XMinioStorageFull (SDKs do not
+    retry it, as they retry a 500), leaves no partial object, the log names the full place, and
+    reads go on working."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        srv = Server(mnt / "root", ["--backend", "posix", "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY,
+                                    "--durability", "none"])
+        try:
+            s3 = make_client(srv.endpoint)
+            s3.create_bucket(Bucket="full")
+            s3.put_object(Bucket="full", Key="small", Body=b"still here")
+            with pytest.raises(ClientError) as e:
+                s3.put_object(Bucket="full", Key="big", Body=b"x" * (6 << 20))
+            assert e.value.response["Error"]["Code"] == "XMinioStorageFull"
+            assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 507
+            with pytest.raises(ClientError) as e:
+                s3.head_object(Bucket="full", Key="big")
+            assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404, "a partial object was left"
+            assert s3.get_object(Bucket="full", Key="small")["Body"].read() == b"still here"
+            assert wait_until(lambda: any("/full/big is full" in l for l in srv.output), 5), "".join(srv.output[-20:])
+        finally:
+            srv.stop()
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])

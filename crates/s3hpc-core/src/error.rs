@@ -93,6 +93,10 @@ error_codes! {
     NoSuchBucketPolicy => 404, "The bucket policy does not exist";
     OwnershipControlsNotFoundError => 404, "The bucket ownership controls were not found";
     NoSuchPublicAccessBlockConfiguration => 404, "The public access block configuration was not found";
+    // The file system is full (ENOSPC, EDQUOT). AWS has no such error; S3 servers on disks
+    // answer MinIO's code with 507 Insufficient Storage, which clients do not retry (a 500 is
+    // retried, in vain).
+    XMinioStorageFull => 507, "Storage backend has reached its minimum free drive threshold. Please delete a few objects to proceed.";
 }
 
 impl fmt::Display for ErrorCode {
@@ -174,7 +178,7 @@ impl From<std::io::Error> for Error {
             std::io::ErrorKind::UnexpectedEof => Error::new(ErrorCode::IncompleteBody, e.to_string()),
             std::io::ErrorKind::TimedOut => Error::new(ErrorCode::RequestTimeout, e.to_string()),
             std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
-                Error::new(ErrorCode::InternalError, format!("storage full: {e}"))
+                Error::new(ErrorCode::XMinioStorageFull, format!("storage full: {e}"))
             }
             std::io::ErrorKind::PermissionDenied => Error::new(ErrorCode::AccessDenied, e.to_string()),
             _ => Error::internal(e.to_string()),

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Method, Response, StatusCode};
-use s3hpc_core::{CredentialSet, DynStore, Error};
+use s3hpc_core::{CredentialSet, DynStore, Error, ErrorCode};
 use tokio::net::TcpListener;
 
 mod api;
@@ -374,6 +374,9 @@ fn request_id_header(rid: u64) -> HeaderValue {
 
 /// The S3 error document for `e` (no body for HEAD requests and 304).
 pub(crate) fn error_response(e: &Error, is_head: bool, path: &str, rid: u64) -> Response<RespBody> {
+    if e.code == ErrorCode::XMinioStorageFull {
+        log_storage_full(e, path);
+    }
     error_response_raw(e.code.http_status(), e.code.as_str(), &e.message, e.resource.as_deref(), is_head, path, rid)
 }
 
@@ -401,6 +404,20 @@ pub(crate) fn error_response_raw(
         .header(http::header::CONTENT_LENGTH, s.len())
         .body(RespBody::full(s))
         .expect("valid response")
+}
+
+/// Say (at most once a second) that the store's file system is full, naming the request's path
+/// (the bucket's directory under the root is on that file system).
+fn log_storage_full(e: &Error, path: &str) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    if LAST.swap(now, Ordering::Relaxed) != now {
+        tracing::error!(
+            "s3hpc: the file system under {path} is full ({}): writes answer 507 XMinioStorageFull until space is freed",
+            e.message
+        );
+    }
 }
 
 /// The `<Error>` element of an S3 error document (without the XML declaration).

@@ -15,6 +15,7 @@ pub fn errno(e: &Error, what: &str, key: &str) -> Errno {
         }
         EntityTooLarge => Errno::EFBIG,
         KeyTooLongError => Errno::ENAMETOOLONG,
+        XMinioStorageFull => Errno::ENOSPC,
         InternalError if is_storage_full(&e.message) => Errno::ENOSPC,
         _ => Errno::EIO,
     };
@@ -29,7 +30,8 @@ pub fn errno(e: &Error, what: &str, key: &str) -> Errno {
     errno
 }
 
-/// The gateway reports ENOSPC/EDQUOT of its file system as InternalError "storage full: ...".
+/// Older gateways reported ENOSPC/EDQUOT as InternalError "storage full: ..."; now it is
+/// XMinioStorageFull (507).
 fn is_storage_full(msg: &str) -> bool {
     let m = msg.to_ascii_lowercase();
     m.contains("storage full") || m.contains("no space left") || m.contains("quota exceeded")
@@ -70,6 +72,8 @@ mod tests {
             errno(&Error::new(ErrorCode::InternalError, "storage full: No space left on device"), "PUT", "k"),
             Errno::ENOSPC
         );
+        assert_eq!(errno(&Error::code(ErrorCode::XMinioStorageFull), "PUT", "k"), Errno::ENOSPC);
+        assert!(!retryable(&Error::code(ErrorCode::XMinioStorageFull)));
         assert_eq!(errno(&Error::internal("boom"), "PUT", "k"), Errno::EIO);
         assert_eq!(errno(&Error::code(ErrorCode::PreconditionFailed), "GET", "k"), Errno::EIO);
         assert!(retryable(&Error::code(ErrorCode::ServiceUnavailable)));
