@@ -56,6 +56,21 @@ def test_install_prefix_layout(tmp_path, built_lib):
     assert "Library soname: [libs3.so.4]" in soname
     version = subprocess.run([str(prefix / "bin" / "s3hpc"), "--version"], check=True, capture_output=True, text=True)
     assert version.stdout.startswith("s3hpc ")
+    # The Lmod module file for this prefix puts the binary and the drop-in on the paths, and
+    # unloading takes them off again.
+    lmod = Path("/usr/share/lmod/lmod/init/bash")
+    if lmod.exists():
+        script = (f"source {lmod}; module use {prefix}/share/modulefiles; module load s3hpc; "
+                  "command -v s3hpc; echo \"LD=$LD_LIBRARY_PATH\"; s3hpc --version; "
+                  "module unload s3hpc; echo \"after=$(command -v s3hpc || true)\"")
+        out = subprocess.run(["bash", "--noprofile", "--norc", "-c", script], capture_output=True, text=True,
+                             env={k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH",)})
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines[0] == str(prefix / "bin" / "s3hpc"), out.stdout
+        assert f"LD={prefix}/lib" in lines[1], out.stdout
+        assert lines[2].startswith("s3hpc "), out.stdout
+        assert not lines[3].startswith(f"after={prefix}"), out.stdout
     # Refuses to run without a prefix.
     r = subprocess.run([str(REPO / "scripts" / "install")], capture_output=True, text=True)
     assert r.returncode == 2 and "--prefix" in r.stderr
