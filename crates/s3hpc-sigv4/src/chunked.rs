@@ -73,6 +73,10 @@ pub struct Decoder {
     trailer_bytes: usize,
     trailers: Vec<(String, String)>,
     trailer_sig: Option<String>,
+    /// The last trailer line ended in a bare LF: minio-go writes the trailers as they are
+    /// signed (`name:value\n`) and then `\r\n` before `x-amz-trailer-signature`, so the empty
+    /// line that follows belongs to that line's end (AWS accepts the form).
+    lf_trailer: bool,
 }
 
 impl Decoder {
@@ -91,6 +95,7 @@ impl Decoder {
             trailer_bytes: 0,
             trailers: Vec::new(),
             trailer_sig: None,
+            lf_trailer: false,
         }
     }
 
@@ -160,13 +165,16 @@ impl Decoder {
                 }
                 State::Trailer => {
                     let budget = MAX_TRAILER.saturating_sub(self.trailer_bytes);
-                    let Some(line) = self.take_line(&mut input, budget, "trailer")? else {
+                    let Some((line, crlf)) = self.take_any_line(&mut input, budget, "trailer")? else {
                         continue;
                     };
                     self.trailer_bytes += line.len() + 2;
-                    if line.is_empty() {
+                    let after_lf = std::mem::replace(&mut self.lf_trailer, !crlf);
+                    if line.is_empty() && !crlf {
+                        return Err(invalid("aws-chunked trailer does not end with CRLF"));
+                    } else if line.is_empty() && !after_lf {
                         self.end_trailers()?;
-                    } else {
+                    } else if !line.is_empty() {
                         self.trailer_line(&line)?;
                     }
                 }
@@ -178,6 +186,20 @@ impl Decoder {
     /// Take bytes up to and including `\r\n` into the line buffer; the line without CRLF once
     /// complete. Lines longer than `limit` are refused.
     fn take_line(&mut self, input: &mut Bytes, limit: usize, what: &str) -> Result<Option<BytesMut>, Error> {
+        match self.take_any_line(input, limit, what)? {
+            Some((_, false)) => Err(invalid(format!("aws-chunked {what} does not end with CRLF"))),
+            Some((line, true)) => Ok(Some(line)),
+            None => Ok(None),
+        }
+    }
+
+    /// As `take_line`, for lines that may end in a bare LF: the line and whether it ended in CRLF.
+    fn take_any_line(
+        &mut self,
+        input: &mut Bytes,
+        limit: usize,
+        what: &str,
+    ) -> Result<Option<(BytesMut, bool)>, Error> {
         match memchr_nl(input) {
             Some(i) => {
                 if self.line.len() + i > limit {
@@ -186,11 +208,11 @@ impl Decoder {
                 self.line.extend_from_slice(&input[..i]);
                 input.advance_by(i + 1);
                 let mut line = std::mem::take(&mut self.line);
-                if line.last() != Some(&b'\r') {
-                    return Err(invalid(format!("aws-chunked {what} does not end with CRLF")));
+                let crlf = line.last() == Some(&b'\r');
+                if crlf {
+                    line.truncate(line.len() - 1);
                 }
-                line.truncate(line.len() - 1);
-                Ok(Some(line))
+                Ok(Some((line, crlf)))
             }
             None => {
                 if self.line.len() + input.len() > limit + 1 {

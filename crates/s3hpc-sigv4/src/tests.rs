@@ -494,6 +494,23 @@ async fn signed_trailer_roundtrip() {
         assert_eq!(out, data);
         assert_eq!(sink.value.get(), Some(&crc));
     }
+    // minio-go's form: each trailer line as signed (`name:value\n`), then `\r\n` and the
+    // signature line; an empty line ending in a bare LF is still refused.
+    let crlf = format!("x-amz-checksum-crc32:{crc}\r\nx-amz-trailer-signature");
+    let swap = |with: &str| {
+        let at = body.windows(crlf.len()).position(|w| w == crlf.as_bytes()).expect("the trailer line");
+        [&body[..at], with.as_bytes(), &body[at + crlf.len()..]].concat()
+    };
+    let minio = swap(&format!("x-amz-checksum-crc32:{crc}\n\r\nx-amz-trailer-signature"));
+    for cuts in [vec![], vec![minio.len() - 90, minio.len() - 88, minio.len() - 3]] {
+        let sink = TrailerSink { name: "x-amz-checksum-crc32".into(), value: Default::default() };
+        let out = collect(verified_body(&v, pieces(minio.clone(), &cuts), Some(sink.clone()))).await;
+        assert_eq!(out.unwrap(), data);
+        assert_eq!(sink.value.get(), Some(&crc));
+    }
+    let bare = swap(&format!("x-amz-checksum-crc32:{crc}\n\nx-amz-trailer-signature"));
+    let e = collect(verified_body(&v, pieces(bare, &[]), None)).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest);
     // A tampered trailer value fails the trailer signature and sets nothing.
     let tampered = String::from_utf8_lossy(&body).replace(&crc, "AAAAAA==").into_bytes();
     let sink = TrailerSink { name: "x-amz-checksum-crc32".into(), value: Default::default() };
