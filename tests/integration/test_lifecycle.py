@@ -8,10 +8,14 @@ import base64
 import datetime
 import fcntl
 import hashlib
+import os
 import re
+import shutil
+import tempfile
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
@@ -233,3 +237,44 @@ def test_two_gateways_on_one_root_run_a_bucket_once(tmp_path):
     finally:
         for g in gws:
             g.stop()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
+                    reason="needs root and useradd to create the test user")
+def test_with_posix_identities_the_runner_acts_as_the_bucket_owner(tmp_path):
+    """The runner deletes as the bucket owner's POSIX user: a file in a directory the owner may
+    not write stays (the gateway itself, root, could remove it)."""
+    from test_identity import USERS, ensure_user
+
+    login = "s3hpc-ia"
+    user = ensure_user(login)
+    ak, sk = USERS[login]
+    base = Path(tempfile.mkdtemp(prefix="s3hpc-lc-ident-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        root = base / "root"
+        root.mkdir()
+        root.chmod(0o1777)
+        cfg = base / "users.toml"
+        cfg.write_text(f'[[users]]\naccess_key = "{ak}"\nsecret_key = "{sk}"\nuser = "{login}"\n')
+        srv = Server(root, ["--identity", "posix", "--config", str(cfg), "--lifecycle-interval", "1",
+                            "--admin-listen", "127.0.0.1:0"], env=KNOB)
+        try:
+            s3 = make_client(srv.endpoint, ak, sk)
+            b = name()
+            s3.create_bucket(Bucket=b)
+            s3.put_object(Bucket=b, Key="tmp/mine", Body=b"1")
+            locked = root / b / "tmp" / "locked"
+            locked.mkdir()
+            (locked / "f").write_bytes(b"root's")
+            os.chmod(locked, 0o755)  # owned by root: the bucket owner may not unlink in it
+            assert os.stat(root / b / "tmp" / "mine").st_uid == user.pw_uid
+            s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": [
+                {"ID": "tmp", "Filter": {"Prefix": "tmp/"}, "Status": "Enabled", "Expiration": {"Days": 1}}]})
+            assert wait_until(lambda: keys(s3, b) == ["tmp/locked/f"], 15), keys(s3, b)
+            assert wait_until(lambda: metric(srv, "s3hpc_lifecycle_errors_total") >= 1, 10)
+            assert (locked / "f").exists()
+        finally:
+            srv.stop()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
