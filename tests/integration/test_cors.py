@@ -44,7 +44,7 @@ def test_put_get_delete_cors(s3, bucket):
     s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": RULES})
     got = s3.get_bucket_cors(Bucket=bucket)["CORSRules"]
     assert got[0]["ID"] == "app" and got[0]["AllowedMethods"] == ["GET", "PUT", "HEAD"]
-    assert got[0]["AllowedHeaders"] == ["x-amz-*", "content-type"]
+    assert got[0]["AllowedHeaders"] == ["x-amz-*", "Content-Type"]
     assert got[0]["ExposeHeaders"] == ["ETag", "x-amz-request-id"] and got[0]["MaxAgeSeconds"] == 600
     assert got[1]["AllowedOrigins"] == ["*"]
     s3.delete_bucket_cors(Bucket=bucket)

@@ -19,7 +19,7 @@ pub(crate) struct CorsRule {
     pub id: Option<String>,
     pub origins: Vec<String>,
     pub methods: Vec<String>,
-    /// Lower-cased.
+    /// As given (matched without regard to case).
     pub headers: Vec<String>,
     pub expose: Vec<String>,
     pub max_age: Option<i64>,
@@ -88,7 +88,7 @@ impl CorsConfig {
                 id,
                 origins,
                 methods,
-                headers: headers.into_iter().map(|h| h.to_ascii_lowercase()).collect(),
+                headers,
                 expose,
                 max_age,
             });
@@ -133,7 +133,7 @@ impl CorsConfig {
                 && r.methods.iter().any(|m| m == method)
                 && headers.iter().all(|h| {
                     let h = h.trim().to_ascii_lowercase();
-                    h.is_empty() || r.headers.iter().any(|p| wildcard(p, &h))
+                    h.is_empty() || r.headers.iter().any(|p| wildcard(&p.to_ascii_lowercase(), &h))
                 })
         })
     }
