@@ -179,12 +179,14 @@ def test_expiration_and_abort_run_in_the_background(fast):
     uploads = lambda: [u["UploadId"] for u in s3.list_multipart_uploads(Bucket=b).get("Uploads", [])]
     assert wait_until(lambda: uploads() == [keep_up], 10), uploads()
     assert up not in uploads()
-    assert metric(fast, "s3hpc_lifecycle_objects_expired_total") == 5
-    assert metric(fast, "s3hpc_lifecycle_uploads_aborted_total") == 1
+    # Counted when the run that did it completes.
+    assert wait_until(lambda: metric(fast, "s3hpc_lifecycle_uploads_aborted_total") == 1, 5)
+    assert wait_until(lambda: metric(fast, "s3hpc_lifecycle_objects_expired_total") == 5, 5), \
+        metric(fast, "s3hpc_lifecycle_objects_expired_total")
     assert metric(fast, "s3hpc_lifecycle_runs_total") >= 1
     assert metric(fast, "s3hpc_lifecycle_run_duration_seconds_count") >= 1
-    log = "".join(fast.output)
-    assert re.search(rf"lifecycle run: bucket {b}: \d+ objects expired, \d+ uploads aborted", log), log[-2000:]
+    line = re.compile(rf"lifecycle run: bucket {b}: \d+ objects expired, \d+ uploads aborted")
+    assert wait_until(lambda: line.search("".join(fast.output)), 5), "".join(fast.output)[-2000:]
     # Without a configuration nothing more goes.
     s3.delete_bucket_lifecycle(Bucket=b)
     s3.put_object(Bucket=b, Key="tmp/new", Body=b"1")
@@ -208,8 +210,8 @@ def test_a_held_lease_stops_the_run(fast):
         assert wait_until(lambda: metric(fast, "s3hpc_lifecycle_runs_skipped_total", reason="busy") >= 3, 10)
         assert keys(s3, b) == ["tmp/a"]
     assert wait_until(lambda: keys(s3, b) == [], 10)
-    # The run was recorded in the lease file.
-    assert "last_run_started=" in (lease_dir / b).read_text()
+    # The run is recorded in the lease file once it completes.
+    assert wait_until(lambda: "last_run_started_ms=" in (lease_dir / b).read_text(), 5)
 
 
 def test_two_gateways_on_one_root_run_a_bucket_once(tmp_path):
@@ -226,14 +228,14 @@ def test_two_gateways_on_one_root_run_a_bucket_once(tmp_path):
         s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": [
             {"ID": "tmp", "Filter": {"Prefix": "tmp/"}, "Status": "Enabled", "Expiration": {"Days": 1}}]})
         assert wait_until(lambda: keys(s3, b) == [], 20), keys(s3, b)
-        time.sleep(4)
+        time.sleep(5)
         expired = sum(metric(g, "s3hpc_lifecycle_objects_expired_total") for g in gws)
         assert expired == n, f"{expired} deletes for {n} objects: a bucket ran twice"
         runs = sum(metric(g, "s3hpc_lifecycle_runs_total") for g in gws)
-        skipped = sum(metric(g, "s3hpc_lifecycle_runs_skipped_total", reason="recent")
-                      + metric(g, "s3hpc_lifecycle_runs_skipped_total", reason="busy") for g in gws)
-        # Each interval one gateway runs the bucket and the other finds it done (or busy).
-        assert runs >= 1 and skipped >= 1, (runs, skipped)
+        recent = sum(metric(g, "s3hpc_lifecycle_runs_skipped_total", reason="recent") for g in gws)
+        # Each interval one gateway runs the bucket and the other finds it done: the record of
+        # the last run (in the lease file) is shared.
+        assert runs >= 1 and recent >= 1, (runs, recent)
     finally:
         for g in gws:
             g.stop()

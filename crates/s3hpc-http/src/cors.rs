@@ -84,14 +84,7 @@ impl CorsConfig {
                     Some(t.trim().parse::<i64>().map_err(|_| xml::malformed("MaxAgeSeconds is not an integer"))?)
                 }
             };
-            out.push(CorsRule {
-                id,
-                origins,
-                methods,
-                headers,
-                expose,
-                max_age,
-            });
+            out.push(CorsRule { id, origins, methods, headers, expose, max_age });
         }
         Ok(CorsConfig { rules: out })
     }

@@ -57,9 +57,9 @@ pub fn internal_caller() -> Arc<Caller> {
 
 /// One bucket's lease: held until dropped; knows when the last run started.
 pub trait Lease: Send {
-    /// When the last completed run started (seconds since the epoch).
+    /// When the last completed run started (milliseconds since the epoch).
     fn last_run(&mut self) -> Option<u64>;
-    /// Record a completed run that started at `started`.
+    /// Record a completed run that started at `started` (milliseconds since the epoch).
     fn record(&mut self, started: u64) -> io::Result<()>;
 }
 
@@ -90,11 +90,11 @@ impl Lease for FileLease {
         let mut s = String::new();
         self.0.seek(io::SeekFrom::Start(0)).ok()?;
         self.0.read_to_string(&mut s).ok()?;
-        s.lines().find_map(|l| l.strip_prefix("last_run_started=")).and_then(|v| v.trim().parse().ok())
+        s.lines().find_map(|l| l.strip_prefix("last_run_started_ms=")).and_then(|v| v.trim().parse().ok())
     }
 
     fn record(&mut self, started: u64) -> io::Result<()> {
-        let text = format!("last_run_started={started}\n");
+        let text = format!("last_run_started_ms={started}\n");
         self.0.set_len(0)?;
         self.0.seek(io::SeekFrom::Start(0))?;
         self.0.write_all(text.as_bytes())?;
@@ -215,7 +215,11 @@ pub struct Runner {
 }
 
 fn now_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    now_ms() / 1000
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 fn secs(t: SystemTime) -> i64 {
@@ -296,10 +300,10 @@ impl Runner {
             self.skipped("busy");
             return Ok(None);
         };
-        let started = now_secs();
+        let started = now_ms();
         // Nine tenths of the interval, so gateways whose timers drift apart do not skip a turn.
-        let recent = self.opts.interval.as_secs_f64() * 0.9;
-        if lease.last_run().is_some_and(|last| (started.saturating_sub(last) as f64) < recent) {
+        let recent = self.opts.interval.as_millis() as u64 * 9 / 10;
+        if lease.last_run().is_some_and(|last| started.saturating_sub(last) < recent) {
             self.skipped("recent");
             return Ok(None);
         }
@@ -315,7 +319,8 @@ impl Runner {
             },
         };
         let t0 = Instant::now();
-        let stats = identity::scope(id, caller::scope(admin, self.apply(bucket, &config, started as i64))).await;
+        let stats =
+            identity::scope(id, caller::scope(admin, self.apply(bucket, &config, (started / 1000) as i64))).await;
         let took = t0.elapsed();
         let lease_ok = tokio::task::spawn_blocking(move || lease.record(started)).await;
         if !matches!(lease_ok, Ok(Ok(()))) {
