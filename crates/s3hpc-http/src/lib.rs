@@ -24,6 +24,8 @@ use tokio::net::TcpListener;
 mod api;
 pub mod body;
 mod conn;
+mod cors;
+pub mod lifecycle;
 pub mod metrics;
 pub mod tls;
 pub mod util;
@@ -125,6 +127,8 @@ pub(crate) struct State {
     next_id: AtomicU64,
     id_seed: u64,
     pub uploads: Arc<tokio::sync::Semaphore>,
+    /// Buckets' CORS configurations, read only for requests with an `Origin`.
+    pub(crate) cors: cors::CorsCache,
     /// Open connections.
     pub(crate) conns: AtomicUsize,
     /// Connection count above which idle ones are shed.
@@ -142,6 +146,7 @@ impl State {
             uploads: Arc::new(tokio::sync::Semaphore::new(cfg.max_concurrent_uploads.max(1))),
             domain_suffix: cfg.domain.as_ref().map(|d| format!(".{}", d.to_ascii_lowercase())),
             conns: AtomicUsize::new(0),
+            cors: cors::CorsCache::default(),
             max_conns: cfg.max_connections.unwrap_or_else(default_max_connections).max(1),
             shed: tokio::sync::watch::channel(0).0,
             epoch: Instant::now(),
@@ -341,6 +346,10 @@ pub(crate) async fn handle(
         Ok(r) => r,
         Err(e) => error_response(&e, is_head, parts.uri.path(), rid),
     };
+    // CORS headers: only requests with an Origin pay for them.
+    if parts.headers.contains_key(http::header::ORIGIN) && parts.method != Method::OPTIONS {
+        api::cors::apply(state, &parts, &mut resp).await;
+    }
     let id = request_id_header(rid);
     let h = resp.headers_mut();
     h.insert("x-amz-id-2", id.clone());

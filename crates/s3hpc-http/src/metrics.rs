@@ -48,6 +48,76 @@ pub struct HttpMetrics {
     open_connections: Gauge,
     upload_slots_free: Gauge,
     pub(crate) state: std::sync::Mutex<Weak<crate::State>>,
+    /// The lifecycle runner's metrics (`s3hpc_lifecycle_*`).
+    pub lifecycle: LifecycleMetrics,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ReasonLabel {
+    pub reason: &'static str,
+}
+
+/// The lifecycle runner's metrics ([`crate::lifecycle::runner`]), registered with the HTTP
+/// front end's.
+pub struct LifecycleMetrics {
+    pub(crate) runs: Counter,
+    pub(crate) skipped: Family<ReasonLabel, Counter>,
+    pub(crate) expired: Counter,
+    pub(crate) aborted: Counter,
+    pub(crate) errors: Counter,
+    pub(crate) duration: Histogram,
+    pub(crate) last_run: Gauge,
+}
+
+impl Default for LifecycleMetrics {
+    fn default() -> Self {
+        LifecycleMetrics {
+            runs: Counter::default(),
+            skipped: Family::default(),
+            expired: Counter::default(),
+            aborted: Counter::default(),
+            errors: Counter::default(),
+            duration: latency_histogram(),
+            last_run: Gauge::default(),
+        }
+    }
+}
+
+impl LifecycleMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register("lifecycle_runs", "Lifecycle runs completed on a bucket by this gateway", self.runs.clone());
+        registry.register(
+            "lifecycle_runs_skipped",
+            "Lifecycle runs not done: another gateway holds the bucket's lease (busy), ran it within the interval (recent), or no identity to act as (no_owner)",
+            self.skipped.clone(),
+        );
+        registry.register(
+            "lifecycle_objects_expired",
+            "Objects deleted by lifecycle Expiration rules",
+            self.expired.clone(),
+        );
+        registry.register(
+            "lifecycle_uploads_aborted",
+            "Multipart uploads aborted by AbortIncompleteMultipartUpload rules",
+            self.aborted.clone(),
+        );
+        registry.register(
+            "lifecycle_errors",
+            "Lifecycle store calls that failed (the run goes on)",
+            self.errors.clone(),
+        );
+        registry.register_with_unit(
+            "lifecycle_run_duration",
+            "Time one lifecycle run of a bucket took",
+            Unit::Seconds,
+            self.duration.clone(),
+        );
+        registry.register(
+            "lifecycle_last_run_timestamp_seconds",
+            "When this gateway last completed a lifecycle run (Unix time)",
+            self.last_run.clone(),
+        );
+    }
 }
 
 impl Default for HttpMetrics {
@@ -64,6 +134,7 @@ impl Default for HttpMetrics {
             open_connections: Gauge::default(),
             upload_slots_free: Gauge::default(),
             state: std::sync::Mutex::new(Weak::new()),
+            lifecycle: LifecycleMetrics::default(),
         }
     }
 }
@@ -112,6 +183,7 @@ impl HttpMetrics {
             "Upload slots free for large request bodies (0: uploads may be waiting)",
             self.upload_slots_free.clone(),
         );
+        self.lifecycle.register(registry);
     }
 
     /// Refresh the gauges read from the server's state; call before encoding.

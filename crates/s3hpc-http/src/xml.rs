@@ -16,26 +16,26 @@ pub const MAX_XML_BODY: usize = 2 * 1024 * 1024;
 const MAX_DEPTH: usize = 16;
 const MAX_ELEMENTS: usize = 40_000;
 
-fn malformed(why: impl std::fmt::Display) -> Error {
+pub(crate) fn malformed(why: impl std::fmt::Display) -> Error {
     Error::new(ErrorCode::MalformedXML, format!("{}: {why}", ErrorCode::MalformedXML.default_message()))
 }
 
 /// One parsed element: local name, concatenated text, children.
 #[derive(Debug, Default)]
-struct Elem {
-    name: String,
-    text: String,
-    children: Vec<Elem>,
+pub(crate) struct Elem {
+    pub(crate) name: String,
+    pub(crate) text: String,
+    pub(crate) children: Vec<Elem>,
 }
 
 impl Elem {
-    fn child(&self, name: &str) -> Option<&Elem> {
+    pub(crate) fn child(&self, name: &str) -> Option<&Elem> {
         self.children.iter().find(|c| c.name == name)
     }
-    fn children<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Elem> + 'a {
+    pub(crate) fn children<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Elem> + 'a {
         self.children.iter().filter(move |c| c.name == name)
     }
-    fn child_text(&self, name: &str) -> Option<&str> {
+    pub(crate) fn child_text(&self, name: &str) -> Option<&str> {
         self.child(name).map(|c| c.text.as_str())
     }
 }
@@ -45,7 +45,7 @@ fn local_name(raw: &str) -> Result<String> {
 }
 
 /// Parse a whole document into its root element.
-fn parse_tree(data: &[u8]) -> Result<Elem> {
+pub(crate) fn parse_tree(data: &[u8]) -> Result<Elem> {
     if data.len() > MAX_XML_BODY {
         return Err(Error::code(ErrorCode::MaxMessageLengthExceeded));
     }
@@ -143,7 +143,7 @@ fn resolve_entity(name: &str) -> Option<char> {
     }
 }
 
-fn expect_root(el: &Elem, name: &str) -> Result<()> {
+pub(crate) fn expect_root(el: &Elem, name: &str) -> Result<()> {
     if el.name == name { Ok(()) } else { Err(malformed(format!("expected <{name}>, found <{}>", el.name))) }
 }
 

@@ -31,11 +31,16 @@ pub struct OpsArgs {
     pub tls_key: Option<PathBuf>,
 }
 
-/// Install the tracing subscriber: level `warn` (plus `s3hpc::access=info` with the access
-/// log) unless `RUST_LOG` says otherwise; text or JSON lines on stderr.
+/// Install the tracing subscriber: level `warn`, plus the lifecycle runner's line per run
+/// (`s3hpc::lifecycle=info`) and, with the access log, `s3hpc::access=info`, unless `RUST_LOG`
+/// says otherwise; text or JSON lines on stderr.
 pub fn init_logging(format: &str, access_log: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(if access_log { "warn,s3hpc::access=info" } else { "warn" })
+        tracing_subscriber::EnvFilter::new(if access_log {
+            "warn,s3hpc::lifecycle=info,s3hpc::access=info"
+        } else {
+            "warn,s3hpc::lifecycle=info"
+        })
     });
     let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr);
     let _ = if format == "json" { b.json().flatten_event(true).try_init() } else { b.try_init() };

@@ -86,6 +86,13 @@ pub struct ServeArgs {
     /// runtime. 0: all share it.
     #[arg(long = "binary-threads", value_name = "N", default_value_t = s3hpc_wire::server::DEDICATED_THREADS)]
     pub binary_threads: usize,
+    /// Seconds between lifecycle runs of each bucket (across every gateway on the root; the
+    /// first pass runs at start). 0: this gateway runs no lifecycle rules.
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    pub lifecycle_interval: u64,
+    /// Store calls per second at most of the lifecycle runner (listing pages, deletes, aborts).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub lifecycle_ops: u32,
     /// Serve only the binary protocol (with --binary), no HTTP.
     #[arg(long, requires = "binary")]
     pub no_http: bool,
@@ -445,6 +452,26 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    if args.lifecycle_interval > 0 {
+        let leases: Arc<dyn s3hpc_http::lifecycle::runner::Leases> = if args.backend == "posix" {
+            Arc::new(s3hpc_http::lifecycle::runner::FileLeases::new(args.root.join(".s3hpc").join("lifecycle")))
+        } else {
+            Arc::new(s3hpc_http::lifecycle::runner::LocalLeases::default())
+        };
+        let runner = Arc::new(s3hpc_http::lifecycle::runner::Runner {
+            store: store.clone(),
+            leases,
+            opts: s3hpc_http::lifecycle::runner::Options {
+                interval: Duration::from_secs(args.lifecycle_interval),
+                ops_per_sec: args.lifecycle_ops.max(1),
+                day: s3hpc_http::lifecycle::runner::day_seconds(),
+            },
+            metrics: metrics.clone(),
+            posix_accounts: (args.identity == "posix").then(|| (*creds).clone()),
+        });
+        // Not joined: it stops with the process (a run in progress is cut between two store calls).
+        tokio::spawn(runner.run(stopped(stop_rx.clone())));
+    }
     let mut tasks = tokio::task::JoinSet::new();
     for w in wire {
         let stop = stopped(stop_rx.clone());

@@ -110,8 +110,6 @@ pub(super) async fn get_bucket_config(r: &Req<'_>, sub: &str) -> Result<Resp> {
         "accelerate" => Ok(doc("AccelerateConfiguration", "")),
         "requestPayment" => Ok(doc("RequestPaymentConfiguration", "<Payer>BucketOwner</Payer>")),
         "policy" => missing("NoSuchBucketPolicy", "The bucket policy does not exist"),
-        "lifecycle" => missing("NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist"),
-        "cors" => missing("NoSuchCORSConfiguration", "The CORS configuration does not exist"),
         "encryption" => missing(
             "ServerSideEncryptionConfigurationNotFoundError",
             "The server side encryption configuration was not found",

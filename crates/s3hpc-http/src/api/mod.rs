@@ -3,6 +3,8 @@
 //!
 //! | module | operations |
 //! |---|---|
+//! | [`lifecycle`] | Get/Put/DeleteBucketLifecycleConfiguration |
+//! | [`cors`] | Get/Put/DeleteBucketCors, the preflight `OPTIONS`, CORS headers on other requests |
 //! | [`access`] | Get/Put/DeleteBucketPolicy, GetBucketPolicyStatus, Get/PutBucketAcl, PutObjectAcl, Get/Put/DeleteBucketOwnershipControls, Get/Put/DeletePublicAccessBlock |
 //! | [`bucket`] | ListBuckets, CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation, unsupported bucket configurations |
 //! | [`list`] | ListObjects (v1, v2, versions), ListMultipartUploads, ListParts |
@@ -33,7 +35,9 @@ use crate::{Auth, State};
 mod access;
 mod bucket;
 mod copy;
+pub(crate) mod cors;
 mod delete;
+mod lifecycle;
 mod list;
 mod multipart;
 mod object_get;
@@ -52,8 +56,6 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// Bucket subresources that are known but not supported: GET answers "not configured" where
 /// AWS has such an answer; writes answer 501.
 const BUCKET_UNSUPPORTED: &[&str] = &[
-    "lifecycle",
-    "cors",
     "encryption",
     "website",
     "object-lock",
@@ -94,6 +96,8 @@ operations! {
     GetBucketAcl, PutBucketAcl, PutObjectAcl,
     GetBucketOwnershipControls, PutBucketOwnershipControls, DeleteBucketOwnershipControls,
     GetPublicAccessBlock, PutPublicAccessBlock, DeletePublicAccessBlock,
+    GetBucketLifecycleConfiguration, PutBucketLifecycleConfiguration, DeleteBucketLifecycle,
+    GetBucketCors, PutBucketCors, DeleteBucketCors, PreflightCors,
     ListObjects, ListObjectsV2, ListObjectVersions, ListMultipartUploads, ListParts,
     HeadObject, GetObject, GetObjectAttributes, GetObjectAcl,
     PutObject, CopyObject, RenameObject,
@@ -155,6 +159,8 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Get,    Query("acl"),                                 Op::GetBucketAcl),
     (Bucket,  Get,    Query("ownershipControls"),                   Op::GetBucketOwnershipControls),
     (Bucket,  Get,    Query("publicAccessBlock"),                   Op::GetPublicAccessBlock),
+    (Bucket,  Get,    Query("lifecycle"),                           Op::GetBucketLifecycleConfiguration),
+    (Bucket,  Get,    Query("cors"),                                Op::GetBucketCors),
     (Bucket,  Get,    Unsupported,                                  Op::GetBucketConfig),
     (Bucket,  Get,    Query("list-type"),                           Op::ListObjectsV2),
     (Bucket,  Get,    Always,                                       Op::ListObjects),
@@ -163,12 +169,16 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Put,    Query("acl"),                                 Op::PutBucketAcl),
     (Bucket,  Put,    Query("ownershipControls"),                   Op::PutBucketOwnershipControls),
     (Bucket,  Put,    Query("publicAccessBlock"),                   Op::PutPublicAccessBlock),
+    (Bucket,  Put,    Query("lifecycle"),                           Op::PutBucketLifecycleConfiguration),
+    (Bucket,  Put,    Query("cors"),                                Op::PutBucketCors),
     (Bucket,  Put,    Unsupported,                                  Op::PutBucketConfig),
     (Bucket,  Put,    Always,                                       Op::CreateBucket),
     (Bucket,  Delete, Query("tagging"),                             Op::DeleteBucketTagging),
     (Bucket,  Delete, Query("policy"),                              Op::DeleteBucketPolicy),
     (Bucket,  Delete, Query("ownershipControls"),                   Op::DeleteBucketOwnershipControls),
     (Bucket,  Delete, Query("publicAccessBlock"),                   Op::DeletePublicAccessBlock),
+    (Bucket,  Delete, Query("lifecycle"),                           Op::DeleteBucketLifecycle),
+    (Bucket,  Delete, Query("cors"),                                Op::DeleteBucketCors),
     (Bucket,  Delete, Unsupported,                                  Op::DeleteBucketConfig),
     (Bucket,  Delete, Always,                                       Op::DeleteBucket),
     (Bucket,  Post,   Query("delete"),                              Op::DeleteObjects),
@@ -256,35 +266,13 @@ pub(crate) async fn dispatch(
     if header_bytes > MAX_HEADER_BYTES {
         return Err(Error::code(ErrorCode::RequestHeaderSectionTooLarge));
     }
-    // Bucket and key: virtual-host style when the Host names a bucket under --domain, else path
-    // style. The path is split at its first raw `/` before decoding, so an encoded slash
-    // (`/%2Ftmp/x`) stays inside the bucket name (and fails its rules) and never moves the
-    // bucket/key boundary.
-    let raw = parts.uri.path();
-    let raw = raw.strip_prefix('/').unwrap_or(raw);
-    let decode = |s| {
-        decode_path(s)
-            .map(|c| c.into_owned())
-            .ok_or_else(|| Error::invalid_argument("The request path is not valid UTF-8 after decoding"))
-    };
-    let vhost = st.domain_suffix.as_deref().and_then(|suffix| {
-        let host = hdr(&parts.headers, "host").or(parts.uri.host())?;
-        let host =
-            host.rsplit_once(':').filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(h, _)| h);
-        let host = host.to_ascii_lowercase();
-        host.strip_suffix(suffix).filter(|b| !b.is_empty()).map(str::to_owned)
-    });
-    let (bucket, key) = match vhost {
-        Some(b) => (b, decode(raw)?),
-        None => {
-            let (b, k) = raw.split_once('/').unwrap_or((raw, ""));
-            if b.is_empty() && !raw.is_empty() {
-                // `//key` or `//`: an empty bucket name, not the service.
-                return Err(Error::code(ErrorCode::InvalidBucketName).with_resource(""));
-            }
-            (decode(b)?, decode(k)?)
-        }
-    };
+    let (bucket, key) = bucket_and_key(st, parts)?;
+    // A CORS preflight is unsigned (browsers send no credentials): answered before any auth.
+    if parts.method == Method::OPTIONS && !bucket.is_empty() {
+        *op = Op::PreflightCors.name();
+        check_bucket_name_for_access(&bucket)?;
+        return cors::preflight(st, parts, &bucket, rid).await;
+    }
     // Who asks: the verified key's account and POSIX identity (one lookup), or anonymous.
     let (verified, caller, id) = match st.cfg.auth {
         Auth::SigV4 if st.cfg.anonymous && s3hpc_sigv4::is_anonymous(parts) => {
@@ -341,6 +329,38 @@ pub(crate) async fn dispatch(
     // With `--identity posix` the store call acts as the account's POSIX user (see
     // s3hpc_core::identity); otherwise as the gateway.
     s3hpc_core::identity::scope(id, s3hpc_core::caller::scope(caller, run(o, &r, body))).await
+}
+
+/// Bucket and key of a request: virtual-host style when the Host names a bucket under
+/// --domain, else path style. The path is split at its first raw `/` before decoding, so an
+/// encoded slash (`/%2Ftmp/x`) stays inside the bucket name (and fails its rules) and never
+/// moves the bucket/key boundary.
+pub(crate) fn bucket_and_key(st: &State, parts: &Parts) -> Result<(String, String)> {
+    let raw = parts.uri.path();
+    let raw = raw.strip_prefix('/').unwrap_or(raw);
+    let decode = |s| {
+        decode_path(s)
+            .map(|c| c.into_owned())
+            .ok_or_else(|| Error::invalid_argument("The request path is not valid UTF-8 after decoding"))
+    };
+    let vhost = st.domain_suffix.as_deref().and_then(|suffix| {
+        let host = hdr(&parts.headers, "host").or(parts.uri.host())?;
+        let host =
+            host.rsplit_once(':').filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(h, _)| h);
+        let host = host.to_ascii_lowercase();
+        host.strip_suffix(suffix).filter(|b| !b.is_empty()).map(str::to_owned)
+    });
+    Ok(match vhost {
+        Some(b) => (b, decode(raw)?),
+        None => {
+            let (b, k) = raw.split_once('/').unwrap_or((raw, ""));
+            if b.is_empty() && !raw.is_empty() {
+                // `//key` or `//`: an empty bucket name, not the service.
+                return Err(Error::code(ErrorCode::InvalidBucketName).with_resource(""));
+            }
+            (decode(b)?, decode(k)?)
+        }
+    })
 }
 
 /// Who makes the request, for S3 authorization (`account` `None`: anonymous).
@@ -404,6 +424,13 @@ async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         Op::DeleteBucketOwnershipControls => access::delete(r, "ownershipControls").await,
         Op::DeletePublicAccessBlock => access::delete(r, "publicAccessBlock").await,
         Op::PutObjectAcl => access::put_object_acl(r, body).await,
+        Op::GetBucketLifecycleConfiguration => lifecycle::get(r).await,
+        Op::PutBucketLifecycleConfiguration => lifecycle::put(r, body).await,
+        Op::DeleteBucketLifecycle => lifecycle::delete(r).await,
+        Op::GetBucketCors => cors::get(r).await,
+        Op::PutBucketCors => cors::put(r, body).await,
+        Op::DeleteBucketCors => cors::delete(r).await,
+        Op::PreflightCors => Err(Error::code(ErrorCode::MethodNotAllowed)),
         Op::GetBucketTagging => tagging::get_bucket_tagging(r).await,
         Op::PutBucketTagging => tagging::put_bucket_tagging(r, body).await,
         Op::DeleteBucketTagging => tagging::delete_bucket_tagging(r).await,
