@@ -70,3 +70,35 @@ def test_user_commands_keep_the_serve_table(tmp_path):
     text = cfg.read_text()
     assert "secondKey01" in text and "[serve]" in text and 'listen = "127.0.0.1:9999"' in text
     assert "unix:///tmp/x.sock" in text
+
+
+def test_sighup_applies_a_changed_log_level(tmp_path, monkeypatch):
+    """`log-level` in [serve] is applied again on SIGHUP (no restart): the access log, off under
+    "warn", appears once the file says "warn,s3hpc::access=info"; a filter that does not parse is
+    refused with the old one kept, and log-level is not among the settings that need a restart."""
+    cfg = tmp_path / "s3hpc.toml"
+    cfg.write_text(USERS + '\n[serve]\naccess-log = true\nlog-level = "warn"\n')
+    root = tmp_path / "root"
+    root.mkdir()
+    monkeypatch.delenv("RUST_LOG", raising=False)  # it would set the level instead of the file
+    srv = Server(root, ["--config", str(cfg)])
+    try:
+        s3 = make_client(srv.endpoint)
+        s3.list_buckets()
+        time.sleep(0.3)
+        assert not any("s3hpc::access" in line for line in srv.output), "".join(srv.output)
+        cfg.write_text(cfg.read_text().replace('log-level = "warn"', 'log-level = "warn,s3hpc::access=info"'))
+        srv.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: any("log level now" in line for line in srv.output), 10), "".join(srv.output)
+        s3.list_buckets()
+        assert wait_until(lambda: any("s3hpc::access" in line and "ListBuckets" in line for line in srv.output),
+                          10), "".join(srv.output)
+        assert not any("apply at the next restart" in line for line in srv.output), "".join(srv.output)
+        cfg.write_text(cfg.read_text().replace('log-level = "warn,s3hpc::access=info"', 'log-level = "warn,[[["'))
+        srv.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: any("not applied" in line for line in srv.output), 10), "".join(srv.output)
+        n = sum("s3hpc::access" in line for line in srv.output)
+        s3.list_buckets()
+        assert wait_until(lambda: sum("s3hpc::access" in line for line in srv.output) > n, 10), "old filter kept"
+    finally:
+        srv.stop()

@@ -22,6 +22,12 @@ pub struct OpsArgs {
     /// Log format on stderr: `text` (one line per event) or `json` (one object per line).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
+    /// What to log: a tracing filter such as `info` or `warn,s3hpc::access=info` (also
+    /// RUST_LOG). Default: warnings, the lifecycle runner's line per run and, with
+    /// --access-log, the access log. In the --config file's `[serve]` table (and not on the
+    /// command line or in RUST_LOG) it is applied again on SIGHUP.
+    #[arg(long, value_name = "FILTER", env = "RUST_LOG")]
+    pub log_level: Option<String>,
     /// Serve HTTPS: the certificate chain (PEM, leaf first), with --tls-key. Reloaded on SIGHUP
     /// for new connections (open ones keep theirs).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -31,19 +37,48 @@ pub struct OpsArgs {
     pub tls_key: Option<PathBuf>,
 }
 
-/// Install the tracing subscriber: level `warn`, plus the lifecycle runner's line per run
-/// (`s3hpc::lifecycle=info`) and, with the access log, `s3hpc::access=info`, unless `RUST_LOG`
-/// says otherwise; text or JSON lines on stderr.
-pub fn init_logging(format: &str, access_log: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(if access_log {
-            "warn,s3hpc::lifecycle=info,s3hpc::access=info"
-        } else {
-            "warn,s3hpc::lifecycle=info"
-        })
-    });
-    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr);
-    let _ = if format == "json" { b.json().flatten_event(true).try_init() } else { b.try_init() };
+type FilterHandle = tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>;
+
+/// The installed filter, changed by [`set_log_level`].
+static LOG_FILTER: std::sync::OnceLock<FilterHandle> = std::sync::OnceLock::new();
+
+/// Install the tracing subscriber: `level` (--log-level or RUST_LOG), else `warn` plus the
+/// lifecycle runner's line per run (`s3hpc::lifecycle=info`) and, with the access log,
+/// `s3hpc::access=info`; text or JSON lines on stderr. A `level` that does not parse is
+/// reported and the default used.
+pub fn init_logging(format: &str, access_log: bool, level: Option<&str>) {
+    use tracing_subscriber::prelude::*;
+    let default =
+        if access_log { "warn,s3hpc::lifecycle=info,s3hpc::access=info" } else { "warn,s3hpc::lifecycle=info" };
+    let mut bad = None;
+    let filter = match level.map(tracing_subscriber::EnvFilter::try_new) {
+        Some(Ok(f)) => f,
+        Some(Err(e)) => {
+            bad = Some(e);
+            tracing_subscriber::EnvFilter::new(default)
+        }
+        None => tracing_subscriber::EnvFilter::new(default),
+    };
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
+    let fmt = tracing_subscriber::fmt::layer().with_writer(io::stderr);
+    let r = if format == "json" {
+        tracing_subscriber::registry().with(filter).with(fmt.json().flatten_event(true)).try_init()
+    } else {
+        tracing_subscriber::registry().with(filter).with(fmt).try_init()
+    };
+    if r.is_ok() {
+        let _ = LOG_FILTER.set(handle);
+    }
+    if let Some(e) = bad {
+        tracing::error!("--log-level {:?} is not a tracing filter ({e}); using {default:?}", level.unwrap_or(""));
+    }
+}
+
+/// Replace the log filter (SIGHUP with a changed `[serve] log-level`).
+pub fn set_log_level(level: &str) -> Result<(), String> {
+    let f = tracing_subscriber::EnvFilter::try_new(level).map_err(|e| e.to_string())?;
+    let h = LOG_FILTER.get().ok_or("no log filter is installed")?;
+    h.reload(f).map_err(|e| e.to_string())
 }
 
 /// Raise the soft `RLIMIT_NOFILE` to the hard limit: every connection is a descriptor, and the

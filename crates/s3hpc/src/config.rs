@@ -15,6 +15,12 @@ use clap::parser::ValueSource;
 /// The `[serve]` table read at start (to tell, on SIGHUP, which changes need a restart).
 static AT_START: OnceLock<(PathBuf, toml::Table)> = OnceLock::new();
 
+/// `[serve]` keys the command line or the environment set (the file's value does not apply).
+static OVERRIDDEN: OnceLock<Vec<String>> = OnceLock::new();
+
+/// Settings SIGHUP applies from the file (the others need a restart).
+const LIVE: &[&str] = &["log-level"];
+
 fn serve_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let table: toml::Table = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
@@ -46,6 +52,7 @@ pub fn with_serve_table(cmd: clap::Command, argv: Vec<OsString>) -> anyhow::Resu
     let scmd = cmd.find_subcommand("serve").context("no serve subcommand")?.clone();
     let mut out = argv;
     let mut root = None;
+    let mut overridden = Vec::new();
     for (key, value) in &serve {
         let name = key.replace('_', "-");
         let arg = scmd
@@ -57,6 +64,7 @@ pub fn with_serve_table(cmd: clap::Command, argv: Vec<OsString>) -> anyhow::Resu
             bail!("{}: [serve] cannot set `{key}`", path.display());
         }
         if matches!(sm.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable)) {
+            overridden.push(name);
             continue;
         }
         let values = match value {
@@ -85,11 +93,13 @@ pub fn with_serve_table(cmd: clap::Command, argv: Vec<OsString>) -> anyhow::Resu
         out.push(r.into());
     }
     let _ = AT_START.set((path, serve));
+    let _ = OVERRIDDEN.set(overridden);
     Ok(out)
 }
 
-/// On SIGHUP: name the `[serve]` settings that changed since start. They need a restart (users,
-/// TLS files and the files' contents are reloaded; addresses, backend and limits are not).
+/// On SIGHUP: apply a changed `log-level`, and name the other `[serve]` settings that changed
+/// since start: they need a restart (users, TLS files and the files' contents are reloaded;
+/// addresses, backend and limits are not).
 pub fn warn_changes_need_restart() {
     let Some((path, start)) = AT_START.get() else { return };
     let now = match serve_table(path) {
@@ -103,6 +113,24 @@ pub fn warn_changes_need_restart() {
     changed.sort_unstable();
     changed.dedup();
     changed.retain(|k| start.get(*k) != now.get(*k));
+    let overridden = OVERRIDDEN.get().map(Vec::as_slice).unwrap_or_default();
+    changed.retain(|k| {
+        let name = k.replace('_', "-");
+        if !LIVE.contains(&name.as_str()) {
+            return true;
+        }
+        if overridden.contains(&name) {
+            tracing::warn!("[serve] {k} changed in {}, but the command line or RUST_LOG sets it", path.display());
+        } else if name == "log-level" {
+            // Taken out of the file: the default comes back at the next restart.
+            let Some(toml::Value::String(level)) = now.get(*k) else { return true };
+            match crate::admin::set_log_level(level) {
+                Ok(()) => tracing::warn!("log level now {level:?} (from {}, SIGHUP)", path.display()),
+                Err(e) => tracing::error!("[serve] log-level {level:?} not applied: {e}"),
+            }
+        }
+        false
+    });
     if !changed.is_empty() {
         tracing::warn!(
             "[serve] settings changed in {} ({}): they apply at the next restart, not now",

@@ -331,7 +331,7 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    crate::admin::init_logging(&args.ops.log_format, args.access_log);
+    crate::admin::init_logging(&args.ops.log_format, args.access_log, args.ops.log_level.as_deref());
     if let Err(e) = crate::admin::raise_nofile_limit() {
         tracing::warn!("could not raise the open-file limit to its hard limit: {e}");
     }
