@@ -26,6 +26,7 @@ pub mod body;
 mod conn;
 mod cors;
 pub mod lifecycle;
+mod form;
 pub mod metrics;
 pub mod tls;
 pub mod util;
