@@ -511,3 +511,33 @@ def test_concurrent_completes_all_get_the_same_200(s3, bucket):
         res = list(ex.map(complete, range(5)))
     assert len(set(res)) == 1 and res[0].startswith('"'), res
     assert s3.head_object(Bucket=bucket, Key="conc")["ETag"] == res[0]
+
+
+# ---- x-amz-website-redirect-location ----
+
+def test_website_redirect_location_stored_and_validated(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="page", Body=b"x", WebsiteRedirectLocation="/other/page.html")
+    assert s3.head_object(Bucket=bucket, Key="page")["WebsiteRedirectLocation"] == "/other/page.html"
+    assert s3.get_object(Bucket=bucket, Key="page")["WebsiteRedirectLocation"] == "/other/page.html"
+    # CopyObject: the source's with the COPY directive, the request's with REPLACE.
+    s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "page"})
+    assert s3.head_object(Bucket=bucket, Key="copy")["WebsiteRedirectLocation"] == "/other/page.html"
+    s3.copy_object(Bucket=bucket, Key="copy2", CopySource={"Bucket": bucket, "Key": "page"},
+                   MetadataDirective="REPLACE", WebsiteRedirectLocation="https://example.org/x")
+    assert s3.head_object(Bucket=bucket, Key="copy2")["WebsiteRedirectLocation"] == "https://example.org/x"
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp", WebsiteRedirectLocation="http://example.org/mp")
+    e = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up["UploadId"], PartNumber=1, Body=b"p")["ETag"]
+    s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up["UploadId"],
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    assert s3.head_object(Bucket=bucket, Key="mp")["WebsiteRedirectLocation"] == "http://example.org/mp"
+    for bad, msg in [("other/page", "The website redirect location must have a prefix of 'http://' or 'https://' or '/'."),
+                     ("ftp://x", None), ("/" + "a" * 2048, None)]:
+        with pytest.raises(ClientError) as ei:
+            s3.put_object(Bucket=bucket, Key="bad", Body=b"x", WebsiteRedirectLocation=bad)
+        assert err_code(ei.value) == "InvalidRedirectLocation" and err_status(ei.value) == 400
+        if msg:
+            assert ei.value.response["Error"]["Message"] == msg
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="bad")
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"x")
+    assert "WebsiteRedirectLocation" not in s3.head_object(Bucket=bucket, Key="plain")

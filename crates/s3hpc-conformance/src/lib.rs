@@ -287,6 +287,7 @@ async fn put_get_head_metadata(s: DynStore, c: Caps, b: String) -> R {
         content_language: Some("en".into()),
         cache_control: Some("no-cache".into()),
         expires: Some("Thu, 01 Dec 2033 16:00:00 GMT".into()),
+        website_redirect_location: Some("/other/page.html".into()),
         ..Default::default()
     };
     meta.user.insert("color".into(), "blue".into());

@@ -100,6 +100,7 @@ error_codes! {
     InvalidPolicyDocument => 400, "The content of the form does not meet the conditions specified in the policy document.";
     MalformedPOSTRequest => 400, "The body of your POST request is not well-formed multipart/form-data.";
     MaxPostPreDataLengthExceededError => 400, "Your POST request fields preceding the upload file were too large.";
+    InvalidRedirectLocation => 400, "The website redirect location must have a prefix of 'http://' or 'https://' or '/'.";
 }
 
 impl fmt::Display for ErrorCode {
