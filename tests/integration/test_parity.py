@@ -458,3 +458,86 @@ def test_xml_body_digest_mismatches_in_aws_words(server, bucket):
     wrong_sha = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
     st, _, body = raw_request(server, "POST", f"/{bucket}?delete", body=doc, headers={"x-amz-checksum-sha256": wrong_sha})
     assert_error(st, body, 400, "BadDigest", "The SHA256 you specified did not match the calculated checksum.")
+
+
+# ---- CompleteMultipartUpload retries ----
+
+def _upload_two_parts(s3, bucket, key, algorithm=None):
+    kw = {"ChecksumAlgorithm": algorithm} if algorithm else {}
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key, **kw)["UploadId"]
+    parts = []
+    for n, body in [(1, b"a" * (5 << 20)), (2, b"b" * 1000)]:
+        r = s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=n, Body=body, **kw)
+        p = {"PartNumber": n, "ETag": r["ETag"]}
+        if algorithm:
+            p[f"Checksum{algorithm}"] = r[f"Checksum{algorithm}"]
+        parts.append(p)
+    return up, parts
+
+
+def test_retried_complete_answers_the_same_200(s3, bucket):
+    up, parts = _upload_two_parts(s3, bucket, "retry", "CRC32")
+    first = s3.complete_multipart_upload(Bucket=bucket, Key="retry", UploadId=up, MultipartUpload={"Parts": parts})
+    for _ in range(2):
+        again = s3.complete_multipart_upload(Bucket=bucket, Key="retry", UploadId=up,
+                                             MultipartUpload={"Parts": parts})
+        assert (again["ETag"], again["ChecksumCRC32"], again["Key"]) == \
+            (first["ETag"], first["ChecksumCRC32"], first["Key"])
+    # Another part list never became an object: the upload does not exist for it.
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="retry", UploadId=up, MultipartUpload={"Parts": parts[:1]})
+    assert err_code(e.value) == "NoSuchUpload"
+    with pytest.raises(ClientError) as e:
+        s3.abort_multipart_upload(Bucket=bucket, Key="retry", UploadId=up)
+    assert err_code(e.value) == "NoSuchUpload"
+    assert s3.get_object(Bucket=bucket, Key="retry")["Body"].read() == b"a" * (5 << 20) + b"b" * 1000
+
+
+def test_concurrent_completes_all_get_the_same_200(s3, bucket):
+    from concurrent.futures import ThreadPoolExecutor
+    import threading
+    up, parts = _upload_two_parts(s3, bucket, "conc")
+    barrier = threading.Barrier(5)
+
+    def complete(_):
+        barrier.wait()
+        try:
+            return s3.complete_multipart_upload(Bucket=bucket, Key="conc", UploadId=up,
+                                                MultipartUpload={"Parts": parts})["ETag"]
+        except ClientError as e:
+            return err_code(e)
+
+    with ThreadPoolExecutor(5) as ex:
+        res = list(ex.map(complete, range(5)))
+    assert len(set(res)) == 1 and res[0].startswith('"'), res
+    assert s3.head_object(Bucket=bucket, Key="conc")["ETag"] == res[0]
+
+
+# ---- x-amz-website-redirect-location ----
+
+def test_website_redirect_location_stored_and_validated(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="page", Body=b"x", WebsiteRedirectLocation="/other/page.html")
+    assert s3.head_object(Bucket=bucket, Key="page")["WebsiteRedirectLocation"] == "/other/page.html"
+    assert s3.get_object(Bucket=bucket, Key="page")["WebsiteRedirectLocation"] == "/other/page.html"
+    # CopyObject: the source's with the COPY directive, the request's with REPLACE.
+    s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "page"})
+    assert s3.head_object(Bucket=bucket, Key="copy")["WebsiteRedirectLocation"] == "/other/page.html"
+    s3.copy_object(Bucket=bucket, Key="copy2", CopySource={"Bucket": bucket, "Key": "page"},
+                   MetadataDirective="REPLACE", WebsiteRedirectLocation="https://example.org/x")
+    assert s3.head_object(Bucket=bucket, Key="copy2")["WebsiteRedirectLocation"] == "https://example.org/x"
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp", WebsiteRedirectLocation="http://example.org/mp")
+    e = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up["UploadId"], PartNumber=1, Body=b"p")["ETag"]
+    s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up["UploadId"],
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    assert s3.head_object(Bucket=bucket, Key="mp")["WebsiteRedirectLocation"] == "http://example.org/mp"
+    for bad, msg in [("other/page", "The website redirect location must have a prefix of 'http://' or 'https://' or '/'."),
+                     ("ftp://x", None), ("/" + "a" * 2048, None)]:
+        with pytest.raises(ClientError) as ei:
+            s3.put_object(Bucket=bucket, Key="bad", Body=b"x", WebsiteRedirectLocation=bad)
+        assert err_code(ei.value) == "InvalidRedirectLocation" and err_status(ei.value) == 400
+        if msg:
+            assert ei.value.response["Error"]["Message"] == msg
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="bad")
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"x")
+    assert "WebsiteRedirectLocation" not in s3.head_object(Bucket=bucket, Key="plain")

@@ -567,6 +567,7 @@ fn add_meta(h: &mut HeaderMap, m: &ObjectMeta) -> Result<()> {
         ("content-language", &m.content_language),
         ("cache-control", &m.cache_control),
         ("expires", &m.expires),
+        ("x-amz-website-redirect-location", &m.website_redirect_location),
     ] {
         if let Some(v) = v {
             h.insert(hname(name), hval(v)?);
@@ -667,6 +668,7 @@ fn object_info(key: &str, status: StatusCode, h: &HeaderMap) -> (ObjectInfo, Opt
         content_language: header_text(h, "content-language"),
         cache_control: header_text(h, "cache-control"),
         expires: header_text(h, "expires"),
+        website_redirect_location: header_text(h, "x-amz-website-redirect-location"),
         ..Default::default()
     };
     for (name, v) in h {

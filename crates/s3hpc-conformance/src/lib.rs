@@ -76,6 +76,7 @@ cases!(
     directory_objects,
     multipart_happy_path,
     multipart_errors,
+    multipart_complete_retries,
     multipart_listing,
     multipart_checksum_types,
     upload_part_copy,
@@ -286,6 +287,7 @@ async fn put_get_head_metadata(s: DynStore, c: Caps, b: String) -> R {
         content_language: Some("en".into()),
         cache_control: Some("no-cache".into()),
         expires: Some("Thu, 01 Dec 2033 16:00:00 GMT".into()),
+        website_redirect_location: Some("/other/page.html".into()),
         ..Default::default()
     };
     meta.user.insert("color".into(), "blue".into());
@@ -1029,6 +1031,91 @@ async fn multipart_happy_path(s: DynStore, c: Caps, b: String) -> R {
     )?;
     ok(s.abort_multipart_upload(&b, "mp", &id2).await, "abort second")?;
     expect_code(s.abort_multipart_upload(&b, "mp", &id2).await, ErrorCode::NoSuchUpload, "abort twice")?;
+    Ok(())
+}
+
+/// A retried CompleteMultipartUpload of a completed upload answers the first answer (SDKs retry a
+/// complete whose answer they lost); one with another part list is NoSuchUpload; concurrent
+/// completes of one upload all get the same answer and the object is made once.
+async fn multipart_complete_retries(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    let req = CreateMultipartRequest { checksum_algorithm: Some(ChecksumAlgorithm::Crc32), ..Default::default() };
+    let id = ok(s.create_multipart_upload(&b, "r", req.clone()).await, "create upload")?;
+    let (d1, d2) = (pattern(31, 5 * MIB), pattern(32, 1000));
+    let p1 = ok(s.upload_part(&b, "r", &id, 1, UploadPartRequest::default(), Body::from(d1.clone())).await, "part 1")?;
+    let p2 = ok(s.upload_part(&b, "r", &id, 2, UploadPartRequest::default(), Body::from(d2.clone())).await, "part 2")?;
+    let cp = |n: u32, e: &str| CompletePart { part_number: n, etag: format!("\"{e}\""), checksum: None };
+    let parts = vec![cp(1, &p1.etag), cp(2, &p2.etag)];
+    let first = ok(s.complete_multipart_upload(&b, "r", &id, parts.clone(), Conditions::default()).await, "complete")?;
+    ensure!(first.checksum.is_some(), "no checksum from a CRC32 upload");
+    for i in 0..2 {
+        let again = ok(
+            s.complete_multipart_upload(&b, "r", &id, parts.clone(), Conditions::default()).await,
+            &format!("retried complete {i}"),
+        )?;
+        ensure_eq!((again.etag, again.checksum, again.size), (first.etag.clone(), first.checksum.clone(), first.size));
+    }
+    // A create-only complete retried: the object it made is not a reason to fail it.
+    let again = ok(
+        s.complete_multipart_upload(
+            &b,
+            "r",
+            &id,
+            parts.clone(),
+            Conditions { if_none_match: Some("*".into()), ..Default::default() },
+        )
+        .await,
+        "retried create-only complete",
+    )?;
+    ensure_eq!(again.etag, first.etag);
+    expect_code(
+        s.complete_multipart_upload(&b, "r", &id, vec![cp(1, &p1.etag)], Conditions::default()).await,
+        ErrorCode::NoSuchUpload,
+        "retry with another part list",
+    )?;
+    expect_code(
+        s.complete_multipart_upload(&b, "other", &id, parts.clone(), Conditions::default()).await,
+        ErrorCode::NoSuchUpload,
+        "retry naming another key",
+    )?;
+    expect_code(s.abort_multipart_upload(&b, "r", &id).await, ErrorCode::NoSuchUpload, "abort after complete")?;
+    expect_code(
+        s.list_parts(&b, "r", &id, ListPartsRequest::default()).await,
+        ErrorCode::NoSuchUpload,
+        "parts after complete",
+    )?;
+    let (info, data) = get(&s, &b, "r").await?;
+    ensure_eq!(info.etag, first.etag);
+    ensure!(data.len() == d1.len() + d2.len() && data[..d1.len()] == d1[..] && data[d1.len()..] == d2[..], "content");
+    expect_code(
+        s.complete_multipart_upload(&b, "other", "0123456789abcdef0123456789abcdef", parts, Conditions::default())
+            .await,
+        ErrorCode::NoSuchUpload,
+        "complete of an upload that never existed",
+    )?;
+
+    // Five completes of one upload at once: every one gets the same 200.
+    let id = ok(s.create_multipart_upload(&b, "c", req).await, "create upload c")?;
+    let p1 =
+        ok(s.upload_part(&b, "c", &id, 1, UploadPartRequest::default(), Body::from(d1.clone())).await, "c part 1")?;
+    let p2 =
+        ok(s.upload_part(&b, "c", &id, 2, UploadPartRequest::default(), Body::from(d2.clone())).await, "c part 2")?;
+    let parts = vec![cp(1, &p1.etag), cp(2, &p2.etag)];
+    let tasks: Vec<_> = (0..5)
+        .map(|_| {
+            let (s, b, id, parts) = (s.clone(), b.clone(), id.clone(), parts.clone());
+            tokio::spawn(async move { s.complete_multipart_upload(&b, "c", &id, parts, Conditions::default()).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for t in tasks {
+        let out = ok(t.await.map_err(|e| Error::internal(e.to_string())).and_then(|r| r), "concurrent complete")?;
+        answers.push((out.etag, out.checksum, out.size));
+    }
+    ensure!(answers.windows(2).all(|w| w[0] == w[1]), "concurrent completes answered differently: {answers:?}");
+    let (info, data) = get(&s, &b, "c").await?;
+    ensure_eq!(info.etag, answers[0].0);
+    ensure_eq!(data.len(), d1.len() + d2.len());
     Ok(())
 }
 

@@ -97,6 +97,10 @@ error_codes! {
     // answer MinIO's code with 507 Insufficient Storage, which clients do not retry (a 500 is
     // retried, in vain).
     XMinioStorageFull => 507, "Storage backend has reached its minimum free drive threshold. Please delete a few objects to proceed.";
+    InvalidPolicyDocument => 400, "The content of the form does not meet the conditions specified in the policy document.";
+    MalformedPOSTRequest => 400, "The body of your POST request is not well-formed multipart/form-data.";
+    MaxPostPreDataLengthExceededError => 400, "Your POST request fields preceding the upload file were too large.";
+    InvalidRedirectLocation => 400, "The website redirect location must have a prefix of 'http://' or 'https://' or '/'.";
 }
 
 impl fmt::Display for ErrorCode {

@@ -47,6 +47,9 @@ struct Upload {
 struct State {
     buckets: BTreeMap<String, Bucket>,
     uploads: HashMap<String, Upload>,
+    /// Completed uploads by id (with their bucket), answering retried completes for
+    /// [`crate::multipart::COMPLETED_RETRY_WINDOW`].
+    completed: HashMap<String, (String, crate::multipart::CompletedUpload)>,
 }
 
 /// See the module documentation.
@@ -180,6 +183,7 @@ impl Store for MemoryStore {
             }
             st.buckets.remove(bucket);
             st.uploads.retain(|_, u| u.bucket != bucket);
+            st.completed.retain(|_, (b, _)| b != bucket);
             Ok(())
         })
     }
@@ -611,6 +615,14 @@ impl Store for MemoryStore {
         req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
         self.with(|st| {
+            let now = SystemTime::now();
+            st.completed.retain(|_, (_, c)| !c.expired(now));
+            if let Some((b, done)) = st.completed.get(upload_id)
+                && b == bucket
+            {
+                st.bucket(bucket)?;
+                return done.answer(key, upload_id, &req);
+            }
             let u = st.upload(bucket, key, upload_id)?;
             let chosen = validate_completion(&req.parts, |n| u.parts.get(&n).map(|p| &p.info))?;
             let checksum = completion_checksum(u.req.checksum_algorithm, u.req.checksum_type, &chosen, &req)?;
@@ -620,7 +632,6 @@ impl Store for MemoryStore {
                 data.extend_from_slice(&u.parts[&p.part_number].data);
             }
             let etag = checksum::multipart_etag(chosen.iter().map(|p| p.etag.as_str()));
-            let now = SystemTime::now();
             let u = st.uploads.remove(upload_id).expect("checked above");
             let info = ObjectInfo {
                 key: key.to_string(),
@@ -636,7 +647,10 @@ impl Store for MemoryStore {
             st.bucket_mut(bucket)?
                 .objects
                 .insert(key.to_string(), Object { data: data.freeze(), info, tags: u.req.tags });
-            Ok(PutObjectOutput { etag, checksum, size, last_modified: now })
+            let out = PutObjectOutput { etag, checksum, size, last_modified: now };
+            let done = crate::multipart::CompletedUpload::new(key, &chosen, &out);
+            st.completed.insert(upload_id.to_string(), (bucket.to_string(), done));
+            Ok(out)
         })
     }
 

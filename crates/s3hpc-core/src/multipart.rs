@@ -289,3 +289,217 @@ mod tests {
         assert_eq!(completion_checksum(None, None, &parts, &none).unwrap(), None);
     }
 }
+
+/// How long the result of a completed upload answers a retried CompleteMultipartUpload of it
+/// (SDKs retry a complete whose answer they did not get; S3 answers them with the first result).
+pub const COMPLETED_RETRY_WINDOW: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// What a completed upload leaves behind for [`COMPLETED_RETRY_WINDOW`]: its key, the part list
+/// it was completed with and the answer given, so that a retried complete gets the same 200.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletedUpload {
+    pub key: String,
+    /// Part numbers and ETags (unquoted) of the parts the object was made of.
+    pub parts: Vec<(u32, String)>,
+    pub etag: String,
+    pub checksum: Option<Checksum>,
+    pub size: u64,
+    pub last_modified: std::time::SystemTime,
+    pub completed_at: std::time::SystemTime,
+}
+
+fn to_ns(t: std::time::SystemTime) -> u128 {
+    t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
+fn from_ns(ns: u128) -> Option<std::time::SystemTime> {
+    let d = std::time::Duration::new(u64::try_from(ns / 1_000_000_000).ok()?, (ns % 1_000_000_000) as u32);
+    std::time::UNIX_EPOCH.checked_add(d)
+}
+
+const COMPLETED_MAGIC: &str = "s3hpc-completed-upload 1";
+
+impl CompletedUpload {
+    /// The record of an upload of `key` completed with `chosen` parts and answered `out`.
+    pub fn new(key: &str, chosen: &[PartInfo], out: &PutObjectOutput) -> Self {
+        CompletedUpload {
+            key: key.to_string(),
+            parts: chosen.iter().map(|p| (p.part_number, p.etag.clone())).collect(),
+            etag: out.etag.clone(),
+            checksum: out.checksum.clone(),
+            size: out.size,
+            last_modified: out.last_modified,
+            completed_at: std::time::SystemTime::now(),
+        }
+    }
+
+    /// Is the record past [`COMPLETED_RETRY_WINDOW`] at `now`?
+    pub fn expired(&self, now: std::time::SystemTime) -> bool {
+        now.duration_since(self.completed_at).is_ok_and(|d| d > COMPLETED_RETRY_WINDOW)
+    }
+
+    /// The answer to a complete of this upload: the first answer when the request names the same
+    /// key and the same parts (numbers and ETags, quotes ignored) and any whole-object checksum it
+    /// expects is the one the object got. A complete with another part list (or another key) is
+    /// `NoSuchUpload`: that list never became an object, and the upload no longer exists.
+    pub fn answer(&self, key: &str, upload_id: &str, req: &CompleteMultipartRequest) -> Result<PutObjectOutput> {
+        let same_parts = req.parts.len() == self.parts.len()
+            && req
+                .parts
+                .iter()
+                .zip(&self.parts)
+                .all(|(a, (n, e))| a.part_number == *n && a.etag.trim_matches('"') == e);
+        if key != self.key || !same_parts {
+            return Err(Error::no_such_upload(upload_id));
+        }
+        if let Some(exp) = &req.checksum {
+            let matches = self.checksum.as_ref().is_some_and(|c| {
+                c.algorithm == exp.algorithm
+                    && (c.value == exp.value || c.value.split_once('-').is_some_and(|(v, _)| v == exp.value))
+            });
+            if !matches {
+                return Err(Error::new(
+                    ErrorCode::BadDigest,
+                    format!("The {} you specified did not match the calculated checksum.", exp.algorithm.as_str()),
+                ));
+            }
+        }
+        Ok(PutObjectOutput {
+            etag: self.etag.clone(),
+            checksum: self.checksum.clone(),
+            size: self.size,
+            last_modified: self.last_modified,
+        })
+    }
+
+    /// A line-based text form (the key hex-encoded, so any byte of it is safe).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut s = format!("{COMPLETED_MAGIC}\nkey {}\netag {}\n", hex::encode(&self.key), self.etag);
+        if let Some(c) = &self.checksum {
+            s.push_str(&format!("checksum {} {}\n", c.algorithm.as_str(), c.value));
+        }
+        s.push_str(&format!(
+            "size {}\nmodified {}\ncompleted {}\n",
+            self.size,
+            to_ns(self.last_modified),
+            to_ns(self.completed_at)
+        ));
+        for (n, e) in &self.parts {
+            s.push_str(&format!("part {n} {e}\n"));
+        }
+        s.push_str("end\n");
+        s.into_bytes()
+    }
+
+    /// The record [`Self::encode`] wrote; `None` for anything else (also a truncated record).
+    pub fn decode(b: &[u8]) -> Option<Self> {
+        let s = std::str::from_utf8(b).ok()?;
+        let mut lines = s.lines();
+        if lines.next()? != COMPLETED_MAGIC {
+            return None;
+        }
+        let (mut key, mut etag, mut checksum, mut size, mut modified, mut completed) =
+            (None, None, None, None, None, None);
+        let mut parts = Vec::new();
+        let mut ended = false;
+        for l in lines {
+            let (tag, rest) = l.split_once(' ').unwrap_or((l, ""));
+            match tag {
+                "key" => key = Some(String::from_utf8(hex::decode(rest).ok()?).ok()?),
+                "etag" => etag = Some(rest.to_string()),
+                "checksum" => {
+                    let (a, v) = rest.split_once(' ')?;
+                    checksum = Some(Checksum { algorithm: ChecksumAlgorithm::parse(a)?, value: v.to_string() });
+                }
+                "size" => size = Some(rest.parse().ok()?),
+                "modified" => modified = from_ns(rest.parse().ok()?),
+                "completed" => completed = from_ns(rest.parse().ok()?),
+                "part" => {
+                    let (n, e) = rest.split_once(' ')?;
+                    parts.push((n.parse().ok()?, e.to_string()));
+                }
+                "end" => ended = true,
+                _ => return None,
+            }
+        }
+        if !ended || parts.is_empty() {
+            return None;
+        }
+        Some(CompletedUpload {
+            key: key?,
+            parts,
+            etag: etag?,
+            checksum,
+            size: size?,
+            last_modified: modified?,
+            completed_at: completed?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod completed_tests {
+    use super::*;
+
+    fn rec() -> CompletedUpload {
+        let parts = vec![
+            PartInfo {
+                part_number: 1,
+                etag: "aa".into(),
+                size: 5,
+                last_modified: std::time::UNIX_EPOCH,
+                checksum: None,
+            },
+            PartInfo {
+                part_number: 3,
+                etag: "bb".into(),
+                size: 5,
+                last_modified: std::time::UNIX_EPOCH,
+                checksum: None,
+            },
+        ];
+        let out = PutObjectOutput {
+            etag: "cc-2".into(),
+            checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAAAA==-2".into() }),
+            size: 10,
+            last_modified: std::time::UNIX_EPOCH + std::time::Duration::from_nanos(1_700_000_000_123_456_789),
+        };
+        CompletedUpload::new("a key\nwith a newline/ü", &parts, &out)
+    }
+
+    fn cp(n: u32, e: &str) -> CompletePart {
+        CompletePart { part_number: n, etag: e.into(), checksum: None }
+    }
+
+    #[test]
+    fn completed_record_round_trips_and_refuses_damage() {
+        let r = rec();
+        let b = r.encode();
+        assert_eq!(CompletedUpload::decode(&b), Some(r.clone()));
+        // A record cut short (a crash mid-write) or of another kind is not one.
+        assert_eq!(CompletedUpload::decode(&b[..b.len() - 4]), None);
+        assert_eq!(CompletedUpload::decode(b"junk"), None);
+        assert!(!r.expired(std::time::SystemTime::now()));
+        assert!(r.expired(r.completed_at + COMPLETED_RETRY_WINDOW + std::time::Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn only_the_same_part_list_gets_the_first_answer() {
+        let r = rec();
+        let key = r.key.clone();
+        let req = |parts| CompleteMultipartRequest { parts, ..Default::default() };
+        let out = r.answer(&key, "id", &req(vec![cp(1, "\"aa\""), cp(3, "bb")])).unwrap();
+        assert_eq!((out.etag.as_str(), out.size), ("cc-2", 10));
+        for parts in [vec![cp(1, "aa")], vec![cp(1, "aa"), cp(2, "bb")], vec![cp(1, "aa"), cp(3, "bx")]] {
+            assert_eq!(r.answer(&key, "id", &req(parts)).unwrap_err().code, ErrorCode::NoSuchUpload);
+        }
+        let same = vec![cp(1, "aa"), cp(3, "bb")];
+        assert_eq!(r.answer("other", "id", &req(same.clone())).unwrap_err().code, ErrorCode::NoSuchUpload);
+        let mut wrong = req(same.clone());
+        wrong.checksum = Some(Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAAAB==".into() });
+        assert_eq!(r.answer(&key, "id", &wrong).unwrap_err().code, ErrorCode::BadDigest);
+        let mut right = req(same);
+        right.checksum = Some(Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAAAA==".into() });
+        assert!(r.answer(&key, "id", &right).is_ok());
+    }
+}

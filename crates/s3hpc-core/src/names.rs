@@ -102,8 +102,22 @@ pub fn validate_meta(meta: &crate::types::ObjectMeta) -> Result<()> {
     if size > crate::types::MAX_USER_META {
         return Err(Error::code(ErrorCode::MetadataTooLarge));
     }
+    if let Some(w) = &meta.website_redirect_location {
+        if !(w.starts_with('/') || w.starts_with("http://") || w.starts_with("https://")) {
+            return Err(Error::code(ErrorCode::InvalidRedirectLocation));
+        }
+        if w.len() > MAX_WEBSITE_REDIRECT {
+            return Err(Error::new(
+                ErrorCode::InvalidRedirectLocation,
+                "The length of website redirect location cannot exceed 2,048 characters.",
+            ));
+        }
+    }
     Ok(())
 }
+
+/// Longest `x-amz-website-redirect-location` (AWS: 2 KB).
+pub const MAX_WEBSITE_REDIRECT: usize = 2048;
 
 /// Maximum tags on an object.
 pub const MAX_OBJECT_TAGS: usize = 10;

@@ -30,6 +30,9 @@ pub struct ObjectMeta {
     pub expires: Option<String>,
     /// `x-amz-meta-*` entries, names lower-cased and without the prefix.
     pub user: BTreeMap<String, String>,
+    /// `x-amz-website-redirect-location`: `/...`, `http://...` or `https://...`, at most 2 KiB
+    /// ([`crate::names::validate_meta`]).
+    pub website_redirect_location: Option<String>,
 }
 
 /// Checksum algorithms S3 supports (`x-amz-checksum-*`).

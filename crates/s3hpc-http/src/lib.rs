@@ -25,6 +25,7 @@ mod api;
 pub mod body;
 mod conn;
 mod cors;
+mod form;
 pub mod lifecycle;
 pub mod metrics;
 pub mod tls;

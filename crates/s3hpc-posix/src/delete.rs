@@ -126,10 +126,12 @@ impl Inner {
                     }
                 }
             }
+            n += self.sweep_completed(&self.root.join(&b.name), true);
             let uploads = internal.join("uploads");
             if let Ok(rd) = self.fs.read_dir(&uploads) {
                 for u in rd {
-                    let claimed = u.name.to_str().is_some_and(|s| s.starts_with(".claimed-"));
+                    let claimed =
+                        u.name.to_str().is_some_and(|s| s.starts_with(".claimed-") || s.starts_with(".completing-"));
                     let p = uploads.join(&u.name);
                     if claimed && old(&p) && self.fs.remove_dir_all(&p).is_ok() {
                         n += 1;

@@ -1406,6 +1406,20 @@ impl Store for PosixStore {
         let (b, k, id) = (bucket.to_string(), key.to_string(), upload_id.to_string());
         self.run(move |s| {
             let (parts, conditions) = (&req.parts, &req.conditions);
+            // Completes of one upload run one at a time (across processes); a later one answers
+            // from the first one's record, or takes over the upload of one that was killed.
+            let _lock = if valid_upload_id(&id) {
+                s.require_bucket(&bdir, &b)?;
+                let lock = s.completion_lock(&bdir, &id)?;
+                if let Some(done) = s.completed_upload(&bdir, &id)? {
+                    let _ = s.fs.remove_dir_all(&s.completing_dir(&bdir, &id));
+                    return done.answer(&k, &id, &req);
+                }
+                s.resume_completion(&bdir, &id)?;
+                Some(lock)
+            } else {
+                None
+            };
             let (updir, urec) = s.upload(&bdir, &b, &k, &id)?;
             let read_infos = |dir: &Path| -> Result<HashMap<u32, PartInfo>> {
                 let mut m = HashMap::new();
@@ -1425,16 +1439,18 @@ impl Store for PosixStore {
             // A checksum the client expects but the parts do not give (BadDigest) fails here,
             // before the upload is claimed; it is computed again from the claimed parts below.
             completion_checksum(urec.algorithm, urec.checksum_type, &chosen, &req)?;
-            // Claim the upload: a concurrent complete or abort now finds NoSuchUpload.
-            let claimed = s.uploads_dir(&bdir).join(format!(".claimed-{id}-{}", rand_hex(8)));
+            // Claim the upload: a concurrent abort, upload or listing now finds NoSuchUpload.
+            let claimed = s.completing_dir(&bdir, &id);
             match s.fs.rename(&updir, &claimed) {
                 Ok(()) => {}
                 Err(e) if is_missing(&e) => return Err(Error::no_such_upload(&id)),
                 Err(e) => return Err(e.into()),
             }
+            let mut chosen_parts = Vec::new();
             let result = (|| -> Result<PutObjectOutput> {
                 let infos = read_infos(&claimed)?;
                 let chosen = validate_completion(parts, |n| infos.get(&n))?;
+                chosen_parts.clone_from(&chosen);
                 let etag = checksum::multipart_etag(chosen.iter().map(|p| p.etag.as_str()));
                 let cks = completion_checksum(urec.algorithm, urec.checksum_type, &chosen, &req)?;
                 let rec = Record {
@@ -1469,7 +1485,14 @@ impl Store for PosixStore {
                 s.publish(&bdir, &b, &k, &kp, t, rec, conditions)
             })();
             match &result {
-                Ok(_) => {
+                Ok(out) => {
+                    // The object is published; the record answers retries from here on. A
+                    // complete killed before the record is written leaves the claimed directory,
+                    // and the retry publishes the same parts again (same bytes and ETag).
+                    let done = s3hpc_core::multipart::CompletedUpload::new(&k, &chosen_parts, out);
+                    if s.record_completed(&bdir, &id, &done).is_err() {
+                        return result;
+                    }
                     let _ = s.fs.remove_dir_all(&claimed);
                 }
                 Err(_) => {

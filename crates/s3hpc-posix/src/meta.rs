@@ -230,9 +230,17 @@ impl Record {
         if self.inline.is_some() {
             flags |= 1 << 6;
         }
+        // Bit 7: a website redirect location follows the six fields (records without one are
+        // byte for byte what stores predating it wrote; those stores ignore records with it).
+        if m.website_redirect_location.is_some() {
+            flags |= 1 << 7;
+        }
         w.0.push(flags);
         for f in fields.iter().copied().flatten() {
             w.bytes(f.as_bytes());
+        }
+        if let Some(wr) = &m.website_redirect_location {
+            w.bytes(wr.as_bytes());
         }
         if let Some(b) = &self.inline {
             w.bytes(b);
@@ -306,13 +314,11 @@ impl Record {
         let n = r.len()?;
         let part_sizes = (0..n).map(|_| r.var()).collect::<Option<Vec<u64>>>()?;
         let flags = r.u8()?;
-        if flags & 0x80 != 0 {
-            return None;
-        }
         let mut opt =
             |i: u8| -> Option<Option<String>> { if flags & (1 << i) != 0 { r.string().map(Some) } else { Some(None) } };
         let (content_type, content_encoding, content_disposition) = (opt(0)?, opt(1)?, opt(2)?);
         let (content_language, cache_control, expires) = (opt(3)?, opt(4)?, opt(5)?);
+        let website_redirect_location = opt(7)?;
         let inline = if flags & (1 << 6) != 0 { Some(r.bytes()?.to_vec()) } else { None };
         let user = r.pairs()?.into_iter().collect::<BTreeMap<_, _>>();
         let meta = ObjectMeta {
@@ -323,6 +329,7 @@ impl Record {
             cache_control,
             expires,
             user,
+            website_redirect_location,
         };
         let tags = r.pairs()?;
         let key = r.string()?;
@@ -382,6 +389,7 @@ mod tests {
         let mut meta =
             ObjectMeta { content_type: Some("text/plain".into()), expires: Some("x".into()), ..Default::default() };
         meta.user.insert("a".into(), "b".into());
+        meta.website_redirect_location = Some("/elsewhere".into());
         let r = Record {
             size: 42,
             mtime_ns: 1_700_000_000_123_456_789,

@@ -16,6 +16,9 @@ use crate::frame::{MAX_LIST, MAX_STR};
 
 /// Largest configuration or ACL document a request carries (S3's bucket policy limit is 20 KiB).
 pub const MAX_DOC: usize = 64 * 1024;
+/// The user metadata name under which `meta` carries the website redirect location: a space
+/// starts it, so no `x-amz-meta-*` header name can be it (PROTOCOL.md, `meta`).
+pub const WEBSITE_REDIRECT_ENTRY: &str = " x-amz-website-redirect-location";
 
 /// Malformed field data: a protocol error.
 pub fn malformed(what: impl std::fmt::Display) -> Error {
@@ -109,9 +112,16 @@ impl Enc {
             self.opt_str(f.as_deref());
         }
         self.opt_str(m.expires.as_deref());
-        self.var(m.user.len() as u64);
+        // The website redirect location travels as a user metadata entry under a name no
+        // `x-amz-meta-*` header can carry (WEBSITE_REDIRECT_ENTRY), so `meta` keeps its format.
+        let wr = m.website_redirect_location.as_deref();
+        self.var(m.user.len() as u64 + wr.is_some() as u64);
         for (k, v) in &m.user {
             self.str(k);
+            self.str(v);
+        }
+        if let Some(v) = wr {
+            self.str(WEBSITE_REDIRECT_ENTRY);
             self.str(v);
         }
     }
@@ -344,11 +354,16 @@ impl<'a> Dec<'a> {
             cache_control: self.opt_str()?,
             expires: self.opt_str()?,
             user: BTreeMap::new(),
+            website_redirect_location: None,
         };
         let n = self.len(MAX_LIST, "metadata list")?;
         for _ in 0..n {
             let k = self.str()?;
             let v = self.str()?;
+            if k == WEBSITE_REDIRECT_ENTRY {
+                m.website_redirect_location = Some(v);
+                continue;
+            }
             m.user.insert(k, v);
         }
         Ok(m)

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
+	"net/http"
 	"os"
 	"strings"
 
@@ -180,6 +182,72 @@ func main() {
 		}
 		if out.ChecksumCRC32 == nil || aws.ToInt64(out.Size) != 11 {
 			return fmt.Errorf("crc %v size %v", out.ChecksumCRC32, out.Size)
+		}
+		return nil
+	}())
+
+	check("complete-retried-same-200", func() error {
+		key := aws.String("go/mpu")
+		up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: key})
+		if err != nil {
+			return err
+		}
+		p, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &bucket, Key: key, UploadId: up.UploadId,
+			PartNumber: aws.Int32(1), Body: bytes.NewReader([]byte("one part"))})
+		if err != nil {
+			return err
+		}
+		done := &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p.ETag}}}
+		in := &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: key, UploadId: up.UploadId, MultipartUpload: done}
+		first, err := c.CompleteMultipartUpload(ctx, in)
+		if err != nil {
+			return err
+		}
+		again, err := c.CompleteMultipartUpload(ctx, in)
+		if err != nil {
+			return fmt.Errorf("retry: %v", err)
+		}
+		if aws.ToString(first.ETag) != aws.ToString(again.ETag) {
+			return fmt.Errorf("etags %v vs %v", aws.ToString(first.ETag), aws.ToString(again.ETag))
+		}
+		return nil
+	}())
+
+	check("presigned-post-object", func() error {
+		key := "go/posted"
+		pp, err := s3.NewPresignClient(c).PresignPostObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key})
+		if err != nil {
+			return err
+		}
+		var body bytes.Buffer
+		w := multipart.NewWriter(&body)
+		for k, v := range pp.Values {
+			if err := w.WriteField(k, v); err != nil {
+				return err
+			}
+		}
+		f, err := w.CreateFormFile("file", "posted.txt")
+		if err != nil {
+			return err
+		}
+		f.Write([]byte("posted by go"))
+		w.Close()
+		resp, err := http.Post(pp.URL, w.FormDataContentType(), &body)
+		if err != nil {
+			return err
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 204 {
+			return fmt.Errorf("POST %s: %d %s", pp.URL, resp.StatusCode, out)
+		}
+		g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+		if err != nil {
+			return err
+		}
+		data, _ := io.ReadAll(g.Body)
+		if string(data) != "posted by go" {
+			return fmt.Errorf("content %q", data)
 		}
 		return nil
 	}())

@@ -10,6 +10,7 @@
 //! | [`list`] | ListObjects (v1, v2, versions), ListMultipartUploads, ListParts |
 //! | [`object_get`] | GetObject, HeadObject, GetObjectAttributes, GetObjectAcl |
 //! | [`object_put`] | PutObject |
+//! | [`post_object`] | PostObject (browser form uploads) |
 //! | [`copy`] | CopyObject, UploadPartCopy |
 //! | [`multipart`] | CreateMultipartUpload, UploadPart, CompleteMultipartUpload, AbortMultipartUpload |
 //! | [`delete`] | DeleteObject, DeleteObjects |
@@ -42,6 +43,7 @@ mod list;
 mod multipart;
 mod object_get;
 mod object_put;
+mod post_object;
 mod rename;
 mod request;
 mod response;
@@ -90,7 +92,7 @@ macro_rules! operations {
 operations! {
     ListBuckets,
     HeadBucket, GetBucketLocation, CreateBucket, DeleteBucket,
-    GetBucketConfig, PutBucketConfig, DeleteBucketConfig, UnsupportedBucketPost,
+    GetBucketConfig, PutBucketConfig, DeleteBucketConfig, PostObject,
     GetBucketTagging, PutBucketTagging, DeleteBucketTagging,
     GetBucketPolicy, PutBucketPolicy, DeleteBucketPolicy, GetBucketPolicyStatus,
     GetBucketAcl, PutBucketAcl, PutObjectAcl,
@@ -182,7 +184,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Delete, Unsupported,                                  Op::DeleteBucketConfig),
     (Bucket,  Delete, Always,                                       Op::DeleteBucket),
     (Bucket,  Post,   Query("delete"),                              Op::DeleteObjects),
-    (Bucket,  Post,   Always,                                       Op::UnsupportedBucketPost),
+    (Bucket,  Post,   Always,                                       Op::PostObject),
 
     (Object,  Head,   Always,                                       Op::HeadObject),
     (Object,  Get,    Query("tagging"),                             Op::GetObjectTagging),
@@ -274,7 +276,15 @@ pub(crate) async fn dispatch(
         return cors::preflight(st, parts, &bucket, rid).await;
     }
     // Who asks: the verified key's account and POSIX identity (one lookup), or anonymous.
+    // A browser form upload (POST /bucket, no query) is signed inside its form: the POST object
+    // operation verifies it there and scopes the store call itself.
+    let form_post = parts.method == Method::POST
+        && key.is_empty()
+        && !bucket.is_empty()
+        && parts.uri.query().is_none_or(str::is_empty)
+        && s3hpc_sigv4::is_anonymous(parts);
     let (verified, caller, id) = match st.cfg.auth {
+        Auth::SigV4 if form_post => (None, None, None),
         Auth::SigV4 if st.cfg.anonymous && s3hpc_sigv4::is_anonymous(parts) => {
             // Nothing verifies an unsigned request's aws-chunked framing, so it is refused
             // rather than stored as the body.
@@ -410,7 +420,7 @@ async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
             r.parts.method,
             r.unsupported_subresource(BUCKET_UNSUPPORTED)
         ))),
-        Op::UnsupportedBucketPost => Err(Error::not_implemented("this POST on a bucket is not supported by s3hpc")),
+        Op::PostObject => post_object::post_object(r, body).await,
         Op::GetBucketPolicy => access::get(r, "policy").await,
         Op::GetBucketPolicyStatus => access::get(r, "policyStatus").await,
         Op::GetBucketAcl => access::get(r, "acl").await,

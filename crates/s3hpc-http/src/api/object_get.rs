@@ -64,6 +64,9 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
     }
     let q = &r.q;
     let meta = &info.meta;
+    if let Some(v) = meta.website_redirect_location.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
+        hm.insert("x-amz-website-redirect-location", v);
+    }
     let pairs: [(header::HeaderName, Option<&str>, &str); 6] = [
         (header::CONTENT_TYPE, meta.content_type.as_deref(), "response-content-type"),
         (header::CONTENT_ENCODING, meta.content_encoding.as_deref(), "response-content-encoding"),

@@ -66,6 +66,7 @@ pub(super) fn object_meta(h: &HeaderMap) -> Result<ObjectMeta> {
         cache_control: s("cache-control"),
         expires: s("expires"),
         user: Default::default(),
+        website_redirect_location: s("x-amz-website-redirect-location"),
     };
     for (k, v) in h {
         if let Some(name) = k.as_str().strip_prefix("x-amz-meta-") {
@@ -106,9 +107,6 @@ pub(super) fn refuse_unsupported_write_headers(h: &HeaderMap) -> Result<()> {
         }
         if k == "x-amz-storage-class" && v.as_bytes() != b"STANDARD" {
             return Err(Error::not_implemented("only the STANDARD storage class is supported"));
-        }
-        if k == "x-amz-website-redirect-location" {
-            return Err(Error::not_implemented("website redirects are not supported"));
         }
     }
     Ok(())
