@@ -228,3 +228,57 @@ def test_unsupported_checksum_type_is_refused(s3, bucket, alg, ctype):
         s3.create_multipart_upload(Bucket=bucket, Key="no", ChecksumAlgorithm=alg, ChecksumType=ctype)
     assert err_code(ei.value) == "InvalidRequest"
     assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+
+
+@pytest.mark.parametrize("first_finishes", ["after_complete", "before_complete"])
+def test_part_resent_while_its_first_copy_is_still_uploading(server, bucket, first_finishes):
+    """An SDK that times out re-sends a part while the first copy is still arriving: the second
+    copy finishes first and the client completes with its ETag. Completing must work whether the
+    first copy ends after the Complete (it then fails, the object stays whole) or before it (it
+    replaces the part with the same bytes)."""
+    import http.client
+    import threading
+    import time
+    from urllib.parse import urlsplit
+
+    from multigw import sigv4_headers
+
+    s3 = make_client(server.endpoint)
+    key = f"resent-{first_finishes}"
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    part = bytes(range(256)) * (6 * 1024 * 4)  # 6 MiB
+    u = urlsplit(server.endpoint)
+    path, query = f"/{bucket}/{key}", [("partNumber", "1"), ("uploadId", up)]
+    hdrs = sigv4_headers("PUT", u.netloc, path, query, access_key=ACCESS_KEY, secret_key=SECRET_KEY)
+    hdrs["content-length"] = str(len(part))
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.putrequest("PUT", f"{path}?partNumber=1&uploadId={up}", skip_host=True, skip_accept_encoding=True)
+    for k, v in hdrs.items():
+        conn.putheader(k, v)
+    conn.endheaders()
+    conn.send(part[: len(part) // 2])  # the first copy stalls halfway
+    time.sleep(0.2)
+    etag = s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=1, Body=part)["ETag"]
+    first = {}
+
+    def finish_first():
+        try:
+            conn.send(part[len(part) // 2:])
+            r = conn.getresponse()
+            first["status"], first["body"] = r.status, r.read()
+        except OSError as e:
+            first["error"] = e
+
+    if first_finishes == "before_complete":
+        finish_first()
+        assert first.get("status") == 200, first
+    done = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up,
+                                        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    if first_finishes == "after_complete":
+        t = threading.Thread(target=finish_first)
+        t.start()
+        t.join(30)
+        assert first.get("status") == 404 and b"NoSuchUpload" in first["body"], first
+    assert done["ETag"].strip('"').endswith("-1")
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == part
+    conn.close()
