@@ -692,6 +692,7 @@ fn object_info(key: &str, status: StatusCode, h: &HeaderMap) -> (ObjectInfo, Opt
         vec![0; parts.min(10_000)]
     };
     let info = ObjectInfo {
+        version_id: None,
         key: key.to_string(),
         size,
         etag: etag_of(h),
@@ -863,6 +864,7 @@ impl Store for S3Client {
         let r = Req::new(Method::PUT, Some(bucket), Some(key));
         let (h, sent) = self.send_put(r, req, body).await?;
         Ok(PutObjectOutput {
+            version_id: None,
             etag: etag_of(&h),
             checksum: checksum_of_headers(&h),
             size: sent,
@@ -922,6 +924,7 @@ impl Store for S3Client {
         let etag = n.text_of("ETag").unwrap_or("").trim().trim_matches('"').to_string();
         let head = self.head_size(dst_bucket, dst_key).await?;
         Ok(PutObjectOutput {
+            version_id: None,
             etag,
             checksum: checksum_of_xml(&n).or(head.checksum),
             size: head.size,
@@ -985,6 +988,7 @@ impl Store for S3Client {
         // The whole object's size (the server's x-amz-object-size), not the appended bytes.
         let size = h.get("x-amz-object-size").and_then(|v| v.to_str().ok()?.parse().ok());
         Ok(PutObjectOutput {
+            version_id: None,
             etag: etag_of(&h),
             checksum: checksum_of_headers(&h),
             size: size.unwrap_or(offset + sent),
@@ -1264,6 +1268,7 @@ impl Store for S3Client {
         let etag = n.text_of("ETag").unwrap_or("").trim().trim_matches('"').to_string();
         let head = self.head_size(bucket, key).await?;
         Ok(PutObjectOutput {
+            version_id: None,
             etag,
             checksum: checksum_of_xml(&n).or(head.checksum),
             size: head.size,

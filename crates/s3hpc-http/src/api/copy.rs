@@ -61,6 +61,7 @@ pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
         ),
     };
     let req = CopyObjectRequest {
+        source_version_id: None,
         metadata,
         tagging,
         source_conditions: conditions(h, "x-amz-copy-source-"),

@@ -28,7 +28,7 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
             "Cannot specify both Range header and partNumber query parameter",
         ));
     }
-    let req = GetObjectRequest { range, part_number, conditions: conditions(h, "") };
+    let req = GetObjectRequest { version_id: None, range, part_number, conditions: conditions(h, "") };
     let checksum_mode = hdr(h, "x-amz-checksum-mode").is_some_and(|v| v.eq_ignore_ascii_case("ENABLED"));
     let (info, served, body) = match read_object(r, head, req).await {
         Ok(x) => x,
