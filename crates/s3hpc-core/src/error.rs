@@ -102,6 +102,7 @@ error_codes! {
     MaxPostPreDataLengthExceededError => 400, "Your POST request fields preceding the upload file were too large.";
     InvalidRedirectLocation => 400, "The website redirect location must have a prefix of 'http://' or 'https://' or '/'.";
     NoSuchVersion => 404, "The specified version does not exist.";
+    IllegalVersioningConfigurationException => 400, "The versioning configuration specified in the request is invalid.";
 }
 
 impl fmt::Display for ErrorCode {

@@ -40,7 +40,7 @@ struct Bucket {
 
 enum Noncurrent {
     /// An object version (its `info.version_id`: `None` for the null version).
-    Obj(Object),
+    Obj(Box<Object>),
     Marker {
         vid: Option<String>,
         at: SystemTime,
@@ -86,7 +86,7 @@ impl Bucket {
         if let Some(o) = old
             && !(null_next && o.info.version_id.is_none())
         {
-            list.insert(0, Noncurrent::Obj(o));
+            list.insert(0, Noncurrent::Obj(Box::new(o)));
         }
         if list.is_empty() {
             self.versions.remove(key);
@@ -157,7 +157,7 @@ impl Bucket {
                 if list.is_empty() {
                     self.versions.remove(key);
                 }
-                self.objects.insert(key.to_string(), o);
+                self.objects.insert(key.to_string(), *o);
             }
             return Ok(DeleteObjectOutput { version_id: Some(vid.to_string()), delete_marker: false });
         }
@@ -169,7 +169,7 @@ impl Bucket {
             // With no current object, a noncurrent object version on top becomes current.
             if i == 0 && !self.objects.contains_key(key) && matches!(list.first(), Some(Noncurrent::Obj(_))) {
                 let Noncurrent::Obj(o) = list.remove(0) else { unreachable!() };
-                self.objects.insert(key.to_string(), o);
+                self.objects.insert(key.to_string(), *o);
             }
             if list.is_empty() {
                 self.versions.remove(key);
