@@ -558,7 +558,7 @@ impl PosixStore {
     /// Operations that replace an object in place are not offered on versioned buckets.
     fn refuse_versioned(&self, bucket: &str, what: &str) -> Result<()> {
         let bdir = self.inner.bucket_dir(bucket)?;
-        match self.inner.versioning(&bdir, bucket) {
+        match self.inner.versioning(&bdir, bucket)? {
             Some(_) => Err(s3hpc_core::versions::unversioned_only(what)),
             None => Ok(()),
         }

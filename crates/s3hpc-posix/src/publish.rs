@@ -342,7 +342,7 @@ impl Inner {
         let parent = self.key_parent(bdir, bucket, key)?;
         // Versioning (checked once a second per bucket, see `versions`): the new version's id
         // goes into the record; the previous version is kept under the locks below.
-        let vstate = if kp.dir { None } else { self.versioning(bdir, bucket) };
+        let vstate = if kp.dir { None } else { self.versioning(bdir, bucket)? };
         let md = t.file.metadata()?;
         rec.size = md.len();
         rec.mtime_ns = mtime_ns(&md);

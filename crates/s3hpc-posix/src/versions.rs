@@ -83,18 +83,19 @@ struct Current {
 
 impl Inner {
     /// The bucket's versioning state, from the cache (at most [`STATE_TTL`] old) or its
-    /// configuration document.
-    pub(crate) fn versioning(&self, bdir: &Path, bucket: &str) -> Option<VersioningState> {
+    /// configuration document. A document that cannot be read (other than missing) is an
+    /// error: a write must not drop the previous version because the state was unknown.
+    pub(crate) fn versioning(&self, bdir: &Path, bucket: &str) -> Result<Option<VersioningState>> {
         if let Some(s) = self.vstate.get(bucket) {
-            return s;
+            return Ok(s);
         }
-        let st = self
-            .fs
-            .read(&bdir.join(INTERNAL).join("config").join(VERSIONING_CONFIG))
-            .ok()
-            .and_then(|d| VersioningState::from_doc(&d));
+        let st = match self.fs.read(&bdir.join(INTERNAL).join("config").join(VERSIONING_CONFIG)) {
+            Ok(d) => VersioningState::from_doc(&d),
+            Err(e) if is_missing(&e) => None,
+            Err(e) => return Err(e.into()),
+        };
         self.vstate.put(bucket, st);
-        st
+        Ok(st)
     }
 
     /// The directory of `key`'s noncurrent versions and delete markers.
@@ -181,7 +182,7 @@ impl Inner {
         if let Some(v) = vid {
             check_version_id(v)?;
         }
-        let st = self.versioning(&bdir, bucket);
+        let st = self.versioning(&bdir, bucket)?;
         if kp.dir || (st.is_none() && vid.is_none_or(|v| v == NULL_VERSION)) {
             // Directory objects are not versioned; nor is anything in a bucket that never was.
             if vid.is_none_or(|v| v == NULL_VERSION) {
@@ -277,7 +278,7 @@ impl Inner {
     /// DeleteObject without a version id: a delete marker on a versioned bucket.
     pub(crate) fn delete_object_any(&self, bucket: &str, key: &str) -> Result<()> {
         let bdir = self.bucket_dir(bucket)?;
-        if key.ends_with('/') || self.versioning(&bdir, bucket).is_none() {
+        if key.ends_with('/') || self.versioning(&bdir, bucket)?.is_none() {
             return self.delete_object(bucket, key);
         }
         self.delete_version(bucket, key, None).map(|_| ())
@@ -290,7 +291,8 @@ impl Inner {
             return e;
         }
         let Ok(bdir) = self.bucket_dir(bucket) else { return e };
-        if self.versioning(&bdir, bucket).is_none() && self.fs.metadata(&bdir.join(INTERNAL).join("versions")).is_err()
+        if self.versioning(&bdir, bucket).ok().flatten().is_none()
+            && self.fs.metadata(&bdir.join(INTERNAL).join("versions")).is_err()
         {
             return e;
         }
