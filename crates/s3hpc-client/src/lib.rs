@@ -860,7 +860,8 @@ impl Store for S3Client {
                 "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Status>{}</Status></VersioningConfiguration>",
                 state.as_str()
             );
-            let r = doc_body(Req::new(Method::PUT, Some(bucket), None).q(name, None), xml.into_bytes(), "application/xml")?;
+            let r =
+                doc_body(Req::new(Method::PUT, Some(bucket), None).q(name, None), xml.into_bytes(), "application/xml")?;
             return self.send_empty(r).await.map(|_| ());
         }
         let r = match doc {
@@ -922,7 +923,12 @@ impl Store for S3Client {
         self.send_empty(Req::new(Method::DELETE, Some(bucket), Some(key))).await.map(|_| ())
     }
 
-    async fn delete_object_version(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<DeleteObjectOutput> {
+    async fn delete_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<DeleteObjectOutput> {
         let mut r = Req::new(Method::DELETE, Some(bucket), Some(key));
         if let Some(v) = version_id {
             r = r.q("versionId", Some(v));
