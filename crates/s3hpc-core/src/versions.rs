@@ -134,6 +134,9 @@ pub fn page_versions(all: impl IntoIterator<Item = VersionEntry>, req: &ListVers
     let delimiter = req.delimiter.as_deref().filter(|d| !d.is_empty());
     let max = req.max_keys.min(MAX_KEYS);
     let mut page = ListVersionsPage::default();
+    if max == 0 {
+        return page; // as ListObjects: an empty page, not truncated
+    }
     let key_marker = req.key_marker.as_deref().filter(|m| !m.is_empty());
     let vid_marker = req.version_id_marker.as_deref().filter(|m| !m.is_empty());
     // A key marker that is a common prefix skips that whole prefix (S3 continues after it).
@@ -230,6 +233,7 @@ mod tests {
         let req = ListVersionsRequest { max_keys: 2, ..Default::default() };
         let p = page_versions(all.clone(), &req);
         assert_eq!(p.versions, vec![v("a", "1"), v("a", "2")]);
+        assert_eq!(page_versions(all.clone(), &ListVersionsRequest::default()), ListVersionsPage::default());
         assert!(p.is_truncated);
         assert_eq!((p.next_key_marker.as_deref(), p.next_version_id_marker.as_deref()), (Some("a"), Some("2")));
         let req = ListVersionsRequest {
