@@ -194,3 +194,93 @@ async fn bucket_with_versions_is_not_empty_and_state_cannot_be_read_back_as_neve
     assert!(versions(&s, "").await.is_empty(), "{v}");
     s.delete_bucket("bkt").await.unwrap();
 }
+
+// ---------- kill -9 in the middle of versioned PUTs (a real crash, not a simulated state) ----------
+
+const CHILD_ENV: &str = "S3HPC_VERSIONING_TEST_CHILD";
+
+/// Body of a child process (run by the test below, never on its own): versioned PUTs of one key,
+/// one `ACK <version id> <len> <byte>` line per acknowledged PUT.
+#[test]
+#[ignore = "child process of kill_9_mid_versioned_puts_keeps_every_acknowledged_version"]
+fn versioned_child_writer() {
+    let Ok(cfg) = std::env::var(CHILD_ENV) else { return };
+    let (root, round) = cfg.split_once(',').unwrap();
+    let round: u32 = round.parse().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async move {
+        use std::io::Write;
+        let s = open(Path::new(root));
+        let mut out = std::io::stdout();
+        for i in 0..100_000u32 {
+            let (len, byte) = ((i as usize * 7919) % 200_000 + 1, (round * 60 + i % 59 + 1) as u8);
+            let o = s.put_object("bkt", "k", PutObjectRequest::default(), Body::from(vec![byte; len])).await.unwrap();
+            writeln!(out, "ACK {} {len} {byte}", o.version_id.unwrap()).unwrap();
+            out.flush().unwrap();
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_versioned_puts_keeps_every_acknowledged_version() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let (_d, root, s) = setup().await;
+    enable(&s, VersioningState::Enabled).await;
+    let mut acked: Vec<(String, usize, u8)> = Vec::new();
+    for (round, stop) in [(0u32, 3usize), (1, 9), (2, 20)] {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "versioned_child_writer", "--ignored", "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, format!("{},{round}", root.display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let acks = tokio::task::spawn_blocking(move || {
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            let mut acks = Vec::new();
+            for line in lines.by_ref() {
+                let line = line.unwrap();
+                if let Some(rest) = line.find("ACK ").map(|i| &line[i + 4..]) {
+                    let v: Vec<&str> = rest.split(' ').collect();
+                    acks.push((v[0].to_string(), v[1].parse().unwrap(), v[2].parse().unwrap()));
+                    if acks.len() >= stop {
+                        break;
+                    }
+                }
+            }
+            std::thread::spawn(move || for _ in lines {});
+            // Into the next PUT (between its link and its rename, some of the time), then kill -9.
+            std::thread::sleep(Duration::from_millis(3 + 2 * stop as u64));
+            child.kill().unwrap();
+            child.wait().unwrap();
+            acks
+        })
+        .await
+        .unwrap();
+        assert_eq!(acks.len(), stop);
+        acked.extend(acks);
+    }
+    let s = open(&root);
+    // Every acknowledged version is there, whole.
+    for (v, len, byte) in &acked {
+        let (info, data) = get(&s, "k", Some(v)).await.unwrap_or_else(|e| panic!("acknowledged version {v} lost: {e}"));
+        assert_eq!((data.len(), info.version_id.as_deref()), (*len, Some(v.as_str())));
+        assert!(data.iter().all(|b| b == byte), "version {v} corrupted");
+    }
+    // The listing names each version once, one of them the latest, and every one reads whole.
+    let listed = versions(&s, "k").await;
+    let mut ids: Vec<&String> = listed.iter().map(|e| &e.1).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), listed.len(), "a version is listed twice: {listed:?}");
+    assert_eq!(listed.iter().filter(|e| e.2).count(), 1);
+    assert!(listed[0].2, "the latest comes first");
+    assert!(listed.len() >= acked.len());
+    for (_, v, _, _) in &listed {
+        let (_, data) = get(&s, "k", Some(v)).await.unwrap();
+        assert!(!data.is_empty() && data.iter().all(|b| *b == data[0]), "version {v} torn");
+    }
+    let (cur, _) = get(&s, "k", None).await.unwrap();
+    assert_eq!(cur.version_id.as_deref(), Some(listed[0].1.as_str()));
+}
