@@ -69,6 +69,15 @@ fn caller() -> Result<Arc<Caller>> {
     caller::current().ok_or_else(|| Error::new(Code::AccessDenied, "Access Denied: no caller"))
 }
 
+/// The request context of `op` when the request names a version: S3's version action
+/// (s3:GetObjectVersion, s3:DeleteObjectVersion, ...).
+fn versioned(mut ctx: RequestContext, op: S3Op, version: bool) -> RequestContext {
+    if version {
+        ctx.action = op.action(true).to_owned();
+    }
+    ctx
+}
+
 fn principal(c: &Caller) -> Principal {
     match &c.account {
         None => Principal::Anonymous,
@@ -197,10 +206,15 @@ impl Authorized {
 
     /// A copy source: readable by the caller (`x-amz-source-expected-bucket-owner` checked).
     async fn check_source(&self, bucket: &str, key: &str) -> Result<()> {
+        self.check_source_version(bucket, key, false).await
+    }
+
+    /// [`Self::check_source`]; `version`: the source names a version (s3:GetObjectVersion).
+    async fn check_source_version(&self, bucket: &str, key: &str, version: bool) -> Result<()> {
         let c = caller()?;
         let auth = self.bucket_auth(bucket).await?;
         auth.check_expected_owner(c.headers.source_expected_bucket_owner.as_deref()).map_err(to_error)?;
-        let ctx = Self::context(&c, S3Op::GetObject, bucket, Some(key));
+        let ctx = versioned(Self::context(&c, S3Op::GetObject, bucket, Some(key)), S3Op::GetObject, version);
         authorize(S3Op::GetObject, &ctx, &auth, None).map_err(to_error)?;
         Ok(())
     }
@@ -440,18 +454,47 @@ impl Store for Authorized {
     }
 
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
-        let (_, auth, ctx) = self.check_with(S3Op::GetObject, bucket, Some(key), |c| c).await?;
+        let ver = req.version_id.is_some();
+        let (_, auth, ctx) =
+            self.check_with(S3Op::GetObject, bucket, Some(key), |c| versioned(c, S3Op::GetObject, ver)).await?;
         self.inner.get_object(bucket, key, req).await.map_err(|e| self.hide_missing(e, &ctx, &auth))
     }
 
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
-        let (_, auth, ctx) = self.check_with(S3Op::HeadObject, bucket, Some(key), |c| c).await?;
+        let ver = req.version_id.is_some();
+        let (_, auth, ctx) =
+            self.check_with(S3Op::HeadObject, bucket, Some(key), |c| versioned(c, S3Op::HeadObject, ver)).await?;
         self.inner.head_object(bucket, key, req).await.map_err(|e| self.hide_missing(e, &ctx, &auth))
     }
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         self.check(S3Op::DeleteObject, bucket, Some(key)).await?;
         self.inner.delete_object(bucket, key).await
+    }
+
+    async fn delete_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<s3hpc_core::DeleteObjectOutput> {
+        // With a version id S3 asks for s3:DeleteObjectVersion.
+        let ver = version_id.is_some();
+        self.check_with(S3Op::DeleteObject, bucket, Some(key), |c| versioned(c, S3Op::DeleteObject, ver)).await?;
+        self.inner.delete_object_version(bucket, key, version_id).await
+    }
+
+    async fn list_object_versions(
+        &self,
+        bucket: &str,
+        req: s3hpc_core::ListVersionsRequest,
+    ) -> Result<s3hpc_core::ListVersionsPage> {
+        let (prefix, delim, max) = (req.prefix.clone(), req.delimiter.clone(), req.max_keys);
+        self.check_with(S3Op::ListObjectVersions, bucket, None, |ctx| {
+            ctx.with_list_params(Some(&prefix), delim.as_deref(), Some(max.min(1000) as u32))
+        })
+        .await?;
+        self.inner.list_object_versions(bucket, req).await
     }
 
     async fn copy_object(
@@ -462,7 +505,7 @@ impl Store for Authorized {
         dst_key: &str,
         req: CopyObjectRequest,
     ) -> Result<PutObjectOutput> {
-        self.check_source(src_bucket, src_key).await?;
+        self.check_source_version(src_bucket, src_key, req.source_version_id.is_some()).await?;
         let (c, auth) = self.check(S3Op::CopyObject, dst_bucket, Some(dst_key)).await?;
         self.check_new_object_acl(&c, &auth)?;
         self.inner.copy_object(src_bucket, src_key, dst_bucket, dst_key, req).await

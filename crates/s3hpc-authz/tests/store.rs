@@ -273,3 +273,52 @@ async fn another_gateway_sees_a_policy_change_within_the_cache_time() {
     tokio::time::sleep(s3hpc_authz::store::CACHE_TTL + std::time::Duration::from_millis(100)).await;
     as_(who("bob"), get(&other, "abkt", "k")).await.unwrap();
 }
+
+/// A request that names a version needs S3's version action: a policy granting s3:GetObject,
+/// s3:DeleteObject and s3:PutObject lets bob read, copy and delete the current version, not a
+/// named one, until it also
+/// grants s3:GetObjectVersion / s3:DeleteObjectVersion.
+#[tokio::test]
+async fn named_versions_need_the_version_actions() {
+    let w = world();
+    let s = &*w.store;
+    let policy = |actions: &str| {
+        format!(
+            r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":{{"AWS":"bob"}},"Action":[{actions}],"Resource":"arn:aws:s3:::abkt/*"}}]}}"#
+        )
+    };
+    let v = as_(who("alice"), async {
+        s.create_bucket("abkt").await.unwrap();
+        s.put_bucket_config("abkt", "versioning", Some(b"Enabled".to_vec())).await.unwrap();
+        s.put_bucket_config(
+            "abkt",
+            "policy",
+            Some(policy(r#""s3:GetObject","s3:DeleteObject","s3:PutObject""#).into_bytes()),
+        )
+        .await
+        .unwrap();
+        put(s, "abkt", "k").await.unwrap().version_id.unwrap()
+    })
+    .await;
+    let named = GetObjectRequest { version_id: Some(v.clone()), ..Default::default() };
+    as_(who("bob"), async {
+        get(s, "abkt", "k").await.unwrap();
+        assert_eq!(code(s.get_object("abkt", "k", named.clone()).await), ErrorCode::AccessDenied);
+        assert_eq!(code(s.head_object("abkt", "k", named.clone()).await), ErrorCode::AccessDenied);
+        assert_eq!(code(s.delete_object_version("abkt", "k", Some(&v)).await), ErrorCode::AccessDenied);
+        let cp = CopyObjectRequest { source_version_id: Some(v.clone()), ..Default::default() };
+        assert_eq!(code(s.copy_object("abkt", "k", "abkt", "k2", cp).await), ErrorCode::AccessDenied);
+        s.copy_object("abkt", "k", "abkt", "k2", CopyObjectRequest::default()).await.unwrap();
+    })
+    .await;
+    let both = r#""s3:GetObject","s3:GetObjectVersion","s3:DeleteObject","s3:DeleteObjectVersion""#;
+    as_(who("alice"), async {
+        s.put_bucket_config("abkt", "policy", Some(policy(both).into_bytes())).await.unwrap();
+    })
+    .await;
+    as_(who("bob"), async {
+        s.get_object("abkt", "k", named.clone()).await.unwrap();
+        s.delete_object_version("abkt", "k", Some(&v)).await.unwrap();
+    })
+    .await;
+}

@@ -55,6 +55,7 @@ fn etag(size: u64, mtime: SystemTime) -> String {
 fn info(key: &str, md: &std::fs::Metadata) -> ObjectInfo {
     let mtime = md.modified().unwrap_or(SystemTime::UNIX_EPOCH);
     ObjectInfo {
+        version_id: None,
         key: key.to_string(),
         size: md.len(),
         etag: etag(md.len(), mtime),
@@ -252,7 +253,7 @@ impl Store for RawFsStore {
             return Err(Error::code(ErrorCode::IncompleteBody).with_resource(format!("{b}/{k}")));
         }
         let now = SystemTime::now();
-        Ok(PutObjectOutput { etag: etag(size, now), checksum: None, size, last_modified: now })
+        Ok(PutObjectOutput { version_id: None, etag: etag(size, now), checksum: None, size, last_modified: now })
     }
 
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {

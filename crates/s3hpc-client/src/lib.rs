@@ -308,8 +308,12 @@ impl S3Client {
             return Ok(resp);
         }
         let hdr_code = resp.headers().get("x-amz-error-code").and_then(|v| v.to_str().ok()).and_then(ErrorCode::parse);
+        let marker = (hstr(resp.headers(), "x-amz-delete-marker") == Some("true"))
+            .then(|| header_text(resp.headers(), "x-amz-version-id").unwrap_or_else(|| "null".into()));
         let body = if is_head { Bytes::new() } else { read_body(resp.into_body(), 1 << 20).await.unwrap_or_default() };
-        Err(error_from(status, &body, hdr_code, not_found))
+        let mut e = error_from(status, &body, hdr_code, not_found);
+        e.delete_marker = marker;
+        Err(e)
     }
 
     /// Sign and send a request; the answer whatever its status.
@@ -408,6 +412,9 @@ impl S3Client {
             r = r.h("range", &v)?;
         }
         add_conditions(&mut r.headers, &req.conditions, "")?;
+        if let Some(v) = &req.version_id {
+            r = r.q("versionId", Some(v));
+        }
         Ok(r)
     }
 
@@ -692,6 +699,7 @@ fn object_info(key: &str, status: StatusCode, h: &HeaderMap) -> (ObjectInfo, Opt
         vec![0; parts.min(10_000)]
     };
     let info = ObjectInfo {
+        version_id: version_of(h),
         key: key.to_string(),
         size,
         etag: etag_of(h),
@@ -702,6 +710,11 @@ fn object_info(key: &str, status: StatusCode, h: &HeaderMap) -> (ObjectInfo, Opt
         tag_count: hstr(h, "x-amz-tagging-count").and_then(|v| v.parse().ok()).unwrap_or(0),
     };
     (info, range)
+}
+
+/// `x-amz-version-id` (`null` and none: the null version).
+fn version_of(h: &HeaderMap) -> Option<String> {
+    header_text(h, "x-amz-version-id").filter(|v| v != s3hpc_core::versions::NULL_VERSION)
 }
 
 fn response_stream(body: Incoming) -> Body {
@@ -827,6 +840,11 @@ impl Store for S3Client {
 
     async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
         names::validate_config_name(name)?;
+        if name == s3hpc_core::versions::VERSIONING_CONFIG {
+            // The seam's document is the state; S3's is a VersioningConfiguration.
+            let (_, n) = self.send_xml(Req::new(Method::GET, Some(bucket), None).q(name, None)).await?;
+            return Ok(n.text_of("Status").map(|s| s.trim().as_bytes().to_vec()));
+        }
         let r = Req::new(Method::GET, Some(bucket), None).q(name, None);
         let resp = self.send(r).await?;
         Ok(Some(read_body(resp.into_body(), MAX_XML).await?.to_vec()))
@@ -834,6 +852,18 @@ impl Store for S3Client {
 
     async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
         names::validate_config_name(name)?;
+        if name == s3hpc_core::versions::VERSIONING_CONFIG {
+            let state = doc.as_deref().and_then(VersioningState::from_doc).ok_or_else(|| {
+                Error::invalid_argument("a versioning document is Enabled or Suspended (it cannot be removed)")
+            })?;
+            let xml = format!(
+                "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Status>{}</Status></VersioningConfiguration>",
+                state.as_str()
+            );
+            let r =
+                doc_body(Req::new(Method::PUT, Some(bucket), None).q(name, None), xml.into_bytes(), "application/xml")?;
+            return self.send_empty(r).await.map(|_| ());
+        }
         let r = match doc {
             None => Req::new(Method::DELETE, Some(bucket), None).q(name, None),
             Some(doc) => {
@@ -863,6 +893,7 @@ impl Store for S3Client {
         let r = Req::new(Method::PUT, Some(bucket), Some(key));
         let (h, sent) = self.send_put(r, req, body).await?;
         Ok(PutObjectOutput {
+            version_id: version_of(&h),
             etag: etag_of(&h),
             checksum: checksum_of_headers(&h),
             size: sent,
@@ -892,6 +923,69 @@ impl Store for S3Client {
         self.send_empty(Req::new(Method::DELETE, Some(bucket), Some(key))).await.map(|_| ())
     }
 
+    async fn delete_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<DeleteObjectOutput> {
+        let mut r = Req::new(Method::DELETE, Some(bucket), Some(key));
+        if let Some(v) = version_id {
+            r = r.q("versionId", Some(v));
+        }
+        let h = self.send_empty(r).await?;
+        Ok(DeleteObjectOutput {
+            version_id: header_text(&h, "x-amz-version-id"),
+            delete_marker: hstr(&h, "x-amz-delete-marker") == Some("true"),
+        })
+    }
+
+    async fn list_object_versions(&self, bucket: &str, req: ListVersionsRequest) -> Result<ListVersionsPage> {
+        let mut r = Req::new(Method::GET, Some(bucket), None).q("versions", None).q("encoding-type", Some("url"));
+        if !req.prefix.is_empty() {
+            r = r.q("prefix", Some(&req.prefix));
+        }
+        if let Some(d) = req.delimiter.as_deref().filter(|d| !d.is_empty()) {
+            r = r.q("delimiter", Some(d));
+        }
+        if let Some(m) = req.key_marker.as_deref().filter(|m| !m.is_empty()) {
+            r = r.q("key-marker", Some(m));
+        }
+        if let Some(m) = req.version_id_marker.as_deref().filter(|m| !m.is_empty()) {
+            r = r.q("version-id-marker", Some(m));
+        }
+        r = r.q("max-keys", Some(&req.max_keys.min(MAX_KEYS).to_string()));
+        let (_, n) = self.send_xml(r).await?;
+        let url = n.text_of("EncodingType").is_some_and(|e| e.eq_ignore_ascii_case("url"));
+        // Versions and delete markers come interleaved in S3's order.
+        let versions = n
+            .children
+            .iter()
+            .filter(|c| c.name == "Version" || c.name == "DeleteMarker")
+            .map(|c| VersionEntry {
+                key: listed_name(c.text_of("Key").unwrap_or(""), url),
+                version_id: c.text_of("VersionId").unwrap_or("null").to_string(),
+                is_latest: c.bool_of("IsLatest"),
+                delete_marker: c.name == "DeleteMarker",
+                size: c.text_of("Size").and_then(|s| s.trim().parse().ok()).unwrap_or(0),
+                etag: c.text_of("ETag").unwrap_or("").trim().trim_matches('"').to_string(),
+                last_modified: xml_time(c, "LastModified"),
+            })
+            .collect();
+        let is_truncated = n.bool_of("IsTruncated");
+        Ok(ListVersionsPage {
+            versions,
+            common_prefixes: n
+                .children("CommonPrefixes")
+                .filter_map(|p| p.text_of("Prefix"))
+                .map(|p| listed_name(p, url))
+                .collect(),
+            is_truncated,
+            next_key_marker: n.text_of("NextKeyMarker").map(|m| listed_name(m, url)).filter(|_| is_truncated),
+            next_version_id_marker: n.text_of("NextVersionIdMarker").map(str::to_string).filter(|_| is_truncated),
+        })
+    }
+
     async fn copy_object(
         &self,
         src_bucket: &str,
@@ -900,8 +994,12 @@ impl Store for S3Client {
         dst_key: &str,
         req: CopyObjectRequest,
     ) -> Result<PutObjectOutput> {
-        let mut r = Req::new(Method::PUT, Some(dst_bucket), Some(dst_key))
-            .h("x-amz-copy-source", &copy_source(src_bucket, src_key))?;
+        let mut source = copy_source(src_bucket, src_key);
+        if let Some(v) = &req.source_version_id {
+            source.push_str("?versionId=");
+            source.push_str(&uri_encode(v, false));
+        }
+        let mut r = Req::new(Method::PUT, Some(dst_bucket), Some(dst_key)).h("x-amz-copy-source", &source)?;
         if let Directive::Replace(m) = &req.metadata {
             r = r.h("x-amz-metadata-directive", "REPLACE")?;
             add_meta(&mut r.headers, m)?;
@@ -917,11 +1015,12 @@ impl Store for S3Client {
         if let Some(a) = req.checksum_algorithm {
             r = r.h("x-amz-checksum-algorithm", a.as_str())?;
         }
-        let (_, n) = self.send_xml(r).await?;
+        let (h, n) = self.send_xml(r).await?;
         let n = n.child("CopyObjectResult").unwrap_or(&n).clone();
         let etag = n.text_of("ETag").unwrap_or("").trim().trim_matches('"').to_string();
         let head = self.head_size(dst_bucket, dst_key).await?;
         Ok(PutObjectOutput {
+            version_id: version_of(&h),
             etag,
             checksum: checksum_of_xml(&n).or(head.checksum),
             size: head.size,
@@ -985,6 +1084,7 @@ impl Store for S3Client {
         // The whole object's size (the server's x-amz-object-size), not the appended bytes.
         let size = h.get("x-amz-object-size").and_then(|v| v.to_str().ok()?.parse().ok());
         Ok(PutObjectOutput {
+            version_id: None,
             etag: etag_of(&h),
             checksum: checksum_of_headers(&h),
             size: size.unwrap_or(offset + sent),
@@ -1260,10 +1360,11 @@ impl Store for S3Client {
         if let Some(t) = checksum_type {
             r = r.h("x-amz-checksum-type", t.as_str())?;
         }
-        let (_, n) = self.send_xml(r).await?;
+        let (h, n) = self.send_xml(r).await?;
         let etag = n.text_of("ETag").unwrap_or("").trim().trim_matches('"').to_string();
         let head = self.head_size(bucket, key).await?;
         Ok(PutObjectOutput {
+            version_id: version_of(&h),
             etag,
             checksum: checksum_of_xml(&n).or(head.checksum),
             size: head.size,

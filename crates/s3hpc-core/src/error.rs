@@ -101,6 +101,8 @@ error_codes! {
     MalformedPOSTRequest => 400, "The body of your POST request is not well-formed multipart/form-data.";
     MaxPostPreDataLengthExceededError => 400, "Your POST request fields preceding the upload file were too large.";
     InvalidRedirectLocation => 400, "The website redirect location must have a prefix of 'http://' or 'https://' or '/'.";
+    NoSuchVersion => 404, "The specified version does not exist.";
+    IllegalVersioningConfigurationException => 400, "The versioning configuration specified in the request is invalid.";
 }
 
 impl fmt::Display for ErrorCode {
@@ -116,20 +118,29 @@ pub struct Error {
     pub message: String,
     /// Bucket or `bucket/key` the error is about (the `<Resource>` of the error document).
     pub resource: Option<String>,
+    /// The error concerns a delete marker (GET of a key whose current version is one, or of a
+    /// marker's version id): its version id, sent as `x-amz-delete-marker: true` and
+    /// `x-amz-version-id` by the HTTP front end.
+    pub delete_marker: Option<String>,
 }
 
 impl Error {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Error { code, message: message.into(), resource: None }
+        Error { code, message: message.into(), resource: None, delete_marker: None }
     }
 
     /// An error with AWS's default message for the code.
     pub fn code(code: ErrorCode) -> Self {
-        Error { code, message: code.default_message().to_string(), resource: None }
+        Error { code, message: code.default_message().to_string(), resource: None, delete_marker: None }
     }
 
     pub fn with_resource(mut self, resource: impl Into<String>) -> Self {
         self.resource = Some(resource.into());
+        self
+    }
+
+    pub fn with_delete_marker(mut self, version_id: impl Into<String>) -> Self {
+        self.delete_marker = Some(version_id.into());
         self
     }
 

@@ -128,6 +128,23 @@ impl<H: Hook> Store for HookedStore<H> {
         self.hook.before(Op::DeleteObject, bucket, key).await?;
         self.inner.delete_object(bucket, key).await
     }
+    async fn delete_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<crate::DeleteObjectOutput> {
+        self.hook.before(Op::DeleteObject, bucket, key).await?;
+        self.inner.delete_object_version(bucket, key, version_id).await
+    }
+    async fn list_object_versions(
+        &self,
+        bucket: &str,
+        req: crate::ListVersionsRequest,
+    ) -> Result<crate::ListVersionsPage> {
+        self.hook.before(Op::ListObjects, bucket, "").await?;
+        self.inner.list_object_versions(bucket, req).await
+    }
     async fn copy_object(
         &self,
         src_bucket: &str,

@@ -19,6 +19,7 @@ pub mod names;
 pub mod noop;
 pub mod store;
 pub mod types;
+pub mod versions;
 
 pub use body::{Body, BodyBuffer, BufferMemory, ByteStream};
 pub use checksum::EtagMode;
@@ -26,3 +27,4 @@ pub use creds::{CredentialSet, Credentials};
 pub use error::{Error, ErrorCode, Result};
 pub use store::{DynStore, Store};
 pub use types::*;
+pub use versions::{DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, VersionEntry, VersioningState};

@@ -16,6 +16,10 @@ use crate::multipart::{check_part_number, completion_checksum, resolve_checksum_
 use crate::names;
 use crate::store::Store;
 use crate::types::*;
+use crate::versions::{
+    DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, NULL_VERSION, VERSIONING_CONFIG, VersionEntry,
+    VersioningState,
+};
 
 struct Object {
     data: Bytes,
@@ -28,6 +32,151 @@ struct Bucket {
     objects: BTreeMap<String, Object>,
     tags: Option<Tags>,
     configs: BTreeMap<String, Vec<u8>>,
+    /// Versioning: the noncurrent versions and delete markers of each key, newest first. When
+    /// a key has no current object and its newest entry here is a marker, that marker is the
+    /// key's current version.
+    versions: BTreeMap<String, Vec<Noncurrent>>,
+}
+
+enum Noncurrent {
+    /// An object version (its `info.version_id`: `None` for the null version).
+    Obj(Box<Object>),
+    Marker {
+        vid: Option<String>,
+        at: SystemTime,
+    },
+}
+
+impl Noncurrent {
+    fn vid(&self) -> &str {
+        match self {
+            Noncurrent::Obj(o) => o.info.version_id.as_deref().unwrap_or(NULL_VERSION),
+            Noncurrent::Marker { vid, .. } => vid.as_deref().unwrap_or(NULL_VERSION),
+        }
+    }
+}
+
+impl Bucket {
+    fn versioning(&self) -> Option<VersioningState> {
+        self.configs.get(VERSIONING_CONFIG).and_then(|d| VersioningState::from_doc(d))
+    }
+
+    /// Make `obj` the current version of `key` under the bucket's versioning state; returns its
+    /// version id. The replaced current version becomes noncurrent (unless it is the null
+    /// version and the new one is null too: it is replaced, as is a noncurrent null version).
+    fn publish(&mut self, key: &str, mut obj: Object) -> Option<String> {
+        let state = self.versioning();
+        let vid = (state == Some(VersioningState::Enabled)).then(crate::versions::new_version_id);
+        obj.info.version_id = vid.clone();
+        if state.is_some() {
+            self.retire_current(key, vid.is_none());
+        }
+        self.objects.insert(key.to_string(), obj);
+        vid
+    }
+
+    /// The current object of `key` (if any) becomes noncurrent; `null_next`: the next current
+    /// version is a null one, so every other null version goes.
+    fn retire_current(&mut self, key: &str, null_next: bool) {
+        let old = self.objects.remove(key);
+        let list = self.versions.entry(key.to_string()).or_default();
+        if null_next {
+            list.retain(|v| v.vid() != NULL_VERSION);
+        }
+        if let Some(o) = old
+            && !(null_next && o.info.version_id.is_none())
+        {
+            list.insert(0, Noncurrent::Obj(Box::new(o)));
+        }
+        if list.is_empty() {
+            self.versions.remove(key);
+        }
+    }
+
+    /// The marker that is the current version of `key`, if it is one.
+    fn current_marker(&self, key: &str) -> Option<&str> {
+        if self.objects.contains_key(key) {
+            return None;
+        }
+        match self.versions.get(key)?.first()? {
+            m @ Noncurrent::Marker { .. } => Some(m.vid()),
+            Noncurrent::Obj(_) => None,
+        }
+    }
+
+    /// The object version `vid` of `key` (`None`: the current object).
+    fn find(&self, bucket: &str, key: &str, vid: Option<&str>) -> Result<&Object> {
+        let Some(vid) = vid else {
+            return self.objects.get(key).ok_or_else(|| {
+                let e = Error::no_such_key(bucket, key);
+                match self.current_marker(key) {
+                    Some(m) => e.with_delete_marker(m),
+                    None => e,
+                }
+            });
+        };
+        crate::versions::check_version_id(vid)?;
+        if let Some(o) = self.objects.get(key)
+            && o.info.version_id.as_deref().unwrap_or(NULL_VERSION) == vid
+        {
+            return Ok(o);
+        }
+        match self.versions.get(key).and_then(|l| l.iter().find(|v| v.vid() == vid)) {
+            Some(Noncurrent::Obj(o)) => Ok(o),
+            Some(m @ Noncurrent::Marker { .. }) => Err(crate::versions::marker_not_allowed(m.vid())),
+            None => Err(crate::versions::no_such_version(bucket, key, vid)),
+        }
+    }
+
+    fn delete_version(&mut self, key: &str, vid: Option<&str>) -> Result<DeleteObjectOutput> {
+        let Some(vid) = vid else {
+            let Some(state) = self.versioning() else {
+                self.objects.remove(key);
+                return Ok(DeleteObjectOutput::default());
+            };
+            let mvid = (state == VersioningState::Enabled).then(crate::versions::new_version_id);
+            self.retire_current(key, mvid.is_none());
+            let out = DeleteObjectOutput {
+                version_id: Some(mvid.clone().unwrap_or(NULL_VERSION.into())),
+                delete_marker: true,
+            };
+            self.versions
+                .entry(key.to_string())
+                .or_default()
+                .insert(0, Noncurrent::Marker { vid: mvid, at: SystemTime::now() });
+            return Ok(out);
+        };
+        crate::versions::check_version_id(vid)?;
+        if self.objects.get(key).is_some_and(|o| o.info.version_id.as_deref().unwrap_or(NULL_VERSION) == vid) {
+            self.objects.remove(key);
+            // The newest noncurrent object version (not a marker) becomes current.
+            if let Some(list) = self.versions.get_mut(key)
+                && matches!(list.first(), Some(Noncurrent::Obj(_)))
+                && let Noncurrent::Obj(o) = list.remove(0)
+            {
+                if list.is_empty() {
+                    self.versions.remove(key);
+                }
+                self.objects.insert(key.to_string(), *o);
+            }
+            return Ok(DeleteObjectOutput { version_id: Some(vid.to_string()), delete_marker: false });
+        }
+        let mut marker = false;
+        if let Some(list) = self.versions.get_mut(key)
+            && let Some(i) = list.iter().position(|v| v.vid() == vid)
+        {
+            marker = matches!(list.remove(i), Noncurrent::Marker { .. });
+            // With no current object, a noncurrent object version on top becomes current.
+            if i == 0 && !self.objects.contains_key(key) && matches!(list.first(), Some(Noncurrent::Obj(_))) {
+                let Noncurrent::Obj(o) = list.remove(0) else { unreachable!() };
+                self.objects.insert(key.to_string(), *o);
+            }
+            if list.is_empty() {
+                self.versions.remove(key);
+            }
+        }
+        Ok(DeleteObjectOutput { version_id: Some(vid.to_string()), delete_marker: marker })
+    }
 }
 
 struct Part {
@@ -170,7 +319,13 @@ impl Store for MemoryStore {
             }
             st.buckets.insert(
                 bucket.to_string(),
-                Bucket { created: SystemTime::now(), objects: BTreeMap::new(), tags: None, configs: BTreeMap::new() },
+                Bucket {
+                    created: SystemTime::now(),
+                    objects: BTreeMap::new(),
+                    tags: None,
+                    configs: BTreeMap::new(),
+                    versions: BTreeMap::new(),
+                },
             );
             Ok(())
         })
@@ -178,7 +333,8 @@ impl Store for MemoryStore {
 
     async fn delete_bucket(&self, bucket: &str) -> Result<()> {
         self.with(|st| {
-            if !st.bucket(bucket)?.objects.is_empty() {
+            let b = st.bucket(bucket)?;
+            if !b.objects.is_empty() || !b.versions.is_empty() {
                 return Err(Error::code(ErrorCode::BucketNotEmpty).with_resource(bucket));
             }
             st.buckets.remove(bucket);
@@ -250,16 +406,17 @@ impl Store for MemoryStore {
                 checksum: d.checksum.clone(),
                 part_sizes: Vec::new(),
                 tag_count: req.tags.len(),
+                version_id: None,
             };
-            st.bucket_mut(bucket)?.objects.insert(key.to_string(), Object { data, info, tags: req.tags });
-            Ok(PutObjectOutput { etag: d.etag, checksum: d.checksum, size: d.size, last_modified: now })
+            let version_id = st.bucket_mut(bucket)?.publish(key, Object { data, info, tags: req.tags });
+            Ok(PutObjectOutput { etag: d.etag, checksum: d.checksum, size: d.size, last_modified: now, version_id })
         })
     }
 
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
         names::validate_key(key)?;
         self.with(|st| {
-            let o = st.object(bucket, key)?;
+            let o = st.bucket(bucket)?.find(bucket, key, req.version_id.as_deref())?;
             req.conditions.check_read(Some((&o.info.etag, o.info.last_modified)))?;
             let range = match (req.range, req.part_number) {
                 (Some(_), Some(_)) => {
@@ -287,9 +444,57 @@ impl Store for MemoryStore {
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         names::validate_key(key)?;
+        self.with(|st| st.bucket_mut(bucket)?.delete_version(key, None).map(|_| ()))
+    }
+
+    async fn delete_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<DeleteObjectOutput> {
+        names::validate_key(key)?;
+        self.with(|st| st.bucket_mut(bucket)?.delete_version(key, version_id))
+    }
+
+    async fn list_object_versions(&self, bucket: &str, req: ListVersionsRequest) -> Result<ListVersionsPage> {
         self.with(|st| {
-            st.bucket_mut(bucket)?.objects.remove(key);
-            Ok(())
+            let b = st.bucket(bucket)?;
+            let mut keys: Vec<&String> = b.objects.range(req.prefix.clone()..).map(|(k, _)| k).collect();
+            keys.extend(b.versions.range(req.prefix.clone()..).map(|(k, _)| k));
+            keys.sort();
+            keys.dedup();
+            let mut all = Vec::new();
+            for k in keys.into_iter().take_while(|k| k.starts_with(req.prefix.as_str())) {
+                let entry = |o: &Object, latest: bool| VersionEntry {
+                    key: k.clone(),
+                    version_id: o.info.version_id.clone().unwrap_or(NULL_VERSION.into()),
+                    is_latest: latest,
+                    delete_marker: false,
+                    size: o.info.size,
+                    etag: o.info.etag.clone(),
+                    last_modified: o.info.last_modified,
+                };
+                let cur = b.objects.get(k);
+                if let Some(o) = cur {
+                    all.push(entry(o, true));
+                }
+                for (i, v) in b.versions.get(k).into_iter().flatten().enumerate() {
+                    all.push(match v {
+                        Noncurrent::Obj(o) => entry(o, false),
+                        Noncurrent::Marker { at, .. } => VersionEntry {
+                            key: k.clone(),
+                            version_id: v.vid().to_string(),
+                            is_latest: cur.is_none() && i == 0,
+                            delete_marker: true,
+                            size: 0,
+                            etag: String::new(),
+                            last_modified: *at,
+                        },
+                    });
+                }
+            }
+            Ok(crate::versions::page_versions(all, &req))
         })
     }
 
@@ -310,7 +515,7 @@ impl Store for MemoryStore {
             names::validate_tags(t, names::MAX_OBJECT_TAGS)?;
         }
         self.with(|st| {
-            let src = st.object(src_bucket, src_key)?;
+            let src = st.bucket(src_bucket)?.find(src_bucket, src_key, req.source_version_id.as_deref())?;
             req.source_conditions.check_copy_source(Some((&src.info.etag, src.info.last_modified)))?;
             if src_bucket == dst_bucket && src_key == dst_key && req.metadata == Directive::Copy {
                 return Err(Error::new(
@@ -320,7 +525,7 @@ impl Store for MemoryStore {
             }
             st.bucket(dst_bucket)?;
             req.conditions.check_write(st.current(dst_bucket, dst_key))?;
-            let src = st.object(src_bucket, src_key)?;
+            let src = st.bucket(src_bucket)?.find(src_bucket, src_key, req.source_version_id.as_deref())?;
             let data = src.data.clone();
             let meta = match &req.metadata {
                 Directive::Copy => src.info.meta.clone(),
@@ -345,10 +550,11 @@ impl Store for MemoryStore {
                 checksum: checksum.clone(),
                 part_sizes: Vec::new(),
                 tag_count: tags.len(),
+                version_id: None,
             };
             let size = info.size;
-            st.bucket_mut(dst_bucket)?.objects.insert(dst_key.to_string(), Object { data, info, tags });
-            Ok(PutObjectOutput { etag, checksum, size, last_modified: now })
+            let version_id = st.bucket_mut(dst_bucket)?.publish(dst_key, Object { data, info, tags });
+            Ok(PutObjectOutput { etag, checksum, size, last_modified: now, version_id })
         })
     }
 
@@ -357,6 +563,9 @@ impl Store for MemoryStore {
         names::validate_key(dst_key)?;
         check_rename_keys(src_key, dst_key)?;
         self.with(|st| {
+            if st.bucket(bucket)?.versioning().is_some() {
+                return Err(crate::versions::unversioned_only("RenameObject"));
+            }
             let src = st.object(bucket, src_key)?;
             req.source_conditions.check_copy_source(Some((&src.info.etag, src.info.last_modified)))?;
             req.conditions.check_write(st.current(bucket, dst_key))?;
@@ -389,6 +598,9 @@ impl Store for MemoryStore {
         let (data, d) = read_body(body, req.content_md5, req.checksum.as_ref(), req.content_length).await?;
         check_append_body(d.size)?;
         self.with(|st| {
+            if st.bucket(bucket)?.versioning().is_some() {
+                return Err(crate::versions::unversioned_only("PutObject with a write offset"));
+            }
             req.conditions.check_write(st.current(bucket, key))?;
             let now = SystemTime::now();
             let b = st.bucket_mut(bucket)?;
@@ -403,9 +615,16 @@ impl Store for MemoryStore {
                     checksum: d.checksum.clone(),
                     part_sizes: Vec::new(),
                     tag_count: req.tags.len(),
+                    version_id: None,
                 };
                 b.objects.insert(key.to_string(), Object { data, info, tags: req.tags });
-                return Ok(PutObjectOutput { etag: d.etag, checksum: d.checksum, size: d.size, last_modified: now });
+                return Ok(PutObjectOutput {
+                    etag: d.etag,
+                    checksum: d.checksum,
+                    size: d.size,
+                    last_modified: now,
+                    version_id: None,
+                });
             };
             check_write_offset(offset, o.info.size)?;
             check_append_meta(&req)?;
@@ -422,7 +641,7 @@ impl Store for MemoryStore {
             o.info.part_sizes = Vec::new();
             o.info.last_modified = now;
             o.data = whole;
-            Ok(PutObjectOutput { etag, checksum: cks, size: o.info.size, last_modified: now })
+            Ok(PutObjectOutput { etag, checksum: cks, size: o.info.size, last_modified: now, version_id: None })
         })
     }
 
@@ -642,12 +861,12 @@ impl Store for MemoryStore {
                 checksum: checksum.clone(),
                 part_sizes: chosen.iter().map(|p| p.size).collect(),
                 tag_count: u.req.tags.len(),
+                version_id: None,
             };
             let size = info.size;
-            st.bucket_mut(bucket)?
-                .objects
-                .insert(key.to_string(), Object { data: data.freeze(), info, tags: u.req.tags });
-            let out = PutObjectOutput { etag, checksum, size, last_modified: now };
+            let version_id =
+                st.bucket_mut(bucket)?.publish(key, Object { data: data.freeze(), info, tags: u.req.tags });
+            let out = PutObjectOutput { etag, checksum, size, last_modified: now, version_id };
             let done = crate::multipart::CompletedUpload::new(key, &chosen, &out);
             st.completed.insert(upload_id.to_string(), (bucket.to_string(), done));
             Ok(out)

@@ -306,6 +306,8 @@ pub struct CompletedUpload {
     pub size: u64,
     pub last_modified: std::time::SystemTime,
     pub completed_at: std::time::SystemTime,
+    /// The version id the object got (versioned buckets), answered again on a retry.
+    pub version_id: Option<String>,
 }
 
 fn to_ns(t: std::time::SystemTime) -> u128 {
@@ -330,6 +332,7 @@ impl CompletedUpload {
             size: out.size,
             last_modified: out.last_modified,
             completed_at: std::time::SystemTime::now(),
+            version_id: out.version_id.clone(),
         }
     }
 
@@ -365,6 +368,7 @@ impl CompletedUpload {
             }
         }
         Ok(PutObjectOutput {
+            version_id: self.version_id.clone(),
             etag: self.etag.clone(),
             checksum: self.checksum.clone(),
             size: self.size,
@@ -384,6 +388,9 @@ impl CompletedUpload {
             to_ns(self.last_modified),
             to_ns(self.completed_at)
         ));
+        if let Some(v) = &self.version_id {
+            s.push_str(&format!("version {v}\n"));
+        }
         for (n, e) in &self.parts {
             s.push_str(&format!("part {n} {e}\n"));
         }
@@ -400,6 +407,7 @@ impl CompletedUpload {
         }
         let (mut key, mut etag, mut checksum, mut size, mut modified, mut completed) =
             (None, None, None, None, None, None);
+        let mut version_id = None;
         let mut parts = Vec::new();
         let mut ended = false;
         for l in lines {
@@ -414,6 +422,7 @@ impl CompletedUpload {
                 "size" => size = Some(rest.parse().ok()?),
                 "modified" => modified = from_ns(rest.parse().ok()?),
                 "completed" => completed = from_ns(rest.parse().ok()?),
+                "version" => version_id = Some(rest.to_string()).filter(|v| crate::versions::is_valid_version_id(v)),
                 "part" => {
                     let (n, e) = rest.split_once(' ')?;
                     parts.push((n.parse().ok()?, e.to_string()));
@@ -433,6 +442,7 @@ impl CompletedUpload {
             size: size?,
             last_modified: modified?,
             completed_at: completed?,
+            version_id,
         })
     }
 }
@@ -459,6 +469,7 @@ mod completed_tests {
             },
         ];
         let out = PutObjectOutput {
+            version_id: Some("0123456789abcdef0123456789abcdef".into()),
             etag: "cc-2".into(),
             checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAAAA==-2".into() }),
             size: 10,
@@ -490,6 +501,7 @@ mod completed_tests {
         let req = |parts| CompleteMultipartRequest { parts, ..Default::default() };
         let out = r.answer(&key, "id", &req(vec![cp(1, "\"aa\""), cp(3, "bb")])).unwrap();
         assert_eq!((out.etag.as_str(), out.size), ("cc-2", 10));
+        assert_eq!(out.version_id.as_deref(), Some("0123456789abcdef0123456789abcdef"));
         for parts in [vec![cp(1, "aa")], vec![cp(1, "aa"), cp(2, "bb")], vec![cp(1, "aa"), cp(3, "bx")]] {
             assert_eq!(r.answer(&key, "id", &req(parts)).unwrap_err().code, ErrorCode::NoSuchUpload);
         }

@@ -29,6 +29,7 @@ impl NoopStore {
 
     fn info(&self, key: &str) -> ObjectInfo {
         ObjectInfo {
+            version_id: None,
             key: key.to_string(),
             size: self.object.len() as u64,
             etag: self.etag.clone(),
@@ -58,7 +59,13 @@ impl NoopStore {
         {
             return Err(Error::new(crate::ErrorCode::IncompleteBody, "body length differs from Content-Length"));
         }
-        Ok(PutObjectOutput { etag: self.etag.clone(), checksum: None, size, last_modified: SystemTime::now() })
+        Ok(PutObjectOutput {
+            version_id: None,
+            etag: self.etag.clone(),
+            checksum: None,
+            size,
+            last_modified: SystemTime::now(),
+        })
     }
 }
 
@@ -131,6 +138,7 @@ impl Store for NoopStore {
         _req: CopyObjectRequest,
     ) -> Result<PutObjectOutput> {
         Ok(PutObjectOutput {
+            version_id: None,
             etag: self.etag.clone(),
             checksum: None,
             size: self.object.len() as u64,
@@ -197,7 +205,7 @@ impl Store for NoopStore {
         req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
         let etag = crate::checksum::multipart_etag(req.parts.iter().map(|p| p.etag.as_str()));
-        Ok(PutObjectOutput { etag, checksum: None, size: 0, last_modified: SystemTime::now() })
+        Ok(PutObjectOutput { version_id: None, etag, checksum: None, size: 0, last_modified: SystemTime::now() })
     }
     async fn abort_multipart_upload(&self, _b: &str, _k: &str, _u: &str) -> Result<()> {
         Ok(())

@@ -119,6 +119,74 @@ pub trait Store: Send + Sync + 'static {
     /// Delete an object; deleting a missing key succeeds (S3 is idempotent here).
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()>;
 
+    /// DeleteObject with S3 versioning: without `version_id` on a versioned bucket a delete
+    /// marker becomes the current version (suspended: the `null` one); with one, that version
+    /// (or marker) is removed for good (a missing version succeeds, as on S3; a malformed id is
+    /// `InvalidArgument`). The default, for stores without versioning: the `null` version is the
+    /// object, any other version does not exist.
+    async fn delete_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<crate::versions::DeleteObjectOutput> {
+        if let Some(v) = version_id {
+            crate::versions::check_version_id(v)?;
+            if v != crate::versions::NULL_VERSION {
+                self.head_bucket(bucket).await?;
+                return Ok(crate::versions::DeleteObjectOutput {
+                    version_id: Some(v.to_string()),
+                    delete_marker: false,
+                });
+            }
+        }
+        self.delete_object(bucket, key).await?;
+        Ok(crate::versions::DeleteObjectOutput { version_id: version_id.map(str::to_string), delete_marker: false })
+    }
+
+    /// ListObjectVersions. The default, for stores without versioning: every object is its one
+    /// `null` version, the latest.
+    async fn list_object_versions(
+        &self,
+        bucket: &str,
+        req: crate::versions::ListVersionsRequest,
+    ) -> Result<crate::versions::ListVersionsPage> {
+        use crate::versions::*;
+        let marker = req.key_marker.clone().filter(|m| !m.is_empty());
+        // The null version is the only one: after "key-marker + a version" comes the next key.
+        let lreq = ListObjectsRequest {
+            prefix: req.prefix.clone(),
+            delimiter: req.delimiter.clone(),
+            start_after: marker,
+            max_keys: req.max_keys,
+        };
+        let p = self.list_objects(bucket, lreq).await?;
+        let versions = p
+            .objects
+            .into_iter()
+            .map(|o| VersionEntry {
+                key: o.key,
+                version_id: NULL_VERSION.to_string(),
+                is_latest: true,
+                delete_marker: false,
+                size: o.size,
+                etag: o.etag,
+                last_modified: o.last_modified,
+            })
+            .collect::<Vec<_>>();
+        let next_version_id_marker = match (&p.next_marker, versions.last()) {
+            (Some(m), Some(v)) if *m == v.key => Some(NULL_VERSION.to_string()),
+            _ => None,
+        };
+        Ok(ListVersionsPage {
+            versions,
+            common_prefixes: p.common_prefixes,
+            is_truncated: p.is_truncated,
+            next_key_marker: p.next_marker.filter(|_| p.is_truncated),
+            next_version_id_marker: next_version_id_marker.filter(|_| p.is_truncated),
+        })
+    }
+
     /// Server-side copy; source and destination may be the same object (then metadata must be
     /// replaced, else `InvalidRequest`, as S3 does).
     async fn copy_object(

@@ -309,6 +309,8 @@ pub struct ObjectInfo {
     /// GetObjectAttributes ObjectParts); empty for single puts.
     pub part_sizes: Vec<u64>,
     pub tag_count: usize,
+    /// The version id (`None`: the null version, or a store without versioning).
+    pub version_id: Option<String>,
 }
 
 impl ObjectInfo {
@@ -370,6 +372,8 @@ pub struct PutObjectOutput {
     pub checksum: Option<Checksum>,
     pub size: u64,
     pub last_modified: SystemTime,
+    /// The new version's id on a versioning-enabled bucket (`None`: the null version).
+    pub version_id: Option<String>,
 }
 
 /// A GetObject (also used for HEAD with `head_object`).
@@ -379,6 +383,8 @@ pub struct GetObjectRequest {
     /// `partNumber` query parameter (mutually exclusive with range).
     pub part_number: Option<u32>,
     pub conditions: Conditions,
+    /// `versionId`: read this version (`null`: the null version) instead of the current one.
+    pub version_id: Option<String>,
 }
 
 /// A GetObject answer: the object's info, the served byte range, and the body.
@@ -409,6 +415,8 @@ pub struct CopyObjectRequest {
     pub conditions: Conditions,
     /// Compute and store this checksum for the new object.
     pub checksum_algorithm: Option<ChecksumAlgorithm>,
+    /// `x-amz-copy-source: /b/k?versionId=`: copy this version of the source.
+    pub source_version_id: Option<String>,
 }
 
 /// ListObjects (v1 and v2 map onto this).

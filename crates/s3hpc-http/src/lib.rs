@@ -387,7 +387,23 @@ pub(crate) fn error_response(e: &Error, is_head: bool, path: &str, rid: u64) -> 
     if e.code == ErrorCode::XMinioStorageFull {
         log_storage_full(e, path);
     }
-    error_response_raw(e.code.http_status(), e.code.as_str(), &e.message, e.resource.as_deref(), is_head, path, rid)
+    let mut resp = error_response_raw(
+        e.code.http_status(),
+        e.code.as_str(),
+        &e.message,
+        e.resource.as_deref(),
+        is_head,
+        path,
+        rid,
+    );
+    // A read that met a delete marker says so (S3: `x-amz-delete-marker`, the marker's id).
+    if let Some(v) = &e.delete_marker
+        && let Ok(v) = http::HeaderValue::from_str(v)
+    {
+        resp.headers_mut().insert("x-amz-delete-marker", http::HeaderValue::from_static("true"));
+        resp.headers_mut().insert("x-amz-version-id", v);
+    }
+    resp
 }
 
 pub(crate) fn error_response_raw(

@@ -206,6 +206,15 @@ pub fn parse_delete_objects(data: &[u8]) -> Result<DeleteRequest> {
     Ok(DeleteRequest { quiet, objects })
 }
 
+/// `<VersioningConfiguration><Status/><MfaDelete/></VersioningConfiguration>`: the status and
+/// the MFA delete setting as given (`None` when absent).
+pub fn parse_versioning(data: &[u8]) -> Result<(Option<String>, Option<String>)> {
+    let root = parse_tree(data)?;
+    expect_root(&root, "VersioningConfiguration")?;
+    let text = |n: &str| root.child_text(n).map(|s| s.trim().to_string());
+    Ok((text("Status"), text("MfaDelete")))
+}
+
 /// `<Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging>`
 pub fn parse_tagging(data: &[u8]) -> Result<Tags> {
     let root = parse_tree(data)?;

@@ -382,7 +382,7 @@ pub fn get_object(
     cb: GetObjectDataCallback,
     resp: &Resp,
 ) -> Res {
-    let req = GetObjectRequest { range: get_range(start, count), part_number: None, conditions };
+    let req = GetObjectRequest { version_id: None, range: get_range(start, count), part_number: None, conditions };
     let s = store(&b)?;
     // An embedded posix store answers on this thread: no future, no runtime.
     let out = match s.get_object_inline(&b.name, &key, &req) {

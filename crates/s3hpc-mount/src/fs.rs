@@ -1313,7 +1313,13 @@ async fn open_appender(ctx: &Arc<Ctx>, ino: u64, key: String, any_offset: bool, 
     i.etag = info.etag.clone();
     i.mtime = info.last_modified;
     i.valid_until = until;
-    let at = PutObjectOutput { etag: info.etag, checksum: None, size: info.size, last_modified: info.last_modified };
+    let at = PutObjectOutput {
+        version_id: None,
+        etag: info.etag,
+        checksum: None,
+        size: info.size,
+        last_modified: info.last_modified,
+    };
     let writer = Writer::appender(ctx.wctx.clone(), key, pid, at, any_offset);
     let fh = ctx.new_fh(Handle::Write { ino, writer: Mutex::new(writer) });
     i.local = Local::Writing(fh);

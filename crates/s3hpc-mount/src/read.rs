@@ -234,6 +234,7 @@ async fn get_once(
     end: u64,
 ) -> Result<Bytes, Error> {
     let req = GetObjectRequest {
+        version_id: None,
         range: Some(ByteRange::FromTo(offset, end - 1)),
         part_number: None,
         conditions: Conditions { if_match: (!etag.is_empty()).then(|| etag.to_string()), ..Default::default() },

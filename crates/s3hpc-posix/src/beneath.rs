@@ -149,6 +149,11 @@ impl Beneath {
         self.dir.rename(self.rel(from)?, &self.dir, self.rel(to)?)
     }
 
+    /// `link(2)`: a second name `to` for the file `from` (a final symlink is not followed).
+    pub fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.dir.hard_link(self.rel(from)?, &self.dir, self.rel(to)?)
+    }
+
     pub fn remove_file(&self, p: &Path) -> io::Result<()> {
         self.dir.remove_file(self.rel(p)?)
     }

@@ -27,6 +27,7 @@ use s3hpc_core::{
     ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput,
     PutObjectRequest, RenameObjectRequest, Tags, UploadInfo, UploadPartRequest,
 };
+use s3hpc_core::{DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, MAX_KEYS, VersioningState};
 
 mod beneath;
 mod delete;
@@ -43,6 +44,7 @@ mod records;
 mod rename;
 mod sys;
 mod uploads;
+mod versions;
 mod walk;
 mod write;
 
@@ -214,6 +216,8 @@ struct Inner {
     /// open): a record read after a `stat` is current as long as that stat's ctime is.
     ctime_exact: bool,
     locks: Vec<Mutex<()>>,
+    /// Versioning state per bucket, read at most once a second (see `versions`).
+    vstate: versions::StateCache,
 }
 
 // ---------- small helpers ----------
@@ -291,6 +295,7 @@ fn file_info(key: &str, size: u64, r: Record) -> (ObjectInfo, Tags) {
         checksum: r.checksum,
         part_sizes: r.part_sizes,
         tag_count: r.tags.len(),
+        version_id: r.version_id,
     };
     (info, r.tags)
 }
@@ -471,6 +476,7 @@ impl PosixStore {
             temp_prefix: format!("{host}.{pid}."),
             cache: dircache::DirCache::new(root_local.then_some(root_dev)),
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            vstate: Default::default(),
         };
         inner.cleanup_stale();
         Ok(PosixStore { inner: Arc::new(inner) })
@@ -547,6 +553,15 @@ impl PosixStore {
         dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;
         let (b, k, r, c) = (bucket.to_string(), key.to_string(), put_record(&req, &dg), req.conditions.clone());
         self.run(move |s| s.publish_dir(&bdir, &b, &k, &kp, data.to_vec(), r, &c)).await
+    }
+
+    /// Operations that replace an object in place are not offered on versioned buckets.
+    fn refuse_versioned(&self, bucket: &str, what: &str) -> Result<()> {
+        let bdir = self.inner.bucket_dir(bucket)?;
+        match self.inner.versioning(&bdir, bucket)? {
+            Some(_) => Err(s3hpc_core::versions::unversioned_only(what)),
+            None => Ok(()),
+        }
     }
 
     /// The identity this call acts as (`None`: the process; always `None` unless
@@ -741,7 +756,7 @@ impl Store for PosixStore {
                     })
                 },
             )?;
-            if !page.objects.is_empty() || page.is_truncated {
+            if !page.objects.is_empty() || page.is_truncated || s.has_versions(&bdir)? {
                 return Err(Error::code(ErrorCode::BucketNotEmpty).with_resource(b));
             }
             // Only empty directories (no objects) and the internal dir remain.
@@ -826,6 +841,14 @@ impl Store for PosixStore {
         let (b, name) = (bucket.to_string(), name.to_string());
         self.run(move |s| {
             s.require_bucket(&bdir, &b)?;
+            if name == s3hpc_core::versions::VERSIONING_CONFIG {
+                if s.mode == MetaMode::Sidecar {
+                    return Err(Error::not_implemented(
+                        "versioning needs extended attributes (user.* xattrs), which this file system does not offer",
+                    ));
+                }
+                s.vstate.put(&b, doc.as_deref().and_then(VersioningState::from_doc));
+            }
             let dir = bdir.join(INTERNAL).join("config");
             let Some(doc) = doc else {
                 return match s.fs.remove_file(&dir.join(&name)) {
@@ -938,10 +961,10 @@ impl Store for PosixStore {
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
         if self.inline_io() {
             let _as = self.assume_here()?;
-            return self.inner.get_object(bucket, key, &req);
+            return self.inner.get_object_v(bucket, key, &req);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
-        self.run(move |s| s.get_object(&b, &k, &req)).await
+        self.run(move |s| s.get_object_v(&b, &k, &req)).await
     }
 
     fn offloads_io(&self) -> bool {
@@ -957,29 +980,55 @@ impl Store for PosixStore {
     }
 
     fn get_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
-        self.inline_io().then(|| self.assume_here().and_then(|_as| self.inner.get_object(bucket, key, req)))
+        self.inline_io().then(|| self.assume_here().and_then(|_as| self.inner.get_object_v(bucket, key, req)))
     }
 
     fn head_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<ObjectInfo>> {
-        self.inline_io().then(|| self.assume_here().and_then(|_as| self.inner.head_object(bucket, key, req)))
+        self.inline_io().then(|| self.assume_here().and_then(|_as| self.inner.head_object_v(bucket, key, req)))
     }
 
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
         if self.inline_io() {
             let _as = self.assume_here()?;
-            return self.inner.head_object(bucket, key, &req);
+            return self.inner.head_object_v(bucket, key, &req);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
-        self.run(move |s| s.head_object(&b, &k, &req)).await
+        self.run(move |s| s.head_object_v(&b, &k, &req)).await
     }
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         if self.inline_io() {
             let _as = self.assume_here()?;
-            return self.inner.delete_object(bucket, key);
+            return self.inner.delete_object_any(bucket, key);
         }
         let (b, k) = (bucket.to_string(), key.to_string());
-        self.run(move |s| s.delete_object(&b, &k)).await
+        self.run(move |s| s.delete_object_any(&b, &k)).await
+    }
+
+    async fn delete_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<DeleteObjectOutput> {
+        let (b, k, v) = (bucket.to_string(), key.to_string(), version_id.map(str::to_string));
+        self.run(move |s| s.delete_version(&b, &k, v.as_deref())).await
+    }
+
+    async fn list_object_versions(&self, bucket: &str, req: ListVersionsRequest) -> Result<ListVersionsPage> {
+        // Every current key under the prefix (see SEMANTICS, Versioning: a page reads them all).
+        let mut current = Vec::new();
+        let mut lreq = ListObjectsRequest { prefix: req.prefix.clone(), max_keys: MAX_KEYS, ..Default::default() };
+        loop {
+            let page = self.list_objects(bucket, lreq.clone()).await?;
+            current.extend(page.objects.into_iter().map(|o| o.key));
+            if !page.is_truncated {
+                break;
+            }
+            lreq.start_after = page.next_marker;
+        }
+        let b = bucket.to_string();
+        self.run(move |s| s.list_versions(&b, current, &req)).await
     }
 
     async fn copy_object(
@@ -1003,9 +1052,12 @@ impl Store for PosixStore {
         let (sbn, skn, dbn, dkn) =
             (src_bucket.to_string(), src_key.to_string(), dst_bucket.to_string(), dst_key.to_string());
         self.run(move |s| {
-            let o = s.open_object(&sb, &sbn, &skn, &skp)?;
+            let o = match &req.source_version_id {
+                Some(v) => s.open_version(&sbn, &skn, v)?,
+                None => s.open_object(&sb, &sbn, &skn, &skp).map_err(|e| s.mark_deleted(e, &sbn, &skn))?,
+            };
             req.source_conditions.check_copy_source(Some((&o.info.etag, o.info.last_modified)))?;
-            if sbn == dbn && skn == dkn && req.metadata == Directive::Copy {
+            if sbn == dbn && skn == dkn && req.metadata == Directive::Copy && req.source_version_id.is_none() {
                 return Err(Error::new(
                     ErrorCode::InvalidRequest,
                     "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
@@ -1070,6 +1122,7 @@ impl Store for PosixStore {
     }
 
     async fn rename_object(&self, bucket: &str, src_key: &str, dst_key: &str, req: RenameObjectRequest) -> Result<()> {
+        self.refuse_versioned(bucket, "RenameObject")?;
         self.rename(bucket, src_key, dst_key, req).await
     }
 
@@ -1085,6 +1138,7 @@ impl Store for PosixStore {
         req: PutObjectRequest,
         body: Body,
     ) -> Result<PutObjectOutput> {
+        self.refuse_versioned(bucket, "PutObject with a write offset")?;
         Box::pin(self.append(bucket, key, offset, req, body)).await
     }
 

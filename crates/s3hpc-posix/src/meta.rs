@@ -38,6 +38,10 @@ pub struct Record {
     /// byte: bit 4 set means FULL_OBJECT, clear COMPOSITE (as every upload recorded before the
     /// type was kept), so older records still decode.
     pub checksum_type: Option<ChecksumType>,
+    /// The object's version id on a versioned bucket (32 lower-case hex digits; `None`: the
+    /// null version). Encoded as 16 trailing bytes, absent for the null version, so records
+    /// written before versioning existed decode unchanged.
+    pub version_id: Option<String>,
 }
 
 /// Bit of the upload's algorithm byte that marks a FULL_OBJECT upload.
@@ -250,6 +254,9 @@ impl Record {
         w.bytes(self.key.as_bytes());
         let full = self.algorithm.is_some() && self.checksum_type == Some(ChecksumType::FullObject);
         w.0.push(alg_index(self.algorithm) | if full { FULL_OBJECT_BIT } else { 0 });
+        if let Some(v) = self.version_id.as_deref().and_then(hex16) {
+            w.0.extend_from_slice(&v);
+        }
         w.0
     }
 
@@ -283,6 +290,7 @@ impl Record {
             key,
             algorithm,
             checksum_type,
+            version_id,
         } = self;
         *s == size
             && *m == mtime_ns
@@ -295,6 +303,7 @@ impl Record {
             && key.is_empty()
             && algorithm.is_none()
             && checksum_type.is_none()
+            && version_id.is_none()
     }
 
     pub fn decode(b: &[u8]) -> Option<Record> {
@@ -344,9 +353,11 @@ impl Record {
             (Some(_), false) => Some(ChecksumType::Composite),
             (Some(_), true) => Some(ChecksumType::FullObject),
         };
-        if !r.0.is_empty() {
-            return None;
-        }
+        let version_id = match r.0.len() {
+            0 => None,
+            16 => Some(hex32(r.0, None)),
+            _ => return None,
+        };
         Some(Record {
             size,
             mtime_ns,
@@ -360,6 +371,7 @@ impl Record {
             key,
             algorithm,
             checksum_type,
+            version_id,
         })
     }
 }
@@ -391,6 +403,7 @@ mod tests {
         meta.user.insert("a".into(), "b".into());
         meta.website_redirect_location = Some("/elsewhere".into());
         let r = Record {
+            version_id: None,
             size: 42,
             mtime_ns: 1_700_000_000_123_456_789,
             ino: 7,

@@ -180,6 +180,7 @@ impl Inner {
             match self.rcache.lookup(dev, ino, stamp) {
                 Some(rcache::Hit::Etag(etag)) => {
                     let info = ObjectInfo {
+                        version_id: None,
                         key: key.to_string(),
                         size: stamp.size,
                         etag,
@@ -230,8 +231,10 @@ impl Inner {
                 checksum: r.checksum.clone(),
                 part_sizes: r.part_sizes.clone(),
                 tag_count: r.tags.len(),
+                version_id: r.version_id.clone(),
             },
             None => ObjectInfo {
+                version_id: None,
                 key: key.to_string(),
                 size: md.len(),
                 etag: derived_etag(md),

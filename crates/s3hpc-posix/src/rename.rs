@@ -207,6 +207,7 @@ impl Inner {
         };
         self.set_record(Target::File(&f), &self.sidecar_path(&bdir, key, md.ino()), &rec)?;
         Ok(Some(PutObjectOutput {
+            version_id: None,
             etag: rec.etag,
             checksum: rec.checksum,
             size: rec.size,

@@ -418,7 +418,7 @@ impl<'a> Dec<'a> {
         let code = ErrorCode::ALL.get(idx).copied().unwrap_or(ErrorCode::InternalError);
         let message = self.str()?;
         let resource = self.opt_str()?;
-        Ok(Error { code, message, resource })
+        Ok(Error { delete_marker: None, code, message, resource })
     }
     pub fn object_info(&mut self) -> Result<ObjectInfo> {
         let key = self.str()?;
@@ -433,10 +433,11 @@ impl<'a> Dec<'a> {
             part_sizes.push(self.var()?);
         }
         let tag_count = self.var()? as usize;
-        Ok(ObjectInfo { key, size, etag, last_modified, meta, checksum, part_sizes, tag_count })
+        Ok(ObjectInfo { version_id: None, key, size, etag, last_modified, meta, checksum, part_sizes, tag_count })
     }
     pub fn put_output(&mut self) -> Result<PutObjectOutput> {
         Ok(PutObjectOutput {
+            version_id: None,
             etag: self.str()?,
             checksum: self.checksum()?,
             size: self.var()?,
@@ -737,7 +738,7 @@ impl From<&GetObjectRequest> for WireGet {
 
 impl From<WireGet> for GetObjectRequest {
     fn from(r: WireGet) -> Self {
-        GetObjectRequest { range: r.range, part_number: r.part_number, conditions: r.conditions }
+        GetObjectRequest { version_id: None, range: r.range, part_number: r.part_number, conditions: r.conditions }
     }
 }
 
@@ -766,6 +767,7 @@ impl From<&CopyObjectRequest> for WireCopy {
 impl From<WireCopy> for CopyObjectRequest {
     fn from(r: WireCopy) -> Self {
         CopyObjectRequest {
+            source_version_id: None,
             metadata: r.metadata,
             tagging: r.tagging,
             source_conditions: r.source_conditions,

@@ -252,6 +252,73 @@ func main() {
 		return nil
 	}())
 
+	check("versioning", func() error {
+		vb := bucket + "-v"
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(vb)}); err != nil {
+			return err
+		}
+		defer func() {
+			vs, _ := c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(vb)})
+			if vs != nil {
+				for _, v := range vs.Versions {
+					c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(vb), Key: v.Key, VersionId: v.VersionId})
+				}
+				for _, m := range vs.DeleteMarkers {
+					c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(vb), Key: m.Key, VersionId: m.VersionId})
+				}
+			}
+			c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(vb)})
+		}()
+		if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(vb),
+			VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+			return err
+		}
+		st, err := c.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(vb)})
+		if err != nil || st.Status != types.BucketVersioningStatusEnabled {
+			return fmt.Errorf("state %v, %v", st, err)
+		}
+		var ids []string
+		for _, body := range []string{"one", "two"} {
+			out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(vb), Key: aws.String("k"),
+				Body: strings.NewReader(body)})
+			if err != nil {
+				return err
+			}
+			ids = append(ids, aws.ToString(out.VersionId))
+		}
+		g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(vb), Key: aws.String("k"), VersionId: &ids[0]})
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(g.Body)
+		g.Body.Close()
+		if string(b) != "one" || aws.ToString(g.VersionId) != ids[0] {
+			return fmt.Errorf("old version: %q %v", b, g.VersionId)
+		}
+		d, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(vb), Key: aws.String("k")})
+		if err != nil || !aws.ToBool(d.DeleteMarker) {
+			return fmt.Errorf("delete: %v %v", d, err)
+		}
+		_, err = c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(vb), Key: aws.String("k")})
+		if code, _, status := apiError(err); code != "NoSuchKey" || status != 404 {
+			return fmt.Errorf("get after delete: %v", err)
+		}
+		p := s3.NewListObjectVersionsPaginator(c, &s3.ListObjectVersionsInput{Bucket: aws.String(vb), MaxKeys: aws.Int32(1)})
+		n, markers := 0, 0
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return err
+			}
+			n += len(page.Versions)
+			markers += len(page.DeleteMarkers)
+		}
+		if n != 2 || markers != 1 {
+			return fmt.Errorf("%d versions, %d markers", n, markers)
+		}
+		return nil
+	}())
+
 	if failed {
 		os.Exit(1)
 	}

@@ -11,15 +11,17 @@ use super::response::*;
 use crate::util::{Query, decode_path, iso8601};
 use crate::xml::{DECL, NS, checksum_element, elem};
 
-/// `x-amz-copy-source`: `[/]bucket/key[?versionId=null]`, URL-encoded.
-pub(super) fn copy_source(h: &HeaderMap) -> Result<(String, String)> {
+/// `x-amz-copy-source`: `[/]bucket/key[?versionId=ID]`, URL-encoded: bucket, key, version.
+pub(super) fn copy_source(h: &HeaderMap) -> Result<(String, String, Option<String>)> {
     let raw = hdr(h, "x-amz-copy-source").ok_or_else(|| {
         Error::invalid_argument("Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
     })?;
     let (path, query) = raw.split_once('?').unwrap_or((raw, ""));
+    let mut version = None;
     if !query.is_empty() {
         let q = Query::parse(Some(query));
         check_version_id(q.get("versionId"))?;
+        version = q.get("versionId").map(str::to_owned);
     }
     let bad = || Error::invalid_argument("Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
     let path = decode_path(path).ok_or_else(bad)?;
@@ -30,7 +32,7 @@ pub(super) fn copy_source(h: &HeaderMap) -> Result<(String, String)> {
     }
     check_bucket_name_for_access(b)?;
     names::validate_key(k)?;
-    Ok((b.to_string(), k.to_string()))
+    Ok((b.to_string(), k.to_string(), version))
 }
 
 pub(super) fn directive(h: &HeaderMap, name: &str) -> Result<bool> {
@@ -49,7 +51,7 @@ pub(super) fn directive(h: &HeaderMap, name: &str) -> Result<bool> {
 pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
     let h = &r.parts.headers;
     refuse_unsupported_write_headers(h)?;
-    let (sb, sk) = copy_source(h)?;
+    let (sb, sk, sv) = copy_source(h)?;
     let metadata =
         if directive(h, "x-amz-metadata-directive")? { Directive::Replace(object_meta(h)?) } else { Directive::Copy };
     let tagging =
@@ -61,6 +63,7 @@ pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
         ),
     };
     let req = CopyObjectRequest {
+        source_version_id: sv.clone(),
         metadata,
         tagging,
         source_conditions: conditions(h, "x-amz-copy-source-"),
@@ -77,14 +80,24 @@ pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
     elem(&mut s, "LastModified", &iso8601(out.last_modified));
     checksum_xml(&mut s, &out.checksum);
     s.push_str("</CopyObjectResult>");
-    Ok(xml_ok(s))
+    let mut resp = xml_ok(s);
+    if let Some(v) = &out.version_id {
+        resp.headers_mut().insert("x-amz-version-id", hval(v)?);
+    }
+    if let Some(v) = &sv {
+        resp.headers_mut().insert("x-amz-copy-source-version-id", hval(v)?);
+    }
+    Ok(resp)
 }
 
 pub(super) async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
     let h = &r.parts.headers;
     let id = upload_id(r)?;
     let n = part_number(r)?;
-    let (sb, sk) = copy_source(h)?;
+    let (sb, sk, sv) = copy_source(h)?;
+    if let Some(v) = &sv {
+        super::versioning::current_version_only(r, &sb, &sk, v, "UploadPartCopy").await?;
+    }
     let range = match hdr(h, "x-amz-copy-source-range") {
         None => None,
         Some(v) => match ByteRange::parse_header(v) {

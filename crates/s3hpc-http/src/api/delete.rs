@@ -20,33 +20,46 @@ pub(super) async fn delete_objects(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         Err(e) if e.code != ErrorCode::AccessDenied => return Err(e),
         _ => {}
     }
-    let results: Vec<(String, Result<()>)> = futures::stream::iter(req.objects)
+    type Outcome = Result<DeleteObjectOutput>;
+    let results: Vec<(String, Option<String>, Outcome)> = futures::stream::iter(req.objects)
         .map(|(key, version)| async move {
             let res = match check_version_id(version.as_deref()) {
                 Err(e) => Err(e),
                 Ok(()) => match names::validate_key(&key) {
                     Err(e) => Err(e),
-                    Ok(()) => store(r).delete_object(&r.bucket, &key).await,
+                    Ok(()) => store(r).delete_object_version(&r.bucket, &key, version.as_deref()).await,
                 },
             };
-            (key, res)
+            (key, version, res)
         })
         .buffered(16)
         .collect()
         .await;
     let mut s = String::from(DECL);
     s.push_str(&format!("<DeleteResult xmlns=\"{NS}\">"));
-    for (key, res) in results {
+    for (key, version, res) in results {
         match res {
-            Ok(()) if req.quiet => {}
-            Ok(()) => {
+            Ok(_) if req.quiet => {}
+            Ok(out) => {
                 s.push_str("<Deleted>");
                 elem(&mut s, "Key", &key);
+                if let Some(v) = &version {
+                    elem(&mut s, "VersionId", v);
+                }
+                if out.delete_marker {
+                    elem(&mut s, "DeleteMarker", "true");
+                    if let Some(m) = &out.version_id {
+                        elem(&mut s, "DeleteMarkerVersionId", m);
+                    }
+                }
                 s.push_str("</Deleted>");
             }
             Err(e) => {
                 s.push_str("<Error>");
                 elem(&mut s, "Key", &key);
+                if let Some(v) = &version {
+                    elem(&mut s, "VersionId", v);
+                }
                 elem(&mut s, "Code", e.code.as_str());
                 elem(&mut s, "Message", &e.message);
                 s.push_str("</Error>");
@@ -58,7 +71,14 @@ pub(super) async fn delete_objects(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
 }
 
 pub(super) async fn delete_object(r: &Req<'_>) -> Result<Resp> {
-    check_version_id(r.q.get("versionId"))?;
-    store(r).delete_object(&r.bucket, &r.key).await?;
-    Ok(empty(StatusCode::NO_CONTENT))
+    let version = version_param(r)?;
+    let out = store(r).delete_object_version(&r.bucket, &r.key, version.as_deref()).await?;
+    let mut resp = empty(StatusCode::NO_CONTENT);
+    if let Some(v) = &out.version_id {
+        resp.headers_mut().insert("x-amz-version-id", hval(v)?);
+    }
+    if out.delete_marker {
+        resp.headers_mut().insert("x-amz-delete-marker", http::HeaderValue::from_static("true"));
+    }
+    Ok(resp)
 }

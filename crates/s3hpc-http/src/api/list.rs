@@ -16,7 +16,6 @@ use crate::xml::{DECL, NS, checksum_element, elem};
 pub(super) enum ListKind {
     V1,
     V2,
-    Versions,
 }
 
 /// Version byte of the continuation tokens this gateway writes.
@@ -112,7 +111,6 @@ pub(super) async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
     let start_after = match kind {
         ListKind::V1 => q.get("marker").filter(|m| !m.is_empty()).map(str::to_owned),
         ListKind::V2 => token.clone().or_else(|| q.get("start-after").filter(|m| !m.is_empty()).map(str::to_owned)),
-        ListKind::Versions => q.get("key-marker").filter(|m| !m.is_empty()).map(str::to_owned),
     };
     let req = ListObjectsRequest { prefix: prefix.clone(), delimiter: delimiter.clone(), start_after, max_keys };
     let page = store(r).list_objects(&r.bucket, req).await?;
@@ -120,10 +118,7 @@ pub(super) async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
     let enc = |s: &str| if url { url_encode_key(s).into_owned() } else { s.to_string() };
     let mut s = String::with_capacity(512 + page.objects.len() * 256);
     s.push_str(DECL);
-    let root = match kind {
-        ListKind::Versions => "ListVersionsResult",
-        _ => "ListBucketResult",
-    };
+    let root = "ListBucketResult";
     s.push_str(&format!("<{root} xmlns=\"{NS}\">"));
     elem(&mut s, "Name", &r.bucket);
     // ListObjects v1 leaves its top-level Prefix unencoded even with encoding-type=url (AWS
@@ -152,16 +147,6 @@ pub(super) async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
             }
             elem(&mut s, "KeyCount", &(page.objects.len() + page.common_prefixes.len()).to_string());
         }
-        ListKind::Versions => {
-            elem(&mut s, "KeyMarker", &enc(q.get("key-marker").unwrap_or("")));
-            elem(&mut s, "VersionIdMarker", q.get("version-id-marker").unwrap_or(""));
-            if page.is_truncated
-                && let Some(m) = &page.next_marker
-            {
-                elem(&mut s, "NextKeyMarker", &enc(m));
-                elem(&mut s, "NextVersionIdMarker", "null");
-            }
-        }
     }
     elem(&mut s, "MaxKeys", &max_keys.to_string());
     if let Some(d) = &delimiter {
@@ -183,14 +168,11 @@ pub(super) async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
         if take_obj {
             let o = &page.objects[oi];
             oi += 1;
-            let tag = if kind == ListKind::Versions { "Version" } else { "Contents" };
+            let tag = "Contents";
             s.push('<');
             s.push_str(tag);
             s.push('>');
             elem(&mut s, "Key", &enc(&o.key));
-            if kind == ListKind::Versions {
-                s.push_str("<VersionId>null</VersionId><IsLatest>true</IsLatest>");
-            }
             elem(&mut s, "LastModified", &iso8601(o.last_modified));
             elem(&mut s, "ETag", &quoted(&o.etag));
             elem(&mut s, "Size", &o.size.to_string());

@@ -48,6 +48,7 @@ mod rename;
 mod request;
 mod response;
 mod tagging;
+mod versioning;
 
 use request::hdr;
 use response::Resp;
@@ -70,7 +71,6 @@ const BUCKET_UNSUPPORTED: &[&str] = &[
     "metrics",
     "inventory",
     "intelligent-tiering",
-    "versioning",
     "metadataTable",
 ];
 /// Object subresources that are known but not supported (501).
@@ -101,6 +101,7 @@ operations! {
     GetBucketLifecycleConfiguration, PutBucketLifecycleConfiguration, DeleteBucketLifecycle,
     GetBucketCors, PutBucketCors, DeleteBucketCors, PreflightCors,
     ListObjects, ListObjectsV2, ListObjectVersions, ListMultipartUploads, ListParts,
+    GetBucketVersioning, PutBucketVersioning,
     HeadObject, GetObject, GetObjectAttributes, GetObjectAcl,
     PutObject, CopyObject, RenameObject,
     DeleteObject, DeleteObjects,
@@ -156,6 +157,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Get,    Query("tagging"),                             Op::GetBucketTagging),
     (Bucket,  Get,    Query("uploads"),                             Op::ListMultipartUploads),
     (Bucket,  Get,    Query("versions"),                            Op::ListObjectVersions),
+    (Bucket,  Get,    Query("versioning"),                          Op::GetBucketVersioning),
     (Bucket,  Get,    Query("policy"),                              Op::GetBucketPolicy),
     (Bucket,  Get,    Query("policyStatus"),                        Op::GetBucketPolicyStatus),
     (Bucket,  Get,    Query("acl"),                                 Op::GetBucketAcl),
@@ -167,6 +169,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Get,    Query("list-type"),                           Op::ListObjectsV2),
     (Bucket,  Get,    Always,                                       Op::ListObjects),
     (Bucket,  Put,    Query("tagging"),                             Op::PutBucketTagging),
+    (Bucket,  Put,    Query("versioning"),                          Op::PutBucketVersioning),
     (Bucket,  Put,    Query("policy"),                              Op::PutBucketPolicy),
     (Bucket,  Put,    Query("acl"),                                 Op::PutBucketAcl),
     (Bucket,  Put,    Query("ownershipControls"),                   Op::PutBucketOwnershipControls),
@@ -449,7 +452,9 @@ async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
             Some("2") => list::list_objects(r, list::ListKind::V2).await,
             _ => Err(Error::invalid_argument("Invalid list type")),
         },
-        Op::ListObjectVersions => list::list_objects(r, list::ListKind::Versions).await,
+        Op::ListObjectVersions => versioning::list_object_versions(r).await,
+        Op::GetBucketVersioning => versioning::get_bucket_versioning(r).await,
+        Op::PutBucketVersioning => versioning::put_bucket_versioning(r, body).await,
         Op::ListMultipartUploads => list::list_uploads(r).await,
         Op::ListParts => list::list_parts(r).await,
         Op::HeadObject => object_get::get_object(r, true).await,

@@ -135,7 +135,11 @@ pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Res
     match tokio::time::timeout(r.st.cfg.complete_keepalive_after, &mut task).await {
         Ok(res) => {
             let out = joined(res)?;
-            Ok(xml_ok(format!("{DECL}{}", result_doc(&out))))
+            let mut resp = xml_ok(format!("{DECL}{}", result_doc(&out)));
+            if let Some(v) = &out.version_id {
+                resp.headers_mut().insert("x-amz-version-id", hval(v)?);
+            }
+            Ok(resp)
         }
         Err(_) => {
             // Still running: commit to 200 now. The declaration goes first, then a space per

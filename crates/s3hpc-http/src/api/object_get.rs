@@ -13,7 +13,7 @@ use crate::xml::{DECL, NS, elem};
 
 pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
     let h = &r.parts.headers;
-    check_version_id(r.q.get("versionId"))?;
+    let version_id = version_param(r)?;
     let range = hdr(h, "range").and_then(ByteRange::parse_header);
     let part_number =
         match r.q.get("partNumber") {
@@ -28,13 +28,17 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
             "Cannot specify both Range header and partNumber query parameter",
         ));
     }
-    let req = GetObjectRequest { range, part_number, conditions: conditions(h, "") };
+    let req = GetObjectRequest { version_id: version_id.clone(), range, part_number, conditions: conditions(h, "") };
     let checksum_mode = hdr(h, "x-amz-checksum-mode").is_some_and(|v| v.eq_ignore_ascii_case("ENABLED"));
     let (info, served, body) = match read_object(r, head, req).await {
         Ok(x) => x,
         // A suffix range of an empty object is the whole (empty) object, as AWS answers.
         Err(e) if e.code == ErrorCode::InvalidRange && matches!(range, Some(ByteRange::Suffix(n)) if n > 0) => {
-            let whole = GetObjectRequest { conditions: conditions(h, ""), ..Default::default() };
+            let whole = GetObjectRequest {
+                conditions: conditions(h, ""),
+                version_id: version_id.clone(),
+                ..Default::default()
+            };
             match read_object(r, head, whole).await? {
                 (info, _, body) if info.size == 0 => (info, None, body),
                 _ => return Err(e),
@@ -49,6 +53,9 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
     hm.insert(header::ETAG, hval(&quoted(&info.etag))?);
     hm.insert(header::LAST_MODIFIED, hval(&http_date(info.last_modified))?);
     hm.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if let Some(v) = info.version_id.as_deref().or(version_id.as_deref()) {
+        hm.insert("x-amz-version-id", hval(v)?);
+    }
     if let Some((off, l)) = served {
         let cr = if l == 0 {
             format!("bytes */{}", info.size)
@@ -174,9 +181,9 @@ pub(super) async fn get_object_attributes(r: &Req<'_>) -> Result<Resp> {
         None => 0u32,
         Some(v) => v.parse().map_err(|_| Error::invalid_argument("invalid x-amz-part-number-marker"))?,
     };
-    let info = store(r)
-        .head_object(&r.bucket, &r.key, GetObjectRequest { conditions: conditions(h, ""), ..Default::default() })
-        .await?;
+    let version_id = version_param(r)?;
+    let req = GetObjectRequest { conditions: conditions(h, ""), version_id: version_id.clone(), ..Default::default() };
+    let info = store(r).head_object(&r.bucket, &r.key, req).await?;
     let has = |n: &str| wanted.iter().any(|w| w == n);
     let mut s = String::from(DECL);
     s.push_str(&format!("<GetObjectAttributesResponse xmlns=\"{NS}\">"));
@@ -224,6 +231,9 @@ pub(super) async fn get_object_attributes(r: &Req<'_>) -> Result<Resp> {
     s.push_str("</GetObjectAttributesResponse>");
     let mut resp = xml_ok(s);
     resp.headers_mut().insert(header::LAST_MODIFIED, hval(&http_date(info.last_modified))?);
+    if let Some(v) = info.version_id.as_deref().or(version_id.as_deref()) {
+        resp.headers_mut().insert("x-amz-version-id", hval(v)?);
+    }
     Ok(resp)
 }
 

@@ -46,6 +46,9 @@ fn write_offset(h: &http::HeaderMap) -> Result<Option<u64>> {
 
 pub(super) fn write_response(out: &PutObjectOutput) -> Result<Resp> {
     let mut b = empty_ok().header(header::ETAG, hval(&quoted(&out.etag))?).header("x-amz-object-size", out.size);
+    if let Some(v) = &out.version_id {
+        b = b.header("x-amz-version-id", hval(v)?);
+    }
     if let Some(c) = &out.checksum {
         b = b
             .header(c.algorithm.header_name(), hval(&c.value)?)

@@ -24,11 +24,18 @@ pub(super) fn store<'a>(r: &'a Req<'a>) -> &'a DynStore {
     &r.st.cfg.store
 }
 
+/// A `versionId` as S3 checks it: `null` or an id this gateway gives, else 400 InvalidArgument.
 pub(super) fn check_version_id(v: Option<&str>) -> Result<()> {
     match v {
-        None | Some("null") => Ok(()),
-        Some(_) => Err(Error::invalid_argument("Invalid version id specified (versioning is not enabled)")),
+        None => Ok(()),
+        Some(v) => s3hpc_core::versions::check_version_id(v),
     }
+}
+
+/// The request's `versionId` query parameter, checked.
+pub(super) fn version_param(r: &Req<'_>) -> Result<Option<String>> {
+    check_version_id(r.q.get("versionId"))?;
+    Ok(r.q.get("versionId").map(str::to_owned))
 }
 
 // ---- request parsing helpers ----

@@ -28,6 +28,9 @@ pub(super) fn tagging_xml(tags: &Tags) -> String {
 }
 
 pub(super) async fn get_object_tagging(r: &Req<'_>) -> Result<Resp> {
+    if let Some(v) = version_param(r)? {
+        super::versioning::current_version_only(r, &r.bucket, &r.key, &v, "GetObjectTagging").await?;
+    }
     let tags = store(r).get_object_tagging(&r.bucket, &r.key).await?;
     Ok(xml_ok(tagging_xml(&tags)))
 }
@@ -36,11 +39,17 @@ pub(super) async fn put_object_tagging(r: &Req<'_>, body: ReqBody) -> Result<Res
     let data = small_body(r, body, false).await?;
     let tags = xml::parse_tagging(&data)?;
     validate_tags(&tags, MAX_OBJECT_TAGS)?;
+    if let Some(v) = version_param(r)? {
+        super::versioning::current_version_only(r, &r.bucket, &r.key, &v, "PutObjectTagging").await?;
+    }
     store(r).put_object_tagging(&r.bucket, &r.key, tags).await?;
     Ok(empty_ok().body(RespBody::Empty).unwrap())
 }
 
 pub(super) async fn delete_object_tagging(r: &Req<'_>) -> Result<Resp> {
+    if let Some(v) = version_param(r)? {
+        super::versioning::current_version_only(r, &r.bucket, &r.key, &v, "DeleteObjectTagging").await?;
+    }
     store(r).delete_object_tagging(&r.bucket, &r.key).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }

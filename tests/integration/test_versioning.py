@@ -1,0 +1,222 @@
+"""S3 versioning through the gateway with boto3: Put/GetBucketVersioning, versioned PUT/GET/HEAD/
+DELETE, delete markers, suspended mode and the null version, ListObjectVersions paging, copy from
+a version, DeleteObjects with versions, and AWS's errors; plus the posix layout on disk."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import err_code, err_status, raw_request
+
+
+def purge(s3, name):
+    """Remove every version and delete marker, then the bucket."""
+    while True:
+        r = s3.list_object_versions(Bucket=name)
+        items = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+                 for v in r.get("Versions", []) + r.get("DeleteMarkers", [])]
+        if not items:
+            break
+        s3.delete_objects(Bucket=name, Delete={"Objects": items})
+    s3.delete_bucket(Bucket=name)
+
+
+@pytest.fixture
+def vbucket(s3):
+    name = "itv-" + uuid.uuid4().hex[:16]
+    s3.create_bucket(Bucket=name)
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    yield name
+    purge(s3, name)
+
+
+def entries(s3, bucket, **kw):
+    r = s3.list_object_versions(Bucket=bucket, **kw)
+    out = [(v["Key"], v["VersionId"], v["IsLatest"], False) for v in r.get("Versions", [])]
+    out += [(m["Key"], m["VersionId"], m["IsLatest"], True) for m in r.get("DeleteMarkers", [])]
+    return r, out
+
+
+def test_versioning_state_roundtrip(s3):
+    name = "itv-" + uuid.uuid4().hex[:16]
+    s3.create_bucket(Bucket=name)
+    try:
+        assert "Status" not in s3.get_bucket_versioning(Bucket=name)
+        s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+        assert s3.get_bucket_versioning(Bucket=name)["Status"] == "Enabled"
+        s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Suspended"})
+        assert s3.get_bucket_versioning(Bucket=name)["Status"] == "Suspended"
+        with pytest.raises(ClientError) as e:
+            s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled", "MFADelete": "Enabled"})
+        assert err_status(e.value) == 501 and err_code(e.value) == "NotImplemented"
+        assert s3.get_bucket_versioning(Bucket=name)["Status"] == "Suspended"
+    finally:
+        purge(s3, name)
+
+
+def test_bad_versioning_document(server, s3):
+    name = "itv-" + uuid.uuid4().hex[:16]
+    s3.create_bucket(Bucket=name)
+    try:
+        doc = b'<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>On</Status></VersioningConfiguration>'
+        st, _, body = raw_request(server, "PUT", f"/{name}?versioning", body=doc)
+        assert st == 400 and b"IllegalVersioningConfigurationException" in body
+        st, _, body = raw_request(server, "PUT", f"/{name}?versioning", body=b"<nope")
+        assert st == 400 and b"MalformedXML" in body
+    finally:
+        purge(s3, name)
+
+
+def test_versions_markers_and_reads(s3, vbucket):
+    b = vbucket
+    v1 = s3.put_object(Bucket=b, Key="k", Body=b"one")["VersionId"]
+    v2 = s3.put_object(Bucket=b, Key="k", Body=b"two")["VersionId"]
+    assert v1 != v2 and v1 != "null"
+    g = s3.get_object(Bucket=b, Key="k")
+    assert g["Body"].read() == b"two" and g["VersionId"] == v2
+    g = s3.get_object(Bucket=b, Key="k", VersionId=v1)
+    assert g["Body"].read() == b"one" and g["VersionId"] == v1
+    h = s3.head_object(Bucket=b, Key="k", VersionId=v1)
+    assert h["ContentLength"] == 3 and h["VersionId"] == v1
+    g = s3.get_object(Bucket=b, Key="k", VersionId=v1, Range="bytes=1-1")
+    assert g["Body"].read() == b"n"
+    # A delete makes a marker.
+    d = s3.delete_object(Bucket=b, Key="k")
+    assert d["DeleteMarker"] is True
+    m = d["VersionId"]
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b, Key="k")
+    assert err_status(e.value) == 404 and err_code(e.value) == "NoSuchKey"
+    hdrs = e.value.response["ResponseMetadata"]["HTTPHeaders"]
+    assert hdrs.get("x-amz-delete-marker") == "true" and hdrs.get("x-amz-version-id") == m
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=b, Key="k", VersionId=m)
+    assert err_status(e.value) == 405
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b, Key="k", VersionId=m)
+    assert err_status(e.value) == 405 and err_code(e.value) == "MethodNotAllowed"
+    assert "Contents" not in s3.list_objects_v2(Bucket=b)
+    r, got = entries(s3, b)
+    assert sorted(got) == sorted([("k", m, True, True), ("k", v2, False, False), ("k", v1, False, False)])
+    assert [v["VersionId"] for v in r["Versions"]] == [v2, v1]
+    # Removing the marker restores the key; removing the current version promotes the previous.
+    d = s3.delete_object(Bucket=b, Key="k", VersionId=m)
+    assert d["DeleteMarker"] is True and d["VersionId"] == m
+    assert s3.get_object(Bucket=b, Key="k")["Body"].read() == b"two"
+    d = s3.delete_object(Bucket=b, Key="k", VersionId=v2)
+    assert d["VersionId"] == v2 and "DeleteMarker" not in d
+    g = s3.get_object(Bucket=b, Key="k")
+    assert g["Body"].read() == b"one" and g["VersionId"] == v1
+
+
+def test_version_id_errors(s3, vbucket):
+    b = vbucket
+    s3.put_object(Bucket=b, Key="k", Body=b"x")
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b, Key="k", VersionId="not-a-version")
+    assert err_status(e.value) == 400 and err_code(e.value) == "InvalidArgument"
+    assert e.value.response["Error"]["Message"] == "Invalid version id specified"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b, Key="k", VersionId="0" * 32)
+    assert err_status(e.value) == 404 and err_code(e.value) == "NoSuchVersion"
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=b, Key="k", VersionId="bad")
+    assert err_status(e.value) == 400 and err_code(e.value) == "InvalidArgument"
+    # Deleting a version that does not exist succeeds, as on S3.
+    s3.delete_object(Bucket=b, Key="k", VersionId="0" * 32)
+    with pytest.raises(ClientError) as e:
+        s3.list_object_versions(Bucket=b, VersionIdMarker="null")
+    assert err_status(e.value) == 400 and err_code(e.value) == "InvalidArgument"
+
+
+def test_suspended_mode_and_null_version(s3, vbucket):
+    b = vbucket
+    va = s3.put_object(Bucket=b, Key="k", Body=b"a")["VersionId"]
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Suspended"})
+    r = s3.put_object(Bucket=b, Key="k", Body=b"b")
+    assert r.get("VersionId") in (None, "null")
+    s3.put_object(Bucket=b, Key="k", Body=b"c")
+    _, got = entries(s3, b)
+    assert sorted(got) == sorted([("k", "null", True, False), ("k", va, False, False)])
+    assert s3.get_object(Bucket=b, Key="k", VersionId="null")["Body"].read() == b"c"
+    d = s3.delete_object(Bucket=b, Key="k")
+    assert d["DeleteMarker"] is True and d["VersionId"] == "null"
+    _, got = entries(s3, b)
+    assert sorted(got) == sorted([("k", "null", True, True), ("k", va, False, False)])
+
+
+def test_list_versions_paging_and_prefixes(s3, vbucket):
+    b = vbucket
+    for k in ["a", "d/1", "d/2", "z"]:
+        for body in (b"1", b"2"):
+            s3.put_object(Bucket=b, Key=k, Body=body)
+    s3.delete_object(Bucket=b, Key="z")
+    _, full = entries(s3, b)
+    assert len(full) == 9
+    seen, kw = [], {}
+    while True:
+        r = s3.list_object_versions(Bucket=b, MaxKeys=2, **kw)
+        page = r.get("Versions", []) + r.get("DeleteMarkers", [])
+        assert len(page) <= 2
+        seen += [(v["Key"], v["VersionId"]) for v in page]
+        if not r["IsTruncated"]:
+            break
+        kw = {"KeyMarker": r["NextKeyMarker"], "VersionIdMarker": r["NextVersionIdMarker"]}
+    assert sorted(seen) == sorted((e[0], e[1]) for e in full) and len(seen) == len(set(seen))
+    r = s3.list_object_versions(Bucket=b, Delimiter="/")
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["d/"]
+    r = s3.list_object_versions(Bucket=b, Prefix="d/", EncodingType="url")
+    assert r["EncodingType"] == "url" and len(r["Versions"]) == 4
+
+
+def test_copy_from_version_and_multipart_version(s3, vbucket):
+    b = vbucket
+    v1 = s3.put_object(Bucket=b, Key="src", Body=b"first")["VersionId"]
+    s3.put_object(Bucket=b, Key="src", Body=b"second")
+    c = s3.copy_object(Bucket=b, Key="dst", CopySource={"Bucket": b, "Key": "src", "VersionId": v1})
+    assert c["CopySourceVersionId"] == v1 and c["VersionId"] not in (None, "null")
+    assert s3.get_object(Bucket=b, Key="dst")["Body"].read() == b"first"
+    up = s3.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
+    p = s3.upload_part(Bucket=b, Key="mp", UploadId=up, PartNumber=1, Body=b"part")
+    done = s3.complete_multipart_upload(Bucket=b, Key="mp", UploadId=up,
+                                        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p["ETag"]}]})
+    assert done["VersionId"] not in (None, "null")
+    assert s3.head_object(Bucket=b, Key="mp")["VersionId"] == done["VersionId"]
+
+
+def test_delete_objects_with_versions(s3, vbucket):
+    b = vbucket
+    v1 = s3.put_object(Bucket=b, Key="x", Body=b"1")["VersionId"]
+    s3.put_object(Bucket=b, Key="y", Body=b"1")
+    r = s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "x", "VersionId": v1}, {"Key": "y"},
+                                                         {"Key": "z", "VersionId": "bad"}]})
+    deleted = {d["Key"]: d for d in r["Deleted"]}
+    assert deleted["x"]["VersionId"] == v1 and "DeleteMarker" not in deleted["x"]
+    assert deleted["y"]["DeleteMarker"] is True and deleted["y"]["DeleteMarkerVersionId"]
+    assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [("z", "InvalidArgument")]
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=b, Key="x", VersionId=v1)
+    assert err_code(e.value) == "NoSuchVersion"
+
+
+def test_bucket_with_versions_is_not_empty(s3, vbucket):
+    s3.put_object(Bucket=vbucket, Key="k", Body=b"x")
+    s3.delete_object(Bucket=vbucket, Key="k")
+    with pytest.raises(ClientError) as e:
+        s3.delete_bucket(Bucket=vbucket)
+    assert err_code(e.value) == "BucketNotEmpty"
+
+
+def test_posix_layout_and_posix_writes(server, s3, vbucket):
+    b = vbucket
+    v1 = s3.put_object(Bucket=b, Key="dir/k", Body=b"one")["VersionId"]
+    s3.put_object(Bucket=b, Key="dir/k", Body=b"two")
+    root = server.root
+    assert (root / b / "dir" / "k").read_bytes() == b"two"
+    assert (root / b / ".s3hpc" / "versions" / "dir" / "k" / ".s3hpc" / v1).read_bytes() == b"one"
+    # A file written by a POSIX tool is the current version, with version id null.
+    (root / b / "dir" / "k").write_bytes(b"posix!")
+    h = s3.head_object(Bucket=b, Key="dir/k")
+    assert h["ContentLength"] == 6 and h.get("VersionId") in (None, "null")
