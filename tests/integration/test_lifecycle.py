@@ -194,6 +194,38 @@ def test_expiration_and_abort_run_in_the_background(fast):
     assert "tmp/new" in keys(s3, b)
 
 
+def test_noncurrent_versions_and_lone_delete_markers_expire(fast):
+    """On a versioned bucket (posix backend: older versions in the hidden versions area) the
+    runner removes noncurrent versions a day after they stopped being current, keeping the
+    NewerNoncurrentVersions newest, and then a delete marker left alone."""
+    s3 = make_client(fast.endpoint)
+    b = name()
+    s3.create_bucket(Bucket=b)
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    ids = [s3.put_object(Bucket=b, Key="v/k", Body=f"{i}".encode())["VersionId"] for i in range(3)]
+    s3.put_object(Bucket=b, Key="gone/x", Body=b"x")
+    s3.delete_object(Bucket=b, Key="gone/x")
+    s3.put_object(Bucket=b, Key="other/y", Body=b"1")
+    s3.put_object(Bucket=b, Key="other/y", Body=b"2")
+
+    def versions():
+        r = s3.list_object_versions(Bucket=b)
+        out = [(v["Key"], v["VersionId"]) for v in r.get("Versions", [])]
+        return sorted(out + [(m["Key"], "marker") for m in r.get("DeleteMarkers", [])])
+
+    assert len(versions()) == 7
+    s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": [
+        {"ID": "v", "Filter": {"Prefix": "v/"}, "Status": "Enabled",
+         "NoncurrentVersionExpiration": {"NoncurrentDays": 1, "NewerNoncurrentVersions": 1}},
+        {"ID": "gone", "Filter": {"Prefix": "gone/"}, "Status": "Enabled",
+         "Expiration": {"ExpiredObjectDeleteMarker": True}, "NoncurrentVersionExpiration": {"NoncurrentDays": 1}},
+    ]})
+    want = sorted([("v/k", ids[2]), ("v/k", ids[1])] + [("other/y", v) for k, v in versions() if k == "other/y"])
+    assert wait_until(lambda: versions() == want, 20), versions()
+    assert s3.get_object(Bucket=b, Key="v/k")["Body"].read() == b"2"
+    assert s3.get_object(Bucket=b, Key="v/k", VersionId=ids[1])["Body"].read() == b"1"
+
+
 def test_a_held_lease_stops_the_run(fast):
     """Another gateway holding the bucket's lease (flock on ROOT/.s3hpc/lifecycle/BUCKET): this
     one does not run the bucket until it is released."""
