@@ -114,24 +114,32 @@ impl Inner {
         } else {
             self.open_file(bucket, key, || self.root.join(bucket))?
         };
-        req.conditions.check_read(Some((&o.info.etag, o.info.last_modified)))?;
-        let range = match (req.range, req.part_number) {
-            (Some(_), Some(_)) => {
-                return Err(Error::new(ErrorCode::InvalidRequest, "Cannot specify both Range header and partNumber"));
-            }
-            (Some(r), None) => Some(r.resolve(o.info.size)?),
-            (None, Some(n)) => Some(o.info.part_range(n)?),
-            (None, None) => None,
-        };
-        let (off, len) = range.unwrap_or((0, o.info.size));
-        let body = match o.content {
-            _ if len == 0 => Body::Empty,
-            Content::File(file) => Body::File { file, offset: off, len },
-            Content::Inline(v) => Body::from(Bytes::from(v).slice(off as usize..(off + len) as usize)),
-        };
-        Ok(GetObjectOutput { info: o.info, range, body })
+        serve_opened(o, req)
     }
+}
 
+/// The GetObject answer from an opened object (the current one or a version): conditions, then
+/// the range or part asked for.
+pub(crate) fn serve_opened(o: Opened, req: &GetObjectRequest) -> Result<GetObjectOutput> {
+    req.conditions.check_read(Some((&o.info.etag, o.info.last_modified)))?;
+    let range = match (req.range, req.part_number) {
+        (Some(_), Some(_)) => {
+            return Err(Error::new(ErrorCode::InvalidRequest, "Cannot specify both Range header and partNumber"));
+        }
+        (Some(r), None) => Some(r.resolve(o.info.size)?),
+        (None, Some(n)) => Some(o.info.part_range(n)?),
+        (None, None) => None,
+    };
+    let (off, len) = range.unwrap_or((0, o.info.size));
+    let body = match o.content {
+        _ if len == 0 => Body::Empty,
+        Content::File(file) => Body::File { file, offset: off, len },
+        Content::Inline(v) => Body::from(Bytes::from(v).slice(off as usize..(off + len) as usize)),
+    };
+    Ok(GetObjectOutput { info: o.info, range, body })
+}
+
+impl Inner {
     /// Info and tag count of an object without opening it: `stat` + one metadata read. If the
     /// record does not match the stat (the key was replaced in between, or a POSIX tool wrote
     /// the file), fall back to open + fstat so info always describes one inode.

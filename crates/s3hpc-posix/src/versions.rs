@@ -351,23 +351,7 @@ impl Inner {
         let Some(vid) = req.version_id.as_deref() else {
             return self.get_object(bucket, key, req).map_err(|e| self.mark_deleted(e, bucket, key));
         };
-        let o = self.open_version(bucket, key, vid)?;
-        req.conditions.check_read(Some((&o.info.etag, o.info.last_modified)))?;
-        let range = match (req.range, req.part_number) {
-            (Some(_), Some(_)) => {
-                return Err(Error::new(ErrorCode::InvalidRequest, "Cannot specify both Range header and partNumber"));
-            }
-            (Some(r), None) => Some(r.resolve(o.info.size)?),
-            (None, Some(n)) => Some(o.info.part_range(n)?),
-            (None, None) => None,
-        };
-        let (off, len) = range.unwrap_or((0, o.info.size));
-        let body = match o.content {
-            _ if len == 0 => Body::Empty,
-            Content::File(file) => Body::File { file, offset: off, len },
-            Content::Inline(v) => Body::from(Bytes::from(v).slice(off as usize..(off + len) as usize)),
-        };
-        Ok(GetObjectOutput { info: o.info, range, body })
+        super::read::serve_opened(self.open_version(bucket, key, vid)?, req)
     }
 
     /// HeadObject, as [`Self::get_object_v`].
