@@ -50,7 +50,8 @@ def posix_gateway():
             ident = f"uid = {users[login].pw_uid}\ngid = {users[login].pw_gid}\ngroups = [{users[login].pw_gid}]"
         lines.append(f'[[users]]\naccess_key = "{ak}"\nsecret_key = "{sk}"\n{ident}\n')
     cfg.write_text("\n".join(lines))
-    srv = Server(root, extra=["--identity", "posix", "--config", str(cfg), "--durability", "none"])
+    srv = Server(root, extra=["--identity", "posix", "--config", str(cfg), "--durability", "none",
+                              "--admin-listen", "127.0.0.1:0"])
     try:
         clients = {login: make_client(srv.endpoint, ak, sk) for login, (ak, sk) in USERS.items()}
         yield srv, root, users, clients
@@ -128,6 +129,14 @@ def test_objects_belong_to_the_account_and_the_kernel_decides(posix_gateway):
         cb.list_objects_v2(Bucket="ident-a")
     assert err_code(e.value) == "AccessDenied"
     assert [o["Key"] for o in ca.list_objects_v2(Bucket="ident-a")["Contents"]] == ["dir/f"]
+
+    # The switches between the two accounts are counted (s3hpc_identity_switches_total).
+    import re
+    import urllib.request
+    admin = next(re.search(r"admin on (http://\S+)", l).group(1) for l in srv.output if "admin on" in l)
+    text = urllib.request.urlopen(admin + "/metrics", timeout=10).read().decode()
+    switched = float(re.search(r"^s3hpc_identity_switches_total (\S+)$", text, re.M).group(1))
+    assert switched >= 2, text[-2000:]
 
     # B's own multipart upload completes as B.
     cb.create_bucket(Bucket="ident-b")

@@ -43,6 +43,14 @@ fn process() -> &'static Identity {
     })
 }
 
+/// Identity switches made by this process (`s3hpc_identity_switches_total`).
+static SWITCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times a thread of this process switched its file-system identity.
+pub fn switches() -> u64 {
+    SWITCHES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 thread_local! {
     /// The identity this thread's file-system calls run with now (`None`: the process's).
     static ACTIVE: RefCell<Option<Identity>> = const { RefCell::new(None) };
@@ -103,6 +111,7 @@ pub fn as_process<T>(f: impl FnOnce() -> T) -> io::Result<T> {
 }
 
 fn switch(to: &Identity) -> io::Result<()> {
+    SWITCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // Groups and gid first, while the fsuid may still be the process's.
     // SAFETY: a pointer to `len` gids that outlives the call.
     let r = unsafe { libc::syscall(libc::SYS_setgroups, to.groups.len(), to.groups.as_ptr()) };

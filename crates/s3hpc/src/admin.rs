@@ -160,6 +160,8 @@ pub struct Admin {
     registry: Registry,
     http: Arc<s3hpc_http::HttpMetrics>,
     ready: Arc<Readiness>,
+    /// `identity_switches`, brought up to `s3hpc_posix::ident::switches()` at each scrape.
+    switches: prometheus_client::metrics::counter::Counter,
 }
 
 impl Admin {
@@ -173,11 +175,18 @@ impl Admin {
         >::default();
         build.get_or_create(&vec![("version".to_string(), env!("CARGO_PKG_VERSION").to_string())]).set(1);
         registry.register("build_info", "The running s3hpc version", build);
-        Admin { registry, http, ready }
+        let switches = prometheus_client::metrics::counter::Counter::default();
+        registry.register(
+            "identity_switches",
+            "File-system identity switches (--identity posix: a thread starting to act as another user)",
+            switches.clone(),
+        );
+        Admin { registry, http, ready, switches }
     }
 
     fn metrics_text(&self) -> String {
         self.http.refresh();
+        self.switches.inner().fetch_max(s3hpc_posix::ident::switches(), Ordering::Relaxed);
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
             tracing::error!("encoding metrics: {e}");
