@@ -2,7 +2,7 @@
 //! others become tasks on the Tokio runtime that answer when the S3 requests are done, so a
 //! few FUSE threads keep many S3 requests in flight.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,13 +13,19 @@ use fuser::{
     OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
-use s3hpc_core::{DynStore, Error, ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest, PutObjectOutput};
+use s3hpc_core::{DynStore, Error, ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest};
 
 use crate::MountOptions;
 use crate::errors::errno;
 use crate::inode::{Found, Inode, Kind, Local, Table};
 use crate::read::{Plan, Reader, assemble_ready, assemble_wait};
 use crate::write::{WriteCtx, WriteError, Writer};
+
+mod dir;
+mod files;
+
+use dir::{DirState, entry_ino, kind_of};
+use files::{copy_rename, create_local, open_appender, open_reader, reply_opened};
 
 const BLKSIZE: u32 = 1 << 20;
 
@@ -270,144 +276,6 @@ impl S3Fs {
 
     fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {
         self.ctx.rt.spawn(f);
-    }
-}
-
-/// A directory being listed: one page of entries at a time (no full listing in memory).
-struct DirState {
-    ino: u64,
-    parent: u64,
-    prefix: String,
-    /// Stream position of `entries[0]` (0 is ".", 1 is "..").
-    base: u64,
-    entries: Vec<(String, Found)>,
-    started: bool,
-    marker: Option<String>,
-    listed_all: bool,
-    locals_done: bool,
-    seen_local: HashSet<String>,
-}
-
-impl DirState {
-    fn new(ino: u64, parent: u64, prefix: String) -> DirState {
-        DirState {
-            ino,
-            parent,
-            prefix,
-            base: 0,
-            entries: Vec::new(),
-            started: false,
-            marker: None,
-            listed_all: false,
-            locals_done: false,
-            seen_local: HashSet::new(),
-        }
-    }
-
-    fn exhausted(&self) -> bool {
-        self.started && self.listed_all && self.locals_done
-    }
-
-    /// Move on to the next batch of entries.
-    async fn fetch_next(&mut self, ctx: &Ctx) -> Result<(), Error> {
-        if !self.started {
-            self.started = true;
-            self.base = 0;
-            self.entries = vec![(".".into(), Found::Dir), ("..".into(), Found::Dir)];
-            return Ok(());
-        }
-        self.base += self.entries.len() as u64;
-        self.entries.clear();
-        if !self.listed_all {
-            let page = ctx.list(&self.prefix, self.marker.clone(), s3hpc_core::MAX_KEYS).await?;
-            let mut dirs = HashSet::new();
-            for cp in &page.common_prefixes {
-                let name = cp.strip_prefix(&self.prefix).unwrap_or(cp).trim_end_matches('/');
-                if valid_name(OsStr::new(name)).is_some() && dirs.insert(name.to_string()) {
-                    self.entries.push((name.to_string(), Found::Dir));
-                }
-            }
-            for o in &page.objects {
-                let name = o.key.strip_prefix(&self.prefix).unwrap_or(&o.key);
-                if valid_name(OsStr::new(name)).is_some() && !dirs.contains(name) {
-                    self.entries.push((
-                        name.to_string(),
-                        Found::File { size: o.size, etag: o.etag.clone(), mtime: o.last_modified },
-                    ));
-                }
-            }
-            self.entries.sort_by(|a, b| a.0.cmp(&b.0));
-            self.marker = page.next_marker.clone();
-            self.listed_all = !page.is_truncated || page.next_marker.is_none();
-            let t = lock(&ctx.table);
-            if let Some(locals) = t.local_children.get(&self.ino) {
-                for (n, _) in &self.entries {
-                    if locals.contains(n) {
-                        self.seen_local.insert(n.clone());
-                    }
-                }
-            }
-            return Ok(());
-        }
-        if !self.locals_done {
-            self.locals_done = true;
-            let t = lock(&ctx.table);
-            if let Some(locals) = t.local_children.get(&self.ino) {
-                for n in locals {
-                    if self.seen_local.contains(n) {
-                        continue;
-                    }
-                    if let Some(ino) = t.child(self.ino, n) {
-                        let found = match t.inodes[&ino].kind {
-                            Kind::Dir => Found::Dir,
-                            Kind::File => Found::File { size: 0, etag: String::new(), mtime: SystemTime::now() },
-                        };
-                        self.entries.push((n.clone(), found));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Position the window at stream offset `offset`; `false` when the listing is over.
-    async fn seek(&mut self, offset: u64, ctx: &Ctx) -> Result<bool, Error> {
-        if !self.started || offset < self.base {
-            *self = DirState::new(self.ino, self.parent, std::mem::take(&mut self.prefix));
-            self.fetch_next(ctx).await?;
-        }
-        loop {
-            if offset < self.base + self.entries.len() as u64 {
-                return Ok(true);
-            }
-            if self.exhausted() {
-                return Ok(false);
-            }
-            self.fetch_next(ctx).await?;
-        }
-    }
-}
-
-/// The inode a listing entry stands for (installing it with the listing's attributes).
-fn entry_ino(ctx: &Ctx, t: &mut Table, d: &DirState, name: &str, found: &Found) -> Option<u64> {
-    match name {
-        "." => Some(d.ino),
-        ".." => Some(d.parent),
-        _ => {
-            if let Some(ino) = t.child(d.ino, name)
-                && t.inodes.get(&ino).is_some_and(|i| i.local != Local::No)
-            {
-                return Some(ino);
-            }
-            t.install(d.ino, name, found.clone(), ctx.until())
-        }
-    }
-}
-
-fn kind_of(found: &Found) -> FileType {
-    match found {
-        Found::File { .. } => FileType::RegularFile,
-        _ => FileType::Directory,
     }
 }
 
@@ -1266,94 +1134,4 @@ impl Filesystem for S3Fs {
             }
         });
     }
-}
-
-fn create_local(ctx: &Arc<Ctx>, parent: u64, name: &str, key: String, pid: u32, reply: ReplyCreate) {
-    let fh = ctx.next_fh.fetch_add(1, Ordering::Relaxed);
-    let mut t = lock(&ctx.table);
-    let Some(ino) = t.insert_local(parent, name, Kind::File, Local::Writing(fh)) else {
-        reply.error(Errno::ENOENT);
-        return;
-    };
-    let writer = Mutex::new(Writer::new(ctx.wctx.clone(), key, pid));
-    lock(&ctx.handles).insert(fh, Arc::new(Handle::Write { ino, writer }));
-    let i = t.inodes.get_mut(&ino).expect("just inserted");
-    i.lookups += 1;
-    i.opens += 1;
-    let attr = ctx.attr(ino, i);
-    reply.created(&ctx.ttl(), &attr, Generation(0), FileHandle(fh), FopenFlags::empty());
-}
-
-/// Make a read handle for `ino` (whose attributes are fresh).
-/// Open the existing file `ino` for writing without `O_TRUNC`: where the store appends (an
-/// s3hpc gateway), a writer at the object's end (`any_offset` for `O_APPEND`); elsewhere
-/// `EPERM`, as Mountpoint answers.
-async fn open_appender(ctx: &Arc<Ctx>, ino: u64, key: String, any_offset: bool, pid: u32, reply: ReplyOpen) {
-    if !ctx.store.appends(&ctx.opts.bucket).await {
-        tracing::info!(
-            "s3hpc mount: open {key:?} for writing refused: the store does not append (overwriting needs --allow-overwrite and O_TRUNC)"
-        );
-        return reply.error(Errno::EPERM);
-    }
-    let info = match ctx.head(&key).await {
-        Ok(Some(info)) => info,
-        Ok(None) => return reply.error(Errno::ENOENT),
-        Err(e) => return reply.error(errno(&e, "open", &key)),
-    };
-    let mut t = lock(&ctx.table);
-    let until = ctx.until();
-    let Some(i) = t.inodes.get_mut(&ino) else {
-        return reply.error(Errno::ENOENT);
-    };
-    if i.local != Local::No {
-        // Another writer opened it meanwhile: one writer per file.
-        return reply.error(Errno::EPERM);
-    }
-    i.size = info.size;
-    i.etag = info.etag.clone();
-    i.mtime = info.last_modified;
-    i.valid_until = until;
-    let at = PutObjectOutput {
-        version_id: None,
-        etag: info.etag,
-        checksum: None,
-        size: info.size,
-        last_modified: info.last_modified,
-    };
-    let writer = Writer::appender(ctx.wctx.clone(), key, pid, at, any_offset);
-    let fh = ctx.new_fh(Handle::Write { ino, writer: Mutex::new(writer) });
-    i.local = Local::Writing(fh);
-    i.opens += 1;
-    reply.opened(FileHandle(fh), FopenFlags::empty());
-}
-
-/// A rename where the store has no RenameObject (`--allow-copy-rename`): a server-side copy,
-/// then the source's deletion. Not atomic: both names exist in between, and a writer that
-/// replaces the source meanwhile loses its object.
-async fn copy_rename(ctx: &Ctx, src: &str, dst: &str, noreplace: bool) -> Result<(), Error> {
-    let bucket = &ctx.opts.bucket;
-    if noreplace && ctx.head(dst).await?.is_some() {
-        return Err(Error::new(ErrorCode::PreconditionFailed, "the destination exists"));
-    }
-    let req = s3hpc_core::CopyObjectRequest {
-        conditions: s3hpc_core::Conditions { if_none_match: noreplace.then(|| "*".to_string()), ..Default::default() },
-        ..Default::default()
-    };
-    ctx.store.copy_object(bucket, src, bucket, dst, req).await?;
-    ctx.store.delete_object(bucket, src).await
-}
-
-fn open_reader(ctx: &Ctx, t: &mut Table, ino: u64) -> u64 {
-    let i = t.inodes.get_mut(&ino).expect("caller checked");
-    i.opens += 1;
-    let reader = Reader::new(i.key.clone(), i.etag.clone(), i.size, ctx.opts.max_read_chunk, ctx.opts.max_read_window);
-    ctx.new_fh(Handle::Read { ino, reader: Mutex::new(reader) })
-}
-
-/// Answer an open: keep the kernel's page cache when it holds this very ETag's data.
-fn reply_opened(_ctx: &Ctx, t: &mut Table, ino: u64, fh: u64, reply: ReplyOpen) {
-    let i = t.inodes.get_mut(&ino).expect("caller checked");
-    let keep = i.cached_etag.as_deref() == Some(i.etag.as_str()) && !i.etag.is_empty();
-    i.cached_etag = Some(i.etag.clone());
-    reply.opened(FileHandle(fh), if keep { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() });
 }

@@ -1,0 +1,105 @@
+//! Opening, creating and renaming files: the handles the kernel gets (readers, writers,
+//! appenders) and the rename fallback for stores without RenameObject.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use fuser::{Errno, FileHandle, FopenFlags, Generation, ReplyCreate, ReplyOpen};
+use s3hpc_core::{Error, ErrorCode, PutObjectOutput};
+
+use super::{Ctx, Handle, lock};
+use crate::errors::errno;
+use crate::inode::{Kind, Local, Table};
+use crate::read::Reader;
+use crate::write::Writer;
+
+/// A new file `name` in `parent`, local until its writer (the handle made here) closes it.
+pub(super) fn create_local(ctx: &Arc<Ctx>, parent: u64, name: &str, key: String, pid: u32, reply: ReplyCreate) {
+    let fh = ctx.next_fh.fetch_add(1, Ordering::Relaxed);
+    let mut t = lock(&ctx.table);
+    let Some(ino) = t.insert_local(parent, name, Kind::File, Local::Writing(fh)) else {
+        reply.error(Errno::ENOENT);
+        return;
+    };
+    let writer = Mutex::new(Writer::new(ctx.wctx.clone(), key, pid));
+    lock(&ctx.handles).insert(fh, Arc::new(Handle::Write { ino, writer }));
+    let i = t.inodes.get_mut(&ino).expect("just inserted");
+    i.lookups += 1;
+    i.opens += 1;
+    let attr = ctx.attr(ino, i);
+    reply.created(&ctx.ttl(), &attr, Generation(0), FileHandle(fh), FopenFlags::empty());
+}
+
+/// Open the existing file `ino` for writing without `O_TRUNC`: where the store appends (an
+/// s3hpc gateway), a writer at the object's end (`any_offset` for `O_APPEND`); elsewhere
+/// `EPERM`, as Mountpoint answers.
+pub(super) async fn open_appender(ctx: &Arc<Ctx>, ino: u64, key: String, any_offset: bool, pid: u32, reply: ReplyOpen) {
+    if !ctx.store.appends(&ctx.opts.bucket).await {
+        tracing::info!(
+            "s3hpc mount: open {key:?} for writing refused: the store does not append (overwriting needs --allow-overwrite and O_TRUNC)"
+        );
+        return reply.error(Errno::EPERM);
+    }
+    let info = match ctx.head(&key).await {
+        Ok(Some(info)) => info,
+        Ok(None) => return reply.error(Errno::ENOENT),
+        Err(e) => return reply.error(errno(&e, "open", &key)),
+    };
+    let mut t = lock(&ctx.table);
+    let until = ctx.until();
+    let Some(i) = t.inodes.get_mut(&ino) else {
+        return reply.error(Errno::ENOENT);
+    };
+    if i.local != Local::No {
+        // Another writer opened it meanwhile: one writer per file.
+        return reply.error(Errno::EPERM);
+    }
+    i.size = info.size;
+    i.etag = info.etag.clone();
+    i.mtime = info.last_modified;
+    i.valid_until = until;
+    let at = PutObjectOutput {
+        version_id: None,
+        etag: info.etag,
+        checksum: None,
+        size: info.size,
+        last_modified: info.last_modified,
+    };
+    let writer = Writer::appender(ctx.wctx.clone(), key, pid, at, any_offset);
+    let fh = ctx.new_fh(Handle::Write { ino, writer: Mutex::new(writer) });
+    i.local = Local::Writing(fh);
+    i.opens += 1;
+    reply.opened(FileHandle(fh), FopenFlags::empty());
+}
+
+/// A rename where the store has no RenameObject (`--allow-copy-rename`): a server-side copy,
+/// then the source's deletion. Not atomic: both names exist in between, and a writer that
+/// replaces the source meanwhile loses its object.
+pub(super) async fn copy_rename(ctx: &Ctx, src: &str, dst: &str, noreplace: bool) -> Result<(), Error> {
+    let bucket = &ctx.opts.bucket;
+    if noreplace && ctx.head(dst).await?.is_some() {
+        return Err(Error::new(ErrorCode::PreconditionFailed, "the destination exists"));
+    }
+    let req = s3hpc_core::CopyObjectRequest {
+        conditions: s3hpc_core::Conditions { if_none_match: noreplace.then(|| "*".to_string()), ..Default::default() },
+        ..Default::default()
+    };
+    ctx.store.copy_object(bucket, src, bucket, dst, req).await?;
+    ctx.store.delete_object(bucket, src).await
+}
+
+/// Make a read handle for `ino` (whose attributes are fresh).
+pub(super) fn open_reader(ctx: &Ctx, t: &mut Table, ino: u64) -> u64 {
+    let i = t.inodes.get_mut(&ino).expect("caller checked");
+    i.opens += 1;
+    let reader = Reader::new(i.key.clone(), i.etag.clone(), i.size, ctx.opts.max_read_chunk, ctx.opts.max_read_window);
+    ctx.new_fh(Handle::Read { ino, reader: Mutex::new(reader) })
+}
+
+/// Answer an open: keep the kernel's page cache when it holds this very ETag's data.
+pub(super) fn reply_opened(_ctx: &Ctx, t: &mut Table, ino: u64, fh: u64, reply: ReplyOpen) {
+    let i = t.inodes.get_mut(&ino).expect("caller checked");
+    let keep = i.cached_etag.as_deref() == Some(i.etag.as_str()) && !i.etag.is_empty();
+    i.cached_etag = Some(i.etag.clone());
+    reply.opened(FileHandle(fh), if keep { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() });
+}
