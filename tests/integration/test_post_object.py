@@ -243,3 +243,20 @@ def test_anonymous_post_is_decided_by_the_bucket_policy(gw):
     form = sign_policy({"expiration": expires_in(), "conditions": [["starts-with", "$key", ""]]}, "wrong", ALICE[0])
     r = post(url, [("key", "elsewhere2")] + list(form.items()), b"signed")
     assert (r.status, code_of(r)) == (403, "SignatureDoesNotMatch"), r.data
+
+
+def test_post_to_a_versioned_bucket_names_the_new_version(s3, bucket):
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    try:
+        p = s3.generate_presigned_post(bucket, "v", ExpiresIn=600)
+        first = post(p["url"], p["fields"], b"one")
+        second = post(p["url"], p["fields"], b"two")
+        assert first.status == second.status == 204, second.data
+        v1, v2 = first.headers.get("x-amz-version-id"), second.headers.get("x-amz-version-id")
+        assert v1 and v2 and v1 != v2, (v1, v2)
+        assert s3.get_object(Bucket=bucket, Key="v", VersionId=v1)["Body"].read() == b"one"
+        assert s3.head_object(Bucket=bucket, Key="v")["VersionId"] == v2
+    finally:
+        for v in s3.list_object_versions(Bucket=bucket).get("Versions", []):
+            s3.delete_object(Bucket=bucket, Key=v["Key"], VersionId=v["VersionId"])
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Suspended"})

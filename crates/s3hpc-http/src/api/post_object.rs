@@ -370,6 +370,14 @@ fn check_policy(policy_b64: &str, f: &Fields, bucket: &str, key: &str, now: Syst
     Ok(range)
 }
 
+/// `x-amz-version-id` of a new version (versioning-enabled buckets), as a PUT answers.
+fn versioned(b: http::response::Builder, out: &PutObjectOutput) -> Result<http::response::Builder> {
+    Ok(match &out.version_id {
+        Some(v) => b.header("x-amz-version-id", hval(v)?),
+        None => b,
+    })
+}
+
 /// success_action_redirect (303 to it, with bucket, key and ETag added to its query), else
 /// success_action_status: 200 or 204 empty, 201 with the PostResponse document; 204 otherwise.
 fn answer(r: &Req<'_>, f: &Fields, key: &str, out: &PutObjectOutput) -> Result<Resp> {
@@ -382,7 +390,7 @@ fn answer(r: &Req<'_>, f: &Fields, key: &str, out: &PutObjectOutput) -> Result<R
         let enc = |s: &str| url_encode_key(s).replace('/', "%2F");
         let sep = if url.contains('?') { '&' } else { '?' };
         let to = format!("{url}{sep}bucket={}&key={}&etag={}", enc(&r.bucket), enc(key), enc(&etag));
-        return Ok(Response::builder()
+        return Ok(versioned(Response::builder(), out)?
             .status(StatusCode::SEE_OTHER)
             .header(header::LOCATION, hval(&to)?)
             .header(header::ETAG, hval(&etag)?)
@@ -391,7 +399,7 @@ fn answer(r: &Req<'_>, f: &Fields, key: &str, out: &PutObjectOutput) -> Result<R
             .unwrap());
     }
     let b = |status| -> Result<http::response::Builder> {
-        Ok(Response::builder()
+        Ok(versioned(Response::builder(), out)?
             .status(status)
             .header(header::ETAG, hval(&etag)?)
             .header(header::LOCATION, hval(&location)?))
