@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Native TLS against plain HTTP in one run: two gateways of the same binary on /dev/shm roots, one
 # with --tls-cert/--tls-key (an EC P-256 certificate from a CA made here by openssl), and `s3hpc bench
-# sweep` measuring both targets back to back, twice with the order swapped.
+# sweep` measuring both targets back to back, twice with the order swapped. Then the same for the
+# binary protocol: the TLS gateway's tcp:// and tls:// listeners.
 #
 #   bench/tls_vs_plain.sh BIN [DURATION]     (default 5s per size and phase)
 # Env: SIZES (default 4KiB,1MiB), CONC (default 8).
@@ -21,7 +22,8 @@ openssl x509 -req -in "$R/cert.csr" -CA "$R/ca.pem" -CAkey "$R/ca.key" -CAcreate
 "$BIN" serve "$R/plain" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret >"$R/plain.log" 2>&1 &
 P1=$!
 "$BIN" serve "$R/tls" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret \
-  --tls-cert "$R/cert.pem" --tls-key "$R/key.pem" >"$R/tls.log" 2>&1 &
+  --tls-cert "$R/cert.pem" --tls-key "$R/key.pem" --binary tcp://127.0.0.1:0 --binary tls://127.0.0.1:0 \
+  >"$R/tls.log" 2>&1 &
 P2=$!
 trap 'kill $P1 $P2 2>/dev/null; wait 2>/dev/null; rm -rf "$R"' EXIT
 for _ in $(seq 100); do
@@ -30,8 +32,10 @@ for _ in $(seq 100); do
 done
 A=$(grep -o "http://127.0.0.1:[0-9]*" "$R/plain.log" | head -1)
 B=$(grep -o "https://127.0.0.1:[0-9]*" "$R/tls.log" | head -1)
-echo "plain: $A   tls: $B"
-for order in "$A $B" "$B $A"; do
+C=$(grep -o "tcp://127.0.0.1:[0-9]*" "$R/tls.log" | head -1)
+D=$(grep -o "tls://127.0.0.1:[0-9]*" "$R/tls.log" | head -1)
+echo "plain: $A   tls: $B   binary plain: $C   binary tls: $D"
+for order in "$A $B" "$B $A" "$C $D" "$D $C"; do
   set -- $order
   "$BIN" bench sweep -t "$1" -t "$2" --ca-bundle "$R/ca.pem" --access-key AK --secret-key SKsecret \
     --sizes "$SIZES" --duration "$DUR" -c "$CONC" --bucket "tls-vs-plain-$RANDOM" -q

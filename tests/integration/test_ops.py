@@ -253,6 +253,44 @@ def test_metrics_count_requests_and_health(tmp_path):
         srv.stop()
 
 
+def test_metrics_of_uploads_in_progress_and_the_binary_protocol(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    sock = tmp_path / "s.sock"
+    srv = Server(root, [*CREDS, "--admin-listen", "127.0.0.1:0", "--binary", f"unix://{sock}"])
+    try:
+        admin = admin_url(srv)
+        s3 = make_client(srv.endpoint)
+        s3.create_bucket(Bucket="mpa")
+        s3.create_bucket(Bucket="mpb")
+        ids = [s3.create_multipart_upload(Bucket=b, Key="k")["UploadId"] for b in ("mpa", "mpb", "mpb")]
+        text = fetch(admin + "/metrics")[1]
+        assert sample(text, "s3hpc_multipart_uploads_in_progress") == 3, text
+        s3.abort_multipart_upload(Bucket="mpb", Key="k", UploadId=ids[2])
+        part = s3.upload_part(Bucket="mpa", Key="k", UploadId=ids[0], PartNumber=1, Body=b"x" * 100)
+        s3.complete_multipart_upload(Bucket="mpa", Key="k", UploadId=ids[0],
+                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+        assert sample(fetch(admin + "/metrics")[1], "s3hpc_multipart_uploads_in_progress") == 1
+
+        # Requests over the binary protocol are counted by operation and outcome.
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
+        before = fetch(admin + "/metrics")[1]
+        subprocess.run([s3hpc_bin(), "bench", "sweep", "-t", f"unix://{sock}", "--sizes", "1KiB", "--count", "4",
+                        "-c", "1", "-q"], env=env, check=True, capture_output=True, timeout=120)
+        after = fetch(admin + "/metrics")[1]
+
+        def delta(name, **l):
+            return sample(after, name, **l) - sample(before, name, **l)
+
+        assert delta("s3hpc_binary_requests_total", operation="PutObject", code="OK") == 4, after
+        assert delta("s3hpc_binary_requests_total", operation="GetObject", code="OK") == 4, after
+        assert delta("s3hpc_binary_request_duration_seconds_count", operation="PutObject") == 4, after
+        # ... and not as HTTP requests.
+        assert delta("s3hpc_http_requests_total", operation="PutObject", status=200) == 0
+    finally:
+        srv.stop()
+
+
 def test_full_file_system_answers_507_and_says_which(tmp_path):
     """A full file system under the root: a write answers 507 XMinioStorageFull (SDKs do not
     retry it, as they retry a 500), leaves no partial object, the log names the full place, and

@@ -413,7 +413,7 @@ pub fn pick_endpoint(spec: &str, spread: &str, rank: usize) -> anyhow::Result<St
 fn endpoint_is_local(e: &str) -> bool {
     use std::net::ToSocketAddrs;
     let Some((scheme, rest)) = e.split_once("://") else { return false };
-    if !matches!(scheme, "http" | "https" | "tcp") {
+    if !matches!(scheme, "http" | "https" | "tcp" | "tls") {
         return true;
     }
     let hostport = rest.split('/').next().unwrap_or("");

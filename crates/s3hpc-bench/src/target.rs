@@ -59,9 +59,9 @@ impl TargetSpec {
             "posix" => TargetSpec::RawPosix(path("posix")?),
             "file" => TargetSpec::File(path("file")?),
             "http" | "https" => TargetSpec::Http(s.to_string()),
-            "unix" | "tcp" => TargetSpec::Wire(s.to_string()),
+            "unix" | "tcp" | "tls" => TargetSpec::Wire(s.to_string()),
             other => anyhow::bail!(
-                "target {s:?}: unknown scheme {other:?} (memory, noop, posix, file, http, https, unix, tcp)"
+                "target {s:?}: unknown scheme {other:?} (memory, noop, posix, file, http, https, unix, tcp, tls)"
             ),
         })
     }
@@ -117,7 +117,8 @@ pub async fn open(spec: &str, opts: &TargetOpts) -> anyhow::Result<DynStore> {
             )
         }
         TargetSpec::Wire(url) => {
-            let c = s3hpc_wire::client::WireClient::connect(&url, creds()?)
+            let wo = s3hpc_wire::ClientOptions { ca_bundle: opts.tls.ca_bundle.clone(), ..Default::default() };
+            let c = s3hpc_wire::client::WireClient::connect_with(&url, creds()?, wo)
                 .await
                 .map_err(|e| anyhow::anyhow!("target {spec}: connect failed: {e}"))?;
             Arc::new(c)

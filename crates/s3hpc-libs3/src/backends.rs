@@ -35,7 +35,7 @@ pub fn open_posix(path: &str) -> Result<DynStore, String> {
 
 /// Validate a gateway URL before any connection is made.
 pub fn check_remote(url: &str) -> Result<(), String> {
-    let rest = url.strip_prefix("unix://").or_else(|| url.strip_prefix("tcp://")).unwrap_or("");
+    let rest = ["unix://", "tcp://", "tls://"].iter().find_map(|p| url.strip_prefix(p)).unwrap_or("");
     if rest.is_empty() {
         return Err(format!("S3HPC_TARGET={url}: no address"));
     }

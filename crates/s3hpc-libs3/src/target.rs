@@ -45,12 +45,12 @@ pub fn open_target(spec: &str) -> Result<Target, String> {
     if let Some(path) = spec.strip_prefix("file://") {
         return crate::backends::open_posix(path).map(Target::Embedded);
     }
-    if spec.starts_with("unix://") || spec.starts_with("tcp://") {
+    if ["unix://", "tcp://", "tls://"].iter().any(|p| spec.starts_with(p)) {
         crate::backends::check_remote(spec)?;
         return Ok(Target::Remote(spec.to_string()));
     }
     Err(format!(
-        "S3HPC_TARGET={spec:?} is not understood (file:///path, memory://, unix:///path.sock, tcp://host:port)"
+        "S3HPC_TARGET={spec:?} is not understood (file:///path, memory://, unix:///path.sock, tcp://host:port, tls://host:port)"
     ))
 }
 

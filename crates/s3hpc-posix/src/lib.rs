@@ -44,6 +44,7 @@ mod records;
 mod rename;
 mod sys;
 mod uploads;
+pub use uploads::uploads_in_progress;
 mod versions;
 mod walk;
 mod write;

@@ -197,3 +197,20 @@ impl Inner {
         }
     }
 }
+
+/// Multipart uploads in progress under `root`, in every bucket: the upload directories of each
+/// bucket's `.s3hpc/uploads` (one `readdir` of the root and one per bucket; the metrics
+/// endpoint calls this at each scrape). Unreadable directories count nothing.
+pub fn uploads_in_progress(root: &Path) -> u64 {
+    let Ok(buckets) = std::fs::read_dir(root) else { return 0 };
+    let mut n = 0;
+    for b in buckets.flatten() {
+        let name = b.file_name();
+        if name.as_encoded_bytes().starts_with(b".") {
+            continue;
+        }
+        let Ok(rd) = std::fs::read_dir(b.path().join(INTERNAL).join("uploads")) else { continue };
+        n += rd.flatten().filter(|e| e.file_name().to_str().is_some_and(valid_upload_id)).count() as u64;
+    }
+    n
+}

@@ -56,6 +56,9 @@ pub struct ClientOptions {
     /// sooner after the last byte (1 MiB frames measured ~0.7x of an embedded PUT on posix,
     /// 256 KiB ~0.85-1.0x: docs/perf/wire.md).
     pub upload_frame: u32,
+    /// For `tls://` endpoints: a PEM bundle of CA certificates trusted besides the system's roots
+    /// (default: `AWS_CA_BUNDLE`, as the HTTP client and the AWS CLI read it).
+    pub ca_bundle: Option<std::path::PathBuf>,
 }
 
 impl Default for ClientOptions {
@@ -67,6 +70,7 @@ impl Default for ClientOptions {
             replay_on_reconnect: true,
             request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             upload_frame: 256 << 10,
+            ca_bundle: std::env::var_os("AWS_CA_BUNDLE").filter(|v| !v.is_empty()).map(Into::into),
         }
     }
 }
@@ -460,7 +464,7 @@ impl ClientConn {
         let timeout = opts.connect_timeout;
         let pflags = if opts.fd_passing && matches!(ep, Endpoint::Unix(_)) { frame::PREAMBLE_FD_PASSING } else { 0 };
         let fut = async {
-            let stream = ep.connect().await.map_err(|e| conn_lost(format!("connect: {e}")))?;
+            let stream = ep.connect(opts.ca_bundle.as_deref()).await.map_err(|e| conn_lost(format!("connect: {e}")))?;
             let (mut r, mut w) = stream.split()?;
             let io_err = |e: io::Error| conn_lost(format!("handshake: {e}"));
             w.write_all(&frame::client_preamble(pflags)).await.map_err(io_err)?;

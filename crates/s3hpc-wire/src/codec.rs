@@ -560,6 +560,43 @@ impl Dec<'_> {
     }
 }
 
+impl Request {
+    /// The operation's name (the variant's), for logs and metrics.
+    pub fn op_name(&self) -> &'static str {
+        match self {
+            Request::CreateBucket { .. } => "CreateBucket",
+            Request::DeleteBucket { .. } => "DeleteBucket",
+            Request::HeadBucket { .. } => "HeadBucket",
+            Request::ListBuckets => "ListBuckets",
+            Request::GetBucketTagging { .. } => "GetBucketTagging",
+            Request::PutBucketTagging { .. } => "PutBucketTagging",
+            Request::DeleteBucketTagging { .. } => "DeleteBucketTagging",
+            Request::GetBucketConfig { .. } => "GetBucketConfig",
+            Request::PutBucketConfig { .. } => "PutBucketConfig",
+            Request::GetObjectAcl { .. } => "GetObjectAcl",
+            Request::PutObjectAcl { .. } => "PutObjectAcl",
+            Request::PutObject { .. } => "PutObject",
+            Request::GetObject { .. } => "GetObject",
+            Request::HeadObject { .. } => "HeadObject",
+            Request::DeleteObject { .. } => "DeleteObject",
+            Request::CopyObject { .. } => "CopyObject",
+            Request::RenameObject { .. } => "RenameObject",
+            Request::AppendObject { .. } => "AppendObject",
+            Request::GetObjectTagging { .. } => "GetObjectTagging",
+            Request::PutObjectTagging { .. } => "PutObjectTagging",
+            Request::DeleteObjectTagging { .. } => "DeleteObjectTagging",
+            Request::ListObjects { .. } => "ListObjects",
+            Request::CreateMultipart { .. } => "CreateMultipart",
+            Request::UploadPart { .. } => "UploadPart",
+            Request::UploadPartCopy { .. } => "UploadPartCopy",
+            Request::ListParts { .. } => "ListParts",
+            Request::ListUploads { .. } => "ListUploads",
+            Request::CompleteMultipart { .. } => "CompleteMultipart",
+            Request::AbortMultipart { .. } => "AbortMultipart",
+        }
+    }
+}
+
 /// A decoded request (everything but the body).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {

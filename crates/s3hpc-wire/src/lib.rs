@@ -17,10 +17,11 @@ pub mod codec;
 pub mod frame;
 pub mod server;
 pub mod sys;
+pub mod tls;
 mod writer;
 
 pub use client::{ClientOptions, WireClient};
-pub use server::{ServerHandle, ServerOptions, WireServer, bind, serve};
+pub use server::{Observer, ServerHandle, ServerOptions, WireServer, bind, serve};
 
 /// Entry points of the fuzz targets (`crates/s3hpc-wire/fuzz`).
 #[doc(hidden)]

@@ -23,7 +23,7 @@ use s3hpc_core::{
     Body, ChecksumRequest, CredentialSet, DynStore, Error, ErrorCode, Expected, PutObjectRequest, UploadPartRequest,
 };
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
@@ -56,6 +56,19 @@ pub struct ServerOptions {
     /// [offload their I/O](s3hpc_core::Store::offloads_io)) and writes their responses with no
     /// hand-off between threads. 0: every connection on the shared runtime.
     pub dedicated_threads: usize,
+    /// The TLS configuration of `tls://` listeners (certificate resolver and versions; see
+    /// [`crate::tls::server_config`]). A `tls://` listener without it is refused at bind.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Told of every request answered (metrics).
+    pub observer: Option<Arc<dyn Observer>>,
+}
+
+/// Sees every request the server answers: for metrics (`s3hpc serve --admin-listen`).
+pub trait Observer: Send + Sync + std::fmt::Debug {
+    /// One request of operation `op` (the [`Request`] variant's name) answered by the store in
+    /// `elapsed`, with the error code if it failed. Response bodies still streaming are not
+    /// counted in `elapsed`.
+    fn request(&self, op: &'static str, error: Option<ErrorCode>, elapsed: Duration);
 }
 
 /// The default of [`ServerOptions::dedicated_threads`].
@@ -75,6 +88,8 @@ impl Default for ServerOptions {
             require_trusted_uid: false,
             fd_passing: true,
             dedicated_threads: DEDICATED_THREADS,
+            tls: None,
+            observer: None,
         }
     }
 }
@@ -93,6 +108,14 @@ impl ServerOptions {
 enum Listener {
     Unix(UnixListener, std::path::PathBuf),
     Tcp(TcpListener),
+    Tls(TcpListener),
+}
+
+/// A connection as accepted: ready to serve, or a TCP connection of a `tls://` listener whose
+/// handshake runs on the connection's own task (a slow client must not hold up `accept`).
+enum Accepted {
+    Ready(Stream),
+    Tls(TcpStream),
 }
 
 /// A bound, not yet running server (bind first to learn the address of port 0).
@@ -127,6 +150,17 @@ pub async fn bind(
             let l = TcpListener::bind(&addr).await?;
             let url = format!("tcp://{}", l.local_addr()?);
             (Listener::Tcp(l), url)
+        }
+        Endpoint::Tls(addr) => {
+            if opts.tls.is_none() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("tls://{addr} needs a certificate and key (--tls-cert, --tls-key)"),
+                ));
+            }
+            let l = TcpListener::bind(&addr).await?;
+            let url = format!("tls://{}", l.local_addr()?);
+            (Listener::Tls(l), url)
         }
     };
     Ok(WireServer { listener, url, store, creds, opts: Arc::new(opts) })
@@ -167,7 +201,7 @@ impl WireServer {
                 Some(_) = threads.join_next(), if !threads.is_empty() => continue,
                 a = accept(&listener) => a,
             };
-            let stream = match accepted {
+            let accepted = match accepted {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
@@ -194,7 +228,7 @@ impl WireServer {
                     };
                     rt.block_on(async move {
                         tokio::select! {
-                            r = handle_connection(stream, store, creds, opts, true) => {
+                            r = serve_accepted(accepted, store, creds, opts, true) => {
                                 if let Err(e) = r {
                                     tracing::warn!(error = %e, "binary protocol connection closed with an error");
                                 }
@@ -219,7 +253,7 @@ impl WireServer {
                 continue;
             }
             conns.spawn(async move {
-                if let Err(e) = handle_connection(stream, store, creds, opts, false).await {
+                if let Err(e) = serve_accepted(accepted, store, creds, opts, false).await {
                     tracing::warn!(error = %e, "binary protocol connection closed with an error");
                 }
             });
@@ -261,19 +295,43 @@ impl ServerHandle {
     }
 }
 
-async fn accept(l: &Listener) -> io::Result<Stream> {
+async fn accept(l: &Listener) -> io::Result<Accepted> {
     match l {
         Listener::Unix(l, _) => {
             let s = l.accept().await?.0;
             crate::sys::tune_unix(&s);
-            Ok(Stream::Unix(s))
+            Ok(Accepted::Ready(Stream::Unix(s)))
         }
         Listener::Tcp(l) => {
             let (s, _) = l.accept().await?;
             s.set_nodelay(true)?;
-            Ok(Stream::Tcp(s))
+            Ok(Accepted::Ready(Stream::Tcp(s)))
+        }
+        Listener::Tls(l) => {
+            let (s, _) = l.accept().await?;
+            s.set_nodelay(true)?;
+            Ok(Accepted::Tls(s))
         }
     }
+}
+
+/// Finish a `tls://` connection's handshake, then serve it.
+async fn serve_accepted(
+    accepted: Accepted,
+    store: DynStore,
+    creds: Arc<CredentialSet>,
+    opts: Arc<ServerOptions>,
+    dedicated: bool,
+) -> io::Result<()> {
+    let stream = match accepted {
+        Accepted::Ready(s) => s,
+        Accepted::Tls(tcp) => {
+            let cfg =
+                opts.tls.clone().ok_or_else(|| io::Error::other("tls:// listener without a TLS configuration"))?;
+            Stream::Tls(crate::tls::accept(tcp, cfg, opts.handshake_timeout).await?)
+        }
+    };
+    handle_connection(stream, store, creds, opts, dedicated).await
 }
 
 pub(crate) use crate::writer::{Out, OutTx};
@@ -353,6 +411,7 @@ struct Active {
 struct ConnShared {
     active: Mutex<HashMap<u32, Active>>,
     inflight: AtomicU32,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -442,7 +501,11 @@ async fn handle_connection(
     // ---- frames
     let (out, drain) = crate::writer::writer(w);
     let writer = tokio::spawn(drain);
-    let shared = Arc::new(ConnShared { active: Mutex::new(HashMap::new()), inflight: AtomicU32::new(0) });
+    let shared = Arc::new(ConnShared {
+        active: Mutex::new(HashMap::new()),
+        inflight: AtomicU32::new(0),
+        observer: opts.observer.clone(),
+    });
     let mut conn = Conn {
         store,
         out: out.clone(),
@@ -826,7 +889,8 @@ impl Conn {
                             Some(Ok(b)) => Body::from(b),
                             _ => body,
                         };
-                        handle_request(&store, &out, id, req, body, deferred_cell, credit, limits, fd_ok).await;
+                        let obs = shared.observer.as_deref();
+                        handle_request(&store, obs, &out, id, req, body, deferred_cell, credit, limits, fd_ok).await;
                     }
                 }
                 shared.finish(id);
@@ -898,7 +962,10 @@ impl Conn {
                     let call = std::panic::AssertUnwindSafe(|| {
                         let f = s3hpc_core::identity::scope(
                             ident.clone(),
-                            s3hpc_core::caller::scope(caller.clone(), execute(&store, req, body, None)),
+                            s3hpc_core::caller::scope(
+                                caller.clone(),
+                                execute(&store, shared.observer.as_deref(), req, body, None),
+                            ),
                         );
                         if here { futures::executor::block_on(f) } else { rt.block_on(f) }
                     });
@@ -1035,6 +1102,7 @@ fn ok() -> Enc {
 #[allow(clippy::too_many_arguments)]
 async fn handle_request(
     store: &DynStore,
+    observer: Option<&dyn Observer>,
     out: &OutTx,
     id: u32,
     req: Request,
@@ -1044,14 +1112,30 @@ async fn handle_request(
     limits: Limits,
     fd_ok: bool,
 ) {
-    let result = execute(store, req, body, deferred).await;
+    let result = execute(store, observer, req, body, deferred).await;
     if let Some((e, body)) = respond_now(out, id, result, fd_ok) {
         stream_body(out, id, e, body, &credit, limits).await;
     }
 }
 
-/// Run one request against the store: the response's fields and body, or the error.
+/// Run one request against the store, telling `observer`: the response's fields and body, or the
+/// error.
 async fn execute(
+    store: &DynStore,
+    observer: Option<&dyn Observer>,
+    req: Request,
+    body: Body,
+    deferred: Option<Arc<OnceLock<String>>>,
+) -> Result<(Enc, Body), Error> {
+    let Some(obs) = observer else { return run(store, req, body, deferred).await };
+    let (op, t0) = (req.op_name(), std::time::Instant::now());
+    let r = run(store, req, body, deferred).await;
+    obs.request(op, r.as_ref().err().map(|e| e.code), t0.elapsed());
+    r
+}
+
+/// Run one request against the store: the response's fields and body, or the error.
+async fn run(
     store: &DynStore,
     req: Request,
     body: Body,
@@ -1334,7 +1418,11 @@ fn fuzz_connection_with(data: &[u8], batches: bool, dedicated: bool) {
             });
             let (out, drain) = crate::writer::writer(w);
             let drain = tokio::spawn(drain);
-            let shared = Arc::new(ConnShared { active: Mutex::new(HashMap::new()), inflight: AtomicU32::new(0) });
+            let shared = Arc::new(ConnShared {
+                active: Mutex::new(HashMap::new()),
+                inflight: AtomicU32::new(0),
+                observer: None,
+            });
             let limits = Limits { max_data_frame: 4096, initial_window: 16384, max_inflight: 8 };
             let mut conn = Conn {
                 store,

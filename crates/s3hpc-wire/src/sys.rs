@@ -13,11 +13,13 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWriteExt, Interest, ReadBuf};
 use tokio::net::{TcpStream, UnixStream, tcp};
 
-/// Where to listen or connect: `unix:///path` or `tcp://host:port`.
+/// Where to listen or connect: `unix:///path`, `tcp://host:port`, or `tls://host:port` (TCP
+/// with TLS; see [`crate::tls`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
     Unix(std::path::PathBuf),
     Tcp(String),
+    Tls(String),
 }
 
 impl Endpoint {
@@ -27,21 +29,23 @@ impl Endpoint {
                 return Err(io::Error::new(io::ErrorKind::InvalidInput, "unix:// URL without a path"));
             }
             Ok(Endpoint::Unix(p.into()))
-        } else if let Some(a) = url.strip_prefix("tcp://") {
+        } else if let Some((scheme, a)) = url.split_once("://").filter(|(s, _)| *s == "tcp" || *s == "tls") {
             let a = a.trim_end_matches('/');
             if a.is_empty() {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, "tcp:// URL without host:port"));
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{scheme}:// URL without host:port")));
             }
-            Ok(Endpoint::Tcp(a.to_string()))
+            Ok(if scheme == "tls" { Endpoint::Tls(a.to_string()) } else { Endpoint::Tcp(a.to_string()) })
         } else {
             Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("binary protocol URL must be unix:///path or tcp://host:port, got {url:?}"),
+                format!("binary protocol URL must be unix:///path, tcp://host:port or tls://host:port, got {url:?}"),
             ))
         }
     }
 
-    pub async fn connect(&self) -> io::Result<Stream> {
+    /// Connect; a `tls://` server's certificate is checked against the system's roots plus the
+    /// PEM bundle `ca_bundle`.
+    pub async fn connect(&self, ca_bundle: Option<&std::path::Path>) -> io::Result<Stream> {
         match self {
             Endpoint::Unix(p) => {
                 let s = UnixStream::connect(p).await?;
@@ -53,6 +57,7 @@ impl Endpoint {
                 s.set_nodelay(true)?;
                 Ok(Stream::Tcp(s))
             }
+            Endpoint::Tls(a) => Ok(Stream::Tls(crate::tls::connect(a, ca_bundle).await?)),
         }
     }
 }
@@ -85,12 +90,15 @@ fn set_sndbuf(s: &impl AsRawFd, v: libc::c_int) {
 pub enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
+    /// A TLS connection, seen through the Unix socket of its relay ([`crate::tls`]): served as a
+    /// Unix socket, but with no descriptor passing and no peer credentials.
+    Tls(UnixStream),
 }
 
 impl Stream {
     pub fn split(self) -> io::Result<(ReadHalf, WriteHalf)> {
         Ok(match self {
-            Stream::Unix(s) => {
+            Stream::Unix(s) | Stream::Tls(s) => {
                 let io = UnixIo::new(s)?;
                 (ReadHalf::Unix(io.clone()), WriteHalf::Unix(UnixWrite(io)))
             }
@@ -105,7 +113,7 @@ impl Stream {
     pub fn peer_uid(&self) -> Option<u32> {
         match self {
             Stream::Unix(s) => s.peer_cred().ok().map(|c| c.uid()),
-            Stream::Tcp(_) => None,
+            Stream::Tcp(_) | Stream::Tls(_) => None,
         }
     }
 }

@@ -8,7 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use prometheus_client::registry::Registry;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::{Registry, Unit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -155,33 +160,112 @@ fn probe_root(root: &std::path::Path) -> io::Result<()> {
     r.and(removed)
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WireOpCode {
+    operation: &'static str,
+    /// `OK`, or the S3 error code the request failed with.
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WireOp {
+    operation: &'static str,
+}
+
+/// The binary protocol's requests (`--binary`), as the HTTP front end's are counted.
+#[derive(Debug)]
+pub struct WireMetrics {
+    requests: Family<WireOpCode, Counter>,
+    duration: Family<WireOp, Histogram, fn() -> Histogram>,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_25, 2.0, 19))
+}
+
+impl WireMetrics {
+    fn new() -> Self {
+        WireMetrics { requests: Family::default(), duration: Family::new_with_constructor(latency_histogram) }
+    }
+
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "binary_requests",
+            "Binary-protocol requests answered, by operation and outcome (OK or the S3 error code)",
+            self.requests.clone(),
+        );
+        registry.register_with_unit(
+            "binary_request_duration",
+            "Time the store took on a binary-protocol request (response bodies still streaming not counted)",
+            Unit::Seconds,
+            self.duration.clone(),
+        );
+    }
+}
+
+impl s3hpc_wire::Observer for WireMetrics {
+    fn request(&self, operation: &'static str, error: Option<s3hpc_core::ErrorCode>, elapsed: Duration) {
+        let code = error.map_or("OK", |c| c.as_str());
+        self.requests.get_or_create(&WireOpCode { operation, code }).inc();
+        self.duration.get_or_create(&WireOp { operation }).observe(elapsed.as_secs_f64());
+    }
+}
+
+/// What the front ends record into.
+#[derive(Clone)]
+pub struct Metrics {
+    pub http: Arc<s3hpc_http::HttpMetrics>,
+    pub wire: Arc<WireMetrics>,
+}
+
 /// The admin endpoint's state.
 pub struct Admin {
     registry: Registry,
     http: Arc<s3hpc_http::HttpMetrics>,
     ready: Arc<Readiness>,
     /// `identity_switches`, brought up to `s3hpc_posix::ident::switches()` at each scrape.
-    switches: prometheus_client::metrics::counter::Counter,
+    switches: Counter,
+    /// `multipart_uploads_in_progress`, counted at each scrape (posix backend only).
+    uploads: Gauge,
+    root: Option<PathBuf>,
 }
 
 impl Admin {
-    /// A registry (prefix `s3hpc`) with the HTTP front end's metrics in it.
-    pub fn new(http: Arc<s3hpc_http::HttpMetrics>, ready: Arc<Readiness>) -> Self {
+    /// A registry (prefix `s3hpc`) with the front ends' metrics in it.
+    pub fn new(m: &Metrics, ready: Arc<Readiness>, root: Option<PathBuf>) -> Self {
         let mut registry = Registry::with_prefix("s3hpc");
-        http.register(&mut registry);
+        m.http.register(&mut registry);
+        m.wire.register(&mut registry);
         let build = prometheus_client::metrics::family::Family::<
             Vec<(String, String)>,
             prometheus_client::metrics::gauge::Gauge,
         >::default();
         build.get_or_create(&vec![("version".to_string(), env!("CARGO_PKG_VERSION").to_string())]).set(1);
         registry.register("build_info", "The running s3hpc version", build);
-        let switches = prometheus_client::metrics::counter::Counter::default();
+        let switches = Counter::default();
         registry.register(
             "identity_switches",
             "File-system identity switches (--identity posix: a thread starting to act as another user)",
             switches.clone(),
         );
-        Admin { registry, http, ready, switches }
+        let uploads = Gauge::default();
+        if root.is_some() {
+            registry.register(
+                "multipart_uploads_in_progress",
+                "Multipart uploads created and not yet completed or aborted, in every bucket of the root (all gateways)",
+                uploads.clone(),
+            );
+        }
+        Admin { registry, http: m.http.clone(), ready, switches, uploads, root }
+    }
+
+    /// Count the uploads in progress (a `readdir` per bucket, off the runtime, at most 5 s).
+    async fn count_uploads(&self) {
+        let Some(root) = self.root.clone() else { return };
+        let count = tokio::task::spawn_blocking(move || s3hpc_posix::uploads_in_progress(&root));
+        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(5), count).await {
+            self.uploads.set(n as i64);
+        }
     }
 
     fn metrics_text(&self) -> String {
@@ -244,6 +328,7 @@ async fn serve_one(mut s: TcpStream, admin: &Admin) -> io::Result<()> {
     let path = path.split('?').next().unwrap_or("");
     match path {
         "/metrics" => {
+            admin.count_uploads().await;
             let text = admin.metrics_text();
             respond(&mut s, "200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", &text, head_only)
                 .await
@@ -275,11 +360,11 @@ async fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &str, head_
 
 /// Start the admin listener when `--admin-listen` is given: bind it, print its address, serve it
 /// in the background, and return the metrics the HTTP front end records into.
-pub async fn start(ops: &OpsArgs, root: Option<PathBuf>) -> anyhow::Result<Option<Arc<s3hpc_http::HttpMetrics>>> {
+pub async fn start(ops: &OpsArgs, root: Option<PathBuf>) -> anyhow::Result<Option<Metrics>> {
     let Some(addr) = &ops.admin_listen else { return Ok(None) };
     let listener = bind(addr).await?;
-    let metrics = s3hpc_http::HttpMetrics::new();
-    let admin = Arc::new(Admin::new(metrics.clone(), Readiness::new(root, Duration::from_secs(5))));
+    let metrics = Metrics { http: s3hpc_http::HttpMetrics::new(), wire: Arc::new(WireMetrics::new()) };
+    let admin = Arc::new(Admin::new(&metrics, Readiness::new(root.clone(), Duration::from_secs(5)), root));
     println!("s3hpc: admin on http://{} (/metrics, /health/live, /health/ready)", listener.local_addr()?);
     tokio::spawn(run(listener, admin));
     Ok(Some(metrics))

@@ -20,8 +20,8 @@ pub struct MountArgs {
     pub bucket: String,
     /// The directory to mount it on.
     pub dir: PathBuf,
-    /// The store: http(s)://host:port of any S3 endpoint, or unix:///path / tcp://host:port for
-    /// the s3hpc binary protocol (`s3hpc serve --binary ...`).
+    /// The store: http(s)://host:port of any S3 endpoint, or unix:///path, tcp://host:port or
+    /// tls://host:port for the s3hpc binary protocol (`s3hpc serve --binary ...`).
     #[arg(long, default_value = "http://127.0.0.1:9000")]
     pub endpoint: String,
     /// Mount only the keys under this prefix ("a/b" and "a/b/" are the same).

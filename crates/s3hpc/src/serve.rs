@@ -73,8 +73,9 @@ pub struct ServeArgs {
     /// Object size the noop backend serves on GET.
     #[arg(long, default_value_t = 0)]
     pub noop_object_size: usize,
-    /// Also serve the node-local binary protocol here (repeatable): `unix:///run/s3hpc.sock` or
-    /// `tcp://127.0.0.1:PORT` (port 0 picks one; the bound URL is printed). See docs/PROTOCOL.md.
+    /// Also serve the node-local binary protocol here (repeatable): `unix:///run/s3hpc.sock`,
+    /// `tcp://127.0.0.1:PORT` (port 0 picks one; the bound URL is printed), or `tls://HOST:PORT`
+    /// (TCP with TLS, the certificate of --tls-cert/--tls-key). See docs/PROTOCOL.md.
     #[arg(long = "binary", value_name = "URL")]
     pub binary: Vec<String>,
     /// On binary-protocol Unix sockets, peers running as this uid (kernel peer credentials) may
@@ -396,11 +397,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("listening on {}", args.listen))?,
         )
     };
+    let metrics = crate::admin::start(&args.ops, (args.backend == "posix").then(|| args.root.clone())).await?;
+    let http_metrics = metrics.as_ref().map(|m| m.http.clone());
     let mut wire = Vec::new();
+    // `tls://` binary listeners share the HTTPS certificate (reloaded with it on SIGHUP).
+    let wire_tls = tls.as_ref().map(|t| t.server_config()).transpose()?.map(|c| s3hpc_wire::tls::server_config(&c));
     for url in &args.binary {
         let opts = s3hpc_wire::ServerOptions {
             trusted_uids: (!args.binary_trusted_uid.is_empty()).then(|| args.binary_trusted_uid.clone()),
             dedicated_threads: args.binary_threads,
+            tls: wire_tls.clone(),
+            observer: metrics.as_ref().map(|m| m.wire.clone() as Arc<dyn s3hpc_wire::Observer>),
             ..Default::default()
         };
         let server = s3hpc_wire::bind(url, store.clone(), creds.clone(), opts)
@@ -408,7 +415,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("binary protocol on {url}"))?;
         wire.push(server);
     }
-    let metrics = crate::admin::start(&args.ops, (args.backend == "posix").then(|| args.root.clone())).await?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let shown = listener.as_ref().map(|l| l.local_addr()).transpose()?.map(|a: SocketAddr| format!("{scheme}://{a}"));
     let endpoint = shown.clone().unwrap_or_else(|| wire[0].url().to_string());
@@ -466,7 +472,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 ops_per_sec: args.lifecycle_ops.max(1),
                 day: s3hpc_http::lifecycle::runner::day_seconds(),
             },
-            metrics: metrics.clone(),
+            metrics: http_metrics.clone(),
             posix_accounts: (args.identity == "posix").then(|| (*creds).clone()),
         });
         // Not joined: it stops with the process (a run in progress is cut between two store calls).
@@ -490,7 +496,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // Anonymous requests (where a policy or ACL lets them in) act as nobody.
             cfg.anonymous_identity = Some(s3hpc_core::identity::Identity { uid: 65534, gid: 65534, groups: vec![] });
         }
-        cfg.metrics = metrics;
+        cfg.metrics = http_metrics;
         cfg.tls = tls.as_ref().map(|t| t.server_config()).transpose()?;
         let stop = stopped(stop_rx.clone());
         tasks.spawn(async move { s3hpc_http::serve(listener, cfg, stop).await.context("HTTP server") });

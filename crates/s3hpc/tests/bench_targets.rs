@@ -511,6 +511,77 @@ fn binary_protocol_targets_side_by_side() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn binary_protocol_over_tls() {
+    let openssl = match tool("openssl") {
+        Some(o) => o,
+        None if std::env::var_os("CI").is_some() => panic!("openssl is needed (scripts/install-test-deps)"),
+        None => return eprintln!("SKIPPED: openssl not installed"),
+    };
+    let dir = tmp("wiretls");
+    make_certs(&openssl, &dir, "good");
+    make_certs(&openssl, &dir, "other");
+    let f = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let (cert, key, ca, other_ca) = (f("good.pem"), f("good.key"), f("good-ca.pem"), f("other-ca.pem"));
+
+    // tls:// without a certificate: refused at start, saying what is missing.
+    let out = Command::new(BIN)
+        .args(["serve", dir.join("nocert").to_str().unwrap(), "--backend", "memory", "--access-key", AK])
+        .args(["--secret-key", SK, "--binary", "tls://127.0.0.1:0", "--no-http"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("--tls-cert"), "{}", text(&out.stderr));
+
+    let srv = Server::start(
+        &dir.join("srv"),
+        &["--binary", "tls://127.0.0.1:0", "--no-http", "--tls-cert", &cert, "--tls-key", &key],
+    );
+    let tls = srv.url("tls");
+    assert!(!tls.ends_with(":0"), "{tls}");
+
+    // Data both ways, one size above a TLS record and a DATA frame, content verified.
+    let (v, _) = bench_json(
+        &["sweep", "-t", &tls, "--ca-bundle", &ca, "--sizes", "1KiB,3MiB", "--count", "6", "-c", "3", "--verify"],
+        &dir.join("sweep.json"),
+    );
+    check_clean(&v, 1);
+    let r = &v["results"][0];
+    let gets: u64 = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == "get")
+        .map(|p| p["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(gets, 6 * 1024 + 6 * (3 << 20), "{r}");
+
+    // A client speaking the protocol in the clear gets no protocol answer (the server wants a
+    // TLS ClientHello): nothing readable, and the connection ends.
+    let addr = tls.trim_start_matches("tls://");
+    let mut raw = std::net::TcpStream::connect(addr).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    use std::io::{Read, Write};
+    raw.write_all(b"S3HW\x01\x00\x00\x00").unwrap();
+    let mut got = Vec::new();
+    let _ = raw.read_to_end(&mut got);
+    assert!(!got.starts_with(b"S3HW"), "plaintext protocol answer on a tls:// listener: {got:?}");
+
+    // A certificate from a CA the client does not trust, or no bundle at all: a certificate
+    // error naming the target, no hang.
+    for extra in [&["--ca-bundle", other_ca.as_str()][..], &[][..]] {
+        let mut args = vec!["sweep", "-t", &tls, "--sizes", "1KiB", "--count", "2"];
+        args.extend_from_slice(extra);
+        let out = bench(&args, Duration::from_secs(60));
+        assert!(!out.status.success());
+        let err = text(&out.stderr);
+        assert!(err.contains(&tls) && err.to_lowercase().contains("certificate"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A tmpfs of 4 MiB, unmounted when dropped.
 struct SmallFs(PathBuf);
 
