@@ -137,6 +137,33 @@ def test_policy_granting_one_account(gw):
     assert denied(lambda: a.put_bucket_policy(Bucket="az-share", Policy=json.dumps(bad))) == "MalformedPolicy"
 
 
+def test_policy_condition_on_existing_object_tags(gw):
+    _, c = gw
+    a, b = c["alice"], c["bob"]
+    a.create_bucket(Bucket="az-tags")
+    a.put_object(Bucket="az-tags", Key="open", Body=b"o", Tagging="Share=yes")
+    a.put_object(Bucket="az-tags", Key="closed", Body=b"c", Tagging="Share=no")
+    a.put_object(Bucket="az-tags", Key="untagged", Body=b"u")
+    policy = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::bob-id:root"}, "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::az-tags/*",
+         "Condition": {"StringEquals": {"s3:ExistingObjectTag/Share": "yes"}}}]}
+    a.put_bucket_policy(Bucket="az-tags", Policy=json.dumps(policy))
+    assert b.get_object(Bucket="az-tags", Key="open")["Body"].read() == b"o"
+    assert denied(lambda: b.get_object(Bucket="az-tags", Key="closed")) == "AccessDenied"
+    assert denied(lambda: b.get_object(Bucket="az-tags", Key="untagged")) == "AccessDenied"
+    # The tag key is case-sensitive, as on AWS.
+    a.put_object_tagging(Bucket="az-tags", Key="untagged", Tagging={"TagSet": [{"Key": "share", "Value": "yes"}]})
+    assert denied(lambda: b.get_object(Bucket="az-tags", Key="untagged")) == "AccessDenied"
+    # The object's tags at request time decide: retagging closes it at once.
+    a.put_object_tagging(Bucket="az-tags", Key="open", Tagging={"TagSet": [{"Key": "Share", "Value": "no"}]})
+    assert denied(lambda: b.get_object(Bucket="az-tags", Key="open")) == "AccessDenied"
+    a.put_object_tagging(Bucket="az-tags", Key="closed", Tagging={"TagSet": [{"Key": "Share", "Value": "yes"}]})
+    assert b.get_object(Bucket="az-tags", Key="closed")["Body"].read() == b"c"
+    # The grant is for reads only: bob still may not write there.
+    assert denied(lambda: b.put_object(Bucket="az-tags", Key="closed", Body=b"x")) == "AccessDenied"
+
+
 def test_ownership_controls_and_acls(gw):
     _, c = gw
     a = c["alice"]

@@ -195,9 +195,47 @@ impl Authorized {
         if auth.policy.is_none() && c.account.as_ref().is_some_and(|a| a.admin || a.id == auth.owner().id) {
             return Ok((c, auth, None));
         }
-        let ctx = extend(Self::context(&c, op, bucket, key));
+        let mut ctx = extend(Self::context(&c, op, bucket, key));
+        if let Some(key) = key {
+            ctx = self.with_existing_tags(ctx, op, bucket, key, &auth).await;
+        }
         authorize(op, &ctx, &auth, None).map_err(to_error)?;
         Ok((c, auth, Some(ctx)))
+    }
+
+    /// `s3:ExistingObjectTag/<key>` for the object's tags, when the bucket policy has a condition
+    /// on them and `op` acts on an existing object (AWS evaluates the key for the object reads,
+    /// its ACL and tagging calls; not for writes, deletes or multipart calls). The tags are
+    /// read only then: a bucket whose policy does not use the key pays nothing. A missing
+    /// object has no tags (the operation then answers for itself).
+    async fn with_existing_tags(
+        &self,
+        ctx: RequestContext,
+        op: S3Op,
+        bucket: &str,
+        key: &str,
+        auth: &BucketAuth,
+    ) -> RequestContext {
+        use S3Op::*;
+        let uses =
+            matches!(
+                op,
+                GetObject
+                    | HeadObject
+                    | GetObjectAttributes
+                    | GetObjectAcl
+                    | PutObjectAcl
+                    | GetObjectTagging
+                    | PutObjectTagging
+                    | DeleteObjectTagging
+            ) && auth.policy.as_deref().is_some_and(|p| p.to_ascii_lowercase().contains("s3:existingobjecttag/"));
+        if !uses {
+            return ctx;
+        }
+        match self.inner.get_object_tagging(bucket, key).await {
+            Ok(tags) => ctx.with_existing_object_tags(tags.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+            Err(_) => ctx,
+        }
     }
 
     async fn check(&self, op: S3Op, bucket: &str, key: Option<&str>) -> Result<(Arc<Caller>, Arc<BucketAuth>)> {
@@ -215,6 +253,7 @@ impl Authorized {
         let auth = self.bucket_auth(bucket).await?;
         auth.check_expected_owner(c.headers.source_expected_bucket_owner.as_deref()).map_err(to_error)?;
         let ctx = versioned(Self::context(&c, S3Op::GetObject, bucket, Some(key)), S3Op::GetObject, version);
+        let ctx = self.with_existing_tags(ctx, S3Op::GetObject, bucket, key, &auth).await;
         authorize(S3Op::GetObject, &ctx, &auth, None).map_err(to_error)?;
         Ok(())
     }

@@ -445,6 +445,8 @@ async fn handle_connection(
 ) -> io::Result<()> {
     let peer_uid = stream.peer_uid();
     let is_unix = matches!(stream, Stream::Unix(_));
+    // Encrypted or local: what `aws:SecureTransport` says to bucket policies.
+    let secure = matches!(stream, Stream::Unix(_) | Stream::Tls(_));
     let trusted = match (&opts.trusted_uids, peer_uid) {
         (Some(list), Some(uid)) => list.contains(&uid),
         _ => false,
@@ -521,10 +523,10 @@ async fn handle_connection(
         // With `--identity posix`, every request of the connection acts as its account's
         // POSIX user (task-locals do not cross the spawns below, so each carries it).
         ident: creds.identity_for(&access_key),
-        // S3 authorization sees the connection's account; a Unix socket is a secure transport.
+        // S3 authorization sees the connection's account; a Unix socket or TLS is a secure transport.
         caller: creds
             .account_for(&access_key)
-            .map(|a| Arc::new(s3hpc_core::caller::Caller { account: Some(a), secure: is_unix, ..Default::default() })),
+            .map(|a| Arc::new(s3hpc_core::caller::Caller { account: Some(a), secure, ..Default::default() })),
     };
     let res = conn.run(&mut r).await;
     conn.ended = true;
