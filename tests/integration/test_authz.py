@@ -164,6 +164,63 @@ def test_policy_condition_on_existing_object_tags(gw):
     assert denied(lambda: b.put_object(Bucket="az-tags", Key="closed", Body=b"x")) == "AccessDenied"
 
 
+def test_object_acls_in_an_object_writer_bucket(gw):
+    srv, c = gw
+    a, b, admin = c["alice"], c["bob"], c["admin"]
+    anon = anonymous(srv.endpoint)
+    bkt = "az-objacl"
+    a.create_bucket(Bucket=bkt)
+    a.put_bucket_ownership_controls(Bucket=bkt, OwnershipControls={"Rules": [{"ObjectOwnership": "ObjectWriter"}]})
+    a.put_bucket_policy(Bucket=bkt, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::bob-id:root"}, "Action": "s3:PutObject",
+         "Resource": f"arn:aws:s3:::{bkt}/*"}]}))
+
+    # An ACL given at upload is kept with the object, and an overwrite without one resets it.
+    a.put_object(Bucket=bkt, Key="pub", Body=b"p", ACL="public-read")
+    assert anon.get_object(Bucket=bkt, Key="pub")["Body"].read() == b"p"
+    grants = a.get_object_acl(Bucket=bkt, Key="pub")["Grants"]
+    assert {"Grantee": {"Type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
+            "Permission": "READ"} in grants, grants
+    a.put_object(Bucket=bkt, Key="pub", Body=b"p2")
+    assert denied(lambda: anon.get_object(Bucket=bkt, Key="pub")) == "AccessDenied"
+    assert len(a.get_object_acl(Bucket=bkt, Key="pub")["Grants"]) == 1
+
+    # An object bob writes is bob's: alice, the bucket owner, reads it only once bob grants it.
+    b.put_object(Bucket=bkt, Key="bobs", Body=b"b")
+    assert b.get_object_acl(Bucket=bkt, Key="bobs")["Owner"]["ID"] == "bob-id"
+    assert denied(lambda: a.get_object(Bucket=bkt, Key="bobs")) == "AccessDenied"
+    assert denied(lambda: a.get_object_acl(Bucket=bkt, Key="bobs")) == "AccessDenied"
+    assert admin.get_object(Bucket=bkt, Key="bobs")["Body"].read() == b"b"
+    b.put_object_acl(Bucket=bkt, Key="bobs", GrantRead='id="alice-id"', GrantFullControl='id="bob-id"')
+    assert a.get_object(Bucket=bkt, Key="bobs")["Body"].read() == b"b"
+    assert denied(lambda: a.put_object_acl(Bucket=bkt, Key="bobs", ACL="public-read")) == "AccessDenied"
+    # bucket-owner-full-control hands alice full control of what bob writes.
+    b.put_object(Bucket=bkt, Key="bobs2", Body=b"c", ACL="bucket-owner-full-control")
+    assert a.get_object(Bucket=bkt, Key="bobs2")["Body"].read() == b"c"
+
+    # PutObjectAcl on an existing object; the record lives with the file.
+    a.put_object(Bucket=bkt, Key="later", Body=b"l")
+    assert denied(lambda: anon.get_object(Bucket=bkt, Key="later")) == "AccessDenied"
+    a.put_object_acl(Bucket=bkt, Key="later", ACL="public-read")
+    assert anon.get_object(Bucket=bkt, Key="later")["Body"].read() == b"l"
+    a.put_object_acl(Bucket=bkt, Key="later", ACL="private")
+    assert denied(lambda: anon.get_object(Bucket=bkt, Key="later")) == "AccessDenied"
+
+    # A multipart upload gets the ACL it was created with, at completion.
+    up = a.create_multipart_upload(Bucket=bkt, Key="mp", ACL="public-read")["UploadId"]
+    etag = a.upload_part(Bucket=bkt, Key="mp", UploadId=up, PartNumber=1, Body=b"m" * 10)["ETag"]
+    assert not (srv.root / bkt / "mp").exists()
+    a.complete_multipart_upload(Bucket=bkt, Key="mp", UploadId=up,
+                                MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    assert anon.get_object(Bucket=bkt, Key="mp")["Body"].read() == b"m" * 10
+
+    # Back to BucketOwnerEnforced: the records are ignored, alice owns everything again.
+    a.put_bucket_ownership_controls(Bucket=bkt,
+                                    OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+    assert a.get_object(Bucket=bkt, Key="bobs")["Body"].read() == b"b"
+    assert denied(lambda: anon.get_object(Bucket=bkt, Key="mp")) == "AccessDenied"
+
+
 def test_ownership_controls_and_acls(gw):
     _, c = gw
     a = c["alice"]

@@ -23,7 +23,7 @@ use crate::acl::{AclHeaders, CannedAcl, RequestedAcl};
 use crate::bucket::{BucketAuth, authorize, authorize_service, owner_of, reveals_missing_key};
 use crate::error::{AuthzError, ErrorCode as AzCode};
 use crate::eval::{Account, Principal, RequestContext};
-use crate::ops::S3Op;
+use crate::ops::{AclNeed, S3Op, Target};
 use crate::ownership::{ObjectOwnership, PublicAccessBlock, policy_status_xml};
 
 /// The bucket configuration name under which a bucket's [`BucketAuth`] is kept.
@@ -76,6 +76,11 @@ fn versioned(mut ctx: RequestContext, op: S3Op, version: bool) -> RequestContext
         ctx.action = op.action(true).to_owned();
     }
     ctx
+}
+
+/// The bucket configuration document that holds the ACL of a multipart upload in progress.
+fn upload_acl_config(upload_id: &str) -> String {
+    format!("upload-acl-{upload_id}")
 }
 
 fn principal(c: &Caller) -> Principal {
@@ -189,18 +194,70 @@ impl Authorized {
         let c = caller()?;
         let auth = self.bucket_auth(bucket).await?;
         auth.check_expected_owner(c.headers.expected_bucket_owner.as_deref()).map_err(to_error)?;
-        // No policy: nothing can deny an admin or the bucket owner (objects have no ACL records,
-        // so the bucket owner owns every object), and building the context would be the
+        // No policy: nothing can deny an admin, or the bucket owner where ACLs are disabled
+        // (the bucket owner then owns every object), and building the context would be the
         // dearest part of the check.
-        if auth.policy.is_none() && c.account.as_ref().is_some_and(|a| a.admin || a.id == auth.owner().id) {
+        let acls_on = !auth.ownership.acls_disabled();
+        if auth.policy.is_none() && c.account.as_ref().is_some_and(|a| a.admin || (a.id == auth.owner().id && !acls_on))
+        {
             return Ok((c, auth, None));
         }
         let mut ctx = extend(Self::context(&c, op, bucket, key));
+        let mut object_acl = None;
         if let Some(key) = key {
             ctx = self.with_existing_tags(ctx, op, bucket, key, &auth).await;
+            // An existing object's ACL record decides its owner and grants (ACLs enabled only).
+            // A request naming a version is judged without it (the bucket owner's alone).
+            let on_object =
+                op.target() == Target::Object && matches!(op.acl_need(), AclNeed::Object(_) | AclNeed::None);
+            if acls_on && on_object && !ctx.action.ends_with("Version") {
+                object_acl = self.stored_object_acl(bucket, key).await?;
+            }
         }
-        authorize(op, &ctx, &auth, None).map_err(to_error)?;
+        authorize(op, &ctx, &auth, object_acl.as_ref()).map_err(to_error)?;
         Ok((c, auth, Some(ctx)))
+    }
+
+    /// The object's ACL record, if it has one (none for a missing object).
+    async fn stored_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Acl>> {
+        match self.inner.get_object_acl(bucket, key).await {
+            Ok(Some(doc)) => serde_json::from_slice(&doc)
+                .map(Some)
+                .map_err(|e| Error::internal(format!("{bucket}/{key}: unreadable ACL record: {e}"))),
+            Ok(None) => Ok(None),
+            Err(e) if matches!(e.code, Code::NoSuchKey | Code::NotImplemented) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Keep `acl` as the object's ACL record: none when it is the default (the bucket owner's,
+    /// private), which is what an object without a record has.
+    async fn keep_object_acl(&self, bucket: &str, key: &str, auth: &BucketAuth, acl: &Acl) -> Result<()> {
+        let default = acl.owner.id == auth.owner().id && acl.only_owner(&acl.owner.id);
+        let doc =
+            if default { None } else { Some(serde_json::to_vec(acl).map_err(|e| Error::internal(e.to_string()))?) };
+        self.inner.put_object_acl(bucket, key, doc).await
+    }
+
+    /// At completion: the ACL the upload was created with becomes the object's record. A
+    /// retried completion finds none left and changes nothing.
+    async fn apply_upload_acl(&self, bucket: &str, key: &str, upload_id: &str, auth: &BucketAuth) -> Result<()> {
+        let name = upload_acl_config(upload_id);
+        let Some(doc) = self.inner.get_bucket_config(bucket, &name).await? else { return Ok(()) };
+        let acl: Acl = serde_json::from_slice(&doc)
+            .map_err(|e| Error::internal(format!("upload {upload_id}: unreadable ACL record: {e}")))?;
+        self.keep_object_acl(bucket, key, auth, &acl).await?;
+        self.forget_upload_acl(bucket, upload_id).await;
+        Ok(())
+    }
+
+    async fn forget_upload_acl(&self, bucket: &str, upload_id: &str) {
+        let name = upload_acl_config(upload_id);
+        if let Err(e) = self.inner.put_bucket_config(bucket, &name, None).await
+            && e.code != Code::NoSuchKey
+        {
+            tracing::warn!("{bucket}: upload {upload_id}: ACL record not removed: {e}");
+        }
     }
 
     /// `s3:ExistingObjectTag/<key>` for the object's tags, when the bucket policy has a condition
@@ -258,24 +315,28 @@ impl Authorized {
         Ok(())
     }
 
-    /// The ACL headers of a request that creates an object: refused as S3 refuses them (ACLs
-    /// disabled, public ACLs blocked). Object ACLs are not stored: with ACLs enabled only ACLs
-    /// that give the owner alone access are accepted.
-    fn check_new_object_acl(&self, c: &Caller, auth: &BucketAuth) -> Result<()> {
+    /// The ACL of an object the caller creates, from the request's ACL headers: refused as S3
+    /// refuses them (ACLs disabled, public ACLs blocked). `None` where ACLs are disabled (the
+    /// bucket owner owns every object); else the ACL to keep once the object exists (see
+    /// [`Self::keep_object_acl`]).
+    fn new_object_acl(&self, c: &Caller, auth: &BucketAuth) -> Result<Option<Acl>> {
         let requested = acl_headers(c).parse(Some(&self.account_exists())).map_err(to_error)?;
-        if requested == RequestedAcl::None {
-            return Ok(());
-        }
         // AWS refuses even `private` with ACLs disabled; s3hpc accepts it (it asks for what the
         // object gets anyway), because rclone and other tools send it on every upload by default.
         if requested == RequestedAcl::Canned(CannedAcl::Private) && auth.ownership.acls_disabled() {
-            return Ok(());
+            return Ok(None);
         }
         let acl = auth.new_object_acl(&principal(c), &requested).map_err(to_error)?;
-        if !acl.only_owner(&acl.owner.id) {
-            return Err(Error::not_implemented("object ACLs other than private are not supported by s3hpc"));
+        Ok((!auth.ownership.acls_disabled()).then_some(acl))
+    }
+
+    /// After an object was written: keep its ACL record (ACLs enabled). The object is there with
+    /// the default ACL (the bucket owner's, private) until this is done.
+    async fn after_write(&self, bucket: &str, key: &str, auth: &BucketAuth, acl: Option<Acl>) -> Result<()> {
+        match acl {
+            Some(acl) => self.keep_object_acl(bucket, key, auth, &acl).await,
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// GET/HEAD of a key that is not there: 404 only for callers who may list the key (S3).
@@ -488,8 +549,10 @@ impl Store for Authorized {
 
     async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
         let (c, auth) = self.check(S3Op::PutObject, bucket, Some(key)).await?;
-        self.check_new_object_acl(&c, &auth)?;
-        self.inner.put_object(bucket, key, req, body).await
+        let acl = self.new_object_acl(&c, &auth)?;
+        let out = self.inner.put_object(bucket, key, req, body).await?;
+        self.after_write(bucket, key, &auth, acl).await?;
+        Ok(out)
     }
 
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
@@ -546,8 +609,10 @@ impl Store for Authorized {
     ) -> Result<PutObjectOutput> {
         self.check_source_version(src_bucket, src_key, req.source_version_id.is_some()).await?;
         let (c, auth) = self.check(S3Op::CopyObject, dst_bucket, Some(dst_key)).await?;
-        self.check_new_object_acl(&c, &auth)?;
-        self.inner.copy_object(src_bucket, src_key, dst_bucket, dst_key, req).await
+        let acl = self.new_object_acl(&c, &auth)?;
+        let out = self.inner.copy_object(src_bucket, src_key, dst_bucket, dst_key, req).await?;
+        self.after_write(dst_bucket, dst_key, &auth, acl).await?;
+        Ok(out)
     }
 
     async fn rename_object(&self, bucket: &str, src_key: &str, dst_key: &str, req: RenameObjectRequest) -> Result<()> {
@@ -580,7 +645,8 @@ impl Store for Authorized {
             .head_object(bucket, key, GetObjectRequest::default())
             .await
             .map_err(|e| self.hide_missing(e, &ctx, &auth))?;
-        Ok(Some(auth.effective_object_acl(None).to_xml().into_bytes()))
+        let stored = if auth.ownership.acls_disabled() { None } else { self.stored_object_acl(bucket, key).await? };
+        Ok(Some(auth.effective_object_acl(stored.as_ref()).to_xml().into_bytes()))
     }
 
     async fn put_object_acl(&self, bucket: &str, key: &str, doc: Option<Vec<u8>>) -> Result<()> {
@@ -590,12 +656,13 @@ impl Store for Authorized {
             Some(d) => Some(Acl::from_xml(&d, Some(&self.account_exists())).map_err(to_error)?),
             None => None,
         };
-        let acl = auth.put_object_acl(None, &requested, body).map_err(to_error)?;
         self.inner.head_object(bucket, key, GetObjectRequest::default()).await?;
-        if !acl.only_owner(&acl.owner.id) {
-            return Err(Error::not_implemented("object ACLs other than private are not supported by s3hpc"));
+        let stored = if auth.ownership.acls_disabled() { None } else { self.stored_object_acl(bucket, key).await? };
+        let acl = auth.put_object_acl(stored.as_ref(), &requested, body).map_err(to_error)?;
+        if auth.ownership.acls_disabled() {
+            return Ok(());
         }
-        Ok(())
+        self.keep_object_acl(bucket, key, &auth, &acl).await
     }
 
     async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
@@ -624,8 +691,14 @@ impl Store for Authorized {
 
     async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
         let (c, auth) = self.check(S3Op::CreateMultipartUpload, bucket, Some(key)).await?;
-        self.check_new_object_acl(&c, &auth)?;
-        self.inner.create_multipart_upload(bucket, key, req).await
+        let acl = self.new_object_acl(&c, &auth)?;
+        let id = self.inner.create_multipart_upload(bucket, key, req).await?;
+        // The ACL asked for at the start applies at completion, by whichever gateway completes.
+        if let Some(acl) = acl {
+            let doc = serde_json::to_vec(&acl).map_err(|e| Error::internal(e.to_string()))?;
+            self.inner.put_bucket_config(bucket, &upload_acl_config(&id), Some(doc)).await?;
+        }
+        Ok(id)
     }
 
     async fn upload_part(
@@ -682,12 +755,18 @@ impl Store for Authorized {
         upload_id: &str,
         req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
-        self.check(S3Op::CompleteMultipartUpload, bucket, Some(key)).await?;
-        self.inner.complete_multipart_upload_with(bucket, key, upload_id, req).await
+        let (_, auth) = self.check(S3Op::CompleteMultipartUpload, bucket, Some(key)).await?;
+        let out = self.inner.complete_multipart_upload_with(bucket, key, upload_id, req).await?;
+        if !auth.ownership.acls_disabled() {
+            self.apply_upload_acl(bucket, key, upload_id, &auth).await?;
+        }
+        Ok(out)
     }
 
     async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
         self.check(S3Op::AbortMultipartUpload, bucket, Some(key)).await?;
-        self.inner.abort_multipart_upload(bucket, key, upload_id).await
+        self.inner.abort_multipart_upload(bucket, key, upload_id).await?;
+        self.forget_upload_acl(bucket, upload_id).await;
+        Ok(())
     }
 }

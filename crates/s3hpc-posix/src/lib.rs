@@ -29,6 +29,7 @@ use s3hpc_core::{
 };
 use s3hpc_core::{DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, MAX_KEYS, VersioningState};
 
+mod acl;
 mod beneath;
 mod delete;
 mod dircache;
@@ -1141,6 +1142,20 @@ impl Store for PosixStore {
     ) -> Result<PutObjectOutput> {
         self.refuse_versioned(bucket, "PutObject with a write offset")?;
         Box::pin(self.append(bucket, key, offset, req, body)).await
+    }
+
+    async fn get_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        let kp = keys::parse_key(key)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k) = (bucket.to_string(), key.to_string());
+        self.run(move |s| s.object_acl(&bdir, &b, &k, &kp)).await
+    }
+
+    async fn put_object_acl(&self, bucket: &str, key: &str, doc: Option<Vec<u8>>) -> Result<()> {
+        let kp = keys::parse_key(key)?;
+        let bdir = self.inner.bucket_dir(bucket)?;
+        let (b, k) = (bucket.to_string(), key.to_string());
+        self.run(move |s| s.set_object_acl(&bdir, &b, &k, &kp, doc.as_deref())).await
     }
 
     async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {

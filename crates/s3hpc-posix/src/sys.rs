@@ -72,6 +72,31 @@ pub fn fget_xattr(f: &File) -> io::Result<Option<Vec<u8>>> {
     get_with(|b, n| unsafe { libc::fgetxattr(fd, name(), b, n) })
 }
 
+/// Set the extended attribute `name` (NUL-terminated) of an open file.
+pub fn fset_xattr_named(f: &File, name: &[u8], val: &[u8]) -> io::Result<()> {
+    assert_eq!(name.last(), Some(&0), "xattr name must be NUL-terminated");
+    // SAFETY: valid fd, NUL-terminated name (checked), buffer of the given length.
+    check(unsafe { libc::fsetxattr(f.as_raw_fd(), name.as_ptr().cast(), val.as_ptr().cast(), val.len(), 0) })
+}
+
+/// The extended attribute `name` (NUL-terminated) of an open file; `Ok(None)` when absent.
+pub fn fget_xattr_named(f: &File, name: &[u8]) -> io::Result<Option<Vec<u8>>> {
+    assert_eq!(name.last(), Some(&0), "xattr name must be NUL-terminated");
+    let fd = f.as_raw_fd();
+    // SAFETY: valid fd, NUL-terminated name; the buffer pointer/length pair comes from get_with.
+    get_with(|b, n| unsafe { libc::fgetxattr(fd, name.as_ptr().cast(), b, n) })
+}
+
+/// Remove the extended attribute `name` (NUL-terminated) of an open file; absent is fine.
+pub fn fremove_xattr_named(f: &File, name: &[u8]) -> io::Result<()> {
+    assert_eq!(name.last(), Some(&0), "xattr name must be NUL-terminated");
+    // SAFETY: valid fd, NUL-terminated name.
+    match check(unsafe { libc::fremovexattr(f.as_raw_fd(), name.as_ptr().cast()) }) {
+        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(()),
+        r => r,
+    }
+}
+
 pub fn get_xattr(p: &Path) -> io::Result<Option<Vec<u8>>> {
     let c = cpath(p)?;
     // SAFETY: NUL-terminated path; the buffer pointer/length pair comes from get_with.
