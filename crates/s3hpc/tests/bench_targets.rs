@@ -316,6 +316,11 @@ impl Nginx {
     }
 }
 
+/// Bytes read by the GET phases of one target's result.
+fn get_bytes(r: &serde_json::Value) -> u64 {
+    r["phases"].as_array().unwrap().iter().filter(|p| p["name"] == "get").map(|p| p["bytes"].as_u64().unwrap()).sum()
+}
+
 fn check_clean(v: &serde_json::Value, targets: usize) {
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), targets, "{v}");
@@ -351,13 +356,7 @@ fn https_target_through_nginx_tls() {
         assert_eq!(p.len(), 2, "{name}: {r}");
         assert!(p.iter().all(|p| p["ops"] == 8 && p["errors"] == 0), "{name}: {r}");
     }
-    let gets: u64 = r["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["name"] == "get")
-        .map(|p| p["bytes"].as_u64().unwrap())
-        .sum();
+    let gets = get_bytes(r);
     assert_eq!(gets, 8 * 1024 + 8 * (1 << 20));
     let log = ng.access_log();
     assert!(log.contains("TLSv1.3") || log.contains("TLSv1.2"), "{log}");
@@ -547,13 +546,7 @@ fn binary_protocol_over_tls() {
     );
     check_clean(&v, 1);
     let r = &v["results"][0];
-    let gets: u64 = r["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["name"] == "get")
-        .map(|p| p["bytes"].as_u64().unwrap())
-        .sum();
+    let gets = get_bytes(r);
     assert_eq!(gets, 6 * 1024 + 6 * (3 << 20), "{r}");
 
     // A client speaking the protocol in the clear gets no protocol answer (the server wants a
