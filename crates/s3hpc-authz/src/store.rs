@@ -83,6 +83,11 @@ fn upload_acl_config(upload_id: &str) -> String {
     format!("upload-acl-{upload_id}")
 }
 
+/// What an object without an ACL record has: the bucket owner's, private.
+fn is_default_acl(acl: &Acl, auth: &BucketAuth) -> bool {
+    acl.owner.id == auth.owner().id && acl.only_owner(&acl.owner.id)
+}
+
 fn principal(c: &Caller) -> Principal {
     match &c.account {
         None => Principal::Anonymous,
@@ -233,9 +238,11 @@ impl Authorized {
     /// Keep `acl` as the object's ACL record: none when it is the default (the bucket owner's,
     /// private), which is what an object without a record has.
     async fn keep_object_acl(&self, bucket: &str, key: &str, auth: &BucketAuth, acl: &Acl) -> Result<()> {
-        let default = acl.owner.id == auth.owner().id && acl.only_owner(&acl.owner.id);
-        let doc =
-            if default { None } else { Some(serde_json::to_vec(acl).map_err(|e| Error::internal(e.to_string()))?) };
+        let doc = if is_default_acl(acl, auth) {
+            None
+        } else {
+            Some(serde_json::to_vec(acl).map_err(|e| Error::internal(e.to_string()))?)
+        };
         self.inner.put_object_acl(bucket, key, doc).await
     }
 
@@ -330,12 +337,13 @@ impl Authorized {
         Ok((!auth.ownership.acls_disabled()).then_some(acl))
     }
 
-    /// After an object was written: keep its ACL record (ACLs enabled). The object is there with
-    /// the default ACL (the bucket owner's, private) until this is done.
+    /// After an object was written: keep its ACL record (ACLs enabled, an ACL other than the
+    /// default; a new object has no record). The object is there with the default ACL (the
+    /// bucket owner's, private) until this is done.
     async fn after_write(&self, bucket: &str, key: &str, auth: &BucketAuth, acl: Option<Acl>) -> Result<()> {
         match acl {
-            Some(acl) => self.keep_object_acl(bucket, key, auth, &acl).await,
-            None => Ok(()),
+            Some(acl) if !is_default_acl(&acl, auth) => self.keep_object_acl(bucket, key, auth, &acl).await,
+            _ => Ok(()),
         }
     }
 
@@ -694,7 +702,7 @@ impl Store for Authorized {
         let acl = self.new_object_acl(&c, &auth)?;
         let id = self.inner.create_multipart_upload(bucket, key, req).await?;
         // The ACL asked for at the start applies at completion, by whichever gateway completes.
-        if let Some(acl) = acl {
+        if let Some(acl) = acl.filter(|a| !is_default_acl(a, &auth)) {
             let doc = serde_json::to_vec(&acl).map_err(|e| Error::internal(e.to_string()))?;
             self.inner.put_bucket_config(bucket, &upload_acl_config(&id), Some(doc)).await?;
         }
