@@ -1004,6 +1004,9 @@ impl Store for S3Client {
             r = r.h("x-amz-metadata-directive", "REPLACE")?;
             add_meta(&mut r.headers, m)?;
         }
+        if let Some(w) = &req.website_redirect_location {
+            r = r.h("x-amz-website-redirect-location", w)?;
+        }
         if let Directive::Replace(t) = &req.tagging {
             r = r.h("x-amz-tagging-directive", "REPLACE")?;
             if !t.is_empty() {

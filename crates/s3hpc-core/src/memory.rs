@@ -508,16 +508,11 @@ impl Store for MemoryStore {
     ) -> Result<PutObjectOutput> {
         names::validate_key(src_key)?;
         names::validate_key(dst_key)?;
-        if let Directive::Replace(m) = &req.metadata {
-            names::validate_meta(m)?;
-        }
-        if let Directive::Replace(t) = &req.tagging {
-            names::validate_tags(t, names::MAX_OBJECT_TAGS)?;
-        }
+        req.validate()?;
         self.with(|st| {
             let src = st.bucket(src_bucket)?.find(src_bucket, src_key, req.source_version_id.as_deref())?;
             req.source_conditions.check_copy_source(Some((&src.info.etag, src.info.last_modified)))?;
-            if src_bucket == dst_bucket && src_key == dst_key && req.metadata == Directive::Copy {
+            if src_bucket == dst_bucket && src_key == dst_key && req.changes_nothing() {
                 return Err(Error::new(
                     ErrorCode::InvalidRequest,
                     "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
@@ -527,10 +522,7 @@ impl Store for MemoryStore {
             req.conditions.check_write(st.current(dst_bucket, dst_key))?;
             let src = st.bucket(src_bucket)?.find(src_bucket, src_key, req.source_version_id.as_deref())?;
             let data = src.data.clone();
-            let meta = match &req.metadata {
-                Directive::Copy => src.info.meta.clone(),
-                Directive::Replace(m) => m.clone(),
-            };
+            let meta = req.destination_meta(&src.info.meta);
             let tags = match &req.tagging {
                 Directive::Copy => src.tags.clone(),
                 Directive::Replace(t) => t.clone(),

@@ -417,6 +417,49 @@ pub struct CopyObjectRequest {
     pub checksum_algorithm: Option<ChecksumAlgorithm>,
     /// `x-amz-copy-source: /b/k?versionId=`: copy this version of the source.
     pub source_version_id: Option<String>,
+    /// `x-amz-website-redirect-location` of the request. S3 never copies the source's redirect
+    /// location, with either metadata directive: the new object has this one, or none
+    /// ([`CopyObjectRequest::destination_meta`]).
+    pub website_redirect_location: Option<String>,
+}
+
+impl CopyObjectRequest {
+    /// Validate what the request itself carries: replaced metadata and tags, the redirect.
+    pub fn validate(&self) -> Result<()> {
+        if let Directive::Replace(m) = &self.metadata {
+            crate::names::validate_meta(m)?;
+        }
+        if let Directive::Replace(t) = &self.tagging {
+            crate::names::validate_tags(t, crate::names::MAX_OBJECT_TAGS)?;
+        }
+        if self.website_redirect_location.is_some() {
+            let only =
+                ObjectMeta { website_redirect_location: self.website_redirect_location.clone(), ..Default::default() };
+            crate::names::validate_meta(&only)?;
+        }
+        Ok(())
+    }
+
+    /// The new object's metadata, given the source's: the source's (COPY) or the request's
+    /// (REPLACE), and in both cases the request's redirect location, never the source's (S3's
+    /// CopyObject: the redirect "is not copied when using the x-amz-metadata-directive header";
+    /// a REPLACE meta that names one keeps it when the request field is absent).
+    pub fn destination_meta(&self, source: &ObjectMeta) -> ObjectMeta {
+        let mut m = match &self.metadata {
+            Directive::Copy => ObjectMeta { website_redirect_location: None, ..source.clone() },
+            Directive::Replace(m) => m.clone(),
+        };
+        if self.website_redirect_location.is_some() {
+            m.website_redirect_location = self.website_redirect_location.clone();
+        }
+        m
+    }
+
+    /// A copy of an object onto itself is legal only when it changes the metadata or the
+    /// redirect location, or restores another version; otherwise S3 answers InvalidRequest.
+    pub fn changes_nothing(&self) -> bool {
+        self.metadata == Directive::Copy && self.website_redirect_location.is_none() && self.source_version_id.is_none()
+    }
 }
 
 /// ListObjects (v1 and v2 map onto this).

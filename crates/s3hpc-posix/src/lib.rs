@@ -1043,12 +1043,7 @@ impl Store for PosixStore {
     ) -> Result<PutObjectOutput> {
         let skp = keys::parse_key(src_key)?;
         let dkp = keys::parse_key(dst_key)?;
-        if let Directive::Replace(m) = &req.metadata {
-            names::validate_meta(m)?;
-        }
-        if let Directive::Replace(t) = &req.tagging {
-            names::validate_tags(t, names::MAX_OBJECT_TAGS)?;
-        }
+        req.validate()?;
         let sb = self.inner.bucket_dir(src_bucket)?;
         let db = self.inner.bucket_dir(dst_bucket)?;
         let (sbn, skn, dbn, dkn) =
@@ -1059,17 +1054,14 @@ impl Store for PosixStore {
                 None => s.open_object(&sb, &sbn, &skn, &skp).map_err(|e| s.mark_deleted(e, &sbn, &skn))?,
             };
             req.source_conditions.check_copy_source(Some((&o.info.etag, o.info.last_modified)))?;
-            if sbn == dbn && skn == dkn && req.metadata == Directive::Copy && req.source_version_id.is_none() {
+            if sbn == dbn && skn == dkn && req.changes_nothing() {
                 return Err(Error::new(
                     ErrorCode::InvalidRequest,
                     "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
                 ));
             }
             s.require_bucket(&db, &dbn)?;
-            let meta = match req.metadata {
-                Directive::Copy => o.info.meta.clone(),
-                Directive::Replace(m) => m,
-            };
+            let meta = req.destination_meta(&o.info.meta);
             let tags = match req.tagging {
                 Directive::Copy => o.tags.clone(),
                 Directive::Replace(t) => t,

@@ -787,6 +787,9 @@ pub struct WireCopy {
     pub source_conditions: Conditions,
     pub conditions: Conditions,
     pub checksum_algorithm: Option<ChecksumAlgorithm>,
+    /// Optional trailing field: sent only when `Some`, so requests without it stay what
+    /// version-1 peers that predate it send and accept.
+    pub website_redirect_location: Option<String>,
 }
 
 impl From<&CopyObjectRequest> for WireCopy {
@@ -797,6 +800,7 @@ impl From<&CopyObjectRequest> for WireCopy {
             source_conditions: r.source_conditions.clone(),
             conditions: r.conditions.clone(),
             checksum_algorithm: r.checksum_algorithm,
+            website_redirect_location: r.website_redirect_location.clone(),
         }
     }
 }
@@ -810,6 +814,7 @@ impl From<WireCopy> for CopyObjectRequest {
             source_conditions: r.source_conditions,
             conditions: r.conditions,
             checksum_algorithm: r.checksum_algorithm,
+            website_redirect_location: r.website_redirect_location,
         }
     }
 }
@@ -970,6 +975,9 @@ impl Request {
                 e.conditions(&req.source_conditions);
                 e.conditions(&req.conditions);
                 e.alg(req.checksum_algorithm);
+                if let Some(w) = &req.website_redirect_location {
+                    e.str(w);
+                }
             }
             PutObjectTagging { bucket, key, tags } => {
                 e.str(bucket);
@@ -1103,6 +1111,7 @@ impl Request {
                     source_conditions: d.conditions()?,
                     conditions: d.conditions()?,
                     checksum_algorithm: d.alg()?,
+                    website_redirect_location: if d.is_empty() { None } else { Some(d.str()?) },
                 };
                 CopyObject { src_bucket, src_key, dst_bucket, dst_key, req }
             }
@@ -1455,6 +1464,22 @@ mod tests {
                 source_conditions: cond.clone(),
                 conditions: Conditions::default(),
                 checksum_algorithm: Some(ChecksumAlgorithm::Sha256),
+                website_redirect_location: None,
+            },
+        });
+        // The optional trailing redirect location of CopyObject.
+        roundtrip(Request::CopyObject {
+            src_bucket: "a".into(),
+            src_key: "b".into(),
+            dst_bucket: "c".into(),
+            dst_key: "d".into(),
+            req: WireCopy {
+                metadata: Directive::Copy,
+                tagging: Directive::Copy,
+                source_conditions: Conditions::default(),
+                conditions: Conditions::default(),
+                checksum_algorithm: None,
+                website_redirect_location: Some("https://example.com/x".into()),
             },
         });
         roundtrip(Request::CompleteMultipart {

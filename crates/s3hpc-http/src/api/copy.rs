@@ -69,6 +69,8 @@ pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
         source_conditions: conditions(h, "x-amz-copy-source-"),
         conditions: conditions(h, ""),
         checksum_algorithm,
+        // Never the source's, with either directive (S3's CopyObject).
+        website_redirect_location: hdr(h, "x-amz-website-redirect-location").map(str::to_owned),
     };
     let out = store(r).copy_object(&sb, &sk, &r.bucket, &r.key, req).await.map_err(|e| {
         // Source conditions never answer 304 on a copy.
