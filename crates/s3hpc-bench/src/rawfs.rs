@@ -63,6 +63,7 @@ fn info(key: &str, md: &std::fs::Metadata) -> ObjectInfo {
         meta: ObjectMeta::default(),
         checksum: None,
         part_sizes: Vec::new(),
+        part_checksums: Vec::new(),
         tag_count: 0,
     }
 }

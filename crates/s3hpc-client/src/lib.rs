@@ -707,6 +707,7 @@ fn object_info(key: &str, status: StatusCode, h: &HeaderMap) -> (ObjectInfo, Opt
         meta,
         checksum: checksum_of_headers(h),
         part_sizes,
+        part_checksums: Vec::new(),
         tag_count: hstr(h, "x-amz-tagging-count").and_then(|v| v.parse().ok()).unwrap_or(0),
     };
     (info, range)

@@ -34,11 +34,14 @@ pub struct Caps {
     pub etag_md5: bool,
     /// The store keeps keys `a` and `a/b` at once (S3 and memory do; a POSIX tree cannot).
     pub file_and_dir_same_name: bool,
+    /// HEAD answers the part checksums of COMPOSITE multipart objects (the stores do; the HTTP
+    /// and binary clients do not carry them).
+    pub part_checksums: bool,
 }
 
 impl Default for Caps {
     fn default() -> Self {
-        Caps { etag_md5: true, file_and_dir_same_name: false }
+        Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: false }
     }
 }
 
@@ -1351,7 +1354,7 @@ async fn multipart_listing(s: DynStore, _c: Caps, b: String) -> R {
 /// CRC of the whole object, COMPOSITE ones with the checksum of the part checksums plus `-N`;
 /// ListParts and HEAD report the type; the whole-object checksum a complete expects is verified
 /// (`BadDigest`: nothing published, the upload stays); unsupported combinations are refused.
-async fn multipart_checksum_types(s: DynStore, _c: Caps, b: String) -> R {
+async fn multipart_checksum_types(s: DynStore, c: Caps, b: String) -> R {
     use ChecksumAlgorithm as A;
     use ChecksumType as T;
     ok(s.create_bucket(&b).await, "create")?;
@@ -1443,6 +1446,15 @@ async fn multipart_checksum_types(s: DynStore, _c: Caps, b: String) -> R {
         let (info, data) = get(&s, &b, &key).await?;
         ensure!(data[..] == whole[..], "{what}: assembled content differs");
         ensure_eq!(info.checksum, Some(want));
+        // A COMPOSITE object keeps its parts' checksums (GetObjectAttributes lists them).
+        let want_parts = match want_type {
+            T::Composite if c.part_checksums => vec![checksum_of(alg, &p1).value, checksum_of(alg, &p2).value],
+            _ => vec![],
+        };
+        ensure_eq!(info.part_checksums, want_parts);
+        if c.part_checksums && want_type == T::Composite {
+            ensure_eq!(info.part_checksum(2), Some(checksum_of(alg, &p2)));
+        }
     }
     // Combinations S3 refuses; nothing is created.
     for (alg, ty) in [

@@ -405,6 +405,7 @@ impl Store for MemoryStore {
                 meta: req.meta,
                 checksum: d.checksum.clone(),
                 part_sizes: Vec::new(),
+                part_checksums: Vec::new(),
                 tag_count: req.tags.len(),
                 version_id: None,
             };
@@ -541,6 +542,7 @@ impl Store for MemoryStore {
                 meta,
                 checksum: checksum.clone(),
                 part_sizes: Vec::new(),
+                part_checksums: Vec::new(),
                 tag_count: tags.len(),
                 version_id: None,
             };
@@ -606,6 +608,7 @@ impl Store for MemoryStore {
                     meta: req.meta,
                     checksum: d.checksum.clone(),
                     part_sizes: Vec::new(),
+                    part_checksums: Vec::new(),
                     tag_count: req.tags.len(),
                     version_id: None,
                 };
@@ -631,6 +634,7 @@ impl Store for MemoryStore {
             o.info.etag = etag.clone();
             o.info.checksum = cks.clone();
             o.info.part_sizes = Vec::new();
+            o.info.part_checksums = Vec::new();
             o.info.last_modified = now;
             o.data = whole;
             Ok(PutObjectOutput { etag, checksum: cks, size: o.info.size, last_modified: now, version_id: None })
@@ -852,6 +856,7 @@ impl Store for MemoryStore {
                 meta: u.req.meta,
                 checksum: checksum.clone(),
                 part_sizes: chosen.iter().map(|p| p.size).collect(),
+                part_checksums: crate::multipart::kept_part_checksums(checksum.as_ref(), &chosen),
                 tag_count: u.req.tags.len(),
                 version_id: None,
             };

@@ -290,6 +290,18 @@ mod tests {
     }
 }
 
+/// The part checksums a completed object keeps ([`crate::ObjectInfo::part_checksums`]): those of
+/// the chosen parts when the object's checksum is COMPOSITE and every part has one of its
+/// algorithm, else none (a FULL_OBJECT object lists no part checksums, as on S3).
+pub fn kept_part_checksums(object: Option<&Checksum>, chosen: &[PartInfo]) -> Vec<String> {
+    let Some(c) = object.filter(|c| c.checksum_type() == ChecksumType::Composite) else { return Vec::new() };
+    chosen
+        .iter()
+        .map(|p| p.checksum.as_ref().filter(|pc| pc.algorithm == c.algorithm).map(|pc| pc.value.clone()))
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default()
+}
+
 /// How long the result of a completed upload answers a retried CompleteMultipartUpload of it
 /// (SDKs retry a complete whose answer they did not get; S3 answers them with the first result).
 pub const COMPLETED_RETRY_WINDOW: std::time::Duration = std::time::Duration::from_secs(3600);

@@ -37,6 +37,7 @@ impl NoopStore {
             meta: ObjectMeta { content_type: Some("application/octet-stream".into()), ..Default::default() },
             checksum: None,
             part_sizes: Vec::new(),
+            part_checksums: Vec::new(),
             tag_count: 0,
         }
     }

@@ -308,6 +308,10 @@ pub struct ObjectInfo {
     /// Sizes of the parts for objects made by multipart upload (enables `partNumber` reads and
     /// GetObjectAttributes ObjectParts); empty for single puts.
     pub part_sizes: Vec<u64>,
+    /// The parts' checksums (values of `checksum`'s algorithm, in part order) of an object
+    /// completed from a COMPOSITE upload, as GetObjectAttributes lists them; empty otherwise
+    /// (and over the HTTP and binary clients, which do not carry them).
+    pub part_checksums: Vec<String>,
     pub tag_count: usize,
     /// The version id (`None`: the null version, or a store without versioning).
     pub version_id: Option<String>,
@@ -329,6 +333,13 @@ impl ObjectInfo {
         }
         let off: u64 = self.part_sizes[..idx].iter().sum();
         Ok((off, self.part_sizes[idx]))
+    }
+
+    /// The checksum of part `n` (1-based) of a COMPOSITE multipart object, when kept.
+    pub fn part_checksum(&self, n: u32) -> Option<Checksum> {
+        let c = self.checksum.as_ref().filter(|c| c.checksum_type() == ChecksumType::Composite)?;
+        let v = self.part_checksums.get((n as usize).checked_sub(1)?)?;
+        Some(Checksum { algorithm: c.algorithm, value: v.clone() })
     }
 
     pub fn parts_count(&self) -> Option<u32> {

@@ -296,6 +296,7 @@ fn file_info(key: &str, size: u64, r: Record) -> (ObjectInfo, Tags) {
         meta: r.meta,
         checksum: r.checksum,
         part_sizes: r.part_sizes,
+        part_checksums: r.part_checksums,
         tag_count: r.tags.len(),
         version_id: r.version_id,
     };
@@ -1517,6 +1518,7 @@ impl Store for PosixStore {
                 let cks = completion_checksum(urec.algorithm, urec.checksum_type, &chosen, &req)?;
                 let rec = Record {
                     etag,
+                    part_checksums: s3hpc_core::multipart::kept_part_checksums(cks.as_ref(), &chosen),
                     checksum: cks,
                     part_sizes: chosen.iter().map(|p| p.size).collect(),
                     meta: urec.meta.clone(),

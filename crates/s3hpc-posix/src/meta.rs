@@ -26,6 +26,10 @@ pub struct Record {
     pub etag: String,
     pub checksum: Option<Checksum>,
     pub part_sizes: Vec<u64>,
+    /// The parts' checksums of an object completed from a COMPOSITE upload (see
+    /// `ObjectInfo::part_checksums`). Encoded after the algorithm byte, whose bit 5 says they
+    /// follow, so records without them are byte for byte what stores predating them wrote.
+    pub part_checksums: Vec<String>,
     pub meta: ObjectMeta,
     pub tags: Tags,
     /// Content of a directory object (kept in the record: a directory cannot hold bytes).
@@ -46,6 +50,8 @@ pub struct Record {
 
 /// Bit of the upload's algorithm byte that marks a FULL_OBJECT upload.
 const FULL_OBJECT_BIT: u8 = 0x10;
+/// Bit of the algorithm byte that says the part checksums follow it.
+const PART_CHECKSUMS_BIT: u8 = 0x20;
 
 fn alg_index(a: Option<ChecksumAlgorithm>) -> u8 {
     match a {
@@ -253,7 +259,14 @@ impl Record {
         w.pairs(self.tags.iter().map(|(k, v)| (k, v)));
         w.bytes(self.key.as_bytes());
         let full = self.algorithm.is_some() && self.checksum_type == Some(ChecksumType::FullObject);
-        w.0.push(alg_index(self.algorithm) | if full { FULL_OBJECT_BIT } else { 0 });
+        let parts = if self.part_checksums.is_empty() { 0 } else { PART_CHECKSUMS_BIT };
+        w.0.push(alg_index(self.algorithm) | if full { FULL_OBJECT_BIT } else { 0 } | parts);
+        if !self.part_checksums.is_empty() {
+            w.var(self.part_checksums.len() as u64);
+            for c in &self.part_checksums {
+                w.bytes(c.as_bytes());
+            }
+        }
         if let Some(v) = self.version_id.as_deref().and_then(hex16) {
             w.0.extend_from_slice(&v);
         }
@@ -284,6 +297,7 @@ impl Record {
             etag: _,
             checksum,
             part_sizes,
+            part_checksums,
             meta,
             tags,
             inline,
@@ -297,6 +311,7 @@ impl Record {
             && *i == ino
             && checksum.is_none()
             && part_sizes.is_empty()
+            && part_checksums.is_empty()
             && *meta == ObjectMeta::default()
             && tags.is_empty()
             && inline.is_none()
@@ -343,10 +358,20 @@ impl Record {
         let tags = r.pairs()?;
         let key = r.string()?;
         let ab = r.u8()?;
-        if ab & !(FULL_OBJECT_BIT | 0x0f) != 0 {
+        if ab & !(FULL_OBJECT_BIT | PART_CHECKSUMS_BIT | 0x0f) != 0 {
             return None;
         }
         let algorithm = alg_from(ab & 0x0f)?;
+        let part_checksums = if ab & PART_CHECKSUMS_BIT != 0 {
+            let n = r.len()?;
+            let v = (0..n).map(|_| r.string()).collect::<Option<Vec<String>>>()?;
+            if v.is_empty() {
+                return None;
+            }
+            v
+        } else {
+            Vec::new()
+        };
         let checksum_type = match (algorithm, ab & FULL_OBJECT_BIT != 0) {
             (None, false) => None,
             (None, true) => return None,
@@ -365,6 +390,7 @@ impl Record {
             etag,
             checksum,
             part_sizes,
+            part_checksums,
             meta,
             tags,
             inline,
@@ -410,6 +436,7 @@ mod tests {
             etag: "abc".into(),
             checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc64Nvme, value: "AAAA".into() }),
             part_sizes: vec![5, 6],
+            part_checksums: vec!["AAAA".into(), "BBBB".into()],
             meta,
             tags: vec![("t".into(), "".into())],
             inline: Some(b"dir".to_vec()),
@@ -438,6 +465,17 @@ mod tests {
         *bad.last_mut().unwrap() = 0x20;
         assert_eq!(Record::decode(&bad), None);
         assert_eq!(Record::decode(&Record::default().encode()), Some(Record::default()));
+        // Part checksums round-trip with a version id after them; the records of objects
+        // without them carry no bit and no bytes (as before they existed).
+        let parts = Record {
+            part_sizes: vec![1, 2],
+            part_checksums: vec!["c1".into(), "c2".into()],
+            version_id: Some("0123456789abcdef0123456789abcdef".into()),
+            ..Default::default()
+        };
+        assert_eq!(Record::decode(&parts.encode()), Some(parts.clone()));
+        let plain = Record { part_sizes: vec![1, 2], ..Default::default() };
+        assert_eq!(plain.encode().last(), Some(&0));
         for cut in 0..enc.len() {
             assert_eq!(Record::decode(&enc[..cut]), None, "truncated at {cut}");
         }

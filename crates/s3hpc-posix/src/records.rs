@@ -188,6 +188,7 @@ impl Inner {
                         meta: ObjectMeta::default(),
                         checksum: None,
                         part_sizes: Vec::new(),
+                        part_checksums: Vec::new(),
                         tag_count: 0,
                     };
                     return Ok(Some((info, Tags::new())));
@@ -230,6 +231,7 @@ impl Inner {
                 meta: r.meta.clone(),
                 checksum: r.checksum.clone(),
                 part_sizes: r.part_sizes.clone(),
+                part_checksums: r.part_checksums.clone(),
                 tag_count: r.tags.len(),
                 version_id: r.version_id.clone(),
             },
@@ -242,6 +244,7 @@ impl Inner {
                 meta: ObjectMeta { content_type: Some("binary/octet-stream".into()), ..Default::default() },
                 checksum: None,
                 part_sizes: Vec::new(),
+                part_checksums: Vec::new(),
                 tag_count: 0,
             },
         }

@@ -433,7 +433,18 @@ impl<'a> Dec<'a> {
             part_sizes.push(self.var()?);
         }
         let tag_count = self.var()? as usize;
-        Ok(ObjectInfo { version_id: None, key, size, etag, last_modified, meta, checksum, part_sizes, tag_count })
+        Ok(ObjectInfo {
+            version_id: None,
+            key,
+            size,
+            etag,
+            last_modified,
+            meta,
+            checksum,
+            part_sizes,
+            part_checksums: Vec::new(),
+            tag_count,
+        })
     }
     pub fn put_output(&mut self) -> Result<PutObjectOutput> {
         Ok(PutObjectOutput {

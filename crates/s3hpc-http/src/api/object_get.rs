@@ -9,7 +9,7 @@ use super::request::*;
 use super::response::*;
 use crate::body::RespBody;
 use crate::util::http_date;
-use crate::xml::{DECL, NS, elem};
+use crate::xml::{DECL, NS, checksum_element, elem};
 
 pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
     let h = &r.parts.headers;
@@ -108,10 +108,16 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
     if info.tag_count > 0 {
         hm.insert("x-amz-tagging-count", HeaderValue::from(info.tag_count));
     }
-    if checksum_mode
-        && served.is_none()
-        && let Some(c) = &info.checksum
-    {
+    // With checksum mode: the object's checksum for the whole object; for `partNumber` of a
+    // COMPOSITE object the part's own checksum (as S3 answers; a FULL_OBJECT one has none).
+    let checksum = match (served, part_number) {
+        (None, _) => info.checksum.clone(),
+        // Part 1 of a single-part object is the whole object.
+        (Some(_), Some(_)) if info.part_sizes.is_empty() => info.checksum.clone(),
+        (Some(_), Some(n)) => info.part_checksum(n),
+        (Some(_), None) => None,
+    };
+    if checksum_mode && let Some(c) = &checksum {
         hm.insert(c.algorithm.header_name(), hval(&c.value)?);
         hm.insert("x-amz-checksum-type", HeaderValue::from_static(c.checksum_type().as_str()));
     }
@@ -162,9 +168,15 @@ async fn read_error(r: &Req<'_>, e: Error, head: bool, part_number: Option<u32>)
 
 pub(super) async fn get_object_attributes(r: &Req<'_>) -> Result<Resp> {
     let h = &r.parts.headers;
-    let wanted: Vec<String> = hdr(h, "x-amz-object-attributes")
-        .map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
-        .unwrap_or_default();
+    // A list header: comma-separated, or one header line per attribute (aws-sdk-go-v2).
+    let wanted: Vec<String> = h
+        .get_all("x-amz-object-attributes")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
     if wanted.is_empty() {
         return Err(Error::new(ErrorCode::InvalidArgument, "Invalid attribute name specified."));
     }
@@ -190,37 +202,17 @@ pub(super) async fn get_object_attributes(r: &Req<'_>) -> Result<Resp> {
     if has("ETag") {
         elem(&mut s, "ETag", info.etag.trim_matches('"'));
     }
-    if has("Checksum") && info.checksum.is_some() {
+    if has("Checksum")
+        && let Some(c) = &info.checksum
+    {
+        // The value without the `-N` part count of a COMPOSITE one; the type says which it is.
         s.push_str("<Checksum>");
-        checksum_xml(&mut s, &info.checksum);
+        elem(&mut s, checksum_element(c.algorithm), c.value.split('-').next().unwrap_or(&c.value));
+        elem(&mut s, "ChecksumType", c.checksum_type().as_str());
         s.push_str("</Checksum>");
     }
     if has("ObjectParts") && !info.part_sizes.is_empty() {
-        let total = info.part_sizes.len();
-        s.push_str("<ObjectParts>");
-        elem(&mut s, "PartsCount", &total.to_string());
-        elem(&mut s, "PartNumberMarker", &marker.to_string());
-        let parts: Vec<(usize, u64)> = info
-            .part_sizes
-            .iter()
-            .copied()
-            .enumerate()
-            .map(|(i, sz)| (i + 1, sz))
-            .filter(|(n, _)| *n > marker as usize)
-            .take(max_parts)
-            .collect();
-        let last = parts.last().map_or(marker as usize, |p| p.0);
-        let truncated = last < total;
-        elem(&mut s, "NextPartNumberMarker", &last.to_string());
-        elem(&mut s, "MaxParts", &max_parts.to_string());
-        elem(&mut s, "IsTruncated", if truncated { "true" } else { "false" });
-        for (n, sz) in parts {
-            s.push_str("<Part>");
-            elem(&mut s, "PartNumber", &n.to_string());
-            elem(&mut s, "Size", &sz.to_string());
-            s.push_str("</Part>");
-        }
-        s.push_str("</ObjectParts>");
+        object_parts_xml(&mut s, &info, marker, max_parts);
     }
     if has("StorageClass") {
         elem(&mut s, "StorageClass", "STANDARD");
@@ -235,6 +227,35 @@ pub(super) async fn get_object_attributes(r: &Req<'_>) -> Result<Resp> {
         resp.headers_mut().insert("x-amz-version-id", hval(v)?);
     }
     Ok(resp)
+}
+
+/// GetObjectAttributes' ObjectParts of a multipart object. As on S3 (general purpose buckets):
+/// only the part count unless the object has a COMPOSITE checksum; then a ListParts-like page of
+/// the parts with their sizes and checksums.
+fn object_parts_xml(s: &mut String, info: &ObjectInfo, marker: u32, max_parts: usize) {
+    let total = info.part_sizes.len();
+    s.push_str("<ObjectParts>");
+    elem(s, "PartsCount", &total.to_string());
+    let composite = info.checksum.as_ref().is_some_and(|c| c.checksum_type() == ChecksumType::Composite);
+    if composite {
+        let parts: Vec<(u32, u64)> =
+            (1..).zip(info.part_sizes.iter().copied()).filter(|(n, _)| *n > marker).take(max_parts).collect();
+        let last = parts.last().map_or(marker, |p| p.0);
+        elem(s, "PartNumberMarker", &marker.to_string());
+        elem(s, "NextPartNumberMarker", &last.to_string());
+        elem(s, "MaxParts", &max_parts.to_string());
+        elem(s, "IsTruncated", if (last as usize) < total { "true" } else { "false" });
+        for (n, sz) in parts {
+            s.push_str("<Part>");
+            elem(s, "PartNumber", &n.to_string());
+            elem(s, "Size", &sz.to_string());
+            if let Some(c) = info.part_checksum(n) {
+                elem(s, checksum_element(c.algorithm), &c.value);
+            }
+            s.push_str("</Part>");
+        }
+    }
+    s.push_str("</ObjectParts>");
 }
 
 pub(super) async fn get_object_acl(r: &Req<'_>) -> Result<Resp> {
