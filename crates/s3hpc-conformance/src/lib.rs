@@ -86,6 +86,7 @@ cases!(
     upload_part_copy,
     rename_object,
     rename_conditions,
+    rename_client_token,
     append_object,
     append_concurrent,
     versioning_basics,
@@ -1560,6 +1561,47 @@ pub async fn lacks_rename(s: &DynStore) -> bool {
 pub async fn lacks_append(s: &DynStore) -> bool {
     let r = s.append_object("conf-no-such-bucket-probe", "a", 0, PutObjectRequest::default(), Body::from("x")).await;
     matches!(r, Err(e) if e.code == ErrorCode::NotImplemented)
+}
+
+/// A rename retried with its client token answers success without renaming again (the source
+/// is gone by then); the token reused for other keys is IdempotencyParameterMismatch.
+async fn rename_client_token(s: DynStore, _c: Caps, b: String) -> R {
+    if lacks_rename(&s).await {
+        return Ok(());
+    }
+    ok(s.create_bucket(&b).await, "create")?;
+    put(&s, &b, "src", Bytes::from_static(b"moved once")).await?;
+    let with = |t: &str| RenameObjectRequest { client_token: Some(t.to_string()), ..Default::default() };
+    ok(s.rename_object(&b, "src", "dst", with("tok-1")).await, "rename with a token")?;
+    // The retry: 200, and nothing changes (a new "src" is not moved by it).
+    put(&s, &b, "src", Bytes::from_static(b"newer")).await?;
+    ok(s.rename_object(&b, "src", "dst", with("tok-1")).await, "retried rename")?;
+    ensure!(get(&s, &b, "dst").await?.1 == "moved once", "the retry renamed again");
+    ensure!(get(&s, &b, "src").await?.1 == "newer", "the retry moved the new source");
+    expect_code(
+        s.rename_object(&b, "src", "other", with("tok-1")).await,
+        ErrorCode::IdempotencyParameterMismatch,
+        "token reused for other keys",
+    )?;
+    expect_code(
+        s.head_object(&b, "other", GetObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "mismatch renamed",
+    )?;
+    // Another token renames; without a token a completed rename's retry is NoSuchKey.
+    ok(s.rename_object(&b, "src", "dst2", with("tok-2")).await, "rename with another token")?;
+    ok(s.rename_object(&b, "dst2", "dst3", RenameObjectRequest::default()).await, "rename without a token")?;
+    expect_code(
+        s.rename_object(&b, "dst2", "dst3", RenameObjectRequest::default()).await,
+        ErrorCode::NoSuchKey,
+        "retry without a token",
+    )?;
+    // A failed rename leaves no record: the same token works once the source exists.
+    expect_code(s.rename_object(&b, "none", "x", with("tok-3")).await, ErrorCode::NoSuchKey, "missing source")?;
+    put(&s, &b, "none", Bytes::from_static(b"late")).await?;
+    ok(s.rename_object(&b, "none", "x", with("tok-3")).await, "token of a failed rename")?;
+    ensure!(get(&s, &b, "x").await?.1 == "late", "rename after a failed one with its token");
+    Ok(())
 }
 
 fn rename_req(source: Conditions, dest: Conditions) -> RenameObjectRequest {

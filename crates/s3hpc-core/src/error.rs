@@ -103,6 +103,7 @@ error_codes! {
     InvalidRedirectLocation => 400, "The website redirect location must have a prefix of 'http://' or 'https://' or '/'.";
     NoSuchVersion => 404, "The specified version does not exist.";
     IllegalVersioningConfigurationException => 400, "The versioning configuration specified in the request is invalid.";
+    IdempotencyParameterMismatch => 400, "Parameters on this idempotent request are inconsistent with parameters used in previous request(s).";
 }
 
 impl fmt::Display for ErrorCode {

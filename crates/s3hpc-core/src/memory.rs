@@ -199,6 +199,9 @@ struct State {
     /// Completed uploads by id (with their bucket), answering retried completes for
     /// [`crate::multipart::COMPLETED_RETRY_WINDOW`].
     completed: HashMap<String, (String, crate::multipart::CompletedUpload)>,
+    /// Renames that carried a client token, by bucket and token, answering retries for
+    /// [`crate::renames::RENAME_TOKEN_WINDOW`].
+    renames: HashMap<(String, String), crate::renames::CompletedRename>,
 }
 
 /// See the module documentation.
@@ -340,6 +343,7 @@ impl Store for MemoryStore {
             st.buckets.remove(bucket);
             st.uploads.retain(|_, u| u.bucket != bucket);
             st.completed.retain(|_, (b, _)| b != bucket);
+            st.renames.retain(|(b, _), _| b != bucket);
             Ok(())
         })
     }
@@ -560,16 +564,25 @@ impl Store for MemoryStore {
             if st.bucket(bucket)?.versioning().is_some() {
                 return Err(crate::versions::unversioned_only("RenameObject"));
             }
+            let now = SystemTime::now();
+            st.renames.retain(|_, r| !r.expired(now));
+            let token = req.client_token.as_ref().map(|t| (bucket.to_string(), t.clone()));
+            if let Some(done) = token.as_ref().and_then(|t| st.renames.get(t)) {
+                return done.answer(src_key, dst_key);
+            }
             let src = st.object(bucket, src_key)?;
             req.source_conditions.check_copy_source(Some((&src.info.etag, src.info.last_modified)))?;
             req.conditions.check_write(st.current(bucket, dst_key))?;
-            if src_key == dst_key {
-                return Ok(());
+            if src_key != dst_key {
+                let b = st.bucket_mut(bucket)?;
+                let mut o = b.objects.remove(src_key).expect("checked above");
+                o.info.key = dst_key.to_string();
+                b.objects.insert(dst_key.to_string(), o);
             }
-            let b = st.bucket_mut(bucket)?;
-            let mut o = b.objects.remove(src_key).expect("checked above");
-            o.info.key = dst_key.to_string();
-            b.objects.insert(dst_key.to_string(), o);
+            if let Some(t) = token {
+                let done = crate::renames::CompletedRename::new(&t.1, src_key, dst_key);
+                st.renames.insert(t, done);
+            }
             Ok(())
         })
     }

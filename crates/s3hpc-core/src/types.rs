@@ -371,8 +371,9 @@ pub struct RenameObjectRequest {
     /// `If-Match` / `If-None-Match` (`*`: the destination must not exist) against the
     /// destination, as a PUT's write conditions.
     pub conditions: Conditions,
-    /// `x-amz-client-token`: accepted and carried, not used for deduplication (see
-    /// docs/SEMANTICS.md, RenameObject).
+    /// `x-amz-client-token`: a retry with the same token and keys answers success without
+    /// renaming again, the token with other keys IdempotencyParameterMismatch
+    /// ([`crate::renames`]).
     pub client_token: Option<String>,
 }
 

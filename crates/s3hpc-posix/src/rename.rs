@@ -219,7 +219,7 @@ impl Inner {
 impl PosixStore {
     pub(crate) async fn rename(&self, bucket: &str, src: &str, dst: &str, req: RenameObjectRequest) -> Result<()> {
         let (b, s, d) = (bucket.to_string(), src.to_string(), dst.to_string());
-        self.run(move |i| i.rename_object(&b, &s, &d, &req)).await
+        self.run(move |i| i.rename_idempotent(&b, &s, &d, &req)).await
     }
 
     pub(crate) async fn append(
