@@ -361,6 +361,37 @@ def test_concurrent_completes_and_creates_across_gateways(cluster, bucket):
             assert c.get_object(Bucket=bucket, Key=ckey)["Body"].read() == bytes([winners[0] + 1]) * 100_000
 
 
+@pytest.mark.parametrize("cluster", ["loopback"], indirect=True)
+def test_renames_with_one_client_token_across_gateways(cluster, bucket):
+    """RenameObject with one x-amz-client-token through every gateway at once (a retry racing
+    the first attempt, as SDKs send it): all get 200, the object moved once; a later retry
+    through any gateway answers 200 too (the token's record is on the shared root)."""
+    cls = cluster.clients()
+    n = len(cls)
+    for rnd in range(3):
+        src, dst, token = f"ren/src{rnd}", f"ren/dst{rnd}", f"tok-{uuid.uuid4().hex}"
+        cls[0].put_object(Bucket=bucket, Key=src, Body=f"round {rnd}".encode())
+        barrier = threading.Barrier(n)
+
+        def rename(i):
+            barrier.wait()
+            try:
+                cls[i].rename_object(Bucket=bucket, Key=dst, RenameSource=f"{bucket}/{src}", ClientToken=token)
+                return "ok"
+            except ClientError as e:
+                return err_code(e)
+
+        with ThreadPoolExecutor(n) as ex:
+            res = list(ex.map(rename, range(n)))
+        assert res == ["ok"] * n, res
+        for c in cls:
+            c.rename_object(Bucket=bucket, Key=dst, RenameSource=f"{bucket}/{src}", ClientToken=token)
+            assert c.get_object(Bucket=bucket, Key=dst)["Body"].read() == f"round {rnd}".encode()
+            with pytest.raises(ClientError) as ei:
+                c.head_object(Bucket=bucket, Key=src)
+            assert err_status(ei.value) == 404
+
+
 @pytest.mark.parametrize("cluster", ["loopback"], indirect=True)   # tightest timing: most collisions
 def test_concurrent_if_match_puts_across_gateways_have_one_winner(cluster, bucket):
     """Optimistic concurrency across gateways: of concurrent PUTs with If-Match: <current ETag>,

@@ -519,9 +519,9 @@ def test_website_redirect_location_stored_and_validated(s3, bucket):
     s3.put_object(Bucket=bucket, Key="page", Body=b"x", WebsiteRedirectLocation="/other/page.html")
     assert s3.head_object(Bucket=bucket, Key="page")["WebsiteRedirectLocation"] == "/other/page.html"
     assert s3.get_object(Bucket=bucket, Key="page")["WebsiteRedirectLocation"] == "/other/page.html"
-    # CopyObject: the source's with the COPY directive, the request's with REPLACE.
+    # CopyObject never copies it (test_copy_does_not_carry_the_website_redirect_location).
     s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "page"})
-    assert s3.head_object(Bucket=bucket, Key="copy")["WebsiteRedirectLocation"] == "/other/page.html"
+    assert "WebsiteRedirectLocation" not in s3.head_object(Bucket=bucket, Key="copy")
     s3.copy_object(Bucket=bucket, Key="copy2", CopySource={"Bucket": bucket, "Key": "page"},
                    MetadataDirective="REPLACE", WebsiteRedirectLocation="https://example.org/x")
     assert s3.head_object(Bucket=bucket, Key="copy2")["WebsiteRedirectLocation"] == "https://example.org/x"
@@ -541,3 +541,176 @@ def test_website_redirect_location_stored_and_validated(s3, bucket):
         s3.head_object(Bucket=bucket, Key="bad")
     s3.put_object(Bucket=bucket, Key="plain", Body=b"x")
     assert "WebsiteRedirectLocation" not in s3.head_object(Bucket=bucket, Key="plain")
+
+
+# ---- CopyObject and the website redirect location ----
+
+def test_copy_does_not_carry_the_website_redirect_location(s3, bucket):
+    """AWS CopyObject: the redirect "is not copied when using the x-amz-metadata-directive
+    header"; the request's applies with either directive, and setting one makes a copy onto
+    itself legal."""
+    s3.put_object(Bucket=bucket, Key="src", Body=b"page", ContentType="text/html", Metadata={"m": "1"},
+                  WebsiteRedirectLocation="/src.html")
+    src = {"Bucket": bucket, "Key": "src"}
+    s3.copy_object(Bucket=bucket, Key="plain", CopySource=src)
+    h = s3.head_object(Bucket=bucket, Key="plain")
+    assert "WebsiteRedirectLocation" not in h
+    assert h["ContentType"] == "text/html" and h["Metadata"] == {"m": "1"}
+    s3.copy_object(Bucket=bucket, Key="moved", CopySource=src, WebsiteRedirectLocation="https://example.org/new")
+    h = s3.head_object(Bucket=bucket, Key="moved")
+    assert h["WebsiteRedirectLocation"] == "https://example.org/new" and h["Metadata"] == {"m": "1"}
+    s3.copy_object(Bucket=bucket, Key="replaced", CopySource=src, MetadataDirective="REPLACE",
+                   ContentType="text/plain")
+    h = s3.head_object(Bucket=bucket, Key="replaced")
+    assert "WebsiteRedirectLocation" not in h and h["ContentType"] == "text/plain" and h["Metadata"] == {}
+    # Onto itself: refused without a change, allowed when only the redirect changes.
+    with pytest.raises(ClientError) as ei:
+        s3.copy_object(Bucket=bucket, Key="src", CopySource=src)
+    assert err_code(ei.value) == "InvalidRequest"
+    s3.copy_object(Bucket=bucket, Key="src", CopySource=src, WebsiteRedirectLocation="/self.html")
+    got = s3.get_object(Bucket=bucket, Key="src")
+    assert got["WebsiteRedirectLocation"] == "/self.html" and got["Body"].read() == b"page"
+    assert got["Metadata"] == {"m": "1"}
+    with pytest.raises(ClientError) as ei:
+        s3.copy_object(Bucket=bucket, Key="bad", CopySource=src, WebsiteRedirectLocation="ftp://x")
+    assert err_code(ei.value) == "InvalidRedirectLocation" and err_status(ei.value) == 400
+
+
+# ---- checksums of multipart objects: GetObjectAttributes, ListParts, HEAD/GET by part ----
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+    return _b64(hashlib.sha256(data).digest())
+
+
+def _crc32(data: bytes) -> str:
+    import zlib
+    return _b64(zlib.crc32(data).to_bytes(4, "big"))
+
+
+def _multipart(s3, bucket, key, parts, **create):
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key, **create)["UploadId"]
+    alg = create.get("ChecksumAlgorithm")
+    done = []
+    for n, data in enumerate(parts, 1):
+        kw = {"ChecksumAlgorithm": alg} if alg else {}
+        r = s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=n, Body=data, **kw)
+        part = {"PartNumber": n, "ETag": r["ETag"]}
+        if alg:
+            part[f"Checksum{alg}"] = r[f"Checksum{alg}"]
+        done.append(part)
+    lp = s3.list_parts(Bucket=bucket, Key=key, UploadId=up)
+    out = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up, MultipartUpload={"Parts": done})
+    return lp, out
+
+
+ATTRS = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]
+
+
+def test_get_object_attributes_of_a_composite_object_lists_part_checksums(s3, bucket):
+    p1, p2, p3 = b"a" * (5 << 20), b"b" * (5 << 20), b"c" * 1000
+    lp, out = _multipart(s3, bucket, "comp", [p1, p2, p3], ChecksumAlgorithm="SHA256")
+    assert lp["ChecksumAlgorithm"] == "SHA256" and lp["ChecksumType"] == "COMPOSITE"
+    assert [p["ChecksumSHA256"] for p in lp["Parts"]] == [_sha256(p1), _sha256(p2), _sha256(p3)]
+    import hashlib
+    composite = _b64(hashlib.sha256(b"".join(base64.b64decode(_sha256(p)) for p in (p1, p2, p3))).digest())
+    assert out["ChecksumSHA256"] == composite + "-3" and out["ChecksumType"] == "COMPOSITE"
+    a = s3.get_object_attributes(Bucket=bucket, Key="comp", ObjectAttributes=ATTRS)
+    # The checksum without its "-3", the type saying it is a checksum of checksums.
+    assert a["Checksum"] == {"ChecksumSHA256": composite, "ChecksumType": "COMPOSITE"}
+    op = a["ObjectParts"]
+    assert op["TotalPartsCount"] == 3 and op["IsTruncated"] is False and op["MaxParts"] == 1000
+    assert [(p["PartNumber"], p["Size"], p["ChecksumSHA256"]) for p in op["Parts"]] == [
+        (1, len(p1), _sha256(p1)), (2, len(p2), _sha256(p2)), (3, len(p3), _sha256(p3))]
+    # Paged as ListParts.
+    a = s3.get_object_attributes(Bucket=bucket, Key="comp", ObjectAttributes=["ObjectParts"], MaxParts=1,
+                                 PartNumberMarker=1)
+    op = a["ObjectParts"]
+    assert [p["PartNumber"] for p in op["Parts"]] == [2]
+    assert op["IsTruncated"] is True and op["NextPartNumberMarker"] == 2 and op["PartNumberMarker"] == 1
+    # HEAD/GET with checksum mode: the object's; by part number: the part's own.
+    h = s3.head_object(Bucket=bucket, Key="comp", ChecksumMode="ENABLED")
+    assert h["ChecksumSHA256"] == composite + "-3" and h["ChecksumType"] == "COMPOSITE"
+    g = s3.get_object(Bucket=bucket, Key="comp", PartNumber=3, ChecksumMode="ENABLED")
+    assert g["Body"].read() == p3 and g["ChecksumSHA256"] == _sha256(p3) and g["PartsCount"] == 3
+    assert "ChecksumSHA256" not in s3.head_object(Bucket=bucket, Key="comp", PartNumber=2)
+
+
+def test_get_object_attributes_of_full_object_and_plain_multipart_objects(s3, bucket):
+    p1, p2 = b"x" * (5 << 20), b"y" * 333
+    lp, out = _multipart(s3, bucket, "full", [p1, p2], ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
+    assert lp["ChecksumType"] == "FULL_OBJECT" and [p["ChecksumCRC32"] for p in lp["Parts"]] == [_crc32(p1), _crc32(p2)]
+    assert out["ChecksumCRC32"] == _crc32(p1 + p2) and out["ChecksumType"] == "FULL_OBJECT"
+    a = s3.get_object_attributes(Bucket=bucket, Key="full", ObjectAttributes=ATTRS)
+    assert a["Checksum"] == {"ChecksumCRC32": _crc32(p1 + p2), "ChecksumType": "FULL_OBJECT"}
+    # FULL_OBJECT and no checksum: the part count only, as AWS answers.
+    assert a["ObjectParts"] == {"TotalPartsCount": 2}
+    h = s3.head_object(Bucket=bucket, Key="full", ChecksumMode="ENABLED")
+    assert h["ChecksumCRC32"] == _crc32(p1 + p2) and h["ChecksumType"] == "FULL_OBJECT"
+    g = s3.get_object(Bucket=bucket, Key="full", PartNumber=1, ChecksumMode="ENABLED")
+    assert g["Body"].read() == p1 and "ChecksumCRC32" not in g
+    _multipart(s3, bucket, "plain", [p1, p2])
+    a = s3.get_object_attributes(Bucket=bucket, Key="plain", ObjectAttributes=ATTRS)
+    assert a["ObjectParts"] == {"TotalPartsCount": 2} and "Checksum" not in a
+    assert a["ObjectSize"] == len(p1) + len(p2) and a["ETag"].endswith("-2")
+    # A single PUT has no ObjectParts at all.
+    s3.put_object(Bucket=bucket, Key="single", Body=b"abc", ChecksumAlgorithm="CRC32")
+    a = s3.get_object_attributes(Bucket=bucket, Key="single", ObjectAttributes=ATTRS)
+    assert "ObjectParts" not in a and a["Checksum"] == {"ChecksumCRC32": _crc32(b"abc"), "ChecksumType": "FULL_OBJECT"}
+
+
+def test_list_multipart_uploads_names_checksum_algorithm_and_type(s3, bucket):
+    ups = {
+        "comp": s3.create_multipart_upload(Bucket=bucket, Key="comp", ChecksumAlgorithm="SHA1")["UploadId"],
+        "full": s3.create_multipart_upload(Bucket=bucket, Key="full", ChecksumAlgorithm="CRC64NVME")["UploadId"],
+        "none": s3.create_multipart_upload(Bucket=bucket, Key="none")["UploadId"],
+    }
+    listed = {u["Key"]: u for u in s3.list_multipart_uploads(Bucket=bucket)["Uploads"]}
+    assert {k: u["UploadId"] for k, u in listed.items()} == ups
+    assert (listed["comp"]["ChecksumAlgorithm"], listed["comp"]["ChecksumType"]) == ("SHA1", "COMPOSITE")
+    assert (listed["full"]["ChecksumAlgorithm"], listed["full"]["ChecksumType"]) == ("CRC64NVME", "FULL_OBJECT")
+    assert "ChecksumAlgorithm" not in listed["none"] and "ChecksumType" not in listed["none"]
+    for k, u in ups.items():
+        s3.abort_multipart_upload(Bucket=bucket, Key=k, UploadId=u)
+
+
+# ---- RenameObject client tokens ----
+
+def test_rename_retried_with_its_client_token_answers_200(s3, bucket, server):
+    """AWS: "If you retry a request that completed successfully using the same client token and
+    the same parameters, the retry succeeds without performing any further actions"; other
+    parameters with that token: IdempotencyParameterMismatch."""
+    s3.put_object(Bucket=bucket, Key="a", Body=b"first")
+    s3.rename_object(Bucket=bucket, Key="b", RenameSource=f"{bucket}/a", ClientToken="tok-1")
+    s3.put_object(Bucket=bucket, Key="a", Body=b"second")
+    s3.rename_object(Bucket=bucket, Key="b", RenameSource=f"{bucket}/a", ClientToken="tok-1")
+    assert s3.get_object(Bucket=bucket, Key="b")["Body"].read() == b"first"
+    assert s3.get_object(Bucket=bucket, Key="a")["Body"].read() == b"second"
+    with pytest.raises(ClientError) as ei:
+        s3.rename_object(Bucket=bucket, Key="c", RenameSource=f"{bucket}/a", ClientToken="tok-1")
+    assert err_code(ei.value) == "IdempotencyParameterMismatch" and err_status(ei.value) == 400
+    # The record is on the root (any gateway finds it); a raw retry answers the same.
+    st, _, body = raw_request(server, "PUT", f"/{bucket}/b?renameObject",
+                              headers={"x-amz-rename-source": f"/{bucket}/a", "x-amz-client-token": "tok-1"})
+    assert st == 200, body
+    # Without a token a retry of a completed rename is NoSuchKey, as before.
+    s3.rename_object(Bucket=bucket, Key="d", RenameSource=f"{bucket}/a")
+    with pytest.raises(ClientError) as ei:
+        s3.rename_object(Bucket=bucket, Key="d", RenameSource=f"{bucket}/a")
+    assert err_code(ei.value) == "NoSuchKey"
+
+
+def test_get_object_acl_is_the_owners_full_control(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="acl", Body=b"x")
+    acl = s3.get_object_acl(Bucket=bucket, Key="acl")
+    owner = acl["Owner"]["ID"]
+    assert owner
+    assert [(g["Grantee"]["Type"], g["Grantee"].get("ID"), g["Permission"]) for g in acl["Grants"]] == [
+        ("CanonicalUser", owner, "FULL_CONTROL")]
+    with pytest.raises(ClientError) as ei:
+        s3.get_object_acl(Bucket=bucket, Key="missing")
+    assert err_code(ei.value) == "NoSuchKey"

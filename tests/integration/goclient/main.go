@@ -319,6 +319,9 @@ func main() {
 		return nil
 	}())
 
+	objectChecks(ctx, c, bucket, check)
+	multipartChecks(ctx, c, bucket, check)
+
 	if failed {
 		os.Exit(1)
 	}
