@@ -82,6 +82,7 @@ cases!(
     upload_part_copy,
     rename_object,
     rename_conditions,
+    rename_prefix,
     append_object,
     append_concurrent,
     versioning_basics,
@@ -259,6 +260,9 @@ async fn list_all(
     }
     Err("listing never ended".into())
 }
+
+mod prefix;
+use prefix::rename_prefix;
 
 fn stream_body(chunks: Vec<std::io::Result<Bytes>>) -> Body {
     Body::Stream(Box::pin(futures::stream::iter(chunks)))

@@ -103,6 +103,9 @@ error_codes! {
     InvalidRedirectLocation => 400, "The website redirect location must have a prefix of 'http://' or 'https://' or '/'.";
     NoSuchVersion => 404, "The specified version does not exist.";
     IllegalVersioningConfigurationException => 400, "The versioning configuration specified in the request is invalid.";
+    // s3hpc's RenameObject of a prefix (both keys ending in '/'): the destination prefix holds
+    // keys (rename(2) of a directory onto a non-empty one: ENOTEMPTY). No AWS equivalent.
+    PrefixNotEmpty => 409, "The destination prefix is not empty.";
 }
 
 impl fmt::Display for ErrorCode {

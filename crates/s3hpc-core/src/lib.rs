@@ -17,6 +17,7 @@ pub mod memory;
 pub mod multipart;
 pub mod names;
 pub mod noop;
+pub mod prefix_rename;
 pub mod store;
 pub mod types;
 pub mod versions;

@@ -43,6 +43,7 @@ mod read;
 mod reaper;
 mod records;
 mod rename;
+mod rename_prefix;
 mod sys;
 mod uploads;
 pub use uploads::uploads_in_progress;
