@@ -1550,6 +1550,7 @@ mod tests {
             (47, ErrorCode::MalformedPolicy),
             (52, ErrorCode::NoSuchBucketPolicy),
             (54, ErrorCode::NoSuchPublicAccessBlockConfiguration),
+            (62, ErrorCode::PrefixNotEmpty),
         ];
         for (n, c) in fixed {
             assert_eq!(ErrorCode::ALL[n], c);
