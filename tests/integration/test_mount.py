@@ -359,6 +359,15 @@ def test_directory_rename_is_one_rename(mounted, gws3, tmp_path):
     os.rename(p / "empty", p / "new" / "parent" / "tree")
     assert (p / "new" / "parent" / "tree" / "a.txt").read_bytes() == b"a" * 1000
     assert os.stat(mounted.root / "new" / "parent" / "tree").st_ino == dir_ino
+    # A listing open across the rename goes on under the new name (two pages of 1,000 keys).
+    (mounted.root / "many").mkdir()
+    for i in range(1100):
+        (mounted.root / "many" / f"f{i:04}").write_bytes(b"")
+    with os.scandir(p / "many") as it:
+        first = [next(it).name for _ in range(5)]
+        os.rename(p / "many", p / "many2")
+        names = first + [e.name for e in it]
+    assert len(set(names)) == 1100, f"{len(set(names))} names listed across the rename"
     # A directory of this mount alone (mkdir, nothing written) renames too.
     (p / "loc" / "sub").mkdir(parents=True)
     os.rename(p / "loc", p / "loc2")

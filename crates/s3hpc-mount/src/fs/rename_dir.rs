@@ -109,16 +109,28 @@ fn plan(ctx: &Ctx, (parent, name): (u64, &str), (newparent, newname): (u64, &str
 
 /// Open read handles of files below the renamed directory read their new keys from now on
 /// (prefetched ranges of the old key are dropped; a read in flight at the moment of the rename
-/// may fail with EIO).
+/// may fail with EIO), and open directory listings there go on under the new prefix (one busy
+/// fetching a page at that moment ends early).
 fn rekey_readers(ctx: &Ctx, src: &str, dst: &str) {
+    let moved = |k: &str| k.strip_prefix(src).map(|rest| format!("{dst}{rest}"));
     let handles: Vec<Arc<Handle>> = lock(&ctx.handles).values().cloned().collect();
     for h in handles {
-        if let Handle::Read { reader, .. } = &*h {
-            let mut r = lock(reader);
-            if let Some(rest) = r.key.strip_prefix(src) {
-                let key = format!("{dst}{rest}");
-                r.rekey(key);
+        match &*h {
+            Handle::Read { reader, .. } => {
+                let mut r = lock(reader);
+                if let Some(key) = moved(&r.key) {
+                    r.rekey(key);
+                }
             }
+            Handle::Dir(d) => {
+                if let Ok(mut d) = d.try_lock()
+                    && let Some(prefix) = moved(&d.prefix)
+                {
+                    d.prefix = prefix;
+                    d.rekey_marker(src, dst);
+                }
+            }
+            Handle::Write { .. } => {}
         }
     }
 }
