@@ -295,8 +295,7 @@ def test_overwrite_allowed_and_unlink_refused(gw, bkt, tmp_path):
 
 def test_rename_is_one_rename_object(mounted):
     """mv of a file on an s3hpc gateway: one RenameObject, so on the posix backend the very inode
-    moves (not a copy); replacing an existing object needs --allow-overwrite; directories get
-    EXDEV (mv then copies them)."""
+    moves (not a copy); replacing an existing object needs --allow-overwrite."""
     p = mounted.path
     (p / "sub").mkdir()
     (p / "a.txt").write_bytes(b"alpha" * 1000)
@@ -314,12 +313,91 @@ def test_rename_is_one_rename_object(mounted):
         os.rename(p / "c.txt", p / "sub" / "b.txt")
     assert (mounted.root / "c.txt").read_bytes() == b"c"
     assert (mounted.root / "sub" / "b.txt").read_bytes() == b"alpha" * 1000
-    # A directory is a prefix of many keys: EXDEV, so mv falls back to copy + delete.
+
+
+def test_directory_rename_is_one_rename(mounted, gws3, tmp_path):
+    """mv of a directory tree on an s3hpc gateway: one RenameObject of the prefix, so on the posix
+    backend the very directory moves (same inode, no copy); inode numbers in the mount stay, an
+    open reader goes on reading, the keys are under the new prefix only, a non-empty
+    destination is ENOTEMPTY and an empty one is replaced."""
+    p = mounted.path
+    (p / "tree" / "deep").mkdir(parents=True)
+    (p / "tree" / "a.txt").write_bytes(b"a" * 1000)
+    big = os.urandom(6 * MiB)  # two 5 MiB parts: a multipart object
+    (p / "tree" / "deep" / "b.bin").write_bytes(big)
+    (p / "tree" / "only-here").mkdir()  # local to the mount (nothing below it yet)
+    dir_ino = os.stat(mounted.root / "tree").st_ino
+    file_ino = os.stat(mounted.root / "tree" / "deep" / "b.bin").st_ino
+    mnt_ino = os.stat(p / "tree" / "deep").st_ino
+    with open(p / "tree" / "deep" / "b.bin", "rb") as reader:
+        assert reader.read(1000) == big[:1000]
+        run("mv", p / "tree", p / "moved")
+        os.posix_fadvise(reader.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # read from the gateway again
+        assert reader.read() == big[1000:], "an open reader of a moved file broke"
+    assert os.stat(mounted.root / "moved").st_ino == dir_ino, "the directory was copied, not renamed"
+    assert os.stat(mounted.root / "moved" / "deep" / "b.bin").st_ino == file_ino
+    assert not (mounted.root / "tree").exists()
+    assert not (p / "tree").exists()
+    assert os.stat(p / "moved" / "deep").st_ino == mnt_ino, "the mount gave the moved directory a new inode"
+    assert (p / "moved" / "only-here").is_dir()
+    assert sha(p / "moved" / "deep" / "b.bin") == hashlib.sha256(big).hexdigest()
+    keys = sorted(o["Key"] for o in gws3.list_objects_v2(Bucket=mounted.bucket).get("Contents", []))
+    assert keys == ["moved/a.txt", "moved/deep/b.bin"]
+    assert gws3.get_object(Bucket=mounted.bucket, Key="moved/a.txt")["Body"].read() == b"a" * 1000
+    # Onto a non-empty directory: ENOTEMPTY (rename(2) says ENOTEMPTY or EEXIST), nothing moves.
+    (p / "full").mkdir()
+    (p / "full" / "x").write_bytes(b"x")
     with pytest.raises(OSError) as e:
-        os.rename(p / "sub", p / "sub2")
-    assert e.value.errno == errno.EXDEV
-    run("mv", p / "sub", p / "sub2")
-    assert (mounted.root / "sub2" / "b.txt").read_bytes() == b"alpha" * 1000
+        os.rename(p / "moved", p / "full")
+    assert e.value.errno in (errno.ENOTEMPTY, errno.EEXIST)
+    assert (mounted.root / "moved" / "a.txt").exists() and (mounted.root / "full" / "x").exists()
+    # Onto an empty directory: replaced; into a directory that is not in the bucket yet.
+    (p / "empty").mkdir()
+    os.rename(p / "moved", p / "empty")
+    assert (mounted.root / "empty" / "deep" / "b.bin").stat().st_ino == file_ino
+    (p / "new" / "parent").mkdir(parents=True)
+    os.rename(p / "empty", p / "new" / "parent" / "tree")
+    assert (p / "new" / "parent" / "tree" / "a.txt").read_bytes() == b"a" * 1000
+    assert os.stat(mounted.root / "new" / "parent" / "tree").st_ino == dir_ino
+    # A listing open across the rename goes on under the new name (two pages of 1,000 keys).
+    (mounted.root / "many").mkdir()
+    for i in range(1100):
+        (mounted.root / "many" / f"f{i:04}").write_bytes(b"")
+    with os.scandir(p / "many") as it:
+        first = [next(it).name for _ in range(5)]
+        os.rename(p / "many", p / "many2")
+        names = first + [e.name for e in it]
+    assert len(set(names)) == 1100, f"{len(set(names))} names listed across the rename"
+    # A directory of this mount alone (mkdir, nothing written) renames too.
+    (p / "loc" / "sub").mkdir(parents=True)
+    os.rename(p / "loc", p / "loc2")
+    assert (p / "loc2" / "sub").is_dir() and not (p / "loc").exists()
+
+
+def test_git_commit_and_mv_of_the_repository(gw, bkt, tmp_path):
+    """git replaces files by renaming lock files over them (config.lock -> config, index.lock
+    -> index): with --allow-overwrite init, add and commit work in the mount, and the
+    repository, moved with mv (one prefix rename), works under its new name."""
+    m = Mount(gw.endpoint, bkt, tmp_path / "m", "--allow-overwrite", "--allow-delete", log=tmp_path / "mount.log")
+    try:
+        p = m.path
+        run("git", "init", "-q", p / "repo")
+        (p / "repo" / "f.txt").write_text("hello\n")
+        git = ["git", "-C", p / "repo", "-c", "user.name=t", "-c", "user.email=t@e"]
+        run(*git, "add", "f.txt")
+        run(*git, "commit", "-q", "-m", "one")
+        ino = os.stat(Path(gw.root) / bkt / "repo").st_ino
+        run("mv", p / "repo", p / "repo2")
+        assert os.stat(Path(gw.root) / bkt / "repo2").st_ino == ino, "the repository was copied"
+        r = run("git", "-C", p / "repo2", "log", "--format=%s")
+        assert r.stdout.strip() == "one"
+        (p / "repo2" / "g.txt").write_text("two\n")
+        git = ["git", "-C", p / "repo2", "-c", "user.name=t", "-c", "user.email=t@e"]
+        run(*git, "add", "g.txt")
+        run(*git, "commit", "-q", "-m", "two")
+        assert run(*git, "status", "--porcelain").stdout.strip() == ""
+    finally:
+        m.close()
 
 
 def test_rename_over_an_object_with_allow_overwrite(gw, bkt, tmp_path):
@@ -511,6 +589,14 @@ def test_mount_of_another_s3_server(versitygw, tmp_path):
         with pytest.raises(PermissionError):
             open(m.path / "seed.txt", "ab")
         assert s3.get_object(Bucket=bucket, Key="seed.txt")["Body"].read() == b"seed"
+        # A directory (a prefix) is not renamed here: EXDEV, so mv copies and deletes it.
+        (m.path / "d").mkdir()
+        (m.path / "d" / "x").write_bytes(b"x")
+        with pytest.raises(OSError) as e:
+            os.rename(m.path / "d", m.path / "d2")
+        assert e.value.errno == errno.EXDEV
+        run("mv", m.path / "d", m.path / "d2")
+        assert s3.get_object(Bucket=bucket, Key="d2/x")["Body"].read() == b"x"
     finally:
         m.close()
     m = Mount(versitygw, bucket, tmp_path / "m2", "--allow-copy-rename", log=tmp_path / "mount2.log")
@@ -519,10 +605,15 @@ def test_mount_of_another_s3_server(versitygw, tmp_path):
         assert not (m.path / "f.bin").exists()
         assert (m.path / "g.bin").read_bytes() == data
         keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
-        assert keys == {"seed.txt", "g.bin"}
+        assert keys == {"seed.txt", "g.bin", "d2/x"}
         # No --allow-overwrite: an existing destination stays.
         with pytest.raises(PermissionError):
             os.rename(m.path / "g.bin", m.path / "seed.txt")
         assert s3.get_object(Bucket=bucket, Key="seed.txt")["Body"].read() == b"seed"
+        # Nor is a directory (a prefix) renamed key by key with --allow-copy-rename: EXDEV.
+        with pytest.raises(OSError) as e:
+            os.rename(m.path / "d2", m.path / "d3")
+        assert e.value.errno == errno.EXDEV
+        assert s3.get_object(Bucket=bucket, Key="d2/x")["Body"].read() == b"x"
     finally:
         m.close()

@@ -72,6 +72,51 @@ def test_rename_object_raw(server, s3, bucket):
     assert st == 404 and b"<Code>NoSuchKey</Code>" in body
 
 
+def test_rename_prefix_raw_and_boto3(server, s3, bucket):
+    """s3hpc's RenameObject of a prefix (source and destination keys end in '/'): one rename(2)
+    of the directory on the posix backend, with rename(2)'s rules as S3 errors."""
+    for k in ["tree/a", "tree/sub/b", "tree-side"]:
+        s3.put_object(Bucket=bucket, Key=k, Body=k.encode())
+    root = Path(server.root) / bucket
+    ino = (root / "tree").stat().st_ino
+
+    def rename(src: str, dst: str, **headers):
+        return raw_request(server, "PUT", f"/{bucket}/{dst}?renameObject",
+                           headers={"x-amz-rename-source": f"/{bucket}/{src}", **headers})
+
+    st, _, body = rename("tree/", "moved/tree/")
+    assert st == 200, body
+    assert (root / "moved" / "tree").stat().st_ino == ino, "the directory was copied"
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
+    assert keys == ["moved/tree/a", "moved/tree/sub/b", "tree-side"]
+    assert s3.get_object(Bucket=bucket, Key="moved/tree/sub/b")["Body"].read() == b"tree/sub/b"
+    s3.put_object(Bucket=bucket, Key="full/x", Body=b"x")
+    st, _, body = rename("moved/tree/", "full/")
+    assert st == 409 and b"<Code>PrefixNotEmpty</Code>" in body, body
+    st, _, body = rename("moved/", "moved/tree/inside/")
+    assert st == 400 and b"<Code>InvalidArgument</Code>" in body, body
+    st, _, body = rename("moved/tree/", "other/", **{"If-None-Match": "*"})
+    assert st == 400 and b"<Code>InvalidRequest</Code>" in body, body
+    st, _, body = rename("moved/tree/", "other")
+    assert st == 400 and b"<Code>InvalidRequest</Code>" in body, body
+    st, _, body = rename("nothing/", "other/")
+    assert st == 404 and b"<Code>NoSuchKey</Code>" in body, body
+    assert (root / "moved" / "tree" / "a").read_bytes() == b"tree/a", "a refused rename changed the tree"
+    if has_rename(s3):
+        s3.rename_object(Bucket=bucket, Key="back/", RenameSource=f"{bucket}/moved/tree/")
+        assert (root / "back").stat().st_ino == ino
+        assert not (root / "moved").exists(), "the emptied parent of the source stays"
+    # Versioned buckets: refused, as renames of objects are.
+    vb = bucket + "-v"
+    s3.create_bucket(Bucket=vb)
+    try:
+        s3.put_bucket_versioning(Bucket=vb, VersioningConfiguration={"Status": "Enabled"})
+        st, _, body = raw_request(server, "PUT", f"/{vb}/b/?renameObject", headers={"x-amz-rename-source": f"/{vb}/a/"})
+        assert st == 400 and b"<Code>InvalidRequest</Code>" in body, body
+    finally:
+        s3.delete_bucket(Bucket=vb)
+
+
 def test_append_write_offset(s3, server, bucket):
     s3.put_object(Bucket=bucket, Key="log", Body=b"hello")
     e1 = s3.head_object(Bucket=bucket, Key="log")["ETag"]

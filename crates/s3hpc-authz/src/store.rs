@@ -322,6 +322,29 @@ impl Authorized {
         Ok(())
     }
 
+    /// RenameObject of a prefix (both keys end in '/'): each key under `src` must be readable
+    /// and deletable by the caller and its new name under `dst` writable, as for the rename of
+    /// that one object (a policy may grant or deny parts of a prefix). Keys are listed from
+    /// the inner store: O(keys) checks; a key added under `src` after the listing moves
+    /// unchecked with the rest.
+    async fn check_prefix_rename(&self, bucket: &str, src: &str, dst: &str) -> Result<()> {
+        let mut start_after = None;
+        loop {
+            let req = ListObjectsRequest { prefix: src.to_string(), start_after, max_keys: 1000, ..Default::default() };
+            let page = self.inner.list_objects(bucket, req).await?;
+            for o in &page.objects {
+                self.check_source(bucket, &o.key).await?;
+                self.check(S3Op::DeleteObject, bucket, Some(&o.key)).await?;
+                let to = format!("{dst}{}", &o.key[src.len()..]);
+                self.check(S3Op::PutObject, bucket, Some(&to)).await?;
+            }
+            match page.objects.last() {
+                Some(last) if page.is_truncated => start_after = Some(last.key.clone()),
+                _ => return Ok(()),
+            }
+        }
+    }
+
     /// The ACL of an object the caller creates, from the request's ACL headers: refused as S3
     /// refuses them (ACLs disabled, public ACLs blocked). `None` where ACLs are disabled (the
     /// bucket owner owns every object); else the ACL to keep once the object exists (see
@@ -628,6 +651,9 @@ impl Store for Authorized {
         self.check_source(bucket, src_key).await?;
         self.check(S3Op::DeleteObject, bucket, Some(src_key)).await?;
         self.check(S3Op::PutObject, bucket, Some(dst_key)).await?;
+        if src_key.ends_with('/') && dst_key.ends_with('/') {
+            self.check_prefix_rename(bucket, src_key, dst_key).await?;
+        }
         self.inner.rename_object(bucket, src_key, dst_key, req).await
     }
 

@@ -92,8 +92,9 @@ struct Inner {
     creds: Credentials,
     region: String,
     virtual_host: bool,
-    /// Whether the server is known to honour `x-amz-write-offset-bytes` (see `appends`).
-    server_appends: tokio::sync::OnceCell<bool>,
+    /// Whether the server is s3hpc (it honours `x-amz-write-offset-bytes` and RenameObject,
+    /// of prefixes too; see `appends`).
+    server_s3hpc: tokio::sync::OnceCell<bool>,
 }
 
 /// Upper bound of hyper's adaptive read buffer per connection. The default (~400 KiB) halves
@@ -239,7 +240,7 @@ impl S3Client {
                 creds: cfg.credentials,
                 region: cfg.region,
                 virtual_host: cfg.virtual_host,
-                server_appends: tokio::sync::OnceCell::new(),
+                server_s3hpc: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -799,6 +800,24 @@ fn upload_body<'a>(
     }
 }
 
+impl S3Client {
+    /// Whether the server names itself s3hpc (`Server: s3hpc`), asked once.
+    async fn is_s3hpc(&self, bucket: &str) -> bool {
+        let probe = self
+            .inner
+            .server_s3hpc
+            .get_or_try_init(|| async {
+                // Any answer names the server, an error too (the caller may not list the bucket).
+                let resp = self.exchange(Req::new(Method::HEAD, Some(bucket), None)).await?;
+                let s3hpc = resp.headers().get(http::header::SERVER).is_some_and(|v| v.as_bytes() == b"s3hpc");
+                let _ = read_body(resp.into_body(), MAX_XML).await;
+                Ok::<_, Error>(s3hpc)
+            })
+            .await;
+        probe.is_ok_and(|b| *b)
+    }
+}
+
 #[async_trait]
 impl Store for S3Client {
     async fn create_bucket(&self, bucket: &str) -> Result<()> {
@@ -1038,6 +1057,10 @@ impl Store for S3Client {
         if !self.appends(bucket).await {
             return Err(Error::not_implemented("RenameObject: this server is not known to implement it"));
         }
+        // The rename of a prefix (keys ending in '/') is s3hpc's own: not for directory buckets.
+        if src_key.ends_with('/') && dst_key.ends_with('/') && !self.is_s3hpc(bucket).await {
+            return Err(Error::not_implemented("RenameObject of a prefix: this server is not s3hpc"));
+        }
         let mut r = Req::new(Method::PUT, Some(bucket), Some(dst_key))
             .q("renameObject", None)
             .h("x-amz-rename-source", &copy_source(bucket, src_key))?;
@@ -1053,21 +1076,7 @@ impl Store for S3Client {
     /// honour the write offset and RenameObject; other servers may ignore both (versitygw
     /// replaces the object with the appended bytes, and takes a rename for an empty PutObject).
     async fn appends(&self, bucket: &str) -> bool {
-        if bucket.ends_with("--x-s3") {
-            return true;
-        }
-        let probe = self
-            .inner
-            .server_appends
-            .get_or_try_init(|| async {
-                // Any answer names the server, an error too (the caller may not list the bucket).
-                let resp = self.exchange(Req::new(Method::HEAD, Some(bucket), None)).await?;
-                let s3hpc = resp.headers().get(http::header::SERVER).is_some_and(|v| v.as_bytes() == b"s3hpc");
-                let _ = read_body(resp.into_body(), MAX_XML).await;
-                Ok::<_, Error>(s3hpc)
-            })
-            .await;
-        probe.is_ok_and(|b| *b)
+        bucket.ends_with("--x-s3") || self.is_s3hpc(bucket).await
     }
 
     async fn append_object(

@@ -53,6 +53,7 @@ pub async fn run_access(c: &Callers) {
         ("owners", owners(c, &format!("acc-own-{tag}")).await),
         ("policy", policy(c, &format!("acc-pol-{tag}")).await),
         ("copy_source", copy_source(c, &format!("acc-cpa-{tag}"), &format!("acc-cpb-{tag}")).await),
+        ("prefix_rename", prefix_rename(c, &format!("acc-ren-{tag}")).await),
         ("ownership_documents", ownership_documents(c, &format!("acc-doc-{tag}")).await),
     ] {
         if let Err(e) = r {
@@ -184,6 +185,48 @@ async fn copy_source(c: &Callers, a: &str, b: &str) -> Result<(), String> {
     }
     .await;
     remove(c, a).await;
+    remove(c, b).await;
+    r
+}
+
+/// RenameObject of a prefix is authorized per key: a policy that lets bob move what is under
+/// `src/` except `src/keep/` (no s3:DeleteObject there) refuses the rename of `src/` whole.
+async fn prefix_rename(c: &Callers, b: &str) -> Result<(), String> {
+    if crate::lacks_rename(&c.admin).await {
+        return Ok(());
+    }
+    ok("alice creates", c.alice.create_bucket(b).await)?;
+    let r = async {
+        ok("alice puts", put(&c.alice, b, "src/free/f", b"f").await)?;
+        ok("alice puts", put(&c.alice, b, "src/keep/k", b"k").await)?;
+        let text = format!(
+            r#"{{"Version":"2012-10-17","Statement":[
+                {{"Effect":"Allow","Principal":{{"AWS":"bob-id"}},"Action":["s3:GetObject","s3:PutObject","s3:DeleteObject"],"Resource":"arn:aws:s3:::{b}/*"}},
+                {{"Effect":"Deny","Principal":{{"AWS":"bob-id"}},"Action":"s3:DeleteObject","Resource":"arn:aws:s3:::{b}/src/keep/*"}}]}}"#
+        );
+        ok("alice puts a policy", c.alice.put_bucket_config(b, "policy", Some(text.into_bytes())).await)?;
+        expect_code(
+            "bob renames src/ (src/keep/k may not be deleted)",
+            c.bob.rename_object(b, "src/", "dst/", RenameObjectRequest::default()).await,
+            ErrorCode::AccessDenied,
+        )?;
+        if ok("alice reads", read(&c.alice, b, "src/keep/k").await)? != b"k" {
+            return Err("a refused prefix rename moved src/keep/k".into());
+        }
+        ok("bob renames src/free/", c.bob.rename_object(b, "src/free/", "dst/", RenameObjectRequest::default()).await)?;
+        if ok("alice reads the moved key", read(&c.alice, b, "dst/f").await)? != b"f" {
+            return Err("dst/f holds other bytes".into());
+        }
+        expect_code(
+            "bob renames alice's bucket's prefix without the policy",
+            c.alice.put_bucket_config(b, "policy", None).await.and(
+                c.bob.rename_object(b, "dst/", "dst2/", RenameObjectRequest::default()).await,
+            ),
+            ErrorCode::AccessDenied,
+        )?;
+        Ok(())
+    }
+    .await;
     remove(c, b).await;
     r
 }

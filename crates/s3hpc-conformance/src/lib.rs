@@ -87,6 +87,7 @@ cases!(
     rename_object,
     rename_conditions,
     rename_client_token,
+    rename_prefix,
     append_object,
     append_concurrent,
     versioning_basics,
@@ -264,6 +265,9 @@ async fn list_all(
     }
     Err("listing never ended".into())
 }
+
+mod prefix;
+use prefix::rename_prefix;
 
 fn stream_body(chunks: Vec<std::io::Result<Bytes>>) -> Body {
     Body::Stream(Box::pin(futures::stream::iter(chunks)))

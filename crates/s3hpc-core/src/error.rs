@@ -104,6 +104,9 @@ error_codes! {
     NoSuchVersion => 404, "The specified version does not exist.";
     IllegalVersioningConfigurationException => 400, "The versioning configuration specified in the request is invalid.";
     IdempotencyParameterMismatch => 400, "Parameters on this idempotent request are inconsistent with parameters used in previous request(s).";
+    // s3hpc's RenameObject of a prefix (both keys ending in '/'): the destination prefix holds
+    // keys (rename(2) of a directory onto a non-empty one: ENOTEMPTY). No AWS equivalent.
+    PrefixNotEmpty => 409, "The destination prefix is not empty.";
 }
 
 impl fmt::Display for ErrorCode {

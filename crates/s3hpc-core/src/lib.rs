@@ -18,6 +18,7 @@ pub mod multipart;
 pub mod names;
 pub mod noop;
 pub mod renames;
+pub mod prefix_rename;
 pub mod store;
 pub mod types;
 pub mod versions;

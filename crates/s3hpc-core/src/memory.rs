@@ -94,6 +94,34 @@ impl Bucket {
     }
 
     /// The marker that is the current version of `key`, if it is one.
+    /// RenameObject of the prefix `src` to `dst` (both ending in '/'; see
+    /// [`crate::prefix_rename`]), under the store's lock.
+    fn rename_prefix(&mut self, bucket: &str, src: &str, dst: &str) -> Result<()> {
+        let under = |p: &str| -> Vec<String> {
+            self.objects.range(p.to_string()..).take_while(|(k, _)| k.starts_with(p)).map(|(k, _)| k.clone()).collect()
+        };
+        let keys = under(src);
+        if keys.is_empty() {
+            return Err(Error::no_such_key(bucket, src));
+        }
+        if src == dst {
+            return Ok(());
+        }
+        if under(dst).iter().any(|k| k != dst) {
+            return Err(crate::prefix_rename::prefix_not_empty(bucket, dst));
+        }
+        // The destination's own directory object is replaced, as rename(2) replaces an empty
+        // directory.
+        self.objects.remove(dst);
+        for k in keys {
+            let mut o = self.objects.remove(&k).expect("listed above");
+            let nk = format!("{dst}{}", &k[src.len()..]);
+            o.info.key = nk.clone();
+            self.objects.insert(nk, o);
+        }
+        Ok(())
+    }
+
     fn current_marker(&self, key: &str) -> Option<&str> {
         if self.objects.contains_key(key) {
             return None;
@@ -559,10 +587,14 @@ impl Store for MemoryStore {
     async fn rename_object(&self, bucket: &str, src_key: &str, dst_key: &str, req: RenameObjectRequest) -> Result<()> {
         names::validate_key(src_key)?;
         names::validate_key(dst_key)?;
-        check_rename_keys(src_key, dst_key)?;
+        let prefix = crate::prefix_rename::is_prefix_rename(src_key, dst_key, &req)?;
+        check_rename_keys(src_key, dst_key).or_else(|e| if prefix { Ok(()) } else { Err(e) })?;
         self.with(|st| {
             if st.bucket(bucket)?.versioning().is_some() {
                 return Err(crate::versions::unversioned_only("RenameObject"));
+            }
+            if prefix {
+                return st.bucket_mut(bucket)?.rename_prefix(bucket, src_key, dst_key);
             }
             let now = SystemTime::now();
             st.renames.retain(|_, r| !r.expired(now));

@@ -261,6 +261,37 @@ impl Table {
         }
     }
 
+    /// A directory renamed (in the bucket, or a local one): its inode now stands for the prefix
+    /// `key` under `newname` in `newparent`, and every inode below it gets its key under the new
+    /// prefix (children keep their numbers and slots). An empty directory at the destination
+    /// is dropped, as rename(2) replaces it.
+    pub fn rename_dir(&mut self, parent: u64, name: &str, newparent: u64, newname: &str, key: String) {
+        let Some(ino) = self.child(parent, name) else { return };
+        let (old, local) = (self.inodes[&ino].key.clone(), self.inodes[&ino].local);
+        if let Some(i) = self.child(newparent, newname).filter(|d| *d != ino).and_then(|d| self.inodes.get_mut(&d)) {
+            // The replaced directory is gone (a local one too, so that it can be freed).
+            i.local = Local::No;
+        }
+        for (p, n) in [(newparent, newname), (parent, name)] {
+            if let Some(set) = self.local_children.get_mut(&p) {
+                set.remove(n);
+                if set.is_empty() {
+                    self.local_children.remove(&p);
+                }
+            }
+        }
+        if local != Local::No {
+            self.local_children.entry(newparent).or_default().insert(newname.to_string());
+        }
+        self.rename(parent, name, newparent, newname, key.clone());
+        let (from, to) = (format!("{old}/"), format!("{key}/"));
+        for i in self.inodes.values_mut() {
+            if let Some(rest) = i.key.strip_prefix(&from) {
+                i.key = format!("{to}{rest}");
+            }
+        }
+    }
+
     /// The kernel dropped `n` references.
     pub fn forget(&mut self, ino: u64, n: u64) {
         if ino == ROOT {
@@ -328,6 +359,28 @@ mod tests {
         assert!(t.has_local_children(ROOT));
         t.make_remote(l);
         assert!(!t.has_local_children(ROOT));
+        // a directory renamed: the subtree keeps its numbers, with new keys
+        let later2 = Instant::now() + Duration::from_secs(5);
+        let top = t.install(ROOT, "top", Found::Dir, later2).unwrap();
+        let sub = t.install(top, "sub", Found::Dir, later2).unwrap();
+        let leaf = t.install(sub, "leaf", Found::File { size: 1, etag: "l".into(), mtime: SystemTime::now() }, later2);
+        let loc = t.insert_local(top, "mine", Kind::Dir, Local::Dir).unwrap();
+        let gone = t.install(ROOT, "empty", Found::Dir, later2).unwrap();
+        t.rename_dir(ROOT, "top", ROOT, "empty", "p/empty".into());
+        assert_eq!(t.child(ROOT, "empty"), Some(top));
+        assert_eq!(t.child(ROOT, "top"), None);
+        assert!(!t.inodes.contains_key(&gone), "the replaced empty directory is dropped");
+        assert_eq!(t.inodes[&sub].key, "p/empty/sub");
+        assert_eq!(t.inodes[&leaf.unwrap()].key, "p/empty/sub/leaf");
+        assert_eq!(t.inodes[&loc].key, "p/empty/mine");
+        assert_eq!(t.dir_prefix(sub).unwrap(), "p/empty/sub/");
+        assert!(t.has_local_children(top));
+        // a local directory moves between the local children of its parents
+        let ld = t.insert_local(ROOT, "ld", Kind::Dir, Local::Dir).unwrap();
+        t.rename_dir(ROOT, "ld", sub, "ld2", "p/empty/sub/ld2".into());
+        assert_eq!(t.child(sub, "ld2"), Some(ld));
+        assert!(t.local_children.get(&sub).is_some_and(|s| s.contains("ld2")));
+        assert!(!t.local_children.get(&ROOT).is_some_and(|s| s.contains("ld")));
         // a file's dir_prefix is None
         let f2 = t.install(ROOT, "f", Found::File { size: 0, etag: "x".into(), mtime: SystemTime::now() }, later);
         assert!(t.dir_prefix(f2.unwrap()).is_none());

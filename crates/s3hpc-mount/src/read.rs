@@ -67,6 +67,13 @@ impl Reader {
         }
     }
 
+    /// The object was renamed (its directory was): read `key` from now on. Ranges prefetched
+    /// under the old key are dropped.
+    pub fn rekey(&mut self, key: String) {
+        self.key = key;
+        self.reset(self.last_end);
+    }
+
     fn reset(&mut self, at: u64) {
         for c in self.chunks.drain(..) {
             c.abort.abort();

@@ -44,6 +44,7 @@ mod reaper;
 mod records;
 mod rename;
 mod rename_tokens;
+mod rename_prefix;
 mod sys;
 mod uploads;
 pub use uploads::uploads_in_progress;

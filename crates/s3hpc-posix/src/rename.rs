@@ -12,7 +12,7 @@ const REHASH_CHUNK: usize = 1 << 20;
 
 impl Inner {
     /// Take the locks of the keys' stripes, each distinct stripe once, in ascending order.
-    fn lock_keys(&self, bdir: &Path, keys: &[&str]) -> Result<Vec<File>> {
+    pub(crate) fn lock_keys(&self, bdir: &Path, keys: &[&str]) -> Result<Vec<File>> {
         let mut stripes: Vec<u64> = keys.iter().map(|k| lock_stripe_of(k)).collect();
         stripes.sort_unstable();
         stripes.dedup();
@@ -218,7 +218,11 @@ impl Inner {
 
 impl PosixStore {
     pub(crate) async fn rename(&self, bucket: &str, src: &str, dst: &str, req: RenameObjectRequest) -> Result<()> {
+        let prefix = s3hpc_core::prefix_rename::is_prefix_rename(src, dst, &req)?;
         let (b, s, d) = (bucket.to_string(), src.to_string(), dst.to_string());
+        if prefix {
+            return self.run(move |i| i.rename_prefix(&b, &s, &d)).await;
+        }
         self.run(move |i| i.rename_idempotent(&b, &s, &d, &req)).await
     }
 

@@ -1586,6 +1586,8 @@ mod tests {
             (47, ErrorCode::MalformedPolicy),
             (52, ErrorCode::NoSuchBucketPolicy),
             (54, ErrorCode::NoSuchPublicAccessBlockConfiguration),
+            (62, ErrorCode::IdempotencyParameterMismatch),
+            (63, ErrorCode::PrefixNotEmpty),
         ];
         for (n, c) in fixed {
             assert_eq!(ErrorCode::ALL[n], c);

@@ -42,6 +42,14 @@ impl DirState {
         }
     }
 
+    /// The listed directory was renamed (its prefix is already the new one): continue after
+    /// the same name under the new prefix.
+    pub(super) fn rekey_marker(&mut self, src: &str, dst: &str) {
+        if let Some(rest) = self.marker.as_deref().and_then(|m| m.strip_prefix(src)) {
+            self.marker = Some(format!("{dst}{rest}"));
+        }
+    }
+
     fn exhausted(&self) -> bool {
         self.started && self.listed_all && self.locals_done
     }

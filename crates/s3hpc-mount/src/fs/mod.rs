@@ -23,6 +23,7 @@ use crate::write::{WriteCtx, WriteError, Writer};
 
 mod dir;
 mod files;
+mod rename_dir;
 
 use dir::{DirState, entry_ino, kind_of};
 use files::{copy_rename, create_local, open_appender, open_reader, reply_opened};
@@ -522,9 +523,9 @@ impl Filesystem for S3Fs {
 
     /// Rename a file with one RenameObject (atomic on an s3hpc gateway: one rename(2) there).
     /// Stores without RenameObject answer ENOSYS, as Mountpoint does, or with
-    /// `--allow-copy-rename` copy the object and delete the source (not atomic); directories (a prefix of
-    /// many keys) are not renamed (EXDEV makes `mv` copy them). Replacing an existing object
-    /// needs `--allow-overwrite`, as overwriting it by writing does.
+    /// `--allow-copy-rename` copy the object and delete the source (not atomic); directories
+    /// are renamed as a prefix (see `rename_dir`). Replacing an existing object needs
+    /// `--allow-overwrite`, as overwriting it by writing does.
     fn rename(
         &self,
         _req: &Request,
@@ -548,6 +549,14 @@ impl Filesystem for S3Fs {
             reply.error(Errno::ENOENT);
             return;
         };
+        let is_dir = {
+            let t = lock(&ctx.table);
+            t.child(parent.0, name).is_some_and(|i| t.inodes[&i].kind == Kind::Dir)
+        };
+        if is_dir {
+            let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
+            return rename_dir::rename_dir(self, (parent.0, name), (newparent.0, newname), noreplace, reply);
+        }
         let (src, dst) = {
             let t = lock(&ctx.table);
             for (p, n) in [(parent.0, name), (newparent.0, newname)] {

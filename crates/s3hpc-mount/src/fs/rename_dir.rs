@@ -1,0 +1,136 @@
+//! Rename of a directory: one RenameObject of the prefix (`src/` -> `dst/`, s3hpc's extension:
+//! one rename(2) on the gateway, atomic and O(1) whatever the tree holds), then the inode table
+//! follows: the directory and everything below it keep their inode numbers with keys under the
+//! new prefix, and open read handles read the new keys. A directory made here by `mkdir` with
+//! nothing of it in the bucket yet (NoSuchKey) is renamed in the table alone. Stores without the prefix rename (any
+//! S3 store but s3hpc, and s3hpc gateways older than it) answer EXDEV, so `mv` copies and
+//! deletes, even with `--allow-copy-rename` (a copy of every key is what `mv` does anyway, with
+//! progress and errors of its own).
+
+use super::*;
+
+/// Where the rename stands after the checks made on the FUSE thread.
+enum Plan {
+    /// Answer at once with this errno.
+    Refuse(Errno),
+    /// Nothing to do (a directory renamed onto itself).
+    Done,
+    /// RenameObject `src` -> `dst` (both end in '/'); `local`: the source was made by `mkdir`
+    /// here, so no keys under it (NoSuchKey) means a rename in the table alone.
+    Remote { src: String, dst: String, local: bool },
+}
+
+/// Rename the directory `name` in `parent` (known to be a directory) to `newname` in
+/// `newparent`, and answer `reply`.
+pub(super) fn rename_dir(
+    fs: &S3Fs,
+    (parent, name): (u64, &str),
+    (newparent, newname): (u64, &str),
+    noreplace: bool,
+    reply: ReplyEmpty,
+) {
+    let ctx = fs.ctx.clone();
+    let plan = plan(&ctx, (parent, name), (newparent, newname), noreplace);
+    let (src, dst, local) = match plan {
+        Plan::Refuse(e) => return reply.error(e),
+        Plan::Done => return reply.ok(),
+        Plan::Remote { src, dst, local } => (src, dst, local),
+    };
+    let (name, newname) = (name.to_string(), newname.to_string());
+    fs.spawn(async move {
+        let r = ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, Default::default()).await;
+        match r {
+            Ok(()) => {
+                let key = dst.trim_end_matches('/').to_string();
+                lock(&ctx.table).rename_dir(parent, &name, newparent, &newname, key);
+                rekey_readers(&ctx, &src, &dst);
+                reply.ok();
+            }
+            // Nothing of it in the bucket yet: a directory of this mount alone.
+            Err(e) if local && e.code == ErrorCode::NoSuchKey => {
+                let key = dst.trim_end_matches('/').to_string();
+                lock(&ctx.table).rename_dir(parent, &name, newparent, &newname, key);
+                reply.ok();
+            }
+            Err(e) => reply.error(match e.code {
+                ErrorCode::PrefixNotEmpty => Errno::ENOTEMPTY,
+                // No prefix rename here (another S3 store, an older s3hpc gateway, a key in
+                // the way on the gateway's file system): `mv` copies.
+                ErrorCode::NotImplemented | ErrorCode::InvalidRequest => {
+                    tracing::debug!("s3hpc mount: rename of directory {src:?}: {} {}: EXDEV", e.code, e.message);
+                    Errno::EXDEV
+                }
+                _ => errno(&e, "rename", &src),
+            }),
+        }
+    });
+}
+
+/// The checks on the inode table: a file being written below the source (its upload would
+/// complete under the old key) makes the rename EBUSY; a file at the destination ENOTDIR; a
+/// directory there with local entries ENOTEMPTY.
+fn plan(ctx: &Ctx, (parent, name): (u64, &str), (newparent, newname): (u64, &str), noreplace: bool) -> Plan {
+    let writers: Vec<u64> = lock(&ctx.handles)
+        .values()
+        .filter_map(|h| match &**h {
+            Handle::Write { ino, .. } => Some(*ino),
+            _ => None,
+        })
+        .collect();
+    let t = lock(&ctx.table);
+    let Some(sino) = t.child(parent, name) else { return Plan::Refuse(Errno::ENOENT) };
+    let src = &t.inodes[&sino];
+    let (Some(sp), Some(dp)) = (t.dir_prefix(parent), t.dir_prefix(newparent)) else {
+        return Plan::Refuse(Errno::ENOTDIR);
+    };
+    let below = format!("{}/", src.key);
+    let busy = |i: &Inode| i.key.starts_with(&below) && matches!(i.local, Local::Writing(_));
+    if t.inodes.values().any(busy) || writers.iter().any(|w| t.inodes.get(w).is_some_and(|i| i.key.starts_with(&below)))
+    {
+        return Plan::Refuse(Errno::EBUSY);
+    }
+    if let Some(dino) = t.child(newparent, newname) {
+        if dino == sino {
+            return if noreplace { Plan::Refuse(Errno::EEXIST) } else { Plan::Done };
+        }
+        let d = &t.inodes[&dino];
+        if noreplace {
+            return Plan::Refuse(Errno::EEXIST);
+        }
+        if d.kind != Kind::Dir {
+            return Plan::Refuse(Errno::ENOTDIR);
+        }
+        if t.has_local_children(dino) {
+            return Plan::Refuse(Errno::ENOTEMPTY);
+        }
+    }
+    Plan::Remote { src: format!("{sp}{name}/"), dst: format!("{dp}{newname}/"), local: src.local == Local::Dir }
+}
+
+/// Open read handles of files below the renamed directory read their new keys from now on
+/// (prefetched ranges of the old key are dropped; a read in flight at the moment of the rename
+/// may fail with EIO), and open directory listings there go on under the new prefix (one busy
+/// fetching a page at that moment ends early).
+fn rekey_readers(ctx: &Ctx, src: &str, dst: &str) {
+    let moved = |k: &str| k.strip_prefix(src).map(|rest| format!("{dst}{rest}"));
+    let handles: Vec<Arc<Handle>> = lock(&ctx.handles).values().cloned().collect();
+    for h in handles {
+        match &*h {
+            Handle::Read { reader, .. } => {
+                let mut r = lock(reader);
+                if let Some(key) = moved(&r.key) {
+                    r.rekey(key);
+                }
+            }
+            Handle::Dir(d) => {
+                if let Ok(mut d) = d.try_lock()
+                    && let Some(prefix) = moved(&d.prefix)
+                {
+                    d.prefix = prefix;
+                    d.rekey_marker(src, dst);
+                }
+            }
+            Handle::Write { .. } => {}
+        }
+    }
+}
