@@ -57,6 +57,14 @@ pub enum S3Op {
     CompleteMultipartUpload,
     AbortMultipartUpload,
     ListParts,
+    GetBucketObjectLockConfiguration,
+    PutBucketObjectLockConfiguration,
+    GetObjectRetention,
+    PutObjectRetention,
+    GetObjectLegalHold,
+    PutObjectLegalHold,
+    /// `x-amz-bypass-governance-retention: true` on a delete or PutObjectRetention.
+    BypassGovernanceRetention,
 }
 
 /// What an operation acts on.
@@ -132,6 +140,13 @@ impl S3Op {
             DeleteObjectTagging => "s3:DeleteObjectTagging",
             AbortMultipartUpload => "s3:AbortMultipartUpload",
             ListParts => "s3:ListMultipartUploadParts",
+            GetBucketObjectLockConfiguration => "s3:GetBucketObjectLockConfiguration",
+            PutBucketObjectLockConfiguration => "s3:PutBucketObjectLockConfiguration",
+            GetObjectRetention => "s3:GetObjectRetention",
+            PutObjectRetention => "s3:PutObjectRetention",
+            GetObjectLegalHold => "s3:GetObjectLegalHold",
+            PutObjectLegalHold => "s3:PutObjectLegalHold",
+            BypassGovernanceRetention => "s3:BypassGovernanceRetention",
         }
     }
 
@@ -156,7 +171,12 @@ impl S3Op {
             | UploadPartCopy
             | CompleteMultipartUpload
             | AbortMultipartUpload
-            | ListParts => Target::Object,
+            | ListParts
+            | GetObjectRetention
+            | PutObjectRetention
+            | GetObjectLegalHold
+            | PutObjectLegalHold
+            | BypassGovernanceRetention => Target::Object,
             _ => Target::Bucket,
         }
     }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use s3hpc_core::caller::{self, Caller};
-use s3hpc_core::{Body, CredentialSet, DynStore, Error, ErrorCode as Code, Result, Store, types::*};
+use s3hpc_core::{Body, CredentialSet, DynStore, Error, ErrorCode as Code, Result, Retention, Store, types::*};
 
 use crate::Acl;
 use crate::acl::{AclHeaders, CannedAcl, RequestedAcl};
@@ -378,6 +378,49 @@ impl Authorized {
         }
     }
 
+    /// A write that asks for a retention or legal hold also needs s3:PutObjectRetention /
+    /// s3:PutObjectLegalHold (as on S3).
+    async fn check_new_lock(&self, lock: &s3hpc_core::ObjectLock, bucket: &str, key: &str) -> Result<()> {
+        if lock.retention.is_some() {
+            self.check(S3Op::PutObjectRetention, bucket, Some(key)).await?;
+        }
+        if lock.legal_hold.is_some() {
+            self.check(S3Op::PutObjectLegalHold, bucket, Some(key)).await?;
+        }
+        Ok(())
+    }
+
+    /// The caller the inner store must see for a call that may bypass GOVERNANCE retention:
+    /// `None` to keep the current one; a copy without `x-amz-bypass-governance-retention` when
+    /// the caller asked for it but s3:BypassGovernanceRetention is not allowed on the object
+    /// (the store then protects the version as if the header were absent).
+    async fn bypass_caller(&self, bucket: &str, key: &str) -> Option<Arc<Caller>> {
+        let c = caller::current()?;
+        if !c.headers.bypass_governance_retention
+            || self.check(S3Op::BypassGovernanceRetention, bucket, Some(key)).await.is_ok()
+        {
+            return None;
+        }
+        let mut c = (*c).clone();
+        c.headers.bypass_governance_retention = false;
+        Some(Arc::new(c))
+    }
+
+    /// GET/HEAD answers show a version's retention and legal hold only to callers allowed
+    /// s3:GetObjectRetention / s3:GetObjectLegalHold (`ctx` `None`: the fast path's owner or
+    /// admin, allowed everything).
+    async fn filter_lock(&self, info: &mut ObjectInfo, ctx: &Option<RequestContext>, bucket: &str, key: &str) {
+        if ctx.is_none() || info.lock.is_empty() {
+            return;
+        }
+        if info.lock.retention.is_some() && self.check(S3Op::GetObjectRetention, bucket, Some(key)).await.is_err() {
+            info.lock.retention = None;
+        }
+        if info.lock.legal_hold.is_some() && self.check(S3Op::GetObjectLegalHold, bucket, Some(key)).await.is_err() {
+            info.lock.legal_hold = None;
+        }
+    }
+
     fn bucket_op(name: &str, get: bool, delete: bool) -> Option<S3Op> {
         use S3Op::*;
         Some(match (name, get, delete) {
@@ -401,6 +444,8 @@ impl Authorized {
             ("cors", false, true) => DeleteBucketCors,
             ("versioning", true, _) => GetBucketVersioning,
             ("versioning", false, _) => PutBucketVersioning,
+            ("objectLock", true, _) => GetBucketObjectLockConfiguration,
+            ("objectLock", false, _) => PutBucketObjectLockConfiguration,
             _ => return None,
         })
     }
@@ -581,6 +626,7 @@ impl Store for Authorized {
     async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
         let (c, auth) = self.check(S3Op::PutObject, bucket, Some(key)).await?;
         let acl = self.new_object_acl(&c, &auth)?;
+        self.check_new_lock(&req.lock, bucket, key).await?;
         let out = self.inner.put_object(bucket, key, req, body).await?;
         self.after_write(bucket, key, &auth, acl).await?;
         Ok(out)
@@ -590,19 +636,27 @@ impl Store for Authorized {
         let ver = req.version_id.is_some();
         let (_, auth, ctx) =
             self.check_with(S3Op::GetObject, bucket, Some(key), |c| versioned(c, S3Op::GetObject, ver)).await?;
-        self.inner.get_object(bucket, key, req).await.map_err(|e| self.hide_missing(e, &ctx, &auth))
+        let mut out = self.inner.get_object(bucket, key, req).await.map_err(|e| self.hide_missing(e, &ctx, &auth))?;
+        self.filter_lock(&mut out.info, &ctx, bucket, key).await;
+        Ok(out)
     }
 
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
         let ver = req.version_id.is_some();
         let (_, auth, ctx) =
             self.check_with(S3Op::HeadObject, bucket, Some(key), |c| versioned(c, S3Op::HeadObject, ver)).await?;
-        self.inner.head_object(bucket, key, req).await.map_err(|e| self.hide_missing(e, &ctx, &auth))
+        let mut info = self.inner.head_object(bucket, key, req).await.map_err(|e| self.hide_missing(e, &ctx, &auth))?;
+        self.filter_lock(&mut info, &ctx, bucket, key).await;
+        Ok(info)
     }
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         self.check(S3Op::DeleteObject, bucket, Some(key)).await?;
-        self.inner.delete_object(bucket, key).await
+        let c = self.bypass_caller(bucket, key).await;
+        match c {
+            Some(c) => caller::scope(Some(c), self.inner.delete_object(bucket, key)).await,
+            None => self.inner.delete_object(bucket, key).await,
+        }
     }
 
     async fn delete_object_version(
@@ -614,7 +668,43 @@ impl Store for Authorized {
         // With a version id S3 asks for s3:DeleteObjectVersion.
         let ver = version_id.is_some();
         self.check_with(S3Op::DeleteObject, bucket, Some(key), |c| versioned(c, S3Op::DeleteObject, ver)).await?;
-        self.inner.delete_object_version(bucket, key, version_id).await
+        let c = self.bypass_caller(bucket, key).await;
+        match c {
+            Some(c) => caller::scope(Some(c), self.inner.delete_object_version(bucket, key, version_id)).await,
+            None => self.inner.delete_object_version(bucket, key, version_id).await,
+        }
+    }
+
+    async fn get_object_retention(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<Retention>> {
+        self.check(S3Op::GetObjectRetention, bucket, Some(key)).await?;
+        self.inner.get_object_retention(bucket, key, version_id).await
+    }
+
+    async fn get_object_legal_hold(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<bool>> {
+        self.check(S3Op::GetObjectLegalHold, bucket, Some(key)).await?;
+        self.inner.get_object_legal_hold(bucket, key, version_id).await
+    }
+
+    async fn put_object_retention(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        retention: Option<Retention>,
+    ) -> Result<()> {
+        self.check(S3Op::PutObjectRetention, bucket, Some(key)).await?;
+        let c = self.bypass_caller(bucket, key).await;
+        match c {
+            Some(c) => {
+                caller::scope(Some(c), self.inner.put_object_retention(bucket, key, version_id, retention)).await
+            }
+            None => self.inner.put_object_retention(bucket, key, version_id, retention).await,
+        }
+    }
+
+    async fn put_object_legal_hold(&self, bucket: &str, key: &str, version_id: Option<&str>, on: bool) -> Result<()> {
+        self.check(S3Op::PutObjectLegalHold, bucket, Some(key)).await?;
+        self.inner.put_object_legal_hold(bucket, key, version_id, on).await
     }
 
     async fn list_object_versions(
@@ -641,6 +731,7 @@ impl Store for Authorized {
         self.check_source_version(src_bucket, src_key, req.source_version_id.is_some()).await?;
         let (c, auth) = self.check(S3Op::CopyObject, dst_bucket, Some(dst_key)).await?;
         let acl = self.new_object_acl(&c, &auth)?;
+        self.check_new_lock(&req.lock, dst_bucket, dst_key).await?;
         let out = self.inner.copy_object(src_bucket, src_key, dst_bucket, dst_key, req).await?;
         self.after_write(dst_bucket, dst_key, &auth, acl).await?;
         Ok(out)
@@ -726,6 +817,7 @@ impl Store for Authorized {
     async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
         let (c, auth) = self.check(S3Op::CreateMultipartUpload, bucket, Some(key)).await?;
         let acl = self.new_object_acl(&c, &auth)?;
+        self.check_new_lock(&req.lock, bucket, key).await?;
         let id = self.inner.create_multipart_upload(bucket, key, req).await?;
         // The ACL asked for at the start applies at completion, by whichever gateway completes.
         if let Some(acl) = acl.filter(|a| !is_default_acl(a, &auth)) {

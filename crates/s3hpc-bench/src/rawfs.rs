@@ -56,6 +56,7 @@ fn info(key: &str, md: &std::fs::Metadata) -> ObjectInfo {
     let mtime = md.modified().unwrap_or(SystemTime::UNIX_EPOCH);
     ObjectInfo {
         version_id: None,
+        lock: Default::default(),
         key: key.to_string(),
         size: md.len(),
         etag: etag(md.len(), mtime),

@@ -36,6 +36,7 @@ use s3hpc_core::*;
 use s3hpc_sigv4::encode::{parse_amz_date, percent_decode, uri_encode, uri_encode_into};
 
 mod chunked;
+mod lock;
 #[cfg(feature = "tls")]
 mod tls;
 pub mod xml;
@@ -392,6 +393,9 @@ impl S3Client {
             r = r.h("content-md5", &B64.encode(m))?;
         }
         add_conditions(&mut r.headers, &req.conditions, "")?;
+        for (n, v) in lock::headers(&req.lock) {
+            r = r.h(n, &v)?;
+        }
         let plan = checksum_headers(&mut r.headers, &req.checksum)?;
         let sent = Arc::new(AtomicU64::new(0));
         let r = upload_body(r, body, req.content_length, plan, sent.clone())?;
@@ -710,6 +714,7 @@ fn object_info(key: &str, status: StatusCode, h: &HeaderMap) -> (ObjectInfo, Opt
         part_sizes,
         part_checksums: Vec::new(),
         tag_count: hstr(h, "x-amz-tagging-count").and_then(|v| v.parse().ok()).unwrap_or(0),
+        lock: lock::of_headers(h),
     };
     (info, range)
 }
@@ -865,6 +870,13 @@ impl Store for S3Client {
             let (_, n) = self.send_xml(Req::new(Method::GET, Some(bucket), None).q(name, None)).await?;
             return Ok(n.text_of("Status").map(|s| s.trim().as_bytes().to_vec()));
         }
+        if name == s3hpc_core::lock::OBJECT_LOCK_CONFIG {
+            return match self.send_xml(Req::new(Method::GET, Some(bucket), None).q("object-lock", None)).await {
+                Ok((_, n)) => Ok(lock::config_doc(&n)),
+                Err(e) if e.code == ErrorCode::ObjectLockConfigurationNotFoundError => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
         let r = Req::new(Method::GET, Some(bucket), None).q(name, None);
         let resp = self.send(r).await?;
         Ok(Some(read_body(resp.into_body(), MAX_XML).await?.to_vec()))
@@ -882,6 +894,11 @@ impl Store for S3Client {
             );
             let r =
                 doc_body(Req::new(Method::PUT, Some(bucket), None).q(name, None), xml.into_bytes(), "application/xml")?;
+            return self.send_empty(r).await.map(|_| ());
+        }
+        if name == s3hpc_core::lock::OBJECT_LOCK_CONFIG {
+            let xml = lock::config_xml(doc.as_deref().unwrap_or_default())?;
+            let r = doc_body(Req::new(Method::PUT, Some(bucket), None).q("object-lock", None), xml.into_bytes(), "application/xml")?;
             return self.send_empty(r).await.map(|_| ());
         }
         let r = match doc {
@@ -940,7 +957,62 @@ impl Store for S3Client {
     }
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
-        self.send_empty(Req::new(Method::DELETE, Some(bucket), Some(key))).await.map(|_| ())
+        let mut r = Req::new(Method::DELETE, Some(bucket), Some(key));
+        if lock::bypass() {
+            r = r.h("x-amz-bypass-governance-retention", "true")?;
+        }
+        self.send_empty(r).await.map(|_| ())
+    }
+
+    async fn get_object_retention(&self, bucket: &str, key: &str, v: Option<&str>) -> Result<Option<Retention>> {
+        let mut r = Req::new(Method::GET, Some(bucket), Some(key)).q("retention", None);
+        if let Some(v) = v {
+            r = r.q("versionId", Some(v));
+        }
+        match self.send_xml(r).await {
+            Ok((_, n)) => Ok(n.text_of("Mode").and_then(|m| {
+                let until = lock::parse_date(n.text_of("RetainUntilDate")?)?;
+                Some(Retention { mode: s3hpc_core::LockMode::parse(m.trim())?, until })
+            })),
+            Err(e) if e.code == ErrorCode::NoSuchObjectLockConfiguration => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn get_object_legal_hold(&self, bucket: &str, key: &str, v: Option<&str>) -> Result<Option<bool>> {
+        let mut r = Req::new(Method::GET, Some(bucket), Some(key)).q("legal-hold", None);
+        if let Some(v) = v {
+            r = r.q("versionId", Some(v));
+        }
+        match self.send_xml(r).await {
+            Ok((_, n)) => Ok(n.text_of("Status").map(|s| s.trim() == "ON")),
+            Err(e) if e.code == ErrorCode::NoSuchObjectLockConfiguration => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn put_object_retention(&self, b: &str, k: &str, v: Option<&str>, ret: Option<Retention>) -> Result<()> {
+        let mut r = Req::new(Method::PUT, Some(b), Some(k)).q("retention", None);
+        if let Some(v) = v {
+            r = r.q("versionId", Some(v));
+        }
+        if lock::bypass() {
+            r = r.h("x-amz-bypass-governance-retention", "true")?;
+        }
+        let r = doc_body(r, lock::retention_xml(ret).into_bytes(), "application/xml")?;
+        self.send_empty(r).await.map(|_| ())
+    }
+
+    async fn put_object_legal_hold(&self, b: &str, k: &str, v: Option<&str>, on: bool) -> Result<()> {
+        let mut r = Req::new(Method::PUT, Some(b), Some(k)).q("legal-hold", None);
+        if let Some(v) = v {
+            r = r.q("versionId", Some(v));
+        }
+        let doc = format!(
+            "<LegalHold xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Status>{}</Status></LegalHold>",
+            if on { "ON" } else { "OFF" }
+        );
+        self.send_empty(doc_body(r, doc.into_bytes(), "application/xml")?).await.map(|_| ())
     }
 
     async fn delete_object_version(
@@ -952,6 +1024,9 @@ impl Store for S3Client {
         let mut r = Req::new(Method::DELETE, Some(bucket), Some(key));
         if let Some(v) = version_id {
             r = r.q("versionId", Some(v));
+        }
+        if lock::bypass() {
+            r = r.h("x-amz-bypass-governance-retention", "true")?;
         }
         let h = self.send_empty(r).await?;
         Ok(DeleteObjectOutput {
@@ -1020,6 +1095,9 @@ impl Store for S3Client {
             source.push_str(&uri_encode(v, false));
         }
         let mut r = Req::new(Method::PUT, Some(dst_bucket), Some(dst_key)).h("x-amz-copy-source", &source)?;
+        for (n, v) in lock::headers(&req.lock) {
+            r = r.h(n, &v)?;
+        }
         if let Directive::Replace(m) = &req.metadata {
             r = r.h("x-amz-metadata-directive", "REPLACE")?;
             add_meta(&mut r.headers, m)?;
@@ -1156,6 +1234,9 @@ impl Store for S3Client {
     async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
         let mut r = Req::new(Method::POST, Some(bucket), Some(key)).q("uploads", None);
         add_meta(&mut r.headers, &req.meta)?;
+        for (n, v) in lock::headers(&req.lock) {
+            r = r.h(n, &v)?;
+        }
         if !req.tags.is_empty() {
             r = r.h("x-amz-tagging", &tags_query(&req.tags))?;
         }

@@ -33,6 +33,8 @@ pub struct CallerHeaders {
     pub acl: Vec<(String, String)>,
     /// `x-amz-object-ownership` (CreateBucket).
     pub object_ownership: Option<String>,
+    /// `x-amz-bypass-governance-retention: true` (see [`crate::lock::bypass_requested`]).
+    pub bypass_governance_retention: bool,
 }
 
 /// The caller of one request.

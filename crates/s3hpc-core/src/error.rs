@@ -107,6 +107,9 @@ error_codes! {
     // s3hpc's RenameObject of a prefix (both keys ending in '/'): the destination prefix holds
     // keys (rename(2) of a directory onto a non-empty one: ENOTEMPTY). No AWS equivalent.
     PrefixNotEmpty => 409, "The destination prefix is not empty.";
+    InvalidBucketState => 409, "The request is not valid with the current state of the bucket.";
+    NoSuchObjectLockConfiguration => 404, "The specified object does not have a ObjectLock configuration";
+    ObjectLockConfigurationNotFoundError => 404, "Object Lock configuration does not exist for this bucket";
 }
 
 impl fmt::Display for ErrorCode {

@@ -137,6 +137,33 @@ impl<H: Hook> Store for HookedStore<H> {
         self.hook.before(Op::DeleteObject, bucket, key).await?;
         self.inner.delete_object_version(bucket, key, version_id).await
     }
+    async fn get_object_retention(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<Option<crate::Retention>> {
+        self.hook.before(Op::HeadObject, bucket, key).await?;
+        self.inner.get_object_retention(bucket, key, version_id).await
+    }
+    async fn get_object_legal_hold(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<bool>> {
+        self.hook.before(Op::HeadObject, bucket, key).await?;
+        self.inner.get_object_legal_hold(bucket, key, version_id).await
+    }
+    async fn put_object_retention(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        retention: Option<crate::Retention>,
+    ) -> Result<()> {
+        self.hook.before(Op::PutObjectTagging, bucket, key).await?;
+        self.inner.put_object_retention(bucket, key, version_id, retention).await
+    }
+    async fn put_object_legal_hold(&self, bucket: &str, key: &str, version_id: Option<&str>, on: bool) -> Result<()> {
+        self.hook.before(Op::PutObjectTagging, bucket, key).await?;
+        self.inner.put_object_legal_hold(bucket, key, version_id, on).await
+    }
     async fn list_object_versions(
         &self,
         bucket: &str,

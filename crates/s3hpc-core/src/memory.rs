@@ -16,6 +16,8 @@ use crate::multipart::{check_part_number, completion_checksum, resolve_checksum_
 use crate::names;
 use crate::store::Store;
 use crate::types::*;
+use crate::lock::{ObjectLock, Retention};
+use crate::lock::{BucketLock, OBJECT_LOCK_CONFIG, bypass_requested, bypass_without_lock, lock_for_put};
 use crate::versions::{
     DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, NULL_VERSION, VERSIONING_CONFIG, VersionEntry,
     VersioningState,
@@ -59,6 +61,27 @@ impl Noncurrent {
 impl Bucket {
     fn versioning(&self) -> Option<VersioningState> {
         self.configs.get(VERSIONING_CONFIG).and_then(|d| VersioningState::from_doc(d))
+    }
+
+    fn lock(&self) -> Option<BucketLock> {
+        self.configs.get(OBJECT_LOCK_CONFIG).and_then(|d| BucketLock::from_doc(d))
+    }
+
+    /// The object version `vid` of `key` (`None`: the current object), to change its lock.
+    fn find_mut(&mut self, bucket: &str, key: &str, vid: Option<&str>) -> Result<&mut Object> {
+        self.find(bucket, key, vid)?;
+        let vid = vid.map(str::to_string);
+        let current = self.objects.get(key).is_some_and(|o| {
+            vid.as_deref().is_none_or(|v| o.info.version_id.as_deref().unwrap_or(NULL_VERSION) == v)
+        });
+        if current {
+            return Ok(self.objects.get_mut(key).expect("found above"));
+        }
+        let list = self.versions.get_mut(key).expect("found above");
+        match list.iter_mut().find(|v| Some(v.vid()) == vid.as_deref()) {
+            Some(Noncurrent::Obj(o)) => Ok(o),
+            _ => unreachable!("found above"),
+        }
     }
 
     /// Make `obj` the current version of `key` under the bucket's versioning state; returns its
@@ -156,7 +179,10 @@ impl Bucket {
         }
     }
 
-    fn delete_version(&mut self, key: &str, vid: Option<&str>) -> Result<DeleteObjectOutput> {
+    fn delete_version(&mut self, key: &str, vid: Option<&str>, bypass: bool) -> Result<DeleteObjectOutput> {
+        if bypass && self.lock().is_none() {
+            return Err(bypass_without_lock());
+        }
         let Some(vid) = vid else {
             let Some(state) = self.versioning() else {
                 self.objects.remove(key);
@@ -175,6 +201,14 @@ impl Bucket {
             return Ok(out);
         };
         crate::versions::check_version_id(vid)?;
+        if self.lock().is_some() {
+            let now = SystemTime::now();
+            match self.find("", key, Some(vid)) {
+                Ok(o) => o.info.lock.check_delete(bypass, now)?,
+                Err(e) if e.code == ErrorCode::MethodNotAllowed || e.code == ErrorCode::NoSuchVersion => {}
+                Err(e) => return Err(e),
+            }
+        }
         if self.objects.get(key).is_some_and(|o| o.info.version_id.as_deref().unwrap_or(NULL_VERSION) == vid) {
             self.objects.remove(key);
             // The newest noncurrent object version (not a marker) becomes current.
@@ -268,6 +302,13 @@ impl State {
             Some(u) if u.bucket == bucket && u.key == key => Ok(u),
             _ => Err(Error::no_such_upload(id)),
         }
+    }
+
+    fn object_lock(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectLock> {
+        names::validate_key(key)?;
+        let b = self.bucket(bucket)?;
+        b.lock().ok_or_else(crate::lock::missing_bucket_lock)?;
+        Ok(b.find(bucket, key, version_id)?.info.lock)
     }
 
     fn current(&self, bucket: &str, key: &str) -> Option<(&str, SystemTime)> {
@@ -393,6 +434,7 @@ impl Store for MemoryStore {
         names::validate_config_name(name)?;
         self.with(|st| {
             let b = st.bucket_mut(bucket)?;
+            crate::lock::check_config_change(name, doc.as_deref(), b.versioning(), b.lock().as_ref())?;
             match doc {
                 Some(d) => b.configs.insert(name.to_string(), d),
                 None => b.configs.remove(name),
@@ -424,11 +466,14 @@ impl Store for MemoryStore {
         names::validate_key(key)?;
         names::validate_meta(&req.meta)?;
         names::validate_tags(&req.tags, names::MAX_OBJECT_TAGS)?;
-        self.head_bucket(bucket).await?;
+        let integrity = req.content_md5.is_some() || req.checksum.as_ref().is_some_and(|c| c.expected.is_some());
+        let asked = req.lock;
+        self.with(|st| lock_for_put(st.bucket(bucket)?.lock().as_ref(), asked, Some(integrity), SystemTime::now()))?;
         let (data, d) = read_body(body, req.content_md5, req.checksum.as_ref(), req.content_length).await?;
         self.with(|st| {
             req.conditions.check_write(st.current(bucket, key))?;
             let now = SystemTime::now();
+            let lock = lock_for_put(st.bucket(bucket)?.lock().as_ref(), asked, None, now)?;
             let info = ObjectInfo {
                 key: key.to_string(),
                 size: d.size,
@@ -440,6 +485,7 @@ impl Store for MemoryStore {
                 part_checksums: Vec::new(),
                 tag_count: req.tags.len(),
                 version_id: None,
+                lock,
             };
             let version_id = st.bucket_mut(bucket)?.publish(key, Object { data, info, tags: req.tags });
             Ok(PutObjectOutput { etag: d.etag, checksum: d.checksum, size: d.size, last_modified: now, version_id })
@@ -477,7 +523,8 @@ impl Store for MemoryStore {
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         names::validate_key(key)?;
-        self.with(|st| st.bucket_mut(bucket)?.delete_version(key, None).map(|_| ()))
+        let bypass = bypass_requested();
+        self.with(|st| st.bucket_mut(bucket)?.delete_version(key, None, bypass).map(|_| ()))
     }
 
     async fn delete_object_version(
@@ -487,7 +534,45 @@ impl Store for MemoryStore {
         version_id: Option<&str>,
     ) -> Result<DeleteObjectOutput> {
         names::validate_key(key)?;
-        self.with(|st| st.bucket_mut(bucket)?.delete_version(key, version_id))
+        let bypass = bypass_requested();
+        self.with(|st| st.bucket_mut(bucket)?.delete_version(key, version_id, bypass))
+    }
+
+    async fn get_object_retention(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<Retention>> {
+        self.with(|st| st.object_lock(bucket, key, version_id)).map(|l| l.retention)
+    }
+
+    async fn get_object_legal_hold(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<bool>> {
+        self.with(|st| st.object_lock(bucket, key, version_id)).map(|l| l.legal_hold)
+    }
+
+    async fn put_object_retention(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        retention: Option<Retention>,
+    ) -> Result<()> {
+        names::validate_key(key)?;
+        let bypass = bypass_requested();
+        self.with(|st| {
+            let b = st.bucket_mut(bucket)?;
+            b.lock().ok_or_else(crate::lock::missing_bucket_lock)?;
+            let o = b.find_mut(bucket, key, version_id)?;
+            crate::lock::check_retention_change(o.info.lock.retention, retention, bypass, SystemTime::now())?;
+            o.info.lock.retention = retention.map(|r| Retention { until: crate::lock::round_ms(r.until), ..r });
+            Ok(())
+        })
+    }
+
+    async fn put_object_legal_hold(&self, bucket: &str, key: &str, version_id: Option<&str>, on: bool) -> Result<()> {
+        names::validate_key(key)?;
+        self.with(|st| {
+            let b = st.bucket_mut(bucket)?;
+            b.lock().ok_or_else(crate::lock::missing_bucket_lock)?;
+            b.find_mut(bucket, key, version_id)?.info.lock.legal_hold = Some(on);
+            Ok(())
+        })
     }
 
     async fn list_object_versions(&self, bucket: &str, req: ListVersionsRequest) -> Result<ListVersionsPage> {
@@ -551,7 +636,7 @@ impl Store for MemoryStore {
                     "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
                 ));
             }
-            st.bucket(dst_bucket)?;
+            let lock = lock_for_put(st.bucket(dst_bucket)?.lock().as_ref(), req.lock, None, SystemTime::now())?;
             req.conditions.check_write(st.current(dst_bucket, dst_key))?;
             let src = st.bucket(src_bucket)?.find(src_bucket, src_key, req.source_version_id.as_deref())?;
             let data = src.data.clone();
@@ -577,6 +662,7 @@ impl Store for MemoryStore {
                 part_checksums: Vec::new(),
                 tag_count: tags.len(),
                 version_id: None,
+                lock,
             };
             let size = info.size;
             let version_id = st.bucket_mut(dst_bucket)?.publish(dst_key, Object { data, info, tags });
@@ -656,6 +742,7 @@ impl Store for MemoryStore {
                     part_checksums: Vec::new(),
                     tag_count: req.tags.len(),
                     version_id: None,
+                    lock: ObjectLock::default(),
                 };
                 b.objects.insert(key.to_string(), Object { data, info, tags: req.tags });
                 return Ok(PutObjectOutput {
@@ -742,7 +829,7 @@ impl Store for MemoryStore {
         let checksum_type = resolve_checksum_type(req.checksum_algorithm, req.checksum_type)?;
         let req = CreateMultipartRequest { checksum_type, ..req };
         self.with(|st| {
-            st.bucket(bucket)?;
+            lock_for_put(st.bucket(bucket)?.lock().as_ref(), req.lock, None, SystemTime::now())?;
             let id = new_upload_id();
             st.uploads.insert(
                 id.clone(),
@@ -893,6 +980,7 @@ impl Store for MemoryStore {
             }
             let etag = checksum::multipart_etag(chosen.iter().map(|p| p.etag.as_str()));
             let u = st.uploads.remove(upload_id).expect("checked above");
+            let lock = st.bucket(bucket)?.lock().map(|b| b.lock_for_new(u.req.lock, now)).unwrap_or_default();
             let info = ObjectInfo {
                 key: key.to_string(),
                 size: data.len() as u64,
@@ -904,6 +992,7 @@ impl Store for MemoryStore {
                 part_checksums: crate::multipart::kept_part_checksums(checksum.as_ref(), &chosen),
                 tag_count: u.req.tags.len(),
                 version_id: None,
+                lock,
             };
             let size = info.size;
             let version_id =

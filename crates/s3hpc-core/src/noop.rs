@@ -30,6 +30,7 @@ impl NoopStore {
     fn info(&self, key: &str) -> ObjectInfo {
         ObjectInfo {
             version_id: None,
+            lock: Default::default(),
             key: key.to_string(),
             size: self.object.len() as u64,
             etag: self.etag.clone(),

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use crate::body::Body;
 use crate::error::{Error, Result};
 use crate::types::*;
+use crate::lock::Retention;
 
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -142,6 +143,38 @@ pub trait Store: Send + Sync + 'static {
         }
         self.delete_object(bucket, key).await?;
         Ok(crate::versions::DeleteObjectOutput { version_id: version_id.map(str::to_string), delete_marker: false })
+    }
+
+    /// GetObjectRetention: the retention of a version (`None`: the current one), `None` when it
+    /// has none. InvalidRequest on a bucket without object lock, NoSuchKey / NoSuchVersion, 405
+    /// for a delete marker. The default answers `NotImplemented`, for stores without object
+    /// lock (as do the other object lock calls).
+    async fn get_object_retention(&self, _bucket: &str, _key: &str, _version_id: Option<&str>) -> Result<Option<Retention>> {
+        Err(Error::not_implemented("object lock is not implemented by this store"))
+    }
+
+    /// GetObjectLegalHold: a version's legal hold (`None`: never set), as
+    /// [`get_object_retention`](Self::get_object_retention).
+    async fn get_object_legal_hold(&self, _bucket: &str, _key: &str, _version_id: Option<&str>) -> Result<Option<bool>> {
+        Err(Error::not_implemented("object lock is not implemented by this store"))
+    }
+
+    /// PutObjectRetention: set (`Some`) or remove (`None`) a version's retention, under
+    /// [`crate::lock::check_retention_change`] (GOVERNANCE bypass from
+    /// [`crate::lock::bypass_requested`]).
+    async fn put_object_retention(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+        _retention: Option<Retention>,
+    ) -> Result<()> {
+        Err(Error::not_implemented("object lock is not implemented by this store"))
+    }
+
+    /// PutObjectLegalHold: set a version's legal hold ON (`true`) or OFF.
+    async fn put_object_legal_hold(&self, _bucket: &str, _key: &str, _version_id: Option<&str>, _on: bool) -> Result<()> {
+        Err(Error::not_implemented("object lock is not implemented by this store"))
     }
 
     /// ListObjectVersions. The default, for stores without versioning: every object is its one

@@ -315,6 +315,8 @@ pub struct ObjectInfo {
     pub tag_count: usize,
     /// The version id (`None`: the null version, or a store without versioning).
     pub version_id: Option<String>,
+    /// The version's object lock retention and legal hold (empty on buckets without lock).
+    pub lock: crate::lock::ObjectLock,
 }
 
 impl ObjectInfo {
@@ -360,6 +362,9 @@ pub struct PutObjectRequest {
     /// `IncompleteBody` and nothing is published.
     pub content_length: Option<u64>,
     pub conditions: Conditions,
+    /// `x-amz-object-lock-*`: the retention and legal hold asked for (the bucket's default
+    /// retention applies when none is asked).
+    pub lock: crate::lock::ObjectLock,
 }
 
 /// A RenameObject (`PUT /bucket/dst?renameObject` with `x-amz-rename-source`).
@@ -433,6 +438,8 @@ pub struct CopyObjectRequest {
     /// location, with either metadata directive: the new object has this one, or none
     /// ([`CopyObjectRequest::destination_meta`]).
     pub website_redirect_location: Option<String>,
+    /// The new object's lock, as [`PutObjectRequest::lock`] (a copy never takes the source's).
+    pub lock: crate::lock::ObjectLock,
 }
 
 impl CopyObjectRequest {
@@ -552,6 +559,8 @@ pub struct CreateMultipartRequest {
     /// `x-amz-checksum-type`. `None` means the algorithm's default (FULL_OBJECT for CRC64NVME,
     /// COMPOSITE for the others); see [`crate::multipart::resolve_checksum_type`].
     pub checksum_type: Option<ChecksumType>,
+    /// The completed object's lock, as [`PutObjectRequest::lock`].
+    pub lock: crate::lock::ObjectLock,
 }
 
 /// UploadPart.

@@ -27,7 +27,8 @@ use s3hpc_core::{
     ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput,
     PutObjectRequest, RenameObjectRequest, Tags, UploadInfo, UploadPartRequest,
 };
-use s3hpc_core::{DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, MAX_KEYS, VersioningState};
+use s3hpc_core::lock::{Retention, bypass_requested as lock_bypass};
+use s3hpc_core::{DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, MAX_KEYS};
 
 mod acl;
 mod beneath;
@@ -36,6 +37,7 @@ mod dircache;
 mod hashpool;
 pub mod ident;
 pub mod keys;
+mod lock;
 mod meta;
 mod publish;
 mod rcache;
@@ -301,6 +303,7 @@ fn file_info(key: &str, size: u64, r: Record) -> (ObjectInfo, Tags) {
         part_checksums: r.part_checksums,
         tag_count: r.tags.len(),
         version_id: r.version_id,
+        lock: r.lock,
     };
     (info, r.tags)
 }
@@ -312,6 +315,7 @@ fn put_record(req: &PutObjectRequest, d: &Digests) -> Record {
         checksum: d.checksum.clone(),
         meta: req.meta.clone(),
         tags: req.tags.clone(),
+        lock: req.lock,
         ..Default::default()
     }
 }
@@ -846,14 +850,17 @@ impl Store for PosixStore {
         let (b, name) = (bucket.to_string(), name.to_string());
         self.run(move |s| {
             s.require_bucket(&bdir, &b)?;
-            if name == s3hpc_core::versions::VERSIONING_CONFIG {
+            if name == s3hpc_core::versions::VERSIONING_CONFIG || name == s3hpc_core::lock::OBJECT_LOCK_CONFIG {
                 if s.mode == MetaMode::Sidecar {
                     return Err(Error::not_implemented(
                         "versioning needs extended attributes (user.* xattrs), which this file system does not offer",
                     ));
                 }
-                s.vstate.put(&b, doc.as_deref().and_then(VersioningState::from_doc));
+                s.vstate.forget(&b);
+                let st = s.bucket_state(&bdir, &b)?;
+                s3hpc_core::lock::check_config_change(&name, doc.as_deref(), st.versioning, st.lock.as_ref())?;
             }
+            let _forget = lock::ForgetState(&s.vstate, &b);
             let dir = bdir.join(INTERNAL).join("config");
             let Some(doc) = doc else {
                 return match s.fs.remove_file(&dir.join(&name)) {
@@ -940,6 +947,10 @@ impl Store for PosixStore {
             req.content_md5.is_some(),
             req.checksum.as_ref().map(|c| c.algorithm),
         );
+        if req.content_md5.is_none() && req.checksum.as_ref().is_none_or(|c| c.expected.is_none()) {
+            // Object lock's integrity rule (a cached state lookup; PUTs with a digest skip it).
+            self.inner.check_put_lock(&bdir, bucket, req.lock, false)?;
+        }
         // The slower paths run in futures of their own (boxed): kept inline, their states made
         // every PUT's future 2.6 KB, an allocation past the allocator's per-thread cache.
         if kp.dir {
@@ -1004,10 +1015,10 @@ impl Store for PosixStore {
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         if self.inline_io() {
             let _as = self.assume_here()?;
-            return self.inner.delete_object_any(bucket, key);
+            return self.inner.delete_object_any(bucket, key, lock_bypass());
         }
-        let (b, k) = (bucket.to_string(), key.to_string());
-        self.run(move |s| s.delete_object_any(&b, &k)).await
+        let (b, k, by) = (bucket.to_string(), key.to_string(), lock_bypass());
+        self.run(move |s| s.delete_object_any(&b, &k, by)).await
     }
 
     async fn delete_object_version(
@@ -1016,8 +1027,24 @@ impl Store for PosixStore {
         key: &str,
         version_id: Option<&str>,
     ) -> Result<DeleteObjectOutput> {
-        let (b, k, v) = (bucket.to_string(), key.to_string(), version_id.map(str::to_string));
-        self.run(move |s| s.delete_version(&b, &k, v.as_deref())).await
+        let (b, k, v, by) = (bucket.to_string(), key.to_string(), version_id.map(str::to_string), lock_bypass());
+        self.run(move |s| s.delete_version(&b, &k, v.as_deref(), by)).await
+    }
+
+    async fn get_object_retention(&self, bucket: &str, key: &str, v: Option<&str>) -> Result<Option<Retention>> {
+        self.lock_of(bucket, key, v).await.map(|l| l.retention)
+    }
+
+    async fn get_object_legal_hold(&self, bucket: &str, key: &str, v: Option<&str>) -> Result<Option<bool>> {
+        self.lock_of(bucket, key, v).await.map(|l| l.legal_hold)
+    }
+
+    async fn put_object_retention(&self, b: &str, k: &str, v: Option<&str>, r: Option<Retention>) -> Result<()> {
+        self.set_lock(b, k, v, Some(r), None).await
+    }
+
+    async fn put_object_legal_hold(&self, bucket: &str, key: &str, v: Option<&str>, on: bool) -> Result<()> {
+        self.set_lock(bucket, key, v, None, Some(on)).await
     }
 
     async fn list_object_versions(&self, bucket: &str, req: ListVersionsRequest) -> Result<ListVersionsPage> {
@@ -1092,7 +1119,7 @@ impl Store for PosixStore {
                 d.update(&data);
                 let dg = d.finish();
                 let (etag, checksum) = if rehash { (dg.etag, dg.checksum) } else { (o.info.etag, o.info.checksum) };
-                let rec = Record { etag, checksum, meta, tags, ..Default::default() };
+                let rec = Record { etag, checksum, meta, tags, lock: req.lock, ..Default::default() };
                 return s.publish_dir(&db, &dbn, &dkn, &dkp, data, rec, &req.conditions);
             }
             let mut t = s.create_temp(&db, &dbn)?;
@@ -1112,7 +1139,7 @@ impl Store for PosixStore {
                     (o.info.etag, o.info.checksum)
                 }
             };
-            let rec = Record { etag, checksum, meta, tags, ..Default::default() };
+            let rec = Record { etag, checksum, meta, tags, lock: req.lock, ..Default::default() };
             s.publish(&db, &dbn, &dkn, &dkp, t, rec, &req.conditions)
         })
         .await
@@ -1292,6 +1319,7 @@ impl Store for PosixStore {
         let (b, k) = (bucket.to_string(), key.to_string());
         self.run(move |s| {
             s.require_bucket(&bdir, &b)?;
+            s.lock_for_publish(s.bucket_state(&bdir, &b)?.lock.as_ref(), req.lock)?;
             let id = rand_hex(16);
             let dir = s.uploads_dir(&bdir).join(&id);
             if s.acting_uid().is_some() {
@@ -1313,6 +1341,7 @@ impl Store for PosixStore {
                 tags: req.tags,
                 algorithm: req.checksum_algorithm,
                 checksum_type,
+                lock: req.lock,
                 ..Default::default()
             };
             let tmp = dir.join("info.tmp");
@@ -1525,6 +1554,7 @@ impl Store for PosixStore {
                     part_sizes: chosen.iter().map(|p| p.size).collect(),
                     meta: urec.meta.clone(),
                     tags: urec.tags.clone(),
+                    lock: urec.lock,
                     ..Default::default()
                 };
                 if kp.dir {

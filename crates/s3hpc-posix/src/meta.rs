@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use s3hpc_core::lock::{LockMode, ObjectLock, Retention};
 use s3hpc_core::{Checksum, ChecksumAlgorithm, ChecksumType, ObjectMeta, Tags};
 
 /// Encoding version (first byte). The encoding is compact on purpose: ext4 keeps an xattr inside
@@ -46,6 +47,68 @@ pub struct Record {
     /// null version). Encoded as 16 trailing bytes, absent for the null version, so records
     /// written before versioning existed decode unchanged.
     pub version_id: Option<String>,
+    /// Object lock retention and legal hold (also the lock an upload asked for). Encoded as
+    /// [`LOCK_LEN`] trailing bytes after the version id, absent when empty, so records without
+    /// a lock are byte for byte what builds before object lock wrote.
+    pub lock: ObjectLock,
+}
+
+/// The lock block: `L`, a flags byte (bits 0-1 the mode: 0 none, 1 GOVERNANCE, 2 COMPLIANCE;
+/// bits 2-3 the legal hold: 0 never set, 1 OFF, 2 ON), the retain-until date in milliseconds
+/// since the epoch (i64, little-endian).
+const LOCK_LEN: usize = 10;
+
+fn encode_lock(l: &ObjectLock, out: &mut Vec<u8>) {
+    if l.is_empty() {
+        return;
+    }
+    let mode = match l.retention.map(|r| r.mode) {
+        None => 0u8,
+        Some(LockMode::Governance) => 1,
+        Some(LockMode::Compliance) => 2,
+    };
+    let hold = match l.legal_hold {
+        None => 0u8,
+        Some(false) => 1,
+        Some(true) => 2,
+    };
+    let ms = l
+        .retention
+        .map(|r| match r.until.duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) => d.as_millis() as i64,
+            Err(e) => -(e.duration().as_millis() as i64),
+        })
+        .unwrap_or(0);
+    out.push(b'L');
+    out.push(mode | (hold << 2));
+    out.extend_from_slice(&ms.to_le_bytes());
+}
+
+fn decode_lock(b: &[u8]) -> Option<ObjectLock> {
+    let (&[tag, flags], ms) = b.split_first_chunk::<2>()?;
+    if tag != b'L' || flags & !0x0f != 0 || ms.len() != 8 {
+        return None;
+    }
+    let ms = i64::from_le_bytes(ms.try_into().ok()?);
+    let until = if ms >= 0 {
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64)
+    } else {
+        std::time::UNIX_EPOCH - std::time::Duration::from_millis(ms.unsigned_abs())
+    };
+    let retention = match flags & 3 {
+        0 => None,
+        1 => Some(Retention { mode: LockMode::Governance, until }),
+        2 => Some(Retention { mode: LockMode::Compliance, until }),
+        _ => return None,
+    };
+    let legal_hold = match flags >> 2 {
+        0 => None,
+        1 => Some(false),
+        2 => Some(true),
+        _ => return None,
+    };
+    let l = ObjectLock { retention, legal_hold };
+    (!l.is_empty()).then_some(l)
 }
 
 /// Bit of the upload's algorithm byte that marks a FULL_OBJECT upload.
@@ -270,6 +333,7 @@ impl Record {
         if let Some(v) = self.version_id.as_deref().and_then(hex16) {
             w.0.extend_from_slice(&v);
         }
+        encode_lock(&self.lock, &mut w.0);
         w.0
     }
 
@@ -305,6 +369,7 @@ impl Record {
             algorithm,
             checksum_type,
             version_id,
+            lock,
         } = self;
         *s == size
             && *m == mtime_ns
@@ -319,6 +384,7 @@ impl Record {
             && algorithm.is_none()
             && checksum_type.is_none()
             && version_id.is_none()
+            && lock.is_empty()
     }
 
     pub fn decode(b: &[u8]) -> Option<Record> {
@@ -378,9 +444,11 @@ impl Record {
             (Some(_), false) => Some(ChecksumType::Composite),
             (Some(_), true) => Some(ChecksumType::FullObject),
         };
-        let version_id = match r.0.len() {
-            0 => None,
-            16 => Some(hex32(r.0, None)),
+        let (version_id, lock) = match r.0.len() {
+            0 => (None, ObjectLock::default()),
+            16 => (Some(hex32(r.0, None)), ObjectLock::default()),
+            LOCK_LEN => (None, decode_lock(r.0)?),
+            n if n == 16 + LOCK_LEN => (Some(hex32(&r.0[..16], None)), decode_lock(&r.0[16..])?),
             _ => return None,
         };
         Some(Record {
@@ -398,6 +466,7 @@ impl Record {
             algorithm,
             checksum_type,
             version_id,
+            lock,
         })
     }
 }
@@ -430,6 +499,7 @@ mod tests {
         meta.website_redirect_location = Some("/elsewhere".into());
         let r = Record {
             version_id: None,
+            lock: ObjectLock::default(),
             size: 42,
             mtime_ns: 1_700_000_000_123_456_789,
             ino: 7,
@@ -504,5 +574,30 @@ mod tests {
         };
         assert!(plain.encode().len() <= 48, "{} bytes", plain.encode().len());
         assert_eq!(Record::decode(SIDECAR_POINTER), None);
+    }
+
+    #[test]
+    fn lock_roundtrips_with_and_without_a_version_id() {
+        let until = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_800_000_000_123);
+        for vid in [None, Some("0123456789abcdeffedcba9876543210".to_string())] {
+            for lock in [
+                ObjectLock { retention: Some(Retention { mode: LockMode::Governance, until }), legal_hold: None },
+                ObjectLock { retention: Some(Retention { mode: LockMode::Compliance, until }), legal_hold: Some(true) },
+                ObjectLock { retention: None, legal_hold: Some(false) },
+            ] {
+                let r = Record { etag: "e".into(), version_id: vid.clone(), lock, ..Default::default() };
+                let enc = r.encode();
+                assert_eq!(Record::decode(&enc), Some(r.clone()));
+                assert!(!r.is_plain(0, 0, 0));
+                for cut in 0..enc.len() {
+                    assert_eq!(Record::decode(&enc[..cut]).filter(|d| *d == r), None, "truncated at {cut}");
+                }
+            }
+        }
+        // A lock block with unknown bits is garbage.
+        let mut enc = Record { lock: ObjectLock { legal_hold: Some(true), ..Default::default() }, ..Default::default() }.encode();
+        let n = enc.len();
+        enc[n - 9] |= 0x30;
+        assert_eq!(Record::decode(&enc), None);
     }
 }

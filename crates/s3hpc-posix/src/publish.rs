@@ -342,7 +342,12 @@ impl Inner {
         let parent = self.key_parent(bdir, bucket, key)?;
         // Versioning (checked once a second per bucket, see `versions`): the new version's id
         // goes into the record; the previous version is kept under the locks below.
-        let vstate = if kp.dir { None } else { self.versioning(bdir, bucket)? };
+        // Object lock (cached with it): the new version's retention and legal hold.
+        let bstate = if kp.dir { Default::default() } else { self.bucket_state(bdir, bucket)? };
+        let vstate = bstate.versioning;
+        if bstate.lock.is_some() || !rec.lock.is_empty() {
+            rec.lock = self.lock_for_publish(bstate.lock.as_ref(), rec.lock)?;
+        }
         let md = t.file.metadata()?;
         rec.size = md.len();
         rec.mtime_ns = mtime_ns(&md);
@@ -444,6 +449,12 @@ impl Inner {
     ) -> Result<PutObjectOutput> {
         self.require_bucket(bdir, bucket)?;
         self.check_key_dir(bucket, key)?;
+        if !rec.lock.is_empty() {
+            return Err(Error::new(
+                ErrorCode::InvalidRequest,
+                "object lock is not supported on directory objects (keys ending in '/') by s3hpc",
+            ));
+        }
         let path = bdir.join(&kp.rel);
         let _g = self.lock(&path);
         if !conditions.is_empty() {

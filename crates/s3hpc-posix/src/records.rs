@@ -181,6 +181,7 @@ impl Inner {
                 Some(rcache::Hit::Etag(etag)) => {
                     let info = ObjectInfo {
                         version_id: None,
+                        lock: Default::default(),
                         key: key.to_string(),
                         size: stamp.size,
                         etag,
@@ -234,9 +235,11 @@ impl Inner {
                 part_checksums: r.part_checksums.clone(),
                 tag_count: r.tags.len(),
                 version_id: r.version_id.clone(),
+                lock: r.lock,
             },
             None => ObjectInfo {
                 version_id: None,
+                lock: Default::default(),
                 key: key.to_string(),
                 size: md.len(),
                 etag: derived_etag(md),

@@ -21,27 +21,42 @@ use s3hpc_core::versions::{
     VersioningState, check_version_id, marker_not_allowed, new_version_id, no_such_version,
 };
 
+use s3hpc_core::lock::{BucketLock, OBJECT_LOCK_CONFIG};
+
 use super::*;
 
 /// How long a gateway trusts the versioning state it read (the same delay as bucket policies:
 /// a change through another gateway on the root is seen within it).
 pub(crate) const STATE_TTL: Duration = Duration::from_secs(1);
 
+/// What a write or delete needs to know of its bucket: the versioning state and the object
+/// lock configuration (only read when versioning was ever set: object lock needs it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct BucketState {
+    pub versioning: Option<VersioningState>,
+    pub lock: Option<BucketLock>,
+}
+
 #[derive(Default)]
-pub(crate) struct StateCache(RwLock<HashMap<String, (Instant, Option<VersioningState>)>>);
+pub(crate) struct StateCache(RwLock<HashMap<String, (Instant, BucketState)>>);
 
 impl StateCache {
-    fn get(&self, bucket: &str) -> Option<Option<VersioningState>> {
+    fn get(&self, bucket: &str) -> Option<BucketState> {
         let m = self.0.read().unwrap_or_else(|e| e.into_inner());
         m.get(bucket).filter(|(t, _)| t.elapsed() < STATE_TTL).map(|(_, s)| *s)
     }
 
-    pub(crate) fn put(&self, bucket: &str, st: Option<VersioningState>) {
+    fn put(&self, bucket: &str, st: BucketState) {
         let mut m = self.0.write().unwrap_or_else(|e| e.into_inner());
         if m.len() > 10_000 {
             m.retain(|_, (t, _)| t.elapsed() < STATE_TTL);
         }
         m.insert(bucket.to_string(), (Instant::now(), st));
+    }
+
+    /// Read the state again on next use (this gateway changed it).
+    pub(crate) fn forget(&self, bucket: &str) {
+        self.0.write().unwrap_or_else(|e| e.into_inner()).remove(bucket);
     }
 }
 
@@ -86,14 +101,26 @@ impl Inner {
     /// configuration document. A document that cannot be read (other than missing) is an
     /// error: a write must not drop the previous version because the state was unknown.
     pub(crate) fn versioning(&self, bdir: &Path, bucket: &str) -> Result<Option<VersioningState>> {
+        self.bucket_state(bdir, bucket).map(|s| s.versioning)
+    }
+
+    /// The bucket's versioning state and object lock configuration, cached together (see
+    /// [`Self::versioning`]): a bucket that never had versioning costs no more than before.
+    pub(crate) fn bucket_state(&self, bdir: &Path, bucket: &str) -> Result<BucketState> {
         if let Some(s) = self.vstate.get(bucket) {
             return Ok(s);
         }
-        let st = match self.fs.read(&bdir.join(INTERNAL).join("config").join(VERSIONING_CONFIG)) {
-            Ok(d) => VersioningState::from_doc(&d),
-            Err(e) if is_missing(&e) => None,
-            Err(e) => return Err(e.into()),
+        let read = |name: &str| match self.fs.read(&bdir.join(INTERNAL).join("config").join(name)) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if is_missing(&e) => Ok(None),
+            Err(e) => Err(Error::from(e)),
         };
+        let versioning = read(VERSIONING_CONFIG)?.and_then(|d| VersioningState::from_doc(&d));
+        let lock = match versioning {
+            Some(_) => read(OBJECT_LOCK_CONFIG)?.and_then(|d| BucketLock::from_doc(&d)),
+            None => None,
+        };
+        let st = BucketState { versioning, lock };
         self.vstate.put(bucket, st);
         Ok(st)
     }
@@ -176,13 +203,23 @@ impl Inner {
     }
 
     /// DeleteObject on a bucket with a versioning state, or with a version id.
-    pub(crate) fn delete_version(&self, bucket: &str, key: &str, vid: Option<&str>) -> Result<DeleteObjectOutput> {
+    /// `bypass`: the request bypasses GOVERNANCE retention (object lock, see `lock`).
+    pub(crate) fn delete_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        vid: Option<&str>,
+        bypass: bool,
+    ) -> Result<DeleteObjectOutput> {
         let kp = keys::parse_key(key)?;
         let bdir = self.bucket_dir(bucket)?;
         if let Some(v) = vid {
             check_version_id(v)?;
         }
-        let st = self.versioning(&bdir, bucket)?;
+        let BucketState { versioning: st, lock } = self.bucket_state(&bdir, bucket)?;
+        if bypass && lock.is_none() {
+            return Err(s3hpc_core::lock::bypass_without_lock());
+        }
         if kp.dir || (st.is_none() && vid.is_none_or(|v| v == NULL_VERSION)) {
             // Directory objects are not versioned; nor is anything in a bucket that never was.
             if vid.is_none_or(|v| v == NULL_VERSION) {
@@ -221,8 +258,20 @@ impl Inner {
         let out = |marker| Ok(DeleteObjectOutput { version_id: Some(vid.to_string()), delete_marker: marker });
         let cur = self.current_file(&bdir, key)?;
         let names = self.version_names(&vdir)?;
+        let is_current = cur.as_ref().is_some_and(|c| c.vid.as_deref().unwrap_or(NULL_VERSION) == vid);
+        if lock.is_some() {
+            // Object lock: the version's own record says whether it may go.
+            let p = match names.iter().find(|n| n.vid() == vid) {
+                _ if is_current => Some(path.clone()),
+                Some(n) if !n.marker => Some(vdir.join(&n.name)),
+                _ => None,
+            };
+            if let Some(p) = p {
+                self.check_version_delete(&p, &bdir, key, bypass)?;
+            }
+        }
         if let Some(c) = &cur
-            && c.vid.as_deref().unwrap_or(NULL_VERSION) == vid
+            && is_current
         {
             // The current version goes: the newest noncurrent one becomes current (a version
             // file is renamed over the path in one step), or, if that is a marker or there is
@@ -276,12 +325,12 @@ impl Inner {
     }
 
     /// DeleteObject without a version id: a delete marker on a versioned bucket.
-    pub(crate) fn delete_object_any(&self, bucket: &str, key: &str) -> Result<()> {
+    pub(crate) fn delete_object_any(&self, bucket: &str, key: &str, bypass: bool) -> Result<()> {
         let bdir = self.bucket_dir(bucket)?;
-        if key.ends_with('/') || self.versioning(&bdir, bucket)?.is_none() {
+        if !bypass && (key.ends_with('/') || self.versioning(&bdir, bucket)?.is_none()) {
             return self.delete_object(bucket, key);
         }
-        self.delete_version(bucket, key, None).map(|_| ())
+        self.delete_version(bucket, key, None, bypass).map(|_| ())
     }
 
     /// The error for a missing current object: marked when the key's current version is a

@@ -1048,6 +1048,7 @@ impl Store for WireClient {
     }
 
     async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
+        refuse_lock(&req.lock)?;
         let (upload, deferred) = upload_fields(req.content_md5, req.checksum.as_ref(), req.content_length);
         let r = Request::PutObject {
             bucket: bucket.into(),
@@ -1160,6 +1161,7 @@ impl Store for WireClient {
         dst_key: &str,
         req: CopyObjectRequest,
     ) -> Result<PutObjectOutput> {
+        refuse_lock(&req.lock)?;
         let r = Request::CopyObject {
             src_bucket: src_bucket.into(),
             src_key: src_key.into(),
@@ -1197,6 +1199,7 @@ impl Store for WireClient {
     }
 
     async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
+        refuse_lock(&req.lock)?;
         let r = Request::CreateMultipart {
             bucket: bucket.into(),
             key: key.into(),
@@ -1313,5 +1316,15 @@ impl Store for WireClient {
     async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
         self.call_unit(Request::AbortMultipart { bucket: bucket.into(), key: key.into(), upload_id: upload_id.into() })
             .await
+    }
+}
+
+/// The protocol does not carry object lock parameters (PROTOCOL.md 8a): a write that asks for a
+/// retention or legal hold is refused rather than stored without it.
+fn refuse_lock(lock: &s3hpc_core::ObjectLock) -> Result<()> {
+    if lock.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::not_implemented("the binary protocol does not carry object lock parameters"))
     }
 }

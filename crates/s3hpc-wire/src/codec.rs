@@ -435,6 +435,7 @@ impl<'a> Dec<'a> {
         let tag_count = self.var()? as usize;
         Ok(ObjectInfo {
             version_id: None,
+            lock: Default::default(),
             key,
             size,
             etag,
@@ -820,6 +821,7 @@ impl From<WireCopy> for CopyObjectRequest {
     fn from(r: WireCopy) -> Self {
         CopyObjectRequest {
             source_version_id: None,
+            lock: Default::default(),
             metadata: r.metadata,
             tagging: r.tagging,
             source_conditions: r.source_conditions,

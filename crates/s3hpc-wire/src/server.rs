@@ -1165,6 +1165,8 @@ async fn run(
                 checksum: upload_checksum(&upload, deferred),
                 content_length: upload.content_length,
                 conditions,
+                // Lock parameters are not carried (PROTOCOL.md 8a); the bucket's default applies.
+                lock: Default::default(),
             };
             e.put_output(&store.put_object(&bucket, &key, r, body).await?)
         }
@@ -1190,6 +1192,8 @@ async fn run(
                 checksum: upload_checksum(&upload, deferred),
                 content_length: upload.content_length,
                 conditions,
+                // Lock parameters are not carried (PROTOCOL.md 8a); the bucket's default applies.
+                lock: Default::default(),
             };
             e.put_output(&store.append_object(&bucket, &key, offset, r, body).await?)
         }
@@ -1198,7 +1202,13 @@ async fn run(
         DeleteObjectTagging { bucket, key } => store.delete_object_tagging(&bucket, &key).await?,
         ListObjects { bucket, req } => e.list_page(&store.list_objects(&bucket, req).await?),
         CreateMultipart { bucket, key, meta, tags, checksum_algorithm, checksum_type } => {
-            let r = s3hpc_core::CreateMultipartRequest { meta, tags, checksum_algorithm, checksum_type };
+            let r = s3hpc_core::CreateMultipartRequest {
+                meta,
+                tags,
+                checksum_algorithm,
+                checksum_type,
+                lock: Default::default(),
+            };
             e.str(&store.create_multipart_upload(&bucket, &key, r).await?)
         }
         UploadPart { bucket, key, upload_id, part_number, upload } => {

@@ -70,9 +70,7 @@ pub(super) async fn list_buckets(r: &Req<'_>) -> Result<Resp> {
 
 pub(super) async fn create_bucket(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let h = &r.parts.headers;
-    if hdr(h, "x-amz-bucket-object-lock-enabled").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-        return Err(Error::not_implemented("object lock is not supported"));
-    }
+    let lock = hdr(h, "x-amz-bucket-object-lock-enabled").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
     refuse_unsupported_write_headers(h)?;
     let data = small_body(r, body, false).await?;
     let mut tags = Vec::new();
@@ -84,6 +82,9 @@ pub(super) async fn create_bucket(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         names::validate_tags(&tags, names::MAX_BUCKET_TAGS)?;
     }
     store(r).create_bucket(&r.bucket).await?;
+    if lock {
+        super::object_lock::enable_at_create(r).await?;
+    }
     if !tags.is_empty() {
         store(r).put_bucket_tagging(&r.bucket, tags).await?;
     }
@@ -116,9 +117,6 @@ pub(super) async fn get_bucket_config(r: &Req<'_>, sub: &str) -> Result<Resp> {
         ),
         "website" => {
             missing("NoSuchWebsiteConfiguration", "The specified bucket does not have a website configuration")
-        }
-        "object-lock" => {
-            missing("ObjectLockConfigurationNotFoundError", "Object Lock configuration does not exist for this bucket")
         }
         "ownershipControls" => {
             missing("OwnershipControlsNotFoundError", "The bucket ownership controls were not found")

@@ -50,7 +50,8 @@ pub(super) fn directive(h: &HeaderMap, name: &str) -> Result<bool> {
 
 pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
     let h = &r.parts.headers;
-    refuse_unsupported_write_headers(h)?;
+    refuse_unsupported_object_headers(h)?;
+    let lock = super::object_lock::lock_headers(h)?;
     let (sb, sk, sv) = copy_source(h)?;
     let metadata =
         if directive(h, "x-amz-metadata-directive")? { Directive::Replace(object_meta(h)?) } else { Directive::Copy };
@@ -71,6 +72,7 @@ pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
         checksum_algorithm,
         // Never the source's, with either directive (S3's CopyObject).
         website_redirect_location: hdr(h, "x-amz-website-redirect-location").map(str::to_owned),
+        lock,
     };
     let out = store(r).copy_object(&sb, &sk, &r.bucket, &r.key, req).await.map_err(|e| {
         // Source conditions never answer 304 on a copy.

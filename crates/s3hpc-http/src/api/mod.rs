@@ -10,6 +10,7 @@
 //! | [`list`] | ListObjects (v1, v2, versions), ListMultipartUploads, ListParts |
 //! | [`object_get`] | GetObject, HeadObject, GetObjectAttributes, GetObjectAcl |
 //! | [`object_put`] | PutObject |
+//! | [`object_lock`] | Get/PutObjectLockConfiguration, Get/PutObjectRetention, Get/PutObjectLegalHold |
 //! | [`post_object`] | PostObject (browser form uploads) |
 //! | [`copy`] | CopyObject, UploadPartCopy |
 //! | [`multipart`] | CreateMultipartUpload, UploadPart, CompleteMultipartUpload, AbortMultipartUpload |
@@ -42,6 +43,7 @@ mod lifecycle;
 mod list;
 mod multipart;
 mod object_get;
+mod object_lock;
 mod object_put;
 mod post_object;
 mod rename;
@@ -61,7 +63,6 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 const BUCKET_UNSUPPORTED: &[&str] = &[
     "encryption",
     "website",
-    "object-lock",
     "replication",
     "logging",
     "notification",
@@ -74,7 +75,7 @@ const BUCKET_UNSUPPORTED: &[&str] = &[
     "metadataTable",
 ];
 /// Object subresources that are known but not supported (501).
-const OBJECT_UNSUPPORTED: &[&str] = &["retention", "legal-hold", "torrent", "restore", "select"];
+const OBJECT_UNSUPPORTED: &[&str] = &["torrent", "restore", "select"];
 
 macro_rules! operations {
     ($($op:ident),* $(,)?) => {
@@ -100,6 +101,8 @@ operations! {
     GetPublicAccessBlock, PutPublicAccessBlock, DeletePublicAccessBlock,
     GetBucketLifecycleConfiguration, PutBucketLifecycleConfiguration, DeleteBucketLifecycle,
     GetBucketCors, PutBucketCors, DeleteBucketCors, PreflightCors,
+    GetObjectLockConfiguration, PutObjectLockConfiguration,
+    GetObjectRetention, PutObjectRetention, GetObjectLegalHold, PutObjectLegalHold,
     ListObjects, ListObjectsV2, ListObjectVersions, ListMultipartUploads, ListParts,
     GetBucketVersioning, PutBucketVersioning,
     HeadObject, GetObject, GetObjectAttributes, GetObjectAcl,
@@ -165,6 +168,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Get,    Query("publicAccessBlock"),                   Op::GetPublicAccessBlock),
     (Bucket,  Get,    Query("lifecycle"),                           Op::GetBucketLifecycleConfiguration),
     (Bucket,  Get,    Query("cors"),                                Op::GetBucketCors),
+    (Bucket,  Get,    Query("object-lock"),                         Op::GetObjectLockConfiguration),
     (Bucket,  Get,    Unsupported,                                  Op::GetBucketConfig),
     (Bucket,  Get,    Query("list-type"),                           Op::ListObjectsV2),
     (Bucket,  Get,    Always,                                       Op::ListObjects),
@@ -176,6 +180,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Put,    Query("publicAccessBlock"),                   Op::PutPublicAccessBlock),
     (Bucket,  Put,    Query("lifecycle"),                           Op::PutBucketLifecycleConfiguration),
     (Bucket,  Put,    Query("cors"),                                Op::PutBucketCors),
+    (Bucket,  Put,    Query("object-lock"),                         Op::PutObjectLockConfiguration),
     (Bucket,  Put,    Unsupported,                                  Op::PutBucketConfig),
     (Bucket,  Put,    Always,                                       Op::CreateBucket),
     (Bucket,  Delete, Query("tagging"),                             Op::DeleteBucketTagging),
@@ -194,11 +199,15 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Object,  Get,    Query("uploadId"),                            Op::ListParts),
     (Object,  Get,    Query("attributes"),                          Op::GetObjectAttributes),
     (Object,  Get,    Query("acl"),                                 Op::GetObjectAcl),
+    (Object,  Get,    Query("retention"),                           Op::GetObjectRetention),
+    (Object,  Get,    Query("legal-hold"),                          Op::GetObjectLegalHold),
     (Object,  Get,    Unsupported,                                  Op::UnsupportedObjectSubresource),
     (Object,  Get,    Always,                                       Op::GetObject),
     (Object,  Put,    Query("tagging"),                             Op::PutObjectTagging),
     (Object,  Put,    Query("renameObject"),                        Op::RenameObject),
     (Object,  Put,    Query("acl"),                                 Op::PutObjectAcl),
+    (Object,  Put,    Query("retention"),                           Op::PutObjectRetention),
+    (Object,  Put,    Query("legal-hold"),                          Op::PutObjectLegalHold),
     (Object,  Put,    Unsupported,                                  Op::UnsupportedObjectSubresource),
     (Object,  Put,    QueryAndHeader("uploadId", "x-amz-copy-source"),   Op::UploadPartCopy),
     (Object,  Put,    QueryAndHeader("partNumber", "x-amz-copy-source"), Op::UploadPartCopy),
@@ -388,6 +397,8 @@ fn caller(
         source_expected_bucket_owner: hdr(h, "x-amz-source-expected-bucket-owner").map(str::to_owned),
         acl: Vec::new(),
         object_ownership: hdr(h, "x-amz-object-ownership").map(str::to_owned),
+        bypass_governance_retention: hdr(h, "x-amz-bypass-governance-retention")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
     };
     for name in [
         "x-amz-acl",
@@ -444,6 +455,12 @@ async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         Op::PutBucketCors => cors::put(r, body).await,
         Op::DeleteBucketCors => cors::delete(r).await,
         Op::PreflightCors => Err(Error::code(ErrorCode::MethodNotAllowed)),
+        Op::GetObjectLockConfiguration => object_lock::get_config(r).await,
+        Op::PutObjectLockConfiguration => object_lock::put_config(r, body).await,
+        Op::GetObjectRetention => object_lock::get_retention(r).await,
+        Op::PutObjectRetention => object_lock::put_retention(r, body).await,
+        Op::GetObjectLegalHold => object_lock::get_legal_hold(r).await,
+        Op::PutObjectLegalHold => object_lock::put_legal_hold(r, body).await,
         Op::GetBucketTagging => tagging::get_bucket_tagging(r).await,
         Op::PutBucketTagging => tagging::put_bucket_tagging(r, body).await,
         Op::DeleteBucketTagging => tagging::delete_bucket_tagging(r).await,

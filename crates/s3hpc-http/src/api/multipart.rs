@@ -26,7 +26,8 @@ pub(super) fn checksum_type_header(h: &HeaderMap) -> Result<Option<ChecksumType>
 
 pub(super) async fn create_multipart(r: &Req<'_>) -> Result<Resp> {
     let h = &r.parts.headers;
-    refuse_unsupported_write_headers(h)?;
+    refuse_unsupported_object_headers(h)?;
+    let lock = super::object_lock::lock_headers(h)?;
     let checksum_algorithm = match hdr(h, "x-amz-checksum-algorithm") {
         None => None,
         Some(a) => Some(
@@ -35,8 +36,13 @@ pub(super) async fn create_multipart(r: &Req<'_>) -> Result<Resp> {
     };
     // Refused here already (the store checks again) so the answer can name the type it will use.
     let checksum_type = multipart::resolve_checksum_type(checksum_algorithm, checksum_type_header(h)?)?;
-    let req =
-        CreateMultipartRequest { meta: object_meta(h)?, tags: tags_header(h)?, checksum_algorithm, checksum_type };
+    let req = CreateMultipartRequest {
+        meta: object_meta(h)?,
+        tags: tags_header(h)?,
+        checksum_algorithm,
+        checksum_type,
+        lock,
+    };
     let id = store(r).create_multipart_upload(&r.bucket, &r.key, req).await?;
     let mut s = String::from(DECL);
     s.push_str(&format!("<InitiateMultipartUploadResult xmlns=\"{NS}\">"));

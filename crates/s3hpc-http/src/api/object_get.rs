@@ -108,6 +108,7 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
     if info.tag_count > 0 {
         hm.insert("x-amz-tagging-count", HeaderValue::from(info.tag_count));
     }
+    super::object_lock::insert_headers(hm, &info.lock)?;
     // With checksum mode: the object's checksum for the whole object; for `partNumber` of a
     // COMPOSITE object the part's own checksum (as S3 answers; a FULL_OBJECT one has none).
     let checksum = match (served, part_number) {

@@ -12,7 +12,8 @@ use crate::body::{ReqBody, RespBody};
 
 pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let h = &r.parts.headers;
-    refuse_unsupported_write_headers(h)?;
+    refuse_unsupported_object_headers(h)?;
+    let lock = super::object_lock::lock_headers(h)?;
     let content_length = upload_length(r)?;
     let (checksum, sink) = checksum_request(h)?;
     let req = PutObjectRequest {
@@ -22,6 +23,7 @@ pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         checksum,
         content_length,
         conditions: conditions(h, ""),
+        lock,
     };
     let offset = write_offset(h)?;
     let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(u64::MAX)).await?;

@@ -162,6 +162,7 @@ pub(super) async fn post_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         checksum,
         content_length: None,
         conditions: Conditions::default(),
+        lock: ObjectLock::default(),
     };
     // The file, within the policy's content-length-range: too many bytes end the body with
     // EntityTooLarge as they arrive, too few with EntityTooSmall at its end (before the store

@@ -107,9 +107,19 @@ pub(super) fn tags_header(h: &HeaderMap) -> Result<Tags> {
 
 /// Headers that ask for features s3hpc does not have: refuse rather than succeed wrongly.
 pub(super) fn refuse_unsupported_write_headers(h: &HeaderMap) -> Result<()> {
+    refuse_unsupported(h, false)
+}
+
+/// [`refuse_unsupported_write_headers`] for the writes that take `x-amz-object-lock-*`
+/// (PutObject, CopyObject, CreateMultipartUpload).
+pub(super) fn refuse_unsupported_object_headers(h: &HeaderMap) -> Result<()> {
+    refuse_unsupported(h, true)
+}
+
+fn refuse_unsupported(h: &HeaderMap, lock: bool) -> Result<()> {
     for (k, v) in h {
         let k = k.as_str();
-        if k.starts_with("x-amz-server-side-encryption") || k.starts_with("x-amz-object-lock") {
+        if k.starts_with("x-amz-server-side-encryption") || (!lock && k.starts_with("x-amz-object-lock")) {
             return Err(Error::not_implemented(format!("{k} is not supported by s3hpc")));
         }
         if k == "x-amz-storage-class" && v.as_bytes() != b"STANDARD" {
