@@ -158,6 +158,11 @@ pub fn protected() -> Error {
     Error::new(ErrorCode::AccessDenied, "Access Denied because object protected by object lock.")
 }
 
+/// Is `e` the refusal of [`protected`] (and not some other AccessDenied)?
+pub fn is_protected(e: &Error) -> bool {
+    e.code == ErrorCode::AccessDenied && e.message == protected().message
+}
+
 /// 400 InvalidRequest: lock parameters or lock operations on a bucket without object lock.
 pub fn missing_bucket_lock() -> Error {
     Error::new(ErrorCode::InvalidRequest, "Bucket is missing Object Lock Configuration")

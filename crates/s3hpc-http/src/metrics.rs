@@ -65,6 +65,7 @@ pub struct LifecycleMetrics {
     pub(crate) expired: Counter,
     pub(crate) aborted: Counter,
     pub(crate) errors: Counter,
+    pub(crate) locked: Counter,
     pub(crate) duration: Histogram,
     pub(crate) last_run: Gauge,
 }
@@ -77,6 +78,7 @@ impl Default for LifecycleMetrics {
             expired: Counter::default(),
             aborted: Counter::default(),
             errors: Counter::default(),
+            locked: Counter::default(),
             duration: latency_histogram(),
             last_run: Gauge::default(),
         }
@@ -105,6 +107,11 @@ impl LifecycleMetrics {
             "lifecycle_errors",
             "Lifecycle store calls that failed (the run goes on)",
             self.errors.clone(),
+        );
+        registry.register(
+            "lifecycle_versions_locked",
+            "Versions a lifecycle rule made due that object lock kept (retention or legal hold)",
+            self.locked.clone(),
         );
         registry.register_with_unit(
             "lifecycle_run_duration",

@@ -185,6 +185,8 @@ pub struct RunStats {
     pub expired: u64,
     pub aborted: u64,
     pub errors: u64,
+    /// Due versions that object lock kept (skipped, not errors).
+    pub locked: u64,
 }
 
 /// Paces store calls: at most one per `gap`.
@@ -331,11 +333,13 @@ impl Runner {
             expired = stats.expired,
             aborted = stats.aborted,
             errors = stats.errors,
+            locked = stats.locked,
             duration_ms = took.as_millis() as u64,
-            "lifecycle run: bucket {bucket}: {} objects expired, {} uploads aborted, {} errors, {:.3}s",
+            "lifecycle run: bucket {bucket}: {} objects expired, {} uploads aborted, {} errors, {} locked, {:.3}s",
             stats.expired,
             stats.aborted,
             stats.errors,
+            stats.locked,
             took.as_secs_f64()
         );
         if let Some(m) = &self.metrics {
@@ -344,6 +348,7 @@ impl Runner {
             l.expired.inc_by(stats.expired);
             l.aborted.inc_by(stats.aborted);
             l.errors.inc_by(stats.errors);
+            l.locked.inc_by(stats.locked);
             l.duration.observe(took.as_secs_f64());
             l.last_run.set(now_secs() as i64);
         }
@@ -582,6 +587,11 @@ impl Runner {
                 stats.expired += 1;
                 true
             }
+            // Object lock keeps the version (as on S3): skipped and counted, not an error.
+            Err(e) if s3hpc_core::lock::is_protected(&e) => {
+                stats.locked += 1;
+                false
+            }
             Err(e) => {
                 stats.errors += 1;
                 tracing::warn!(
@@ -614,6 +624,30 @@ mod tests {
 
     async fn put(s: &MemoryStore, key: &str, len: usize) {
         s.put_object("bkt", key, PutObjectRequest::default(), Body::Bytes(vec![b'x'; len].into())).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn locked_versions_are_skipped_and_counted() {
+        use s3hpc_core::lock::{LockMode, OBJECT_LOCK_CONFIG};
+        use s3hpc_core::versions::VERSIONING_CONFIG;
+        use s3hpc_core::{ObjectLock, Retention};
+        let mem = Arc::new(MemoryStore::new());
+        mem.create_bucket("bkt").await.unwrap();
+        mem.put_bucket_config("bkt", VERSIONING_CONFIG, Some(b"Enabled".to_vec())).await.unwrap();
+        mem.put_bucket_config("bkt", OBJECT_LOCK_CONFIG, Some(b"Enabled".to_vec())).await.unwrap();
+        let until = std::time::SystemTime::now() + Duration::from_secs(3600);
+        let lock = ObjectLock { retention: Some(Retention { mode: LockMode::Compliance, until }), legal_hold: None };
+        let req = PutObjectRequest { lock, content_md5: Some(s3hpc_core::checksum::md5(b"x")), ..Default::default() };
+        mem.put_object("bkt", "k", req, Body::Bytes(b"x".to_vec().into())).await.unwrap();
+        put(&mem, "k", 1).await;
+        put(&mem, "k", 1).await;
+        let doc = "<LifecycleConfiguration><Rule><ID>a</ID><Filter><Prefix></Prefix></Filter><Status>Enabled</Status>\
+            <NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration></Rule>\
+            </LifecycleConfiguration>";
+        let cfg = LifecycleConfig::parse(doc.as_bytes(), None).unwrap();
+        let r = runner(mem.clone(), Arc::new(LocalLeases::default()));
+        let s = r.apply("bkt", &cfg, now_secs() as i64 + 2 * 86_400).await;
+        assert_eq!(s, RunStats { expired: 1, aborted: 0, errors: 0, locked: 1 });
     }
 
     #[tokio::test]
@@ -651,7 +685,7 @@ mod tests {
         // loses the oldest; a/big is too large for the rule; b/gone loses its one noncurrent
         // version, and then its delete marker, left alone.
         let s = r.apply("bkt", &cfg, now + 2 * 86_400).await;
-        assert_eq!(s, RunStats { expired: 3, aborted: 0, errors: 0 });
+        assert_eq!(s, RunStats { expired: 3, aborted: 0, errors: 0, locked: 0 });
         let left = versions().await;
         let a_k: Vec<_> = left.iter().filter(|v| v.0 == "a/k").map(|v| v.1).collect();
         assert_eq!(a_k, [true, false]);
@@ -682,10 +716,10 @@ mod tests {
         // Today nothing is a day old: only the dated, tagged rule applies.
         let now = now_secs() as i64;
         let s = r.apply("bkt", &cfg, now).await;
-        assert_eq!(s, RunStats { expired: 1, aborted: 0, errors: 0 });
+        assert_eq!(s, RunStats { expired: 1, aborted: 0, errors: 0, locked: 0 });
         // Two days on: the small tmp/ objects and the upload.
         let s = r.apply("bkt", &cfg, now + 2 * 86_400).await;
-        assert_eq!(s, RunStats { expired: 2, aborted: 1, errors: 0 });
+        assert_eq!(s, RunStats { expired: 2, aborted: 1, errors: 0, locked: 0 });
         let left = mem.list_objects("bkt", ListObjectsRequest { max_keys: 1000, ..Default::default() }).await.unwrap();
         let keys: Vec<_> = left.objects.iter().map(|o| o.key.as_str()).collect();
         assert_eq!(keys, ["tmp/big"]);
@@ -693,7 +727,7 @@ mod tests {
         // The whole bucket step: run once, then "recent" until the interval passes.
         put(&mem, "keep/b", 1).await;
         mem.put_object_tagging("bkt", "keep/b", vec![("purge".into(), "yes".into())]).await.unwrap();
-        assert_eq!(r.bucket("bkt").await.unwrap(), Some(RunStats { expired: 1, aborted: 0, errors: 0 }));
+        assert_eq!(r.bucket("bkt").await.unwrap(), Some(RunStats { expired: 1, aborted: 0, errors: 0, locked: 0 }));
         assert_eq!(r.bucket("bkt").await.unwrap(), None);
         let m = r.metrics.as_ref().unwrap();
         assert_eq!(m.lifecycle.runs.get(), 1);
