@@ -93,6 +93,7 @@ cases!(
     versioning_basics,
     versioning_suspended,
     versions_listing,
+    object_lock,
 );
 
 /// Run every case; panic with the list of failures.
@@ -184,6 +185,9 @@ macro_rules! ensure_eq {
         }
     }};
 }
+
+mod lock;
+use lock::object_lock;
 
 fn ok<T>(r: Result<T>, what: &str) -> Result<T, String> {
     r.map_err(|e| format!("{what}: unexpected error {e}"))
@@ -1035,6 +1039,7 @@ async fn multipart_happy_path(s: DynStore, c: Caps, b: String) -> R {
         tags: tags.clone(),
         checksum_algorithm: None,
         checksum_type: None,
+        lock: ObjectLock::default(),
     };
     let id = ok(s.create_multipart_upload(&b, "mp", req).await, "create upload")?;
     let id2 = ok(s.create_multipart_upload(&b, "mp", CreateMultipartRequest::default()).await, "second upload")?;
