@@ -64,7 +64,7 @@ def test_anonymous_and_malformed_auth(server, bucket):
 
 def test_unsupported_operations_are_501(server, s3, bucket):
     s3.put_object(Bucket=bucket, Key="o", Body=b"x")
-    st, _, body = raw_request(server, "PUT", f"/{bucket}/o?retention", body=b"<Retention/>")
+    st, _, body = raw_request(server, "GET", f"/{bucket}/o?torrent")
     assert st == 501 and b"NotImplemented" in body
     st, _, body = raw_request(server, "PUT", f"/{bucket}?website", body=b"<WebsiteConfiguration/>")
     assert st == 501

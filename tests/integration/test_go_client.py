@@ -34,4 +34,4 @@ def test_aws_sdk_go_v2_parity(server, goclient, bucket):
                        text=True, timeout=120)
     lines = r.stdout.splitlines()
     assert r.returncode == 0 and not any(l.startswith("FAIL") for l in lines), r.stdout + r.stderr
-    assert len([l for l in lines if l.startswith("ok ")]) == 16, r.stdout
+    assert len([l for l in lines if l.startswith("ok ")]) == 17, r.stdout

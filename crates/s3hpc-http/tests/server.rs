@@ -133,7 +133,7 @@ async fn operations_over_one_keep_alive_connection() {
     assert_eq!((st, body.len()), (404, 0));
     let (st, _, _) = req(&srv, &mut c, "DELETE", "/bkt1", b"").await;
     assert_eq!(st, 409);
-    let (st, _, body) = req(&srv, &mut c, "GET", "/bkt1/dir/a%20b?retention", b"").await;
+    let (st, _, body) = req(&srv, &mut c, "GET", "/bkt1/dir/a%20b?torrent", b"").await;
     assert_eq!(st, 501, "{}", String::from_utf8_lossy(&body));
     drop(c);
     srv.stop().await;

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -321,6 +322,44 @@ func main() {
 
 	objectChecks(ctx, c, bucket, check)
 	multipartChecks(ctx, c, bucket, check)
+
+	check("object-lock-retention", func() error {
+		lb := bucket + "-lock"
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(lb),
+			ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
+			return err
+		}
+		put, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(lb), Key: aws.String("k"),
+			Body: strings.NewReader("locked"), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+		if err != nil {
+			return err
+		}
+		until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+		if _, err := c.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: aws.String(lb),
+			Key: aws.String("k"), VersionId: put.VersionId, Retention: &types.ObjectLockRetention{
+				Mode: types.ObjectLockRetentionModeGovernance, RetainUntilDate: &until}}); err != nil {
+			return err
+		}
+		got, err := c.GetObjectRetention(ctx, &s3.GetObjectRetentionInput{Bucket: aws.String(lb),
+			Key: aws.String("k"), VersionId: put.VersionId})
+		if err != nil {
+			return err
+		}
+		if got.Retention.Mode != types.ObjectLockRetentionModeGovernance || !got.Retention.RetainUntilDate.Equal(until) {
+			return fmt.Errorf("retention %v %v", got.Retention.Mode, got.Retention.RetainUntilDate)
+		}
+		_, err = c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(lb), Key: aws.String("k"),
+			VersionId: put.VersionId})
+		if code, _, status := apiError(err); code != "AccessDenied" || status != 403 {
+			return fmt.Errorf("delete of a locked version: %v", err)
+		}
+		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(lb), Key: aws.String("k"),
+			VersionId: put.VersionId, BypassGovernanceRetention: aws.Bool(true)}); err != nil {
+			return fmt.Errorf("delete with the bypass: %v", err)
+		}
+		_, err = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(lb)})
+		return err
+	}())
 
 	if failed {
 		os.Exit(1)
