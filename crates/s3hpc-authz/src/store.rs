@@ -675,7 +675,12 @@ impl Store for Authorized {
         }
     }
 
-    async fn get_object_retention(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<Retention>> {
+    async fn get_object_retention(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<Option<Retention>> {
         self.check(S3Op::GetObjectRetention, bucket, Some(key)).await?;
         self.inner.get_object_retention(bucket, key, version_id).await
     }

@@ -898,7 +898,11 @@ impl Store for S3Client {
         }
         if name == s3hpc_core::lock::OBJECT_LOCK_CONFIG {
             let xml = lock::config_xml(doc.as_deref().unwrap_or_default())?;
-            let r = doc_body(Req::new(Method::PUT, Some(bucket), None).q("object-lock", None), xml.into_bytes(), "application/xml")?;
+            let r = doc_body(
+                Req::new(Method::PUT, Some(bucket), None).q("object-lock", None),
+                xml.into_bytes(),
+                "application/xml",
+            )?;
             return self.send_empty(r).await.map(|_| ());
         }
         let r = match doc {

@@ -45,10 +45,11 @@ pub(crate) fn headers(lock: &ObjectLock) -> Vec<(&'static str, String)> {
 /// The lock a GET/HEAD answer shows.
 pub(crate) fn of_headers(h: &HeaderMap) -> ObjectLock {
     let s = |n: &str| h.get(n).and_then(|v| v.to_str().ok());
-    let retention = match (s("x-amz-object-lock-mode").and_then(LockMode::parse), s("x-amz-object-lock-retain-until-date")) {
-        (Some(mode), Some(d)) => parse_date(d).map(|until| Retention { mode, until }),
-        _ => None,
-    };
+    let retention =
+        match (s("x-amz-object-lock-mode").and_then(LockMode::parse), s("x-amz-object-lock-retain-until-date")) {
+            (Some(mode), Some(d)) => parse_date(d).map(|until| Retention { mode, until }),
+            _ => None,
+        };
     let legal_hold = s("x-amz-object-lock-legal-hold").map(|v| v == "ON");
     ObjectLock { retention, legal_hold }
 }
@@ -69,7 +70,10 @@ pub(crate) fn config_xml(doc: &[u8]) -> Result<String> {
             Period::Days(n) => format!("<Days>{n}</Days>"),
             Period::Years(n) => format!("<Years>{n}</Years>"),
         };
-        s.push_str(&format!("<Rule><DefaultRetention><Mode>{}</Mode>{period}</DefaultRetention></Rule>", mode.as_str()));
+        s.push_str(&format!(
+            "<Rule><DefaultRetention><Mode>{}</Mode>{period}</DefaultRetention></Rule>",
+            mode.as_str()
+        ));
     }
     s.push_str("</ObjectLockConfiguration>");
     Ok(s)
@@ -94,6 +98,7 @@ pub(crate) fn config_doc(n: &Node) -> Option<Vec<u8>> {
 
 /// `Retention` for PutObjectRetention (`None`: an empty one, which removes it).
 pub(crate) fn retention_xml(r: Option<Retention>) -> String {
-    let inner = r.map(|r| format!("<Mode>{}</Mode><RetainUntilDate>{}</RetainUntilDate>", r.mode.as_str(), date(r.until)));
+    let inner =
+        r.map(|r| format!("<Mode>{}</Mode><RetainUntilDate>{}</RetainUntilDate>", r.mode.as_str(), date(r.until)));
     format!("<Retention xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">{}</Retention>", inner.unwrap_or_default())
 }

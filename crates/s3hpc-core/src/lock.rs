@@ -140,9 +140,9 @@ impl BucketLock {
     /// The lock a new version gets: what the write asked for, the bucket's default retention
     /// when it asked for none.
     pub fn lock_for_new(&self, asked: ObjectLock, now: SystemTime) -> ObjectLock {
-        let retention = asked.retention.or_else(|| {
-            self.default.map(|(mode, p)| Retention { mode, until: round_ms(now + p.duration()) })
-        });
+        let retention = asked
+            .retention
+            .or_else(|| self.default.map(|(mode, p)| Retention { mode, until: round_ms(now + p.duration()) }));
         ObjectLock { retention, legal_hold: asked.legal_hold }
     }
 }
@@ -287,7 +287,14 @@ mod tests {
         ] {
             assert_eq!(BucketLock::from_doc(&b.to_doc()), Some(b));
         }
-        for bad in ["", "Disabled", "Enabled governance 1d", "Enabled GOVERNANCE", "Enabled GOVERNANCE 1w", "Enabled COMPLIANCE 1d x"] {
+        for bad in [
+            "",
+            "Disabled",
+            "Enabled governance 1d",
+            "Enabled GOVERNANCE",
+            "Enabled GOVERNANCE 1w",
+            "Enabled COMPLIANCE 1d x",
+        ] {
             assert_eq!(BucketLock::from_doc(bad.as_bytes()), None, "{bad}");
         }
     }
@@ -327,7 +334,10 @@ mod tests {
         let b = BucketLock { default: Some((LockMode::Compliance, Period::Days(1))) };
         let l = lock_for_put(Some(&b), ObjectLock::default(), None, now).unwrap();
         assert_eq!(l.retention, Some(Retention { mode: LockMode::Compliance, until: at(1000 + 86_400) }));
-        assert_eq!(lock_for_put(Some(&b), ObjectLock::default(), Some(false), now).unwrap_err().code, ErrorCode::InvalidRequest);
+        assert_eq!(
+            lock_for_put(Some(&b), ObjectLock::default(), Some(false), now).unwrap_err().code,
+            ErrorCode::InvalidRequest
+        );
         let plain = BucketLock::default();
         assert_eq!(lock_for_put(Some(&plain), ObjectLock::default(), Some(false), now).unwrap(), ObjectLock::default());
         let e = check_config_change(OBJECT_LOCK_CONFIG, Some(b"Enabled"), Some(VersioningState::Suspended), None);

@@ -12,12 +12,12 @@ use crate::body::Body;
 use crate::checksum::{self, BodyDigester, EtagMode};
 use crate::error::{Error, ErrorCode, Result};
 use crate::listing::{Flow, Lister};
+use crate::lock::{BucketLock, OBJECT_LOCK_CONFIG, bypass_requested, bypass_without_lock, lock_for_put};
+use crate::lock::{ObjectLock, Retention};
 use crate::multipart::{check_part_number, completion_checksum, resolve_checksum_type, validate_completion};
 use crate::names;
 use crate::store::Store;
 use crate::types::*;
-use crate::lock::{ObjectLock, Retention};
-use crate::lock::{BucketLock, OBJECT_LOCK_CONFIG, bypass_requested, bypass_without_lock, lock_for_put};
 use crate::versions::{
     DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, NULL_VERSION, VERSIONING_CONFIG, VersionEntry,
     VersioningState,
@@ -71,9 +71,10 @@ impl Bucket {
     fn find_mut(&mut self, bucket: &str, key: &str, vid: Option<&str>) -> Result<&mut Object> {
         self.find(bucket, key, vid)?;
         let vid = vid.map(str::to_string);
-        let current = self.objects.get(key).is_some_and(|o| {
-            vid.as_deref().is_none_or(|v| o.info.version_id.as_deref().unwrap_or(NULL_VERSION) == v)
-        });
+        let current = self
+            .objects
+            .get(key)
+            .is_some_and(|o| vid.as_deref().is_none_or(|v| o.info.version_id.as_deref().unwrap_or(NULL_VERSION) == v));
         if current {
             return Ok(self.objects.get_mut(key).expect("found above"));
         }
@@ -538,7 +539,12 @@ impl Store for MemoryStore {
         self.with(|st| st.bucket_mut(bucket)?.delete_version(key, version_id, bypass))
     }
 
-    async fn get_object_retention(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<Retention>> {
+    async fn get_object_retention(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<Option<Retention>> {
         self.with(|st| st.object_lock(bucket, key, version_id)).map(|l| l.retention)
     }
 

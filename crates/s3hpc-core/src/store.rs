@@ -8,8 +8,8 @@ use async_trait::async_trait;
 
 use crate::body::Body;
 use crate::error::{Error, Result};
-use crate::types::*;
 use crate::lock::Retention;
+use crate::types::*;
 
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -149,13 +149,23 @@ pub trait Store: Send + Sync + 'static {
     /// has none. InvalidRequest on a bucket without object lock, NoSuchKey / NoSuchVersion, 405
     /// for a delete marker. The default answers `NotImplemented`, for stores without object
     /// lock (as do the other object lock calls).
-    async fn get_object_retention(&self, _bucket: &str, _key: &str, _version_id: Option<&str>) -> Result<Option<Retention>> {
+    async fn get_object_retention(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+    ) -> Result<Option<Retention>> {
         Err(Error::not_implemented("object lock is not implemented by this store"))
     }
 
     /// GetObjectLegalHold: a version's legal hold (`None`: never set), as
     /// [`get_object_retention`](Self::get_object_retention).
-    async fn get_object_legal_hold(&self, _bucket: &str, _key: &str, _version_id: Option<&str>) -> Result<Option<bool>> {
+    async fn get_object_legal_hold(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+    ) -> Result<Option<bool>> {
         Err(Error::not_implemented("object lock is not implemented by this store"))
     }
 
@@ -173,7 +183,13 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// PutObjectLegalHold: set a version's legal hold ON (`true`) or OFF.
-    async fn put_object_legal_hold(&self, _bucket: &str, _key: &str, _version_id: Option<&str>, _on: bool) -> Result<()> {
+    async fn put_object_legal_hold(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+        _on: bool,
+    ) -> Result<()> {
         Err(Error::not_implemented("object lock is not implemented by this store"))
     }
 

@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use s3hpc_core::checksum::{self, BodyDigester, Digests, EtagMode};
+use s3hpc_core::lock::{Retention, bypass_requested as lock_bypass};
 use s3hpc_core::multipart::{check_part_number, completion_checksum, resolve_checksum_type, validate_completion};
 use s3hpc_core::{Body, Error, ErrorCode, Result, Store, md5lanes, names};
 use s3hpc_core::{
@@ -27,7 +28,6 @@ use s3hpc_core::{
     ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput,
     PutObjectRequest, RenameObjectRequest, Tags, UploadInfo, UploadPartRequest,
 };
-use s3hpc_core::lock::{Retention, bypass_requested as lock_bypass};
 use s3hpc_core::{DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, MAX_KEYS};
 
 mod acl;

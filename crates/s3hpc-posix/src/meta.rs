@@ -595,7 +595,8 @@ mod tests {
             }
         }
         // A lock block with unknown bits is garbage.
-        let mut enc = Record { lock: ObjectLock { legal_hold: Some(true), ..Default::default() }, ..Default::default() }.encode();
+        let mut enc =
+            Record { lock: ObjectLock { legal_hold: Some(true), ..Default::default() }, ..Default::default() }.encode();
         let n = enc.len();
         enc[n - 9] |= 0x30;
         assert_eq!(Record::decode(&enc), None);

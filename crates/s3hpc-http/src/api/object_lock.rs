@@ -28,7 +28,12 @@ fn parse_date(s: &str) -> Option<SystemTime> {
     let t: Vec<u64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
     let [y, m, day] = d[..] else { return None };
     let [hh, mm, ss] = t[..] else { return None };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 59 || !(1970..=9999).contains(&y)
+    if !(1..=12).contains(&m)
+        || !(1..=31).contains(&day)
+        || hh > 23
+        || mm > 59
+        || ss > 59
+        || !(1970..=9999).contains(&y)
     {
         return None;
     }
@@ -250,11 +255,26 @@ mod tests {
             ("", ErrorCode::MalformedXML),
             ("<ObjectLockEnabled>Disabled</ObjectLockEnabled>", ErrorCode::MalformedXML),
             ("<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule/>", ErrorCode::MalformedXML),
-            ("<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>governance</Mode><Days>1</Days></DefaultRetention></Rule>", ErrorCode::MalformedXML),
-            ("<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>1</Days><Years>1</Years></DefaultRetention></Rule>", ErrorCode::MalformedXML),
-            ("<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode></DefaultRetention></Rule>", ErrorCode::MalformedXML),
-            ("<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>0</Days></DefaultRetention></Rule>", ErrorCode::InvalidArgument),
-            ("<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>36501</Days></DefaultRetention></Rule>", ErrorCode::InvalidArgument),
+            (
+                "<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>governance</Mode><Days>1</Days></DefaultRetention></Rule>",
+                ErrorCode::MalformedXML,
+            ),
+            (
+                "<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>1</Days><Years>1</Years></DefaultRetention></Rule>",
+                ErrorCode::MalformedXML,
+            ),
+            (
+                "<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode></DefaultRetention></Rule>",
+                ErrorCode::MalformedXML,
+            ),
+            (
+                "<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>0</Days></DefaultRetention></Rule>",
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                "<ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>36501</Days></DefaultRetention></Rule>",
+                ErrorCode::InvalidArgument,
+            ),
         ] {
             assert_eq!(cfg(inner).unwrap_err().code, code, "{inner}");
         }
