@@ -351,6 +351,9 @@ impl Authorized {
     /// [`Self::keep_object_acl`]).
     fn new_object_acl(&self, c: &Caller, auth: &BucketAuth) -> Result<Option<Acl>> {
         let requested = acl_headers(c).parse(Some(&self.account_exists())).map_err(to_error)?;
+        if requested == RequestedAcl::None && auth.ownership.acls_disabled() {
+            return Ok(None);
+        }
         // AWS refuses even `private` with ACLs disabled; s3hpc accepts it (it asks for what the
         // object gets anyway), because rclone and other tools send it on every upload by default.
         if requested == RequestedAcl::Canned(CannedAcl::Private) && auth.ownership.acls_disabled() {
