@@ -59,19 +59,12 @@ impl Inner {
     /// Remove records (and temp files) older than the window, unless a sweep ran recently.
     fn sweep_renames(&self, dir: &Path) {
         let marker = dir.join(".sweep");
-        let age = |p: &Path| {
-            self.fs
-                .symlink_metadata(p)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| SystemTime::now().duration_since(t).ok())
-        };
-        if age(&marker).is_some_and(|a| a < SWEEP_EVERY) || self.fs.write(&marker, b"").is_err() {
+        if self.age(&marker).is_some_and(|a| a < SWEEP_EVERY) || self.fs.write(&marker, b"").is_err() {
             return;
         }
         for e in self.fs.read_dir(dir).unwrap_or_default() {
             let p = dir.join(&e.name);
-            if e.name != ".sweep" && age(&p).is_some_and(|a| a > RENAME_TOKEN_WINDOW) {
+            if e.name != ".sweep" && self.age(&p).is_some_and(|a| a > RENAME_TOKEN_WINDOW) {
                 let _ = self.fs.remove_file(&p);
             }
         }

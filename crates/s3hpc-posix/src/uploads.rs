@@ -9,6 +9,15 @@ use s3hpc_core::multipart::{COMPLETED_RETRY_WINDOW, CompletedUpload};
 const DONE_SWEEP_EVERY: Duration = Duration::from_secs(600);
 
 impl Inner {
+    /// How long ago `p` was last modified (`None`: missing, or in the future).
+    pub(crate) fn age(&self, p: &Path) -> Option<Duration> {
+        self.fs
+            .symlink_metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+    }
+
     pub(crate) fn uploads_dir(&self, bdir: &Path) -> PathBuf {
         bdir.join(INTERNAL).join("uploads")
     }
@@ -158,14 +167,7 @@ impl Inner {
     pub(crate) fn sweep_completed(&self, bdir: &Path, always: bool) -> usize {
         let uploads = self.uploads_dir(bdir);
         let marker = uploads.join(".done-sweep");
-        let age = |p: &Path| {
-            self.fs
-                .symlink_metadata(p)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| SystemTime::now().duration_since(t).ok())
-        };
-        if !always && age(&marker).is_some_and(|a| a < DONE_SWEEP_EVERY) {
+        if !always && self.age(&marker).is_some_and(|a| a < DONE_SWEEP_EVERY) {
             return 0;
         }
         if self.fs.write(&marker, b"").is_err() {
@@ -178,7 +180,7 @@ impl Inner {
                 continue;
             }
             let p = uploads.join(name);
-            if age(&p).is_some_and(|a| a > COMPLETED_RETRY_WINDOW) && self.fs.remove_file(&p).is_ok() {
+            if self.age(&p).is_some_and(|a| a > COMPLETED_RETRY_WINDOW) && self.fs.remove_file(&p).is_ok() {
                 n += 1;
             }
         }
