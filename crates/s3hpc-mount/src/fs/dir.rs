@@ -150,6 +150,30 @@ pub(super) fn entry_ino(ctx: &Ctx, t: &mut Table, d: &DirState, name: &str, foun
     }
 }
 
+/// The replies of readdir and readdirplus, as the listing code uses them.
+pub(super) trait DirReply: Send + 'static {
+    fn ok(self);
+    fn error(self, e: fuser::Errno);
+}
+
+impl DirReply for fuser::ReplyDirectory {
+    fn ok(self) {
+        fuser::ReplyDirectory::ok(self)
+    }
+    fn error(self, e: fuser::Errno) {
+        fuser::ReplyDirectory::error(self, e)
+    }
+}
+
+impl DirReply for fuser::ReplyDirectoryPlus {
+    fn ok(self) {
+        fuser::ReplyDirectoryPlus::ok(self)
+    }
+    fn error(self, e: fuser::Errno) {
+        fuser::ReplyDirectoryPlus::error(self, e)
+    }
+}
+
 pub(super) fn kind_of(found: &Found) -> FileType {
     match found {
         Found::File { .. } => FileType::RegularFile,

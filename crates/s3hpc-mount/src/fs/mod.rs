@@ -25,7 +25,7 @@ mod dir;
 mod files;
 mod rename_dir;
 
-use dir::{DirState, entry_ino, kind_of};
+use dir::{DirReply, DirState, entry_ino, kind_of};
 use files::{copy_rename, create_local, open_appender, open_reader, reply_opened};
 
 const BLKSIZE: u32 = 1 << 20;
@@ -273,6 +273,45 @@ impl S3Fs {
                 wctx,
             }),
         }
+    }
+
+    /// readdir and readdirplus: the open listing `fh`, positioned at `offset`, handed entry by
+    /// entry to `add` (the reply, the table, the entry's inode, the offset of the entry after
+    /// it, its name and what it is) until `add` says the reply is full.
+    fn read_dir<R: DirReply>(
+        &self,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: R,
+        add: impl Fn(&mut R, &Ctx, &mut Table, u64, u64, &str, &Found) -> bool + Send + 'static,
+    ) {
+        let ctx = self.ctx.clone();
+        let Some(h) = ctx.handle(fh) else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        self.spawn(async move {
+            let Handle::Dir(d) = &*h else {
+                return reply.error(Errno::EBADF);
+            };
+            let mut d = d.lock().await;
+            match d.seek(offset, &ctx).await {
+                Ok(true) => {}
+                Ok(false) => return reply.ok(),
+                Err(e) => return reply.error(errno(&e, "list", &d.prefix)),
+            }
+            let mut t = lock(&ctx.table);
+            let start = (offset - d.base) as usize;
+            for (k, (name, found)) in d.entries.iter().enumerate().skip(start) {
+                let Some(ino) = entry_ino(&ctx, &mut t, &d, name, found) else {
+                    continue;
+                };
+                if add(&mut reply, &ctx, &mut t, ino, d.base + k as u64 + 1, name, found) {
+                    break;
+                }
+            }
+            reply.ok();
+        });
     }
 
     fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {
@@ -981,72 +1020,26 @@ impl Filesystem for S3Fs {
         reply.opened(FileHandle(fh), FopenFlags::empty());
     }
 
-    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let ctx = self.ctx.clone();
-        let Some(h) = ctx.handle(fh) else {
-            reply.error(Errno::EBADF);
-            return;
-        };
-        self.spawn(async move {
-            let Handle::Dir(d) = &*h else {
-                return reply.error(Errno::EBADF);
-            };
-            let mut d = d.lock().await;
-            match d.seek(offset, &ctx).await {
-                Ok(true) => {}
-                Ok(false) => return reply.ok(),
-                Err(e) => return reply.error(errno(&e, "list", &d.prefix)),
-            }
-            let mut t = lock(&ctx.table);
-            let start = (offset - d.base) as usize;
-            for (k, (name, found)) in d.entries.iter().enumerate().skip(start) {
-                let Some(ino) = entry_ino(&ctx, &mut t, &d, name, found) else {
-                    continue;
-                };
-                if reply.add(INodeNo(ino), d.base + k as u64 + 1, kind_of(found), name) {
-                    break;
-                }
-            }
-            reply.ok();
+    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectory) {
+        self.read_dir(fh, offset, reply, |reply, _, _, ino, next, name, found| {
+            reply.add(INodeNo(ino), next, kind_of(found), name)
         });
     }
 
-    fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let ctx = self.ctx.clone();
-        let Some(h) = ctx.handle(fh) else {
-            reply.error(Errno::EBADF);
-            return;
-        };
-        self.spawn(async move {
-            let Handle::Dir(d) = &*h else {
-                return reply.error(Errno::EBADF);
+    fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectoryPlus) {
+        self.read_dir(fh, offset, reply, |reply, ctx, t, ino, next, name, _| {
+            let Some(i) = t.inodes.get(&ino) else {
+                return false;
             };
-            let mut d = d.lock().await;
-            match d.seek(offset, &ctx).await {
-                Ok(true) => {}
-                Ok(false) => return reply.ok(),
-                Err(e) => return reply.error(errno(&e, "list", &d.prefix)),
+            let attr = ctx.attr(ino, i);
+            if reply.add(INodeNo(ino), next, name, &ctx.ttl(), &attr, Generation(0)) {
+                return true;
             }
-            let mut t = lock(&ctx.table);
-            let start = (offset - d.base) as usize;
-            let ttl = ctx.ttl();
-            for (k, (name, found)) in d.entries.iter().enumerate().skip(start) {
-                let Some(ino) = entry_ino(&ctx, &mut t, &d, name, found) else {
-                    continue;
-                };
-                let Some(i) = t.inodes.get(&ino) else {
-                    continue;
-                };
-                let attr = ctx.attr(ino, i);
-                if reply.add(INodeNo(ino), d.base + k as u64 + 1, name, &ttl, &attr, Generation(0)) {
-                    break;
-                }
-                // Every entry but "." and ".." counts as a lookup the kernel will forget.
-                if name != "." && name != ".." {
-                    t.inodes.get_mut(&ino).expect("present").lookups += 1;
-                }
+            // Every entry but "." and ".." counts as a lookup the kernel will forget.
+            if name != "." && name != ".." {
+                t.inodes.get_mut(&ino).expect("present").lookups += 1;
             }
-            reply.ok();
+            false
         });
     }
 
