@@ -738,6 +738,11 @@ fn response_stream(body: Incoming) -> Body {
 }
 
 /// The key as listed: decoded when the server used `encoding-type=url`.
+/// The `CommonPrefixes` of a listing answer (URL-decoded when `url`).
+fn common_prefixes(n: &xml::Node, url: bool) -> Vec<String> {
+    n.children("CommonPrefixes").filter_map(|p| p.text_of("Prefix")).map(|p| listed_name(p, url)).collect()
+}
+
 fn listed_name(s: &str, url: bool) -> String {
     if !url {
         return s.to_string();
@@ -1074,11 +1079,7 @@ impl Store for S3Client {
         let is_truncated = n.bool_of("IsTruncated");
         Ok(ListVersionsPage {
             versions,
-            common_prefixes: n
-                .children("CommonPrefixes")
-                .filter_map(|p| p.text_of("Prefix"))
-                .map(|p| listed_name(p, url))
-                .collect(),
+            common_prefixes: common_prefixes(&n, url),
             is_truncated,
             next_key_marker: n.text_of("NextKeyMarker").map(|m| listed_name(m, url)).filter(|_| is_truncated),
             next_version_id_marker: n.text_of("NextVersionIdMarker").map(str::to_string).filter(|_| is_truncated),
@@ -1222,8 +1223,7 @@ impl Store for S3Client {
                 last_modified: xml_time(c, "LastModified"),
             })
             .collect();
-        let common_prefixes: Vec<String> =
-            n.children("CommonPrefixes").filter_map(|p| p.text_of("Prefix")).map(|p| listed_name(p, url)).collect();
+        let common_prefixes: Vec<String> = common_prefixes(&n, url);
         let is_truncated = n.bool_of("IsTruncated");
         let next_marker = if is_truncated {
             let last_key = objects.last().map(|o| o.key.as_str());
@@ -1416,11 +1416,7 @@ impl Store for S3Client {
         let nonempty = |name: &str| n.text_of(name).filter(|s| !s.is_empty());
         Ok(ListUploadsPage {
             uploads,
-            common_prefixes: n
-                .children("CommonPrefixes")
-                .filter_map(|p| p.text_of("Prefix"))
-                .map(|p| listed_name(p, url))
-                .collect(),
+            common_prefixes: common_prefixes(&n, url),
             is_truncated,
             next_key_marker: if is_truncated { nonempty("NextKeyMarker").map(|s| listed_name(s, url)) } else { None },
             next_upload_id_marker: if is_truncated { nonempty("NextUploadIdMarker").map(str::to_string) } else { None },
