@@ -228,6 +228,9 @@ pub struct Admin {
     /// `multipart_uploads_in_progress`, counted at each scrape (posix backend only).
     uploads: Gauge,
     root: Option<PathBuf>,
+    /// A count of the uploads is running (on a hung file system it may never return: scrapes
+    /// then keep the last value instead of piling up blocked threads).
+    counting: Arc<AtomicBool>,
 }
 
 impl Admin {
@@ -256,13 +259,22 @@ impl Admin {
                 uploads.clone(),
             );
         }
-        Admin { registry, http: m.http.clone(), ready, switches, uploads, root }
+        Admin { registry, http: m.http.clone(), ready, switches, uploads, root, counting: Arc::default() }
     }
 
-    /// Count the uploads in progress (a `readdir` per bucket, off the runtime, at most 5 s).
+    /// Count the uploads in progress (a `readdir` per bucket, off the runtime, waited for at most
+    /// 5 s; one count at a time).
     async fn count_uploads(&self) {
         let Some(root) = self.root.clone() else { return };
-        let count = tokio::task::spawn_blocking(move || s3hpc_posix::uploads_in_progress(&root));
+        if self.counting.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let counting = self.counting.clone();
+        let count = tokio::task::spawn_blocking(move || {
+            let n = s3hpc_posix::uploads_in_progress(&root);
+            counting.store(false, Ordering::Release);
+            n
+        });
         if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(5), count).await {
             self.uploads.set(n as i64);
         }
