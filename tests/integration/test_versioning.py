@@ -186,6 +186,34 @@ def test_copy_from_version_and_multipart_version(s3, vbucket):
     assert s3.head_object(Bucket=b, Key="mp")["VersionId"] == done["VersionId"]
 
 
+def test_upload_part_copy_from_a_noncurrent_version(s3, vbucket):
+    b = vbucket
+    v1 = s3.put_object(Bucket=b, Key="src", Body=b"A" * (5 << 20))["VersionId"]
+    v2 = s3.put_object(Bucket=b, Key="src", Body=b"second")["VersionId"]
+    up = s3.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
+    p1 = s3.upload_part_copy(Bucket=b, Key="mp", UploadId=up, PartNumber=1,
+                             CopySource={"Bucket": b, "Key": "src", "VersionId": v1})
+    assert p1["CopySourceVersionId"] == v1
+    p2 = s3.upload_part_copy(Bucket=b, Key="mp", UploadId=up, PartNumber=2, CopySourceRange="bytes=0-2",
+                             CopySource={"Bucket": b, "Key": "src", "VersionId": v2})
+    assert p2["CopySourceVersionId"] == v2
+    # A source condition is judged against the version named, not the current one.
+    etag1 = s3.head_object(Bucket=b, Key="src", VersionId=v1)["ETag"]
+    s3.upload_part_copy(Bucket=b, Key="mp", UploadId=up, PartNumber=3, CopySourceIfMatch=etag1,
+                        CopySource={"Bucket": b, "Key": "src", "VersionId": v1})
+    marker = s3.delete_object(Bucket=b, Key="src")["VersionId"]
+    with pytest.raises(ClientError) as e:
+        s3.upload_part_copy(Bucket=b, Key="mp", UploadId=up, PartNumber=4,
+                            CopySource={"Bucket": b, "Key": "src", "VersionId": marker})
+    assert err_code(e.value) == "InvalidRequest"
+    with pytest.raises(ClientError) as e:
+        s3.upload_part_copy(Bucket=b, Key="mp", UploadId=up, PartNumber=4, CopySource={"Bucket": b, "Key": "src"})
+    assert err_code(e.value) == "NoSuchKey"
+    parts = [{"PartNumber": 1, "ETag": p1["CopyPartResult"]["ETag"]}, {"PartNumber": 2, "ETag": p2["CopyPartResult"]["ETag"]}]
+    s3.complete_multipart_upload(Bucket=b, Key="mp", UploadId=up, MultipartUpload={"Parts": parts})
+    assert s3.get_object(Bucket=b, Key="mp")["Body"].read() == b"A" * (5 << 20) + b"sec"
+
+
 def test_delete_objects_with_versions(s3, vbucket):
     b = vbucket
     v1 = s3.put_object(Bucket=b, Key="x", Body=b"1")["VersionId"]

@@ -854,16 +854,11 @@ impl Store for Authorized {
         key: &str,
         upload_id: &str,
         part_number: u32,
-        src_bucket: &str,
-        src_key: &str,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
+        src: PartCopySource,
     ) -> Result<PartInfo> {
-        self.check_source(src_bucket, src_key).await?;
+        self.check_source_version(&src.bucket, &src.key, src.version_id.is_some()).await?;
         self.check(S3Op::UploadPartCopy, bucket, Some(key)).await?;
-        self.inner
-            .upload_part_copy(bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions)
-            .await
+        self.inner.upload_part_copy(bucket, key, upload_id, part_number, src).await
     }
 
     async fn list_parts(

@@ -206,7 +206,8 @@ async fn copy_needs_read_access_to_the_source() {
         let r = s.copy_object("abkt", "secret", "bbkt", "stolen", CopyObjectRequest::default()).await;
         assert_eq!(code(r), ErrorCode::AccessDenied);
         let up = s.create_multipart_upload("bbkt", "m", CreateMultipartRequest::default()).await.unwrap();
-        let r = s.upload_part_copy("bbkt", "m", &up, 1, "abkt", "secret", None, Conditions::default()).await;
+        let src = PartCopySource { bucket: "abkt".into(), key: "secret".into(), ..Default::default() };
+        let r = s.upload_part_copy("bbkt", "m", &up, 1, src).await;
         assert_eq!(code(r), ErrorCode::AccessDenied);
         // Nor may bob rename within alice's bucket.
         let r = s.rename_object("abkt", "secret", "moved", RenameObjectRequest::default()).await;

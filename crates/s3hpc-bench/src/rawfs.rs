@@ -391,10 +391,7 @@ impl Store for RawFsStore {
         _key: &str,
         _upload_id: &str,
         _part_number: u32,
-        _src_bucket: &str,
-        _src_key: &str,
-        _src_range: Option<ByteRange>,
-        _src_conditions: Conditions,
+        _src: PartCopySource,
     ) -> Result<PartInfo> {
         not_impl("UploadPartCopy")
     }

@@ -423,8 +423,9 @@ impl S3Client {
         Ok(r)
     }
 
-    async fn head_size(&self, bucket: &str, key: &str) -> Result<ObjectInfo> {
-        let r = self.object_req(Method::HEAD, bucket, key, &GetObjectRequest::default())?;
+    async fn head_size(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectInfo> {
+        let req = GetObjectRequest { version_id: version_id.map(str::to_owned), ..Default::default() };
+        let r = self.object_req(Method::HEAD, bucket, key, &req)?;
         let resp = self.send(r).await?;
         Ok(object_info(key, resp.status(), resp.headers()).0)
     }
@@ -1094,11 +1095,7 @@ impl Store for S3Client {
         dst_key: &str,
         req: CopyObjectRequest,
     ) -> Result<PutObjectOutput> {
-        let mut source = copy_source(src_bucket, src_key);
-        if let Some(v) = &req.source_version_id {
-            source.push_str("?versionId=");
-            source.push_str(&uri_encode(v, false));
-        }
+        let source = copy_source_version(src_bucket, src_key, req.source_version_id.as_deref());
         let mut r = Req::new(Method::PUT, Some(dst_bucket), Some(dst_key)).h("x-amz-copy-source", &source)?;
         for (n, v) in lock::headers(&req.lock) {
             r = r.h(n, &v)?;
@@ -1124,7 +1121,7 @@ impl Store for S3Client {
         let (h, n) = self.send_xml(r).await?;
         let n = n.child("CopyObjectResult").unwrap_or(&n).clone();
         let etag = n.text_of("ETag").unwrap_or("").trim().trim_matches('"').to_string();
-        let head = self.head_size(dst_bucket, dst_key).await?;
+        let head = self.head_size(dst_bucket, dst_key, None).await?;
         Ok(PutObjectOutput {
             version_id: version_of(&h),
             etag,
@@ -1293,17 +1290,15 @@ impl Store for S3Client {
         key: &str,
         upload_id: &str,
         part_number: u32,
-        src_bucket: &str,
-        src_key: &str,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
+        src: PartCopySource,
     ) -> Result<PartInfo> {
+        let v = src.version_id.as_deref();
         // S3 only takes `first-last` copy ranges: other forms are resolved against the source size.
-        let range = match src_range {
+        let range = match src.range {
             None => None,
             Some(ByteRange::FromTo(a, b)) => Some((a, b)),
             Some(other) => {
-                let size = self.head_size(src_bucket, src_key).await?.size;
+                let size = self.head_size(&src.bucket, &src.key, v).await?.size;
                 let (off, len) = other.resolve(size)?;
                 Some((off, off + len - 1))
             }
@@ -1311,16 +1306,16 @@ impl Store for S3Client {
         let mut r = Req::new(Method::PUT, Some(bucket), Some(key))
             .q("partNumber", Some(&part_number.to_string()))
             .q("uploadId", Some(upload_id))
-            .h("x-amz-copy-source", &copy_source(src_bucket, src_key))?;
+            .h("x-amz-copy-source", &copy_source_version(&src.bucket, &src.key, v))?;
         if let Some((a, b)) = range {
             r = r.h("x-amz-copy-source-range", &format!("bytes={a}-{b}"))?;
         }
-        add_conditions(&mut r.headers, &src_conditions, "x-amz-copy-source-")?;
+        add_conditions(&mut r.headers, &src.conditions, "x-amz-copy-source-")?;
         let (_, n) = self.send_xml(r).await?;
         let n = n.child("CopyPartResult").unwrap_or(&n).clone();
         let size = match range {
             Some((a, b)) => b - a + 1,
-            None => self.head_size(src_bucket, src_key).await?.size,
+            None => self.head_size(&src.bucket, &src.key, v).await?.size,
         };
         Ok(PartInfo {
             part_number,
@@ -1456,7 +1451,7 @@ impl Store for S3Client {
         }
         let (h, n) = self.send_xml(r).await?;
         let etag = n.text_of("ETag").unwrap_or("").trim().trim_matches('"').to_string();
-        let head = self.head_size(bucket, key).await?;
+        let head = self.head_size(bucket, key, None).await?;
         Ok(PutObjectOutput {
             version_id: version_of(&h),
             etag,
@@ -1476,6 +1471,16 @@ impl Store for S3Client {
 /// `x-amz-copy-source`: `/bucket/key`, URL-encoded (slashes kept).
 fn copy_source(bucket: &str, key: &str) -> String {
     format!("/{}/{}", uri_encode(bucket, false), uri_encode(key, true))
+}
+
+/// `x-amz-copy-source` naming a version (`None`: the current one).
+fn copy_source_version(bucket: &str, key: &str, version_id: Option<&str>) -> String {
+    let mut s = copy_source(bucket, key);
+    if let Some(v) = version_id {
+        s.push_str("?versionId=");
+        s.push_str(&uri_encode(v, false));
+    }
+    s
 }
 
 #[cfg(test)]

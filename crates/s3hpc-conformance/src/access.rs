@@ -374,22 +374,9 @@ impl Store for AsCaller {
         key: &str,
         upload_id: &str,
         part_number: u32,
-        src_bucket: &str,
-        src_key: &str,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
+        src: PartCopySource,
     ) -> Result<PartInfo> {
-        self.run(self.inner.upload_part_copy(
-            bucket,
-            key,
-            upload_id,
-            part_number,
-            src_bucket,
-            src_key,
-            src_range,
-            src_conditions,
-        ))
-        .await
+        self.run(self.inner.upload_part_copy(bucket, key, upload_id, part_number, src)).await
     }
     async fn list_parts(
         &self,

@@ -93,6 +93,7 @@ cases!(
     versioning_basics,
     versioning_suspended,
     versions_listing,
+    versions_part_copy,
     object_lock,
 );
 
@@ -1485,28 +1486,22 @@ async fn multipart_checksum_types(s: DynStore, c: Caps, b: String) -> R {
     Ok(())
 }
 
+fn part_src(bucket: &str, key: &str, range: Option<ByteRange>) -> PartCopySource {
+    PartCopySource { bucket: bucket.into(), key: key.into(), range, ..Default::default() }
+}
+
 async fn upload_part_copy(s: DynStore, _c: Caps, b: String) -> R {
     ok(s.create_bucket(&b).await, "create")?;
     let src = pattern(16, 6 * MIB);
     put(&s, &b, "src", src.clone()).await?;
     let id = ok(s.create_multipart_upload(&b, "dst", CreateMultipartRequest::default()).await, "create upload")?;
     let p1 = ok(
-        s.upload_part_copy(
-            &b,
-            "dst",
-            &id,
-            1,
-            &b,
-            "src",
-            Some(ByteRange::FromTo(0, 5 * MIB as u64 - 1)),
-            Conditions::default(),
-        )
-        .await,
+        s.upload_part_copy(&b, "dst", &id, 1, part_src(&b, "src", Some(ByteRange::FromTo(0, 5 * MIB as u64 - 1))))
+            .await,
         "part copy 1",
     )?;
     ensure_eq!(p1.size, 5 * MIB as u64);
-    let p2 =
-        ok(s.upload_part_copy(&b, "dst", &id, 2, &b, "src", None, Conditions::default()).await, "part copy whole")?;
+    let p2 = ok(s.upload_part_copy(&b, "dst", &id, 2, part_src(&b, "src", None)).await, "part copy whole")?;
     ensure_eq!(p2.size, src.len() as u64);
     expect_code(
         s.upload_part_copy(
@@ -1514,10 +1509,7 @@ async fn upload_part_copy(s: DynStore, _c: Caps, b: String) -> R {
             "dst",
             &id,
             3,
-            &b,
-            "src",
-            Some(ByteRange::FromTo(7 * MIB as u64, 8 * MIB as u64)),
-            Conditions::default(),
+            part_src(&b, "src", Some(ByteRange::FromTo(7 * MIB as u64, 8 * MIB as u64))),
         )
         .await,
         ErrorCode::InvalidArgument,
@@ -1529,17 +1521,17 @@ async fn upload_part_copy(s: DynStore, _c: Caps, b: String) -> R {
             "dst",
             &id,
             3,
-            &b,
-            "src",
-            None,
-            Conditions { if_match: Some("\"x\"".into()), ..Default::default() },
+            PartCopySource {
+                conditions: Conditions { if_match: Some("\"x\"".into()), ..Default::default() },
+                ..part_src(&b, "src", None)
+            },
         )
         .await,
         ErrorCode::PreconditionFailed,
         "source condition",
     )?;
     expect_code(
-        s.upload_part_copy(&b, "dst", &id, 3, &b, "nope", None, Conditions::default()).await,
+        s.upload_part_copy(&b, "dst", &id, 3, part_src(&b, "nope", None)).await,
         ErrorCode::NoSuchKey,
         "missing source",
     )?;
@@ -2067,6 +2059,50 @@ async fn versioning_suspended(s: DynStore, _c: Caps, b: String) -> R {
         vec![k(&ve, true, false), k("null", false, false), k(&va, false, false)]
     );
     ensure_eq!(&ok(get_v(&s, &b, "k", "null").await, "get null")?.1[..], b"d");
+    Ok(())
+}
+
+/// UploadPartCopy from a noncurrent version, the null version, and a delete marker (refused).
+async fn versions_part_copy(s: DynStore, _c: Caps, b: String) -> R {
+    ok(s.create_bucket(&b).await, "create")?;
+    put(&s, &b, "src", "null-version").await?;
+    if !set_versioning(&s, &b, VersioningState::Enabled).await? {
+        return Ok(());
+    }
+    let first = pattern(3, 5 * MIB);
+    let out1 = put(&s, &b, "src", first.clone()).await?;
+    let Some(v1) = out1.version_id else { return Ok(()) };
+    put(&s, &b, "src", "second").await?;
+    let id = ok(s.create_multipart_upload(&b, "dst", CreateMultipartRequest::default()).await, "create upload")?;
+    let from = |v: &str, range| PartCopySource { version_id: Some(v.into()), ..part_src(&b, "src", range) };
+    let p1 = ok(s.upload_part_copy(&b, "dst", &id, 1, from(&v1, None)).await, "part copy of v1")?;
+    ensure_eq!(p1.size, first.len() as u64);
+    let p2 = ok(s.upload_part_copy(&b, "dst", &id, 2, from("null", Some(ByteRange::FromTo(0, 3)))).await, "null")?;
+    ensure_eq!(p2.size, 4);
+    // A condition is checked against the version named, not the current one.
+    let cond = Conditions { if_match: Some(format!("\"{}\"", out1.etag)), ..Default::default() };
+    let src = PartCopySource { conditions: cond, ..from(&v1, None) };
+    ok(s.upload_part_copy(&b, "dst", &id, 3, src).await, "if-match of v1's etag")?;
+    let missing = s3hpc_core::versions::new_version_id();
+    expect_code(s.upload_part_copy(&b, "dst", &id, 4, from(&missing, None)).await, ErrorCode::NoSuchVersion, "gone")?;
+    let marker = ok(s.delete_object_version(&b, "src", None).await, "delete")?;
+    let mv = marker.version_id.ok_or("no delete marker version")?;
+    expect_code(s.upload_part_copy(&b, "dst", &id, 4, from(&mv, None)).await, ErrorCode::InvalidRequest, "marker")?;
+    let copy = CopyObjectRequest { source_version_id: Some(mv.clone()), ..Default::default() };
+    expect_code(s.copy_object(&b, "src", &b, "c", copy).await, ErrorCode::InvalidRequest, "copy of a marker")?;
+    expect_code(
+        s.upload_part_copy(&b, "dst", &id, 4, part_src(&b, "src", None)).await,
+        ErrorCode::NoSuchKey,
+        "current",
+    )?;
+    let parts = vec![
+        CompletePart { part_number: 1, etag: p1.etag, checksum: None },
+        CompletePart { part_number: 2, etag: p2.etag, checksum: None },
+    ];
+    ok(s.complete_multipart_upload(&b, "dst", &id, parts, Conditions::default()).await, "complete")?;
+    let (_, data) = get(&s, &b, "dst").await?;
+    ensure!(data.len() == first.len() + 4 && data[..first.len()] == first[..], "part 1 is not version 1");
+    ensure_eq!(&data[first.len()..], b"null");
     Ok(())
 }
 

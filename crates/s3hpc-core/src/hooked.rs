@@ -239,15 +239,10 @@ impl<H: Hook> Store for HookedStore<H> {
         key: &str,
         upload_id: &str,
         part_number: u32,
-        src_bucket: &str,
-        src_key: &str,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
+        src: PartCopySource,
     ) -> Result<PartInfo> {
         self.hook.before(Op::UploadPartCopy, bucket, key).await?;
-        self.inner
-            .upload_part_copy(bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions)
-            .await
+        self.inner.upload_part_copy(bucket, key, upload_id, part_number, src).await
     }
     async fn list_parts(
         &self,

@@ -20,7 +20,7 @@ use crate::store::Store;
 use crate::types::*;
 use crate::versions::{
     DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, NULL_VERSION, VERSIONING_CONFIG, VersionEntry,
-    VersioningState,
+    VersioningState, copy_source_error,
 };
 
 struct Object {
@@ -634,7 +634,7 @@ impl Store for MemoryStore {
         names::validate_key(dst_key)?;
         req.validate()?;
         self.with(|st| {
-            let src = st.bucket(src_bucket)?.find(src_bucket, src_key, req.source_version_id.as_deref())?;
+            let src = st.bucket(src_bucket)?.find(src_bucket, src_key, req.source_version_id.as_deref()).map_err(copy_source_error)?;
             req.source_conditions.check_copy_source(Some((&src.info.etag, src.info.last_modified)))?;
             if src_bucket == dst_bucket && src_key == dst_key && req.changes_nothing() {
                 return Err(Error::new(
@@ -644,7 +644,7 @@ impl Store for MemoryStore {
             }
             let lock = lock_for_put(st.bucket(dst_bucket)?.lock().as_ref(), req.lock, None, SystemTime::now())?;
             req.conditions.check_write(st.current(dst_bucket, dst_key))?;
-            let src = st.bucket(src_bucket)?.find(src_bucket, src_key, req.source_version_id.as_deref())?;
+            let src = st.bucket(src_bucket)?.find(src_bucket, src_key, req.source_version_id.as_deref()).map_err(copy_source_error)?;
             let data = src.data.clone();
             let meta = req.destination_meta(&src.info.meta);
             let tags = match &req.tagging {
@@ -884,22 +884,22 @@ impl Store for MemoryStore {
         key: &str,
         upload_id: &str,
         part_number: u32,
-        src_bucket: &str,
-        src_key: &str,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
+        src: PartCopySource,
     ) -> Result<PartInfo> {
         check_part_number(part_number)?;
         self.with(|st| {
             st.upload(bucket, key, upload_id)?;
-            let src = st.object(src_bucket, src_key)?;
-            src_conditions.check_copy_source(Some((&src.info.etag, src.info.last_modified)))?;
-            let data = match src_range {
+            let o = st
+                .bucket(&src.bucket)?
+                .find(&src.bucket, &src.key, src.version_id.as_deref())
+                .map_err(copy_source_error)?;
+            src.conditions.check_copy_source(Some((&o.info.etag, o.info.last_modified)))?;
+            let data = match src.range {
                 Some(_) => {
-                    let (off, len) = crate::multipart::copy_source_range(src_range, src.info.size)?;
-                    slice(&src.data, off, len)
+                    let (off, len) = crate::multipart::copy_source_range(src.range, o.info.size)?;
+                    slice(&o.data, off, len)
                 }
-                None => src.data.clone(),
+                None => o.data.clone(),
             };
             let u = st.uploads.get_mut(upload_id).expect("checked above");
             let checksum = u.req.checksum_algorithm.map(|a| checksum::checksum_of(a, &data));

@@ -180,10 +180,7 @@ impl Store for NoopStore {
         _k: &str,
         _u: &str,
         part_number: u32,
-        _sb: &str,
-        _sk: &str,
-        _r: Option<ByteRange>,
-        _c: Conditions,
+        _src: PartCopySource,
     ) -> Result<PartInfo> {
         Ok(PartInfo {
             part_number,

@@ -324,18 +324,14 @@ pub trait Store: Send + Sync + 'static {
         body: Body,
     ) -> Result<PartInfo>;
 
-    /// UploadPartCopy: a part made from (a range of) an existing object.
-    #[allow(clippy::too_many_arguments)]
+    /// UploadPartCopy: a part made from (a range of) an existing object or one of its versions.
     async fn upload_part_copy(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
         part_number: u32,
-        src_bucket: &str,
-        src_key: &str,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
+        src: PartCopySource,
     ) -> Result<PartInfo>;
 
     async fn list_parts(

@@ -421,6 +421,18 @@ pub enum Directive<T> {
     Replace(T),
 }
 
+/// The source of an UploadPartCopy: an object, or one version of it, a byte range of it, and
+/// the `x-amz-copy-source-if-*` conditions checked against it.
+#[derive(Debug, Clone, Default)]
+pub struct PartCopySource {
+    pub bucket: String,
+    pub key: String,
+    /// `x-amz-copy-source: /b/k?versionId=`: copy from this version (`None`: the current one).
+    pub version_id: Option<String>,
+    pub range: Option<ByteRange>,
+    pub conditions: Conditions,
+}
+
 /// A CopyObject.
 #[derive(Debug, Clone, Default)]
 pub struct CopyObjectRequest {

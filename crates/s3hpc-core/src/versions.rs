@@ -67,6 +67,19 @@ pub fn marker_not_allowed(version_id: &str) -> Error {
     Error::code(ErrorCode::MethodNotAllowed).with_delete_marker(version_id)
 }
 
+/// A copy (CopyObject, UploadPartCopy) whose source names a delete marker: AWS answers 400
+/// InvalidRequest where a GET of it gets 405.
+pub fn copy_source_error(e: Error) -> Error {
+    if e.code == ErrorCode::MethodNotAllowed {
+        Error::new(
+            ErrorCode::InvalidRequest,
+            "The source of a copy request may not specifically refer to a delete marker by version id.",
+        )
+    } else {
+        e
+    }
+}
+
 /// Operations this gateway does not offer on a bucket whose versioning was ever enabled.
 pub fn unversioned_only(what: &str) -> Error {
     Error::new(

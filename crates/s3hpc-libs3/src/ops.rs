@@ -16,7 +16,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use s3hpc_core::{
     Body, ByteRange, CompletePart, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive, DynStore, Error,
-    ErrorCode, GetObjectRequest, ListObjectsRequest, ListPartsRequest, ListUploadsRequest, ObjectMeta,
+    ErrorCode, GetObjectRequest, ListObjectsRequest, ListPartsRequest, ListUploadsRequest, ObjectMeta, PartCopySource,
     PutObjectRequest, UploadPartRequest,
 };
 
@@ -478,17 +478,9 @@ pub fn copy_object(a: CopyArgs, out: CopyOut, resp: &Resp) -> Res {
         // As libs3 sends it: bytes=start-(start+count), both ends included.
         let range = (a.count > 0).then(|| ByteRange::FromTo(a.start, a.start.saturating_add(a.count)));
         let p = block_on(async move {
-            s.upload_part_copy(
-                &a.dst_bucket,
-                &a.dst_key,
-                &upload_id,
-                a.part_no as u32,
-                &a.src.name,
-                &a.src_key,
-                range,
-                Conditions::default(),
-            )
-            .await
+            let src =
+                PartCopySource { bucket: a.src.name.clone(), key: a.src_key.clone(), range, ..Default::default() };
+            s.upload_part_copy(&a.dst_bucket, &a.dst_key, &upload_id, a.part_no as u32, src).await
         })?;
         (p.etag, p.last_modified)
     } else {

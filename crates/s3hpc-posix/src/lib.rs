@@ -23,10 +23,10 @@ use s3hpc_core::lock::{Retention, bypass_requested as lock_bypass};
 use s3hpc_core::multipart::{check_part_number, completion_checksum, resolve_checksum_type, validate_completion};
 use s3hpc_core::{Body, Error, ErrorCode, Result, Store, md5lanes, names};
 use s3hpc_core::{
-    BucketInfo, ByteRange, CompleteMultipartRequest, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
+    BucketInfo, CompleteMultipartRequest, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
     GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest,
-    ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo, PutObjectOutput,
-    PutObjectRequest, RenameObjectRequest, Tags, UploadInfo, UploadPartRequest,
+    ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartCopySource, PartInfo,
+    PutObjectOutput, PutObjectRequest, RenameObjectRequest, Tags, UploadInfo, UploadPartRequest,
 };
 use s3hpc_core::{DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, MAX_KEYS};
 
@@ -1080,7 +1080,7 @@ impl Store for PosixStore {
             (src_bucket.to_string(), src_key.to_string(), dst_bucket.to_string(), dst_key.to_string());
         self.run(move |s| {
             let o = match &req.source_version_id {
-                Some(v) => s.open_version(&sbn, &skn, v)?,
+                Some(v) => s.open_version(&sbn, &skn, v).map_err(s3hpc_core::versions::copy_source_error)?,
                 None => s.open_object(&sb, &sbn, &skn, &skp).map_err(|e| s.mark_deleted(e, &sbn, &skn))?,
             };
             req.source_conditions.check_copy_source(Some((&o.info.etag, o.info.last_modified)))?;
@@ -1385,22 +1385,23 @@ impl Store for PosixStore {
         key: &str,
         upload_id: &str,
         part_number: u32,
-        src_bucket: &str,
-        src_key: &str,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
+        src: PartCopySource,
     ) -> Result<PartInfo> {
         check_part_number(part_number)?;
-        let skp = keys::parse_key(src_key)?;
+        let skp = keys::parse_key(&src.key)?;
         let bdir = self.inner.bucket_dir(bucket)?;
-        let sb = self.inner.bucket_dir(src_bucket)?;
-        let (b, k, id, sbn, skn) =
-            (bucket.to_string(), key.to_string(), upload_id.to_string(), src_bucket.to_string(), src_key.to_string());
+        let sb = self.inner.bucket_dir(&src.bucket)?;
+        let (b, k, id) = (bucket.to_string(), key.to_string(), upload_id.to_string());
         self.run(move |s| {
             let (updir, urec) = s.upload(&bdir, &b, &k, &id)?;
-            let o = s.open_object(&sb, &sbn, &skn, &skp)?;
-            src_conditions.check_copy_source(Some((&o.info.etag, o.info.last_modified)))?;
-            let (off, len) = s3hpc_core::multipart::copy_source_range(src_range, o.info.size)?;
+            let o = match &src.version_id {
+                Some(v) => s.open_version(&src.bucket, &src.key, v).map_err(s3hpc_core::versions::copy_source_error)?,
+                None => s
+                    .open_object(&sb, &src.bucket, &src.key, &skp)
+                    .map_err(|e| s.mark_deleted(e, &src.bucket, &src.key))?,
+            };
+            src.conditions.check_copy_source(Some((&o.info.etag, o.info.last_modified)))?;
+            let (off, len) = s3hpc_core::multipart::copy_source_range(src.range, o.info.size)?;
             let mut d = BodyDigester::new(s.opts.etag_mode, false, urec.algorithm);
             let mut t = s.create_temp(&bdir, &b)?;
             match &o.content {

@@ -13,11 +13,10 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use s3hpc_core::{
-    Body, BodyBuffer, BucketInfo, BufferMemory, ByteRange, ChecksumRequest, CompleteMultipartRequest, Conditions,
-    CopyObjectRequest, CreateMultipartRequest, Credentials, Error, ErrorCode, Expected, GetObjectOutput,
-    GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest, ListUploadsPage,
-    ListUploadsRequest, ObjectInfo, PartInfo, PutObjectOutput, PutObjectRequest, Result, Store, Tags,
-    UploadPartRequest,
+    Body, BodyBuffer, BucketInfo, BufferMemory, ChecksumRequest, CompleteMultipartRequest, CopyObjectRequest,
+    CreateMultipartRequest, Credentials, Error, ErrorCode, Expected, GetObjectOutput, GetObjectRequest,
+    ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest, ListUploadsPage, ListUploadsRequest,
+    ObjectInfo, PartCopySource, PartInfo, PutObjectOutput, PutObjectRequest, Result, Store, Tags, UploadPartRequest,
 };
 use tokio::io::AsyncReadExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
@@ -1114,6 +1113,7 @@ impl Store for WireClient {
     }
 
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
+        refuse_version(&req.version_id)?;
         let r =
             self.call(Request::GetObject { bucket: bucket.into(), key: key.into(), req: (&req).into() }, None, None);
         let mut r = r.await?;
@@ -1141,6 +1141,7 @@ impl Store for WireClient {
     }
 
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
+        refuse_version(&req.version_id)?;
         let r = Request::HeadObject { bucket: bucket.into(), key: key.into(), req: (&req).into() };
         let r = self.call(r, None, None).await?;
         let mut d = fields(&r);
@@ -1162,6 +1163,7 @@ impl Store for WireClient {
         req: CopyObjectRequest,
     ) -> Result<PutObjectOutput> {
         refuse_lock(&req.lock)?;
+        refuse_version(&req.source_version_id)?;
         let r = Request::CopyObject {
             src_bucket: src_bucket.into(),
             src_key: src_key.into(),
@@ -1245,20 +1247,18 @@ impl Store for WireClient {
         key: &str,
         upload_id: &str,
         part_number: u32,
-        src_bucket: &str,
-        src_key: &str,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
+        src: PartCopySource,
     ) -> Result<PartInfo> {
+        refuse_version(&src.version_id)?;
         let r = Request::UploadPartCopy {
             bucket: bucket.into(),
             key: key.into(),
             upload_id: upload_id.into(),
             part_number,
-            src_bucket: src_bucket.into(),
-            src_key: src_key.into(),
-            src_range,
-            src_conditions,
+            src_bucket: src.bucket,
+            src_key: src.key,
+            src_range: src.range,
+            src_conditions: src.conditions,
         };
         let r = self.call(r, None, None).await?;
         let mut d = fields(&r);
@@ -1316,6 +1316,15 @@ impl Store for WireClient {
     async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
         self.call_unit(Request::AbortMultipart { bucket: bucket.into(), key: key.into(), upload_id: upload_id.into() })
             .await
+    }
+}
+
+/// The protocol does not carry version ids (PROTOCOL.md 8a): a request naming a version is
+/// refused rather than answered from the current version.
+fn refuse_version(version_id: &Option<String>) -> Result<()> {
+    match version_id {
+        None => Ok(()),
+        Some(_) => Err(Error::not_implemented("the binary protocol does not carry version ids")),
     }
 }
 

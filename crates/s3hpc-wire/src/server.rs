@@ -20,7 +20,8 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use rand::RngCore;
 use s3hpc_core::{
-    Body, ChecksumRequest, CredentialSet, DynStore, Error, ErrorCode, Expected, PutObjectRequest, UploadPartRequest,
+    Body, ChecksumRequest, CredentialSet, DynStore, Error, ErrorCode, Expected, PartCopySource, PutObjectRequest,
+    UploadPartRequest,
 };
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener};
@@ -1227,10 +1228,13 @@ async fn run(
                         &key,
                         &upload_id,
                         part_number,
-                        &src_bucket,
-                        &src_key,
-                        src_range,
-                        src_conditions,
+                        PartCopySource {
+                            bucket: src_bucket,
+                            key: src_key,
+                            version_id: None,
+                            range: src_range,
+                            conditions: src_conditions,
+                        },
                     )
                     .await?,
             ),

@@ -99,9 +99,6 @@ pub(super) async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
     let id = upload_id(r)?;
     let n = part_number(r)?;
     let (sb, sk, sv) = copy_source(h)?;
-    if let Some(v) = &sv {
-        super::versioning::current_version_only(r, &sb, &sk, v, "UploadPartCopy").await?;
-    }
     let range = match hdr(h, "x-amz-copy-source-range") {
         None => None,
         Some(v) => match ByteRange::parse_header(v) {
@@ -115,8 +112,15 @@ pub(super) async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
     };
     // A range past the end of the source is refused by the store, as AWS does
     // (s3hpc_core::multipart::copy_source_range).
+    let src = PartCopySource {
+        bucket: sb,
+        key: sk,
+        version_id: sv.clone(),
+        range,
+        conditions: conditions(h, "x-amz-copy-source-"),
+    };
     let p = store(r)
-        .upload_part_copy(&r.bucket, &r.key, id, n, &sb, &sk, range, conditions(h, "x-amz-copy-source-"))
+        .upload_part_copy(&r.bucket, &r.key, id, n, src)
         .await
         .map_err(|e| if e.code == ErrorCode::NotModified { Error::code(ErrorCode::PreconditionFailed) } else { e })?;
     let mut s = String::from(DECL);
@@ -127,5 +131,9 @@ pub(super) async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
         elem(&mut s, checksum_element(c.algorithm), &c.value);
     }
     s.push_str("</CopyPartResult>");
-    Ok(xml_ok(s))
+    let mut resp = xml_ok(s);
+    if let Some(v) = &sv {
+        resp.headers_mut().insert("x-amz-copy-source-version-id", hval(v)?);
+    }
+    Ok(resp)
 }
