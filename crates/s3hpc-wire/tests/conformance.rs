@@ -58,3 +58,28 @@ async fn conformance_over_unix_socket_posix_in_place() {
 async fn conformance_over_unix_socket_memory() {
     run(true, true).await;
 }
+
+/// The protocol carries no version ids: a request naming one is refused (NotImplemented), never
+/// answered from the current version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_naming_a_version_are_refused() {
+    use s3hpc_core::{
+        Body, CopyObjectRequest, CreateMultipartRequest, ErrorCode, GetObjectRequest, PartCopySource, PutObjectRequest,
+    };
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let r = common::start(store, true, ServerOptions::default()).await;
+    let c = common::client(&r.server.url).await;
+    use s3hpc_core::Store;
+    c.create_bucket("vb1").await.unwrap();
+    c.put_object("vb1", "k", PutObjectRequest::default(), Body::from(&b"current"[..])).await.unwrap();
+    let v = Some("null".to_string());
+    let get = GetObjectRequest { version_id: v.clone(), ..Default::default() };
+    assert_eq!(c.get_object("vb1", "k", get.clone()).await.err().unwrap().code, ErrorCode::NotImplemented);
+    assert_eq!(c.head_object("vb1", "k", get).await.err().unwrap().code, ErrorCode::NotImplemented);
+    let copy = CopyObjectRequest { source_version_id: v.clone(), ..Default::default() };
+    assert_eq!(c.copy_object("vb1", "k", "vb1", "c", copy).await.err().unwrap().code, ErrorCode::NotImplemented);
+    let up = c.create_multipart_upload("vb1", "m", CreateMultipartRequest::default()).await.unwrap();
+    let src = PartCopySource { bucket: "vb1".into(), key: "k".into(), version_id: v, ..Default::default() };
+    assert_eq!(c.upload_part_copy("vb1", "m", &up, 1, src).await.err().unwrap().code, ErrorCode::NotImplemented);
+    r.server.shutdown().await.unwrap();
+}
