@@ -77,5 +77,18 @@ pub(crate) async fn rename_prefix(s: DynStore, c: Caps, b: String) -> R {
         expect_code(s.rename_object(&b, "top/", "d1x/", plain()).await, ErrorCode::InvalidRequest, "onto a file key")?;
         ensure!(get(&s, &b, "top/b").await?.1 == "bee", "refused rename lost the source");
     }
+
+    // A client token makes a retry idempotent, as for one key: the retry answers 200 although
+    // the source is gone, and the token reused for other keys is refused.
+    let token = |t: &str| RenameObjectRequest { client_token: Some(t.into()), ..Default::default() };
+    ok(s.rename_object(&b, "top/", "tok/", token("prefix-token-1")).await, "rename with a token")?;
+    ok(s.rename_object(&b, "top/", "tok/", token("prefix-token-1")).await, "retried rename with its token")?;
+    ensure!(get(&s, &b, "tok/b").await?.1 == "bee", "token rename moved the prefix");
+    expect_code(
+        s.rename_object(&b, "tok/", "other/", token("prefix-token-1")).await,
+        ErrorCode::IdempotencyParameterMismatch,
+        "token reused for other keys",
+    )?;
+    expect_code(s.rename_object(&b, "top/", "tok/", plain()).await, ErrorCode::NoSuchKey, "retry without the token")?;
     Ok(())
 }

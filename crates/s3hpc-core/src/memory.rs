@@ -685,23 +685,24 @@ impl Store for MemoryStore {
             if st.bucket(bucket)?.versioning().is_some() {
                 return Err(crate::versions::unversioned_only("RenameObject"));
             }
-            if prefix {
-                return st.bucket_mut(bucket)?.rename_prefix(bucket, src_key, dst_key);
-            }
             let now = SystemTime::now();
             st.renames.retain(|_, r| !r.expired(now));
             let token = req.client_token.as_ref().map(|t| (bucket.to_string(), t.clone()));
             if let Some(done) = token.as_ref().and_then(|t| st.renames.get(t)) {
                 return done.answer(src_key, dst_key);
             }
-            let src = st.object(bucket, src_key)?;
-            req.source_conditions.check_copy_source(Some((&src.info.etag, src.info.last_modified)))?;
-            req.conditions.check_write(st.current(bucket, dst_key))?;
-            if src_key != dst_key {
-                let b = st.bucket_mut(bucket)?;
-                let mut o = b.objects.remove(src_key).expect("checked above");
-                o.info.key = dst_key.to_string();
-                b.objects.insert(dst_key.to_string(), o);
+            if prefix {
+                st.bucket_mut(bucket)?.rename_prefix(bucket, src_key, dst_key)?;
+            } else {
+                let src = st.object(bucket, src_key)?;
+                req.source_conditions.check_copy_source(Some((&src.info.etag, src.info.last_modified)))?;
+                req.conditions.check_write(st.current(bucket, dst_key))?;
+                if src_key != dst_key {
+                    let b = st.bucket_mut(bucket)?;
+                    let mut o = b.objects.remove(src_key).expect("checked above");
+                    o.info.key = dst_key.to_string();
+                    b.objects.insert(dst_key.to_string(), o);
+                }
             }
             if let Some(t) = token {
                 let done = crate::renames::CompletedRename::new(&t.1, src_key, dst_key);

@@ -220,10 +220,12 @@ impl PosixStore {
     pub(crate) async fn rename(&self, bucket: &str, src: &str, dst: &str, req: RenameObjectRequest) -> Result<()> {
         let prefix = s3hpc_core::prefix_rename::is_prefix_rename(src, dst, &req)?;
         let (b, s, d) = (bucket.to_string(), src.to_string(), dst.to_string());
-        if prefix {
-            return self.run(move |i| i.rename_prefix(&b, &s, &d)).await;
-        }
-        self.run(move |i| i.rename_idempotent(&b, &s, &d, &req)).await
+        self.run(move |i| {
+            i.rename_idempotent(&b, &s, &d, req.client_token.as_deref(), || {
+                if prefix { i.rename_prefix(&b, &s, &d) } else { i.rename_object(&b, &s, &d, &req) }
+            })
+        })
+        .await
     }
 
     pub(crate) async fn append(

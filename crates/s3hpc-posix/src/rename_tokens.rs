@@ -70,17 +70,19 @@ impl Inner {
         }
     }
 
-    /// RenameObject with its client token: renames carrying the same token run one after the
-    /// other (a token lock), and a token already used answers from its record.
+    /// RenameObject (`rename`: of one key or of a prefix) with its client token: renames
+    /// carrying the same token run one after the other (a token lock), and a token already used
+    /// answers from its record.
     pub(crate) fn rename_idempotent(
         &self,
         bucket: &str,
         src: &str,
         dst: &str,
-        req: &RenameObjectRequest,
+        token: Option<&str>,
+        rename: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
-        let Some(token) = req.client_token.as_deref() else {
-            return self.rename_object(bucket, src, dst, req);
+        let Some(token) = token else {
+            return rename();
         };
         let bdir = self.bucket_dir(bucket)?;
         self.require_bucket(&bdir, bucket)?;
@@ -88,7 +90,7 @@ impl Inner {
         if let Some(done) = self.completed_rename(&bdir, token)? {
             return done.answer(src, dst);
         }
-        self.rename_object(bucket, src, dst, req)?;
+        rename()?;
         self.record_rename(&bdir, &CompletedRename::new(token, src, dst));
         Ok(())
     }
