@@ -354,18 +354,193 @@ def test_list_buckets_pages_with_max_buckets(s3):
 
 # ---- checksums: verified or refused, never ignored ----
 
-@pytest.mark.parametrize("alg", ["sha512", "md5", "xxhash64", "xxhash3", "xxhash128"])
-def test_unsupported_checksum_algorithms_are_refused(server, s3, bucket, alg):
-    value = base64.b64encode(b"\0" * 8).decode()
-    for path, method in [(f"/{bucket}/ck-{alg}", "PUT")]:
-        st, _, body = raw_request(server, method, path, body=b"payload", headers={f"x-amz-checksum-{alg}": value})
-        assert_error(st, body, 400, "InvalidRequest")
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+# Digests of the bodies below from the algorithms' specifications (FIPS 180-2, RFC 1321, the
+# xxHash reference's sanity vectors with seed 0), in the canonical big-endian order the AWS SDKs
+# send; python has no xxHash, so the xxHash bodies are the specs' inputs.
+ADDED_ALGORITHMS = {
+    "sha512": (b"abc", "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
+                       "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"),
+    "md5": (b"message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
+    "xxhash64": (b"abc", "44bc2cf5ad770999"),
+    "xxhash3": (b"", "2d06800538d394c2"),
+    "xxhash128": (b"", "99aa06d3014798d86001c324468d497f"),
+}
+
+
+@pytest.mark.parametrize("alg", sorted(ADDED_ALGORITHMS))
+def test_added_checksum_algorithms_are_verified(server, s3, bucket, alg):
+    body, digest = ADDED_ALGORITHMS[alg]
+    value = _b64(bytes.fromhex(digest))
+    wrong = _b64(bytes(len(digest) // 2))
+    name = f"x-amz-checksum-{alg}"
+    # A wrong value of the right size: BadDigest, nothing stored.
+    st, _, b = raw_request(server, "PUT", f"/{bucket}/ck-{alg}", body=body, headers={name: wrong})
+    assert_error(st, b, 400, "BadDigest")
     with pytest.raises(ClientError):
         s3.head_object(Bucket=bucket, Key=f"ck-{alg}")
-    up = s3.create_multipart_upload(Bucket=bucket, Key="mpck")["UploadId"]
-    st, _, body = raw_request(server, "PUT", f"/{bucket}/mpck?partNumber=1&uploadId={up}", body=b"part",
-                              headers={f"x-amz-checksum-{alg}": value})
-    assert_error(st, body, 400, "InvalidRequest")
+    # A value of another size: InvalidRequest, as for the other algorithms.
+    st, _, b = raw_request(server, "PUT", f"/{bucket}/ck-{alg}", body=body, headers={name: _b64(b"\0" * 3)})
+    assert_error(st, b, 400, "InvalidRequest", f"Value for {name} header is invalid.")
+    # The right value is stored and returned (PUT answer, HEAD and GET with checksum mode,
+    # GetObjectAttributes), with the SDK's algorithm header naming it.
+    st, h, b = raw_request(server, "PUT", f"/{bucket}/ck-{alg}", body=body,
+                           headers={name: value, "x-amz-sdk-checksum-algorithm": alg.upper()})
+    assert st == 200, b
+    assert h[name] == value and h["x-amz-checksum-type"] == "FULL_OBJECT"
+    for method in ["HEAD", "GET"]:
+        st, h, got = raw_request(server, method, f"/{bucket}/ck-{alg}", headers={"x-amz-checksum-mode": "ENABLED"})
+        assert st == 200 and h[name] == value and h["x-amz-checksum-type"] == "FULL_OBJECT", (method, h)
+        assert "x-amz-checksum-crc64nvme" not in h
+        if method == "GET":
+            assert got == body
+    st, _, b = raw_request(server, "GET", f"/{bucket}/ck-{alg}?attributes",
+                           headers={"x-amz-object-attributes": "Checksum"})
+    assert st == 200 and xml_field(b, f"Checksum{alg.upper()}") == value, b
+
+
+def test_added_checksum_algorithms_in_multipart_uploads(server, s3, bucket):
+    """SHA512 and MD5 (python computes their composite) and XXHASH64: COMPOSITE only (FULL_OBJECT
+    is AWS's InvalidRequest), parts verified, ListParts and the complete name them."""
+    import hashlib
+    part1, part2 = b"p" * (5 << 20), b"q" * 1000
+    for alg, fn in [("sha512", hashlib.sha512), ("md5", hashlib.md5), ("xxhash64", None)]:
+        key = f"mp-{alg}"
+        st, _, b = raw_request(server, "POST", f"/{bucket}/{key}?uploads",
+                               headers={"x-amz-checksum-algorithm": alg.upper(), "x-amz-checksum-type": "FULL_OBJECT"})
+        assert_error(st, b, 400, "InvalidRequest",
+                     f"The FULL_OBJECT checksum type cannot be used with the {alg.upper()} checksum algorithm")
+        st, h, b = raw_request(server, "POST", f"/{bucket}/{key}?uploads",
+                               headers={"x-amz-checksum-algorithm": alg.upper()})
+        assert st == 200 and h["x-amz-checksum-algorithm"] == alg.upper(), (h, b)
+        assert h["x-amz-checksum-type"] == "COMPOSITE"
+        up = xml_field(b, "UploadId")
+        name = f"x-amz-checksum-{alg}"
+        elem = f"Checksum{alg.upper()}"
+        raws = []
+        for n, data in [(1, part1), (2, part2)]:
+            path = f"/{bucket}/{key}?partNumber={n}&uploadId={up}"
+            if fn:
+                want = _b64(fn(data).digest())
+                st, _, b = raw_request(server, "PUT", path, body=data, headers={name: _b64(fn(b"x").digest())})
+                assert_error(st, b, 400, "BadDigest")
+                st, h, b = raw_request(server, "PUT", path, body=data, headers={name: want})
+                assert st == 200 and h[name] == want, (h, b)
+            else:
+                # No value: the upload's algorithm is computed.
+                st, h, b = raw_request(server, "PUT", path, body=data)
+                assert st == 200 and len(base64.b64decode(h[name])) == 8, (h, b)
+            raws.append((n, h["etag"], h[name]))
+        st, _, b = raw_request(server, "GET", f"/{bucket}/{key}?uploadId={up}")
+        assert st == 200 and xml_field(b, "ChecksumAlgorithm") == alg.upper() and xml_field(b, elem) == raws[0][2]
+        doc = "<CompleteMultipartUpload>" + "".join(
+            f"<Part><PartNumber>{n}</PartNumber><ETag>{e}</ETag><{elem}>{v}</{elem}></Part>" for n, e, v in raws
+        ) + "</CompleteMultipartUpload>"
+        st, h, b = raw_request(server, "POST", f"/{bucket}/{key}?uploadId={up}", body=doc.encode())
+        assert st == 200, b
+        got = xml_field(b, elem)
+        assert got.endswith("-2") and xml_field(b, "ChecksumType") == "COMPOSITE", b
+        if fn:
+            assert got == _b64(fn(b"".join(base64.b64decode(v) for _, _, v in raws)).digest()) + "-2"
+        st, h, _ = raw_request(server, "HEAD", f"/{bucket}/{key}", headers={"x-amz-checksum-mode": "ENABLED"})
+        assert h[name] == got and h["x-amz-checksum-type"] == "COMPOSITE"
+        # UploadPartCopy into an upload of the algorithm: the part gets its checksum.
+        st, h, b = raw_request(server, "POST", f"/{bucket}/{key}-pc?uploads",
+                               headers={"x-amz-checksum-algorithm": alg.upper()})
+        up = xml_field(b, "UploadId")
+        st, _, b = raw_request(server, "PUT", f"/{bucket}/{key}-pc?partNumber=1&uploadId={up}",
+                               headers={"x-amz-copy-source": f"/{bucket}/{key}",
+                                        "x-amz-copy-source-range": "bytes=0-9"})
+        assert st == 200 and xml_field(b, elem), b
+        if fn:
+            assert xml_field(b, elem) == _b64(fn(b"p" * 10).digest())
+        raw_request(server, "DELETE", f"/{bucket}/{key}-pc?uploadId={up}")
+
+
+def test_copy_with_an_added_checksum_algorithm(server, s3, bucket):
+    import hashlib
+    s3.put_object(Bucket=bucket, Key="src", Body=b"copy me")
+    st, h, b = raw_request(server, "PUT", f"/{bucket}/dst",
+                           headers={"x-amz-copy-source": f"/{bucket}/src", "x-amz-checksum-algorithm": "SHA512"})
+    want = _b64(hashlib.sha512(b"copy me").digest())
+    assert st == 200 and xml_field(b, "ChecksumSHA512") == want, b
+    st, h, _ = raw_request(server, "HEAD", f"/{bucket}/dst", headers={"x-amz-checksum-mode": "ENABLED"})
+    assert h["x-amz-checksum-sha512"] == want
+
+
+def crc64nvme(data: bytes) -> int:
+    """CRC-64/NVME (reflected 0xad93d23594c93659, init and xorout all ones), bitwise."""
+    poly, crc = 0x9A6C9329AC4BC9B5, 0xFFFFFFFFFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (poly if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFFFFFFFFFF
+
+
+def _crc64_b64(data: bytes) -> str:
+    return _b64(crc64nvme(data).to_bytes(8, "big"))
+
+
+def test_objects_uploaded_without_a_checksum_get_crc64nvme(server, s3, bucket):
+    # The CRC catalogue's check value of CRC-64/NVME.
+    assert crc64nvme(b"123456789") == 0xAE8B14860A799888
+    # PutObject without any checksum: the answer names the CRC64NVME, FULL_OBJECT, and HEAD/GET
+    # with checksum mode return it.
+    st, h, b = raw_request(server, "PUT", f"/{bucket}/plain", body=b"hello world")
+    assert st == 200, b
+    want = _crc64_b64(b"hello world")
+    assert h["x-amz-checksum-crc64nvme"] == want and h["x-amz-checksum-type"] == "FULL_OBJECT"
+    r = s3.head_object(Bucket=bucket, Key="plain", ChecksumMode="ENABLED")
+    assert r["ChecksumCRC64NVME"] == want and r["ChecksumType"] == "FULL_OBJECT"
+    # A checksum the client sends is the only one (no CRC64NVME beside it).
+    st, h, _ = raw_request(server, "PUT", f"/{bucket}/sha", body=b"x",
+                           headers={"x-amz-checksum-sha256": _b64(__import__("hashlib").sha256(b"x").digest())})
+    assert st == 200 and "x-amz-checksum-crc64nvme" not in h
+    # A multipart upload created without an algorithm: the FULL_OBJECT CRC64NVME of the object.
+    part1, part2 = b"a" * (5 << 20), b"b" * 1000
+    st, h, b = raw_request(server, "POST", f"/{bucket}/mp?uploads")
+    assert st == 200 and "x-amz-checksum-algorithm" not in h
+    up = xml_field(b, "UploadId")
+    parts = []
+    for n, data in [(1, part1), (2, part2)]:
+        st, h, b = raw_request(server, "PUT", f"/{bucket}/mp?partNumber={n}&uploadId={up}", body=data)
+        assert st == 200 and h["x-amz-checksum-crc64nvme"] == _crc64_b64(data), (h, b)
+        parts.append((n, h["etag"]))
+    doc = "<CompleteMultipartUpload>" + "".join(
+        f"<Part><PartNumber>{n}</PartNumber><ETag>{e}</ETag></Part>" for n, e in parts) + "</CompleteMultipartUpload>"
+    st, h, b = raw_request(server, "POST", f"/{bucket}/mp?uploadId={up}", body=doc.encode())
+    whole = _crc64_b64(part1 + part2)
+    assert st == 200 and xml_field(b, "ChecksumCRC64NVME") == whole and xml_field(b, "ChecksumType") == "FULL_OBJECT"
+    r = s3.head_object(Bucket=bucket, Key="mp", ChecksumMode="ENABLED")
+    assert r["ChecksumCRC64NVME"] == whole and r["ChecksumType"] == "FULL_OBJECT"
+    # A file written by a POSIX tool has no checksum; a copy of it gets the CRC64NVME.
+    (server.root / bucket / "posix-file").write_bytes(b"from cp")
+    r = s3.head_object(Bucket=bucket, Key="posix-file", ChecksumMode="ENABLED")
+    assert "ChecksumCRC64NVME" not in r
+    st, h, b = raw_request(server, "PUT", f"/{bucket}/copied", headers={"x-amz-copy-source": f"/{bucket}/posix-file"})
+    assert st == 200 and xml_field(b, "ChecksumCRC64NVME") == _crc64_b64(b"from cp"), b
+    # A copy of an object with a checksum keeps it.
+    st, h, b = raw_request(server, "PUT", f"/{bucket}/copied2", headers={"x-amz-copy-source": f"/{bucket}/sha"})
+    assert st == 200 and xml_field(b, "ChecksumSHA256") and not xml_field(b, "ChecksumCRC64NVME"), b
+
+
+def test_default_checksum_none_computes_nothing(workdir):
+    from conftest import ACCESS_KEY, SECRET_KEY, Server
+    srv = Server(workdir, ["--backend", "posix", "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY,
+                           "--default-checksum", "none"])
+    try:
+        st, _, b = raw_request(srv, "PUT", "/nockb")
+        assert st == 200, b
+        st, h, b = raw_request(srv, "PUT", "/nockb/plain", body=b"hello world")
+        assert st == 200 and "x-amz-checksum-crc64nvme" not in h, h
+        st, h, _ = raw_request(srv, "HEAD", "/nockb/plain", headers={"x-amz-checksum-mode": "ENABLED"})
+        assert st == 200 and not any(k.startswith("x-amz-checksum-") for k in h), h
+    finally:
+        srv.stop()
 
 
 def test_checksum_header_mismatches_are_invalid_request(server, s3, bucket):

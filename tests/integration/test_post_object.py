@@ -195,15 +195,34 @@ def test_tagging_and_checksum_fields(s3, bucket, server):
         ["eq", "$key", "ck2"], {"x-amz-checksum-crc32": wrong}]})
     r = post(url, [("key", "ck2"), ("x-amz-checksum-crc32", wrong)] + list(form.items()), data)
     assert (r.status, code_of(r)) == (400, "BadDigest"), r.data
-    # An algorithm s3hpc does not verify is refused, never ignored.
+    # SHA512 (one of the algorithms AWS added) is verified too: a wrong value is BadDigest, an
+    # unknown algorithm InvalidRequest, the right value stored.
     form = sign_policy({"expiration": expires_in(), "conditions": [
         ["eq", "$key", "ck3"], ["starts-with", "$x-amz-checksum-sha512", ""]]})
     r = post(url, [("key", "ck3"), ("x-amz-checksum-sha512", base64.b64encode(b"\0" * 64).decode())]
+             + list(form.items()), data)
+    assert (r.status, code_of(r)) == (400, "BadDigest"), r.data
+    form = sign_policy({"expiration": expires_in(), "conditions": [
+        ["eq", "$key", "ck3"], ["starts-with", "$x-amz-checksum-sha384", ""]]})
+    r = post(url, [("key", "ck3"), ("x-amz-checksum-sha384", base64.b64encode(b"\0" * 48).decode())]
              + list(form.items()), data)
     assert (r.status, code_of(r)) == (400, "InvalidRequest"), r.data
     for k in ("ck2", "ck3"):
         with pytest.raises(ClientError):
             s3.head_object(Bucket=bucket, Key=k)
+    sha512 = base64.b64encode(hashlib.sha512(data).digest()).decode()
+    form = sign_policy({"expiration": expires_in(), "conditions": [
+        ["eq", "$key", "ck4"], {"x-amz-checksum-sha512": sha512}]})
+    r = post(url, [("key", "ck4"), ("x-amz-checksum-sha512", sha512)] + list(form.items()), data)
+    assert r.status == 204, r.data
+    h = s3.head_object(Bucket=bucket, Key="ck4", ChecksumMode="ENABLED")["ResponseMetadata"]["HTTPHeaders"]
+    assert h["x-amz-checksum-sha512"] == sha512
+    # A form without a checksum: the object gets the default CRC64NVME.
+    form = sign_policy({"expiration": expires_in(), "conditions": [["eq", "$key", "ck5"]]})
+    r = post(url, [("key", "ck5")] + list(form.items()), data)
+    assert r.status == 204, r.data
+    assert s3.head_object(Bucket=bucket, Key="ck5", ChecksumMode="ENABLED")["ChecksumType"] == "FULL_OBJECT"
+    assert s3.head_object(Bucket=bucket, Key="ck5", ChecksumMode="ENABLED").get("ChecksumCRC64NVME")
 
 
 ALICE = ("POSTALICE00000000001", "alice-secret/post")

@@ -37,11 +37,14 @@ pub struct Caps {
     /// HEAD answers the part checksums of COMPOSITE multipart objects (the stores do; the HTTP
     /// and binary clients do not carry them).
     pub part_checksums: bool,
+    /// The store computes the `default_checksum` of UploadPart and CopyObject requests (the
+    /// stores do; the binary protocol does not carry it; the gateway applies its own default).
+    pub default_checksum: bool,
 }
 
 impl Default for Caps {
     fn default() -> Self {
-        Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: false }
+        Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: false, default_checksum: false }
     }
 }
 
@@ -68,6 +71,7 @@ cases!(
     digests_and_lengths,
     failed_body_publishes_nothing,
     checksums_stored,
+    default_checksum,
     streamed_large_object,
     copy_object,
     copy_website_redirect,
@@ -586,6 +590,64 @@ async fn failed_body_publishes_nothing(s: DynStore, _c: Caps, b: String) -> R {
     )?;
     let (keys, _) = list_all(&s, &b, "", None, 1000).await?;
     ensure_eq!(keys, vec!["keep".to_string()]);
+    Ok(())
+}
+
+/// S3's default checksum: the parts of an upload created without an algorithm get the
+/// `default_checksum` (CRC64NVME), and the complete the FULL_OBJECT CRC64NVME of the object,
+/// combined from them; a copy of an object whose checksum does not carry over gets it too.
+async fn default_checksum(s: DynStore, c: Caps, b: String) -> R {
+    if !c.default_checksum {
+        return Ok(());
+    }
+    use ChecksumAlgorithm as A;
+    ok(s.create_bucket(&b).await, "create")?;
+    let (p1, p2) = (pattern(31, 5 * MIB + 3), pattern(32, 1000));
+    let whole = [&p1[..], &p2[..]].concat();
+    let id = ok(s.create_multipart_upload(&b, "mp", CreateMultipartRequest::default()).await, "create upload")?;
+    let mut parts = Vec::new();
+    for (n, data) in [(1u32, &p1), (2, &p2)] {
+        let req = UploadPartRequest { default_checksum: Some(A::Crc64Nvme), ..Default::default() };
+        let p = ok(s.upload_part(&b, "mp", &id, n, req, Body::from(data.clone())).await, "part")?;
+        ensure_eq!(p.checksum, Some(checksum_of(A::Crc64Nvme, data)));
+        parts.push(CompletePart { part_number: n, etag: p.etag, checksum: None });
+    }
+    // The client's checksum wins over the default.
+    let req = UploadPartRequest {
+        checksum: Some(ChecksumRequest { algorithm: A::Crc32, expected: None }),
+        default_checksum: Some(A::Crc64Nvme),
+        ..Default::default()
+    };
+    let id2 = ok(s.create_multipart_upload(&b, "mp2", CreateMultipartRequest::default()).await, "create upload 2")?;
+    let p = ok(s.upload_part(&b, "mp2", &id2, 1, req, Body::from(p2.clone())).await, "part with crc32")?;
+    ensure_eq!(p.checksum, Some(checksum_of(A::Crc32, &p2)));
+    ok(s.abort_multipart_upload(&b, "mp2", &id2).await, "abort")?;
+    let out = ok(s.complete_multipart_upload(&b, "mp", &id, parts, Conditions::default()).await, "complete")?;
+    let want = checksum_of(A::Crc64Nvme, &whole);
+    ensure_eq!(out.checksum.as_ref(), Some(&want));
+    ensure_eq!(want.checksum_type(), ChecksumType::FullObject);
+    let head = ok(s.head_object(&b, "mp", GetObjectRequest::default()).await, "head")?;
+    ensure_eq!(head.checksum.as_ref(), Some(&want));
+    // A copy of the multipart object (its checksum does not carry over) gets the default.
+    let req = CopyObjectRequest { default_checksum: Some(A::Crc64Nvme), ..Default::default() };
+    let out = ok(s.copy_object(&b, "mp", &b, "copy", req).await, "copy")?;
+    ensure_eq!(out.checksum.as_ref(), Some(&want));
+    // A copy of an object with a checksum keeps it; one asking for an algorithm gets that one.
+    let req = PutObjectRequest {
+        checksum: Some(ChecksumRequest { algorithm: A::Sha512, expected: None }),
+        ..Default::default()
+    };
+    ok(s.put_object(&b, "sha", req, Body::from(p2.clone())).await, "put sha512")?;
+    let req = CopyObjectRequest { default_checksum: Some(A::Crc64Nvme), ..Default::default() };
+    let out = ok(s.copy_object(&b, "sha", &b, "sha-copy", req).await, "copy sha512")?;
+    ensure_eq!(out.checksum, Some(checksum_of(A::Sha512, &p2)));
+    let req = CopyObjectRequest {
+        checksum_algorithm: Some(A::Xxhash3),
+        default_checksum: Some(A::Crc64Nvme),
+        ..Default::default()
+    };
+    let out = ok(s.copy_object(&b, "sha", &b, "xx-copy", req).await, "copy xxhash3")?;
+    ensure_eq!(out.checksum, Some(checksum_of(A::Xxhash3, &p2)));
     Ok(())
 }
 
@@ -1378,6 +1440,8 @@ async fn multipart_checksum_types(s: DynStore, c: Caps, b: String) -> R {
         (A::Crc64Nvme, Some(T::FullObject), T::FullObject),
         (A::Crc32c, None, T::Composite),
         (A::Sha256, Some(T::Composite), T::Composite),
+        (A::Sha512, None, T::Composite),
+        (A::Xxhash128, Some(T::Composite), T::Composite),
     ];
     for (i, (alg, ty, want_type)) in cases.into_iter().enumerate() {
         let key = format!("ck{i}-{}", alg.as_str());
@@ -1471,6 +1535,11 @@ async fn multipart_checksum_types(s: DynStore, c: Caps, b: String) -> R {
     for (alg, ty) in [
         (Some(A::Sha256), T::FullObject),
         (Some(A::Sha1), T::FullObject),
+        (Some(A::Sha512), T::FullObject),
+        (Some(A::Md5), T::FullObject),
+        (Some(A::Xxhash64), T::FullObject),
+        (Some(A::Xxhash3), T::FullObject),
+        (Some(A::Xxhash128), T::FullObject),
         (Some(A::Crc64Nvme), T::Composite),
         (None, T::FullObject),
     ] {

@@ -8,8 +8,11 @@ use s3hpc_core::memory::MemoryStore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_passes_conformance() {
-    run_all(Arc::new(MemoryStore::new()), Caps { etag_md5: true, file_and_dir_same_name: true, part_checksums: true })
-        .await;
+    run_all(
+        Arc::new(MemoryStore::new()),
+        Caps { etag_md5: true, file_and_dir_same_name: true, part_checksums: true, default_checksum: true },
+    )
+    .await;
 }
 
 /// The rename and append cases pass over stores that lack the operations: the oracle must not.

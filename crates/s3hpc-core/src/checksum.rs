@@ -10,14 +10,14 @@ use sha2::Digest as _;
 use crate::error::{Error, ErrorCode, Result};
 use crate::types::{Checksum, ChecksumAlgorithm, ChecksumRequest};
 
-/// The `crc-fast` algorithm behind a CRC checksum algorithm; `None` for the SHAs.
+/// The `crc-fast` algorithm behind a CRC checksum algorithm; `None` for the hashes.
 fn crc_algorithm(alg: ChecksumAlgorithm) -> Option<crc_fast::CrcAlgorithm> {
     use crc_fast::CrcAlgorithm as C;
     match alg {
         ChecksumAlgorithm::Crc32 => Some(C::Crc32IsoHdlc),
         ChecksumAlgorithm::Crc32c => Some(C::Crc32Iscsi),
         ChecksumAlgorithm::Crc64Nvme => Some(C::Crc64Nvme),
-        ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256 => None,
+        _ => None,
     }
 }
 
@@ -54,14 +54,26 @@ pub enum ChecksumHasher {
     Crc(crc_fast::Digest, ChecksumAlgorithm),
     Sha1(sha1::Sha1),
     Sha256(sha2::Sha256),
+    Sha512(Box<sha2::Sha512>),
+    Md5(Box<Md5>),
+    Xxhash64(twox_hash::XxHash64),
+    Xxhash3(Box<twox_hash::XxHash3_64>),
+    Xxhash128(Box<twox_hash::XxHash3_128>),
 }
 
 impl ChecksumHasher {
     pub fn new(alg: ChecksumAlgorithm) -> Self {
-        match (alg, crc_algorithm(alg)) {
-            (_, Some(c)) => ChecksumHasher::Crc(crc_fast::Digest::new(c), alg),
-            (ChecksumAlgorithm::Sha1, None) => ChecksumHasher::Sha1(sha1::Sha1::new()),
-            (_, None) => ChecksumHasher::Sha256(sha2::Sha256::new()),
+        if let Some(c) = crc_algorithm(alg) {
+            return ChecksumHasher::Crc(crc_fast::Digest::new(c), alg);
+        }
+        match alg {
+            ChecksumAlgorithm::Sha1 => ChecksumHasher::Sha1(sha1::Sha1::new()),
+            ChecksumAlgorithm::Sha512 => ChecksumHasher::Sha512(Box::default()),
+            ChecksumAlgorithm::Md5 => ChecksumHasher::Md5(Box::new(Md5::new())),
+            ChecksumAlgorithm::Xxhash64 => ChecksumHasher::Xxhash64(twox_hash::XxHash64::with_seed(0)),
+            ChecksumAlgorithm::Xxhash3 => ChecksumHasher::Xxhash3(Box::new(twox_hash::XxHash3_64::new())),
+            ChecksumAlgorithm::Xxhash128 => ChecksumHasher::Xxhash128(Box::new(twox_hash::XxHash3_128::new())),
+            _ => ChecksumHasher::Sha256(sha2::Sha256::new()),
         }
     }
 
@@ -70,24 +82,42 @@ impl ChecksumHasher {
             ChecksumHasher::Crc(_, a) => *a,
             ChecksumHasher::Sha1(_) => ChecksumAlgorithm::Sha1,
             ChecksumHasher::Sha256(_) => ChecksumAlgorithm::Sha256,
+            ChecksumHasher::Sha512(_) => ChecksumAlgorithm::Sha512,
+            ChecksumHasher::Md5(_) => ChecksumAlgorithm::Md5,
+            ChecksumHasher::Xxhash64(_) => ChecksumAlgorithm::Xxhash64,
+            ChecksumHasher::Xxhash3(_) => ChecksumAlgorithm::Xxhash3,
+            ChecksumHasher::Xxhash128(_) => ChecksumAlgorithm::Xxhash128,
         }
     }
 
     pub fn update(&mut self, data: &[u8]) {
+        use std::hash::Hasher as _;
         match self {
             ChecksumHasher::Crc(d, _) => d.update(data),
             ChecksumHasher::Sha1(h) => h.update(data),
             ChecksumHasher::Sha256(h) => h.update(data),
+            ChecksumHasher::Sha512(h) => h.update(data),
+            ChecksumHasher::Md5(h) => h.update(data),
+            ChecksumHasher::Xxhash64(h) => h.write(data),
+            ChecksumHasher::Xxhash3(h) => h.write(data),
+            ChecksumHasher::Xxhash128(h) => h.write(data),
         }
     }
 
-    /// The raw digest bytes (big-endian for CRCs, as S3 encodes them).
+    /// The raw digest bytes, as S3 encodes them: big-endian for the CRCs and the xxHashes (the
+    /// xxHash canonical form, as the AWS SDKs send them), the digest itself for MD5 and the SHAs.
     pub fn finish_raw(self) -> Vec<u8> {
+        use std::hash::Hasher as _;
         match self {
             ChecksumHasher::Crc(d, ChecksumAlgorithm::Crc64Nvme) => d.finalize().to_be_bytes().to_vec(),
             ChecksumHasher::Crc(d, _) => (d.finalize() as u32).to_be_bytes().to_vec(),
             ChecksumHasher::Sha1(h) => h.finalize().to_vec(),
             ChecksumHasher::Sha256(h) => h.finalize().to_vec(),
+            ChecksumHasher::Sha512(h) => h.finalize().to_vec(),
+            ChecksumHasher::Md5(h) => h.finalize().to_vec(),
+            ChecksumHasher::Xxhash64(h) => h.finish().to_be_bytes().to_vec(),
+            ChecksumHasher::Xxhash3(h) => h.finish().to_be_bytes().to_vec(),
+            ChecksumHasher::Xxhash128(h) => h.finish_128().to_be_bytes().to_vec(),
         }
     }
 
@@ -177,12 +207,21 @@ impl BodyDigester {
         self.size
     }
 
-    /// Does hashing cost more than writing the bytes (MD5, SHA-1 or SHA-256)? Then a writer of a
+    /// Does hashing cost more than writing the bytes (an MD5 or a SHA)? Then a writer of a
     /// large body may hash on another thread while it writes. The fast ETag alone costs nothing
-    /// per byte, and a CRC (10+ GB/s with carry-less multiplication) less than handing its
-    /// pieces to another thread would.
+    /// per byte, and neither does a CRC (10+ GB/s with carry-less multiplication) or an xxHash
+    /// (several GB/s): less than handing the pieces to another thread would.
     pub fn is_costly(&self) -> bool {
-        self.md5.is_some() || matches!(self.checksum, Some(ChecksumHasher::Sha1(_) | ChecksumHasher::Sha256(_)))
+        self.md5.is_some()
+            || matches!(
+                self.checksum,
+                Some(
+                    ChecksumHasher::Sha1(_)
+                        | ChecksumHasher::Sha256(_)
+                        | ChecksumHasher::Sha512(_)
+                        | ChecksumHasher::Md5(_)
+                )
+            )
     }
 
     /// Whether the MD5 is computed here (MD5 ETags, or a Content-MD5 to check).
@@ -348,8 +387,13 @@ mod tests {
             assert!(!BodyDigester::new(EtagMode::Fast, false, Some(alg)).is_costly(), "{alg:?}");
             assert!(BodyDigester::new(EtagMode::Md5, false, Some(alg)).is_costly(), "{alg:?}");
         }
-        for alg in [ChecksumAlgorithm::Sha1, ChecksumAlgorithm::Sha256] {
+        for alg in
+            [ChecksumAlgorithm::Sha1, ChecksumAlgorithm::Sha256, ChecksumAlgorithm::Sha512, ChecksumAlgorithm::Md5]
+        {
             assert!(BodyDigester::new(EtagMode::Fast, false, Some(alg)).is_costly(), "{alg:?}");
+        }
+        for alg in [ChecksumAlgorithm::Xxhash64, ChecksumAlgorithm::Xxhash3, ChecksumAlgorithm::Xxhash128] {
+            assert!(!BodyDigester::new(EtagMode::Fast, false, Some(alg)).is_costly(), "{alg:?}");
         }
         assert!(BodyDigester::new(EtagMode::Fast, true, None).is_costly());
     }
@@ -403,6 +447,69 @@ mod tests {
         assert_eq!(checksum_of(ChecksumAlgorithm::Sha1, d).value, "Kq5sNclPz7QV2+lfQIuc6R7oRu0=");
         assert_eq!(checksum_of(ChecksumAlgorithm::Sha256, d).value, "uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek=");
         assert_eq!(md5_hex(d), "5eb63bbbe01eeed093cb22bb8f5acdc3");
+    }
+
+    /// The five algorithms AWS added, against the vectors of their specifications: FIPS 180-2
+    /// (SHA-512 of "abc"), RFC 1321 (MD5 of "" and "abc"), and the xxHash reference's sanity
+    /// vectors (seed 0), in the canonical (big-endian) byte order the AWS SDKs encode.
+    #[test]
+    fn known_vectors_of_the_added_algorithms() {
+        let b64 = |hex_digest: &str| B64.encode(hex::decode(hex_digest).unwrap());
+        let cases: [(ChecksumAlgorithm, &[u8], &str); 9] = [
+            (
+                ChecksumAlgorithm::Sha512,
+                b"abc",
+                "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a\
+                 2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
+            ),
+            (
+                ChecksumAlgorithm::Sha512,
+                b"",
+                "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce\
+                 47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e",
+            ),
+            (ChecksumAlgorithm::Md5, b"", "d41d8cd98f00b204e9800998ecf8427e"),
+            (ChecksumAlgorithm::Md5, b"abc", "900150983cd24fb0d6963f7d28e17f72"),
+            (ChecksumAlgorithm::Md5, b"message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
+            (ChecksumAlgorithm::Xxhash64, b"", "ef46db3751d8e999"),
+            (ChecksumAlgorithm::Xxhash64, b"abc", "44bc2cf5ad770999"),
+            (ChecksumAlgorithm::Xxhash3, b"", "2d06800538d394c2"),
+            (ChecksumAlgorithm::Xxhash128, b"", "99aa06d3014798d86001c324468d497f"),
+        ];
+        for (alg, data, want) in cases {
+            assert_eq!(alg.digest_len() * 2, want.len(), "{alg:?}");
+            assert_eq!(checksum_of(alg, data), Checksum { algorithm: alg, value: b64(want) }, "{alg:?} of {data:?}");
+            // Fed in pieces, as bodies arrive.
+            let mut h = ChecksumHasher::new(alg);
+            for piece in data.chunks(1) {
+                h.update(piece);
+            }
+            assert_eq!(h.finish().value, b64(want), "{alg:?} in pieces");
+        }
+        // Bodies longer than the xxHashes' stripes and blocks, fed in uneven pieces, against
+        // one-shot hashing; MD5 against the reference crate.
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
+        for alg in [ChecksumAlgorithm::Xxhash64, ChecksumAlgorithm::Xxhash3, ChecksumAlgorithm::Xxhash128] {
+            let mut h = ChecksumHasher::new(alg);
+            for piece in data.chunks(977) {
+                h.update(piece);
+            }
+            let want = match alg {
+                ChecksumAlgorithm::Xxhash64 => twox_hash::XxHash64::oneshot(0, &data).to_be_bytes().to_vec(),
+                ChecksumAlgorithm::Xxhash3 => twox_hash::XxHash3_64::oneshot(&data).to_be_bytes().to_vec(),
+                _ => twox_hash::XxHash3_128::oneshot(&data).to_be_bytes().to_vec(),
+            };
+            assert_eq!(h.finish_raw(), want, "{alg:?}");
+        }
+        use md5_ref::Digest as _;
+        let want: [u8; 16] = md5_ref::Md5::digest(&data).into();
+        assert_eq!(checksum_of(ChecksumAlgorithm::Md5, &data).value, B64.encode(want));
+        // None of them combine: a FULL_OBJECT checksum of them is refused.
+        for alg in &ChecksumAlgorithm::ALL[5..] {
+            assert!(!is_combinable(*alg));
+            let p = checksum_of(*alg, b"x");
+            assert_eq!(full_object_checksum(*alg, [(&p, 1)]).unwrap_err().code, ErrorCode::InvalidRequest);
+        }
     }
 
     #[test]

@@ -653,7 +653,12 @@ impl Store for MemoryStore {
             };
             let checksum = match req.checksum_algorithm {
                 Some(a) => Some(checksum::checksum_of(a, &data)),
-                None => src.info.checksum.clone().filter(|_| src.info.part_sizes.is_empty()),
+                None => src
+                    .info
+                    .checksum
+                    .clone()
+                    .filter(|_| src.info.part_sizes.is_empty())
+                    .or_else(|| req.default_checksum.map(|a| checksum::checksum_of(a, &data))),
             };
             let etag = if src.info.part_sizes.is_empty() { src.info.etag.clone() } else { checksum::md5_hex(&data) };
             let now = SystemTime::now();
@@ -871,7 +876,7 @@ impl Store for MemoryStore {
             let checksum = match (&d.checksum, u.req.checksum_algorithm) {
                 (Some(c), _) => Some(c.clone()),
                 (None, Some(a)) => Some(checksum::checksum_of(a, &data)),
-                (None, None) => None,
+                (None, None) => req.default_checksum.map(|a| checksum::checksum_of(a, &data)),
             };
             let info = PartInfo { part_number, etag: d.etag, size: d.size, last_modified: SystemTime::now(), checksum };
             u.parts.insert(part_number, Part { info: info.clone(), data });

@@ -69,8 +69,8 @@ pub fn validate_completion<'a>(
 }
 
 /// The checksum type of an upload created with `alg` and the requested `ty` (S3's rules):
-/// CRC64NVME is always FULL_OBJECT, CRC32 and CRC32C may be either (COMPOSITE by default), SHA1
-/// and SHA256 only COMPOSITE. A type without an algorithm, or a combination S3 does not support,
+/// CRC64NVME is always FULL_OBJECT, CRC32 and CRC32C may be either (COMPOSITE by default), the
+/// SHAs, MD5 and the xxHashes only COMPOSITE (they do not combine). A type without an algorithm, or a combination S3 does not support,
 /// is `InvalidRequest`. `Some` exactly when `alg` is.
 pub fn resolve_checksum_type(alg: Option<ChecksumAlgorithm>, ty: Option<ChecksumType>) -> Result<Option<ChecksumType>> {
     use ChecksumAlgorithm as A;
@@ -87,7 +87,11 @@ pub fn resolve_checksum_type(alg: Option<ChecksumAlgorithm>, ty: Option<Checksum
     match (a, ty) {
         (A::Crc64Nvme, None | Some(T::FullObject)) => Ok(Some(T::FullObject)),
         (A::Crc32 | A::Crc32c, Some(t)) => Ok(Some(t)),
-        (A::Crc32 | A::Crc32c | A::Sha1 | A::Sha256, None) | (A::Sha1 | A::Sha256, Some(T::Composite)) => {
+        (
+            A::Crc32 | A::Crc32c | A::Sha1 | A::Sha256 | A::Sha512 | A::Md5 | A::Xxhash64 | A::Xxhash3 | A::Xxhash128,
+            None,
+        )
+        | (A::Sha1 | A::Sha256 | A::Sha512 | A::Md5 | A::Xxhash64 | A::Xxhash3 | A::Xxhash128, Some(T::Composite)) => {
             Ok(Some(T::Composite))
         }
         (_, Some(t)) => Err(Error::new(
@@ -128,7 +132,20 @@ pub fn completion_checksum(
         ));
     }
     let computed = match alg {
-        None => None,
+        // An upload created without an algorithm: the FULL_OBJECT CRC64NVME when every chosen
+        // part has one (the gateway's default checksum, or parts the client sent it for).
+        None => {
+            let crcs: Vec<_> = chosen
+                .iter()
+                .map_while(|p| p.checksum.as_ref().filter(|c| c.algorithm == ChecksumAlgorithm::Crc64Nvme))
+                .zip(chosen.iter().map(|p| p.size))
+                .collect();
+            if crcs.len() == chosen.len() && !chosen.is_empty() {
+                Some(checksum::full_object_checksum(ChecksumAlgorithm::Crc64Nvme, crcs)?)
+            } else {
+                None
+            }
+        }
         Some(alg) => {
             let mut sums = Vec::with_capacity(chosen.len());
             for p in chosen {
@@ -211,7 +228,7 @@ mod tests {
             assert_eq!(ok(Some(a), Some(T::Composite)), Some(T::Composite));
             assert_eq!(ok(Some(a), Some(T::FullObject)), Some(T::FullObject));
         }
-        for a in [A::Sha1, A::Sha256] {
+        for a in [A::Sha1, A::Sha256, A::Sha512, A::Md5, A::Xxhash64, A::Xxhash3, A::Xxhash128] {
             assert_eq!(ok(Some(a), None), Some(T::Composite));
             assert_eq!(ok(Some(a), Some(T::Composite)), Some(T::Composite));
             assert_eq!(err(Some(a), Some(T::FullObject)), ErrorCode::InvalidRequest);

@@ -43,15 +43,27 @@ pub enum ChecksumAlgorithm {
     Crc64Nvme,
     Sha1,
     Sha256,
+    Sha512,
+    Md5,
+    Xxhash64,
+    Xxhash3,
+    Xxhash128,
 }
 
 impl ChecksumAlgorithm {
-    pub const ALL: [ChecksumAlgorithm; 5] = [
+    /// Every algorithm, in the order of their codes in stored records and the binary protocol
+    /// (position + 1): new algorithms go at the end.
+    pub const ALL: [ChecksumAlgorithm; 10] = [
         ChecksumAlgorithm::Crc32,
         ChecksumAlgorithm::Crc32c,
         ChecksumAlgorithm::Crc64Nvme,
         ChecksumAlgorithm::Sha1,
         ChecksumAlgorithm::Sha256,
+        ChecksumAlgorithm::Sha512,
+        ChecksumAlgorithm::Md5,
+        ChecksumAlgorithm::Xxhash64,
+        ChecksumAlgorithm::Xxhash3,
+        ChecksumAlgorithm::Xxhash128,
     ];
 
     /// As in `x-amz-checksum-algorithm` / `ChecksumAlgorithm` XML: `CRC32`, `CRC32C`, ...
@@ -62,6 +74,23 @@ impl ChecksumAlgorithm {
             ChecksumAlgorithm::Crc64Nvme => "CRC64NVME",
             ChecksumAlgorithm::Sha1 => "SHA1",
             ChecksumAlgorithm::Sha256 => "SHA256",
+            ChecksumAlgorithm::Sha512 => "SHA512",
+            ChecksumAlgorithm::Md5 => "MD5",
+            ChecksumAlgorithm::Xxhash64 => "XXHASH64",
+            ChecksumAlgorithm::Xxhash3 => "XXHASH3",
+            ChecksumAlgorithm::Xxhash128 => "XXHASH128",
+        }
+    }
+
+    /// The size of the algorithm's digest in bytes (a value is the base64 of this many bytes).
+    pub fn digest_len(self) -> usize {
+        match self {
+            ChecksumAlgorithm::Crc32 | ChecksumAlgorithm::Crc32c => 4,
+            ChecksumAlgorithm::Crc64Nvme | ChecksumAlgorithm::Xxhash64 | ChecksumAlgorithm::Xxhash3 => 8,
+            ChecksumAlgorithm::Md5 | ChecksumAlgorithm::Xxhash128 => 16,
+            ChecksumAlgorithm::Sha1 => 20,
+            ChecksumAlgorithm::Sha256 => 32,
+            ChecksumAlgorithm::Sha512 => 64,
         }
     }
 
@@ -73,6 +102,11 @@ impl ChecksumAlgorithm {
             ChecksumAlgorithm::Crc64Nvme => "x-amz-checksum-crc64nvme",
             ChecksumAlgorithm::Sha1 => "x-amz-checksum-sha1",
             ChecksumAlgorithm::Sha256 => "x-amz-checksum-sha256",
+            ChecksumAlgorithm::Sha512 => "x-amz-checksum-sha512",
+            ChecksumAlgorithm::Md5 => "x-amz-checksum-md5",
+            ChecksumAlgorithm::Xxhash64 => "x-amz-checksum-xxhash64",
+            ChecksumAlgorithm::Xxhash3 => "x-amz-checksum-xxhash3",
+            ChecksumAlgorithm::Xxhash128 => "x-amz-checksum-xxhash128",
         }
     }
 
@@ -101,7 +135,7 @@ impl Checksum {
 /// How the checksum of a multipart object is formed (`x-amz-checksum-type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChecksumType {
-    /// The checksum of the concatenated part checksums, then `-N` (CRC32, CRC32C, SHA1, SHA256).
+    /// The checksum of the concatenated part checksums, then `-N` (every algorithm but CRC64NVME).
     Composite,
     /// The checksum of the whole object, combined from the part CRCs (CRC32, CRC32C, CRC64NVME).
     FullObject,
@@ -452,6 +486,10 @@ pub struct CopyObjectRequest {
     pub website_redirect_location: Option<String>,
     /// The new object's lock, as [`PutObjectRequest::lock`] (a copy never takes the source's).
     pub lock: crate::lock::ObjectLock,
+    /// Compute this checksum when the new object would otherwise have none (no
+    /// `checksum_algorithm`, and the source has no checksum that carries over): S3's default
+    /// CRC64NVME, which the gateway asks for (`s3hpc serve --default-checksum`).
+    pub default_checksum: Option<ChecksumAlgorithm>,
 }
 
 impl CopyObjectRequest {
@@ -581,6 +619,11 @@ pub struct UploadPartRequest {
     pub content_md5: Option<[u8; 16]>,
     pub checksum: Option<ChecksumRequest>,
     pub content_length: Option<u64>,
+    /// Compute this checksum of the part when neither the request nor the upload names an
+    /// algorithm (S3's default CRC64NVME, asked for by the gateway). A complete of an upload
+    /// without an algorithm whose chosen parts all have a CRC64NVME gets the FULL_OBJECT
+    /// CRC64NVME combined from them ([`crate::multipart::completion_checksum`]).
+    pub default_checksum: Option<ChecksumAlgorithm>,
 }
 
 /// An uploaded part.

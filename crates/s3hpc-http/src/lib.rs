@@ -93,6 +93,11 @@ pub struct Config {
     /// The POSIX identity anonymous requests act as (with `--identity posix`: nobody), so the
     /// kernel checks them too; `None`: the gateway's own.
     pub anonymous_identity: Option<s3hpc_core::identity::Identity>,
+    /// The checksum computed for new objects uploaded without one (PutObject, POST object,
+    /// parts of uploads created without an algorithm, CopyObject of an object without one), as
+    /// S3 does with CRC64NVME (the default); `None` computes nothing unasked
+    /// (`s3hpc serve --default-checksum none`).
+    pub default_checksum: Option<s3hpc_core::ChecksumAlgorithm>,
 }
 
 impl Config {
@@ -116,6 +121,7 @@ impl Config {
             complete_keepalive_after: Duration::from_secs(1),
             anonymous: false,
             anonymous_identity: None,
+            default_checksum: Some(s3hpc_core::ChecksumAlgorithm::Crc64Nvme),
         }
     }
 }

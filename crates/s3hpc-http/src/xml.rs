@@ -261,6 +261,11 @@ pub fn checksum_element(alg: ChecksumAlgorithm) -> &'static str {
         ChecksumAlgorithm::Crc64Nvme => "ChecksumCRC64NVME",
         ChecksumAlgorithm::Sha1 => "ChecksumSHA1",
         ChecksumAlgorithm::Sha256 => "ChecksumSHA256",
+        ChecksumAlgorithm::Sha512 => "ChecksumSHA512",
+        ChecksumAlgorithm::Md5 => "ChecksumMD5",
+        ChecksumAlgorithm::Xxhash64 => "ChecksumXXHASH64",
+        ChecksumAlgorithm::Xxhash3 => "ChecksumXXHASH3",
+        ChecksumAlgorithm::Xxhash128 => "ChecksumXXHASH128",
     }
 }
 

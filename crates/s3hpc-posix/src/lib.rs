@@ -1098,8 +1098,12 @@ impl Store for PosixStore {
             };
             // The ETag (and checksum) carry over for single-part objects with a record, so the
             // bytes can move in the kernel (copy_file_range / reflink); otherwise hash them.
-            let rehash = req.checksum_algorithm.is_some() || !o.info.part_sizes.is_empty() || !o.has_record;
-            let mut d = BodyDigester::new(s.opts.etag_mode, false, req.checksum_algorithm);
+            // Without an algorithm the new object gets the default checksum when the source's
+            // does not carry over (none, or a multipart object's).
+            let carried = o.info.checksum.is_some() && o.info.part_sizes.is_empty() && o.has_record;
+            let alg = req.checksum_algorithm.or(req.default_checksum.filter(|_| !carried));
+            let rehash = alg.is_some() || !o.info.part_sizes.is_empty() || !o.has_record;
+            let mut d = BodyDigester::new(s.opts.etag_mode, false, alg);
             let size = o.info.size;
             if dkp.dir {
                 let data = match o.content {
@@ -1372,7 +1376,7 @@ impl Store for PosixStore {
             self.run(move |s| s.upload(&bdir, &b, &k, &id)).await?
         };
         s3hpc_core::multipart::check_part_checksum(urec.algorithm, req.checksum.as_ref())?;
-        let alg = req.checksum.as_ref().map(|c| c.algorithm).or(urec.algorithm);
+        let alg = req.checksum.as_ref().map(|c| c.algorithm).or(urec.algorithm).or(req.default_checksum);
         let d = BodyDigester::new(self.inner.opts.etag_mode, req.content_md5.is_some(), alg);
         let (t, dg) = self.receive(bdir, b, body, d, req.content_length).await?;
         dg.verify(req.content_length, req.content_md5, req.checksum.as_ref())?;

@@ -16,7 +16,11 @@ async fn conformance_xattr_md5() {
     let dir = tempfile::tempdir().unwrap();
     let s = PosixStore::open(dir.path(), opts(EtagMode::Md5)).unwrap();
     assert_eq!(s.meta_mode(), MetaMode::Xattr, "this test needs a file system with user xattrs");
-    run_all(Arc::new(s), Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: true }).await;
+    run_all(
+        Arc::new(s),
+        Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: true, default_checksum: true },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,7 +28,11 @@ async fn conformance_sidecar_md5() {
     let dir = tempfile::tempdir().unwrap();
     let s = PosixStore::open_with_sidecars(dir.path(), opts(EtagMode::Md5)).unwrap();
     assert_eq!(s.meta_mode(), MetaMode::Sidecar);
-    run_all(Arc::new(s), Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: true }).await;
+    run_all(
+        Arc::new(s),
+        Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: true, default_checksum: true },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,7 +40,11 @@ async fn conformance_xattr_fast_strict() {
     let dir = tempfile::tempdir().unwrap();
     let o = PosixOptions { durability: Durability::Strict, etag_mode: EtagMode::Fast, ..Default::default() };
     let s = PosixStore::open(dir.path(), o).unwrap();
-    run_all(Arc::new(s), Caps { etag_md5: false, file_and_dir_same_name: false, part_checksums: true }).await;
+    run_all(
+        Arc::new(s),
+        Caps { etag_md5: false, file_and_dir_same_name: false, part_checksums: true, default_checksum: true },
+    )
+    .await;
 }
 
 /// Every call in place (`IoMode::InPlace`: `block_in_place` on this runtime).
@@ -40,7 +52,11 @@ async fn conformance_xattr_fast_strict() {
 async fn conformance_xattr_fast_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let s = PosixStore::open(dir.path(), PosixOptions { io: IoMode::InPlace, ..opts(EtagMode::Fast) }).unwrap();
-    run_all(Arc::new(s), Caps { etag_md5: false, file_and_dir_same_name: false, part_checksums: true }).await;
+    run_all(
+        Arc::new(s),
+        Caps { etag_md5: false, file_and_dir_same_name: false, part_checksums: true, default_checksum: true },
+    )
+    .await;
 }
 
 /// The embedded callers' mode: the same suite with every call run on the calling task.
@@ -48,7 +64,11 @@ async fn conformance_xattr_fast_in_place() {
 async fn conformance_xattr_md5_inline() {
     let dir = tempfile::tempdir().unwrap();
     let s = PosixStore::open(dir.path(), PosixOptions { io: IoMode::Inline, ..opts(EtagMode::Md5) }).unwrap();
-    run_all(Arc::new(s), Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: true }).await;
+    run_all(
+        Arc::new(s),
+        Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: true, default_checksum: true },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -56,7 +76,11 @@ async fn conformance_sidecar_fast_inline_current_thread() {
     let dir = tempfile::tempdir().unwrap();
     let s = PosixStore::open_with_sidecars(dir.path(), PosixOptions { io: IoMode::Inline, ..opts(EtagMode::Fast) })
         .unwrap();
-    run_all(Arc::new(s), Caps { etag_md5: false, file_and_dir_same_name: false, part_checksums: true }).await;
+    run_all(
+        Arc::new(s),
+        Caps { etag_md5: false, file_and_dir_same_name: false, part_checksums: true, default_checksum: true },
+    )
+    .await;
 }
 
 #[test]

@@ -828,6 +828,7 @@ impl From<WireCopy> for CopyObjectRequest {
             conditions: r.conditions,
             checksum_algorithm: r.checksum_algorithm,
             website_redirect_location: r.website_redirect_location,
+            default_checksum: None,
         }
     }
 }

@@ -1217,6 +1217,7 @@ async fn run(
                 content_md5: upload.content_md5,
                 checksum: upload_checksum(&upload, deferred),
                 content_length: upload.content_length,
+                default_checksum: None,
             };
             e.part_info(&store.upload_part(&bucket, &key, &upload_id, part_number, r, body).await?)
         }

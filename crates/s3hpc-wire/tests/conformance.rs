@@ -17,11 +17,17 @@ async fn run(unix: bool, memory: bool) {
 async fn run_io(unix: bool, memory: bool, io: s3hpc_posix::IoMode) {
     let dir = tempfile::tempdir().unwrap();
     let (store, caps): (DynStore, Caps) = if memory {
-        (Arc::new(MemoryStore::new()), Caps { etag_md5: true, file_and_dir_same_name: true, part_checksums: false })
+        (
+            Arc::new(MemoryStore::new()),
+            Caps { etag_md5: true, file_and_dir_same_name: true, part_checksums: false, default_checksum: false },
+        )
     } else {
         let opts = s3hpc_posix::PosixOptions { io, ..Default::default() };
         let posix = s3hpc_posix::PosixStore::open(dir.path(), opts).unwrap();
-        (Arc::new(posix), Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: false })
+        (
+            Arc::new(posix),
+            Caps { etag_md5: true, file_and_dir_same_name: false, part_checksums: false, default_checksum: false },
+        )
     };
     // Small frames and windows so that multi-frame bodies and credit updates are exercised.
     // Over TCP every connection shares the server's runtime (no dedicated threads), so both ways

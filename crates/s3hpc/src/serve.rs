@@ -28,6 +28,10 @@ pub struct ServeArgs {
     /// ETag of single PUTs: md5 (as AWS) or fast (a random version tag per write, opaque to clients).
     #[arg(long, default_value = "md5")]
     pub etag: String,
+    /// Checksum the gateway computes for new objects uploaded without one: crc64nvme (as AWS:
+    /// returned as x-amz-checksum-crc64nvme, FULL_OBJECT) or none.
+    #[arg(long, default_value = "crc64nvme", value_parser = ["crc64nvme", "none"])]
+    pub default_checksum: String,
     /// posix backend file-system calls: offload (Tokio's blocking pool: a thread hand-off each
     /// way) or inplace (on the request's thread, its worker's other requests moved away first:
     /// lower latency with few requests in flight, more CPU per request when busy).
@@ -488,6 +492,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         cfg.region = args.region.clone();
         cfg.domain = args.domain.clone();
         cfg.access_log = args.access_log;
+        cfg.default_checksum =
+            (args.default_checksum == "crc64nvme").then_some(s3hpc_core::ChecksumAlgorithm::Crc64Nvme);
         cfg.max_concurrent_uploads = args.max_uploads.unwrap_or_else(|| default_max_uploads(args.threads));
         cfg.complete_keepalive_after = Duration::from_millis(args.complete_keepalive_ms);
         cfg.shutdown_grace = Duration::from_secs(20);

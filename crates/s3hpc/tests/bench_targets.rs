@@ -449,7 +449,12 @@ fn conformance_over_https() {
     )
     .unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let caps = s3hpc_conformance::Caps { etag_md5: true, file_and_dir_same_name: true, part_checksums: false };
+    let caps = s3hpc_conformance::Caps {
+        etag_md5: true,
+        file_and_dir_same_name: true,
+        part_checksums: false,
+        default_checksum: false,
+    };
     rt.block_on(s3hpc_conformance::run_all(Arc::new(client), caps));
     drop(ng);
     drop(srv);

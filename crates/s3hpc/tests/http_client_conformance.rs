@@ -130,7 +130,12 @@ async fn conformance_through_gateway_binary() {
     let server = start_server();
     let store: DynStore = Arc::new(client(&server.addr));
     // The memory backend keeps `a` and `a/b` at once, like S3.
-    let caps = s3hpc_conformance::Caps { etag_md5: true, file_and_dir_same_name: true, part_checksums: false };
+    let caps = s3hpc_conformance::Caps {
+        etag_md5: true,
+        file_and_dir_same_name: true,
+        part_checksums: false,
+        default_checksum: true,
+    };
     // The rename and append cases pass over stores without them: these must run here.
     assert!(!s3hpc_conformance::lacks_rename(&store).await, "RenameObject through HTTP");
     assert!(!s3hpc_conformance::lacks_append(&store).await, "append through HTTP");

@@ -6,6 +6,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha512"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -162,15 +164,34 @@ func main() {
 		return nil
 	}())
 
-	check("unsupported-checksum-refused", func() error {
-		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("go/sha512"),
-			Body: bytes.NewReader([]byte("data")), ChecksumSHA512: aws.String("AAAAAAAAAAA=")})
-		if code, _, status := apiError(err); code != "InvalidRequest" || status != 400 {
-			return fmt.Errorf("got %v", err)
+	check("sha512-put-verified", func() error {
+		key := aws.String("go/sha512")
+		data := []byte("data")
+		wrong := base64.StdEncoding.EncodeToString(make([]byte, sha512.Size))
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: key,
+			Body: bytes.NewReader(data), ChecksumSHA512: aws.String(wrong)})
+		if code, _, status := apiError(err); code != "BadDigest" || status != 400 {
+			return fmt.Errorf("wrong value: got %v", err)
 		}
-		_, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String("go/sha512")})
-		if err == nil {
+		if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: key}); err == nil {
 			return fmt.Errorf("object was stored")
+		}
+		sum := sha512.Sum512(data)
+		want := base64.StdEncoding.EncodeToString(sum[:])
+		out, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: key,
+			Body: bytes.NewReader(data), ChecksumSHA512: aws.String(want)})
+		if err != nil {
+			return err
+		}
+		if aws.ToString(out.ChecksumSHA512) != want {
+			return fmt.Errorf("put answered %v", out.ChecksumSHA512)
+		}
+		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: key, ChecksumMode: types.ChecksumModeEnabled})
+		if err != nil {
+			return err
+		}
+		if aws.ToString(h.ChecksumSHA512) != want || h.ChecksumType != types.ChecksumTypeFullObject {
+			return fmt.Errorf("head answered %v %v", h.ChecksumSHA512, h.ChecksumType)
 		}
 		return nil
 	}())

@@ -73,6 +73,7 @@ pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
         // Never the source's, with either directive (S3's CopyObject).
         website_redirect_location: hdr(h, "x-amz-website-redirect-location").map(str::to_owned),
         lock,
+        default_checksum: r.st.cfg.default_checksum,
     };
     let out = store(r).copy_object(&sb, &sk, &r.bucket, &r.key, req).await.map_err(|e| {
         // Source conditions never answer 304 on a copy.

@@ -68,6 +68,7 @@ pub(super) async fn upload_part(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         content_md5: hdr(h, "content-md5").map(parse_content_md5).transpose()?,
         checksum,
         content_length,
+        default_checksum: r.st.cfg.default_checksum,
     };
     let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(u64::MAX)).await?;
     let p = store(r).upload_part(&r.bucket, &r.key, id, n, req, body).await?;

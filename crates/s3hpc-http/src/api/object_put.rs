@@ -15,7 +15,11 @@ pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     refuse_unsupported_object_headers(h)?;
     let lock = super::object_lock::lock_headers(h)?;
     let content_length = upload_length(r)?;
+    let offset = write_offset(h)?;
     let (checksum, sink) = checksum_request(h)?;
+    // S3's default checksum for a new object uploaded without one (not for appends: the
+    // object is not new, and an append's checksum covers its own bytes only).
+    let checksum = checksum.or_else(|| if offset.is_none() { default_checksum(r) } else { None });
     let req = PutObjectRequest {
         meta: object_meta(h)?,
         tags: tags_header(h)?,
@@ -25,7 +29,6 @@ pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         conditions: conditions(h, ""),
         lock,
     };
-    let offset = write_offset(h)?;
     let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(u64::MAX)).await?;
     let out = match offset {
         Some(off) => store(r).append_object(&r.bucket, &r.key, off, req, body).await?,

@@ -147,6 +147,7 @@ pub(super) async fn post_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     }
     refuse_unsupported_write_headers(&hm)?;
     let (checksum, _) = checksum_request(&hm)?;
+    let checksum = checksum.or_else(|| default_checksum(r));
     let tags = match fields.get("tagging") {
         Some(doc) => {
             let tags = xml::parse_tagging(doc.as_bytes())?;

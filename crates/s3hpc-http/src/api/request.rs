@@ -183,9 +183,14 @@ pub(super) fn checksum_request(h: &HeaderMap) -> Result<(Option<ChecksumRequest>
     Ok((found, None))
 }
 
+/// The checksum a new object uploaded without one gets (`Config::default_checksum`): computed
+/// while the body streams, nothing to verify.
+pub(super) fn default_checksum(r: &Req) -> Option<ChecksumRequest> {
+    r.st.cfg.default_checksum.map(|algorithm| ChecksumRequest { algorithm, expected: None })
+}
+
 /// Every `x-amz-checksum-<name>` header must name an algorithm s3hpc verifies: a checksum a
-/// client sends is checked or refused, never ignored. SHA512, MD5 and the XXHASH family (which
-/// current SDKs offer) are refused with InvalidRequest.
+/// client sends is checked or refused, never ignored. An unknown name is InvalidRequest.
 pub(super) fn refuse_unknown_checksum_headers(h: &HeaderMap) -> Result<()> {
     for name in h.keys() {
         let Some(alg) = name.as_str().strip_prefix("x-amz-checksum-") else { continue };
@@ -194,10 +199,7 @@ pub(super) fn refuse_unknown_checksum_headers(h: &HeaderMap) -> Result<()> {
         }
         return Err(Error::new(
             ErrorCode::InvalidRequest,
-            format!(
-                "The {} checksum algorithm is not supported by this server; use CRC32, CRC32C, CRC64NVME, SHA1 or SHA256.",
-                alg.to_ascii_uppercase()
-            ),
+            format!("The {} checksum algorithm is not supported.", alg.to_ascii_uppercase()),
         ));
     }
     Ok(())
@@ -206,13 +208,7 @@ pub(super) fn refuse_unknown_checksum_headers(h: &HeaderMap) -> Result<()> {
 /// Whether a checksum header value is the base64 of a digest of the algorithm's size.
 fn checksum_value_is_well_formed(alg: ChecksumAlgorithm, v: &str) -> bool {
     use base64::Engine;
-    let want = match alg {
-        ChecksumAlgorithm::Crc32 | ChecksumAlgorithm::Crc32c => 4,
-        ChecksumAlgorithm::Crc64Nvme => 8,
-        ChecksumAlgorithm::Sha1 => 20,
-        ChecksumAlgorithm::Sha256 => 32,
-    };
-    base64::engine::general_purpose::STANDARD.decode(v).is_ok_and(|d| d.len() == want)
+    base64::engine::general_purpose::STANDARD.decode(v).is_ok_and(|d| d.len() == alg.digest_len())
 }
 
 pub(super) fn is_streaming(r: &Req) -> bool {
