@@ -321,13 +321,7 @@ impl S3Fs {
 
 impl Filesystem for S3Fs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        use fuser::InitFlags as F;
-        for f in [F::FUSE_DO_READDIRPLUS, F::FUSE_ATOMIC_O_TRUNC, F::FUSE_PARALLEL_DIROPS] {
-            let _ = config.add_capabilities(f);
-        }
-        let _ = config.set_max_readahead(1 << 20).or_else(|max| config.set_max_readahead(max));
-        let _ = config.set_max_write(1 << 20);
-        let _ = config.set_max_background(64);
+        crate::configure_kernel(config);
         tracing::info!("s3hpc mount: kernel connection {config:?}");
         Ok(())
     }
