@@ -374,6 +374,39 @@ def test_directory_rename_is_one_rename(mounted, gws3, tmp_path):
     assert (p / "loc2" / "sub").is_dir() and not (p / "loc").exists()
 
 
+@pytest.mark.parametrize("transport", ["http", "unix"])
+def test_rename_between_file_and_directory(gw, bkt, tmp_path, transport):
+    """rename(2) of a file onto a directory is EISDIR and of a directory onto a file ENOTDIR,
+    also when neither the kernel nor the mount knew the destination yet (it appeared on the
+    gateway's root after a lookup found nothing: the gateway refuses the key conflict); they
+    were EIO and EXDEV. Nothing moves."""
+    m = Mount(endpoint_of(gw, transport), bkt, tmp_path / "mnt", "--allow-overwrite", "--metadata-ttl", "60s",
+              log=tmp_path / "mount.log")
+    try:
+        p, root = m.path, Path(gw.root) / bkt
+        (p / "f").write_bytes(b"file")
+        (p / "d").mkdir()
+        (p / "d" / "x").write_bytes(b"x")
+        # Both names known to the kernel: it answers itself.
+        for src, dst, want in [("f", "d", errno.EISDIR), ("d", "f", errno.ENOTDIR)]:
+            with pytest.raises(OSError) as e:
+                os.rename(p / src, p / dst)
+            assert e.value.errno == want, f"{src} -> {dst}: {e.value}"
+        # The destinations were absent at lookup (cached for 60 s), then made through POSIX.
+        assert not (p / "g").exists() and not (p / "h").exists()
+        (root / "g").mkdir()
+        (root / "g" / "y").write_bytes(b"y")
+        (root / "h").write_bytes(b"h")
+        for src, dst, want in [("f", "g", errno.EISDIR), ("d", "h", errno.ENOTDIR)]:
+            with pytest.raises(OSError) as e:
+                os.rename(p / src, p / dst)
+            assert e.value.errno == want, f"{src} -> {dst} (unknown to the mount): {e.value}"
+        assert (root / "f").read_bytes() == b"file" and (root / "d" / "x").read_bytes() == b"x"
+        assert (root / "g" / "y").read_bytes() == b"y" and (root / "h").read_bytes() == b"h"
+    finally:
+        m.close()
+
+
 def test_git_commit_and_mv_of_the_repository(gw, bkt, tmp_path):
     """git replaces files by renaming lock files over them (config.lock -> config, index.lock
     -> index): with --allow-overwrite init, add and commit work in the mount, and the

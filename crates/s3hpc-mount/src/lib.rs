@@ -147,6 +147,18 @@ pub fn fuse_config(opts: &MountOptions) -> fuser::Config {
     cfg
 }
 
+/// What the mount asks of the kernel connection at `init` (shared with the null file system of
+/// `examples/nullfs.rs`, which measures what FUSE itself allows with these settings).
+pub fn configure_kernel(config: &mut fuser::KernelConfig) {
+    use fuser::InitFlags as F;
+    for f in [F::FUSE_DO_READDIRPLUS, F::FUSE_ATOMIC_O_TRUNC, F::FUSE_PARALLEL_DIROPS] {
+        let _ = config.add_capabilities(f);
+    }
+    let _ = config.set_max_readahead(1 << 20).or_else(|max| config.set_max_readahead(max));
+    let _ = config.set_max_write(1 << 20);
+    let _ = config.set_max_background(64);
+}
+
 /// Mount `store`'s bucket at `dir`: returns once the mount is live; the file system runs on
 /// background threads until [`fuser::BackgroundSession::umount_and_join`] or an external
 /// unmount. `rt` runs the S3 requests.

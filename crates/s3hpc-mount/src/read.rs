@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use futures::future::{FutureExt, Shared};
-use s3hpc_core::{ByteRange, Conditions, DynStore, Error, GetObjectRequest};
+use s3hpc_core::{Body, ByteRange, Conditions, DynStore, Error, GetObjectRequest};
 
 /// First prefetch chunk and window: small, so that reading the head of a file stays cheap.
 const FIRST_CHUNK: u64 = 256 << 10;
@@ -248,6 +248,19 @@ async fn get_once(
     };
     let out = store.get_object(bucket, key, req).await?;
     let want = (end - offset) as usize;
+    match out.body {
+        // Already whole in memory: no copy.
+        Body::Bytes(b) if b.len() == want => return Ok(b),
+        // A region of the gateway's own file (the binary protocol on a unix socket passes the
+        // descriptor): one pread into the buffer, not a chunked stream copied again.
+        Body::File { file, offset: at, len } if len == want as u64 => {
+            return tokio::task::spawn_blocking(move || read_file_range(&file, at, want))
+                .await
+                .map_err(|e| Error::internal(format!("GET {key}: read task: {e}")))?
+                .map_err(|e| Error::internal(format!("GET {key}: {e}")));
+        }
+        _ => {}
+    }
     let mut buf = BytesMut::with_capacity(want);
     let mut s = out.body.into_stream();
     while let Some(chunk) = s.next().await {
@@ -261,6 +274,28 @@ async fn get_once(
         return Err(Error::internal(format!("GET {key}: {} of {want} bytes (object shorter than listed?)", buf.len())));
     }
     Ok(buf.freeze())
+}
+
+/// `len` bytes of `file` at `at`, read straight into one buffer.
+fn read_file_range(file: &std::fs::File, at: u64, len: usize) -> std::io::Result<Bytes> {
+    use std::os::unix::fs::FileExt;
+    // Zeroed by the allocator (fresh pages for large buffers), not by a pass over them.
+    let mut buf = vec![0u8; len];
+    let mut done = 0;
+    while done < len {
+        match file.read_at(&mut buf[done..], at + done as u64) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "object file shorter than its size",
+                ));
+            }
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Bytes::from(buf))
 }
 
 #[cfg(test)]
@@ -286,8 +321,6 @@ mod tests {
             }
         }
     }
-
-    use s3hpc_core::Body;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sequential_prefetches_random_fetches_directly() {
@@ -316,6 +349,19 @@ mod tests {
         let (b, _) = read(&mut r, &store, (3 << 20) + 4106 + (250 << 10), 1 << 20).await;
         let o = (3 << 20) + 4106 + (250 << 10);
         assert_eq!(&b[..], &data[o..o + (1 << 20)]);
+    }
+
+    #[test]
+    fn file_region_is_read_whole_or_fails_short() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let path = std::env::temp_dir().join(format!("s3hpc-mount-read-{}", std::process::id()));
+        std::fs::write(&path, &data).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let b = read_file_range(&f, 1000, 5000).unwrap();
+        assert_eq!(&b[..], &data[1000..6000]);
+        let e = read_file_range(&f, 9000, 2000).unwrap_err();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -321,13 +321,7 @@ impl S3Fs {
 
 impl Filesystem for S3Fs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        use fuser::InitFlags as F;
-        for f in [F::FUSE_DO_READDIRPLUS, F::FUSE_ATOMIC_O_TRUNC, F::FUSE_PARALLEL_DIROPS] {
-            let _ = config.add_capabilities(f);
-        }
-        let _ = config.set_max_readahead(1 << 20).or_else(|max| config.set_max_readahead(max));
-        let _ = config.set_max_write(1 << 20);
-        let _ = config.set_max_background(64);
+        crate::configure_kernel(config);
         tracing::info!("s3hpc mount: kernel connection {config:?}");
         Ok(())
     }
@@ -602,7 +596,9 @@ impl Filesystem for S3Fs {
                 if let Some(ino) = t.child(p, n) {
                     let i = &t.inodes[&ino];
                     if i.kind == Kind::Dir {
-                        reply.error(Errno::EXDEV);
+                        // The source is a file (checked above), so this is the destination: a
+                        // file does not replace a directory (rename(2): EISDIR).
+                        reply.error(Errno::EISDIR);
                         return;
                     }
                     if let Local::Writing(_) = i.local {
@@ -640,6 +636,17 @@ impl Filesystem for S3Fs {
                 Err(e) if e.code == ErrorCode::NotImplemented => reply.error(Errno::ENOSYS),
                 Err(e) if e.code == ErrorCode::PreconditionFailed => {
                     reply.error(if explicit_noreplace { Errno::EEXIST } else { Errno::EPERM })
+                }
+                // A key in the way on the gateway's file system, met where this mount (and the
+                // kernel) did not know the destination yet: a directory there is EISDIR, a
+                // file among its parents ENOTDIR, as rename(2) says.
+                Err(e) if e.code == ErrorCode::InvalidRequest => {
+                    let below = format!("{dst}/");
+                    reply.error(match ctx.list(&below, None, 1).await {
+                        Ok(p) if !p.objects.is_empty() || !p.common_prefixes.is_empty() => Errno::EISDIR,
+                        Ok(_) => Errno::ENOTDIR,
+                        Err(_) => errno(&e, "rename", &src),
+                    })
                 }
                 Err(e) => reply.error(errno(&e, "rename", &src)),
             }

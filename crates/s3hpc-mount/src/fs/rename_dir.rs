@@ -52,6 +52,14 @@ pub(super) fn rename_dir(
                 lock(&ctx.table).rename_dir(parent, &name, newparent, &newname, key);
                 reply.ok();
             }
+            // A key in the way, met where this mount (and the kernel) did not know the
+            // destination yet: an object there means a directory onto a file (ENOTDIR).
+            Err(e)
+                if e.code == ErrorCode::InvalidRequest
+                    && matches!(ctx.head(dst.trim_end_matches('/')).await, Ok(Some(_))) =>
+            {
+                reply.error(Errno::ENOTDIR)
+            }
             Err(e) => reply.error(match e.code {
                 ErrorCode::PrefixNotEmpty => Errno::ENOTEMPTY,
                 // No prefix rename here (another S3 store, an older s3hpc gateway, a key in
