@@ -889,3 +889,20 @@ def test_get_object_acl_is_the_owners_full_control(s3, bucket):
     with pytest.raises(ClientError) as ei:
         s3.get_object_acl(Bucket=bucket, Key="missing")
     assert err_code(ei.value) == "NoSuchKey"
+
+
+def test_checksum_headers_only_with_checksum_mode_and_whole_reads(server, bucket):
+    # As S3 answers (versitygw issues 2053 and 2056 compare with it): GET and HEAD carry
+    # x-amz-checksum-* and x-amz-checksum-type only with x-amz-checksum-mode: ENABLED, and a
+    # ranged read carries none (the whole object's value would not match the bytes served).
+    st, _, b = raw_request(server, "PUT", f"/{bucket}/mode", body=b"checksum mode")
+    assert st == 200, b
+    want = _crc64_b64(b"checksum mode")
+    for method in ("GET", "HEAD"):
+        st, h, _ = raw_request(server, method, f"/{bucket}/mode")
+        assert st == 200 and not any(k.startswith("x-amz-checksum") for k in h), (method, h)
+        st, h, _ = raw_request(server, method, f"/{bucket}/mode", headers={"x-amz-checksum-mode": "ENABLED"})
+        assert h["x-amz-checksum-crc64nvme"] == want and h["x-amz-checksum-type"] == "FULL_OBJECT", (method, h)
+        st, h, _ = raw_request(server, method, f"/{bucket}/mode",
+                               headers={"x-amz-checksum-mode": "ENABLED", "Range": "bytes=0-2"})
+        assert st == 206 and not any(k.startswith("x-amz-checksum") for k in h), (method, h)
