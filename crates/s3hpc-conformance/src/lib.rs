@@ -1555,6 +1555,11 @@ async fn multipart_checksum_types(s: DynStore, c: Caps, b: String) -> R {
     Ok(())
 }
 
+/// The parts of a CompleteMultipartUpload, as uploaded (ETags only, no checksums).
+fn as_completed(parts: &[PartInfo]) -> Vec<CompletePart> {
+    parts.iter().map(|p| CompletePart { part_number: p.part_number, etag: p.etag.clone(), checksum: None }).collect()
+}
+
 fn part_src(bucket: &str, key: &str, range: Option<ByteRange>) -> PartCopySource {
     PartCopySource { bucket: bucket.into(), key: key.into(), range, ..Default::default() }
 }
@@ -1604,11 +1609,7 @@ async fn upload_part_copy(s: DynStore, _c: Caps, b: String) -> R {
         ErrorCode::NoSuchKey,
         "missing source",
     )?;
-    let parts = vec![
-        CompletePart { part_number: 1, etag: p1.etag, checksum: None },
-        CompletePart { part_number: 2, etag: p2.etag, checksum: None },
-    ];
-    ok(s.complete_multipart_upload(&b, "dst", &id, parts, Conditions::default()).await, "complete")?;
+    ok(s.complete_multipart_upload(&b, "dst", &id, as_completed(&[p1, p2]), Conditions::default()).await, "complete")?;
     let (_, data) = get(&s, &b, "dst").await?;
     ensure!(
         data.len() == 11 * MIB && data[..5 * MIB] == src[..5 * MIB] && data[5 * MIB..] == src[..],
@@ -2164,11 +2165,7 @@ async fn versions_part_copy(s: DynStore, _c: Caps, b: String) -> R {
         ErrorCode::NoSuchKey,
         "current",
     )?;
-    let parts = vec![
-        CompletePart { part_number: 1, etag: p1.etag, checksum: None },
-        CompletePart { part_number: 2, etag: p2.etag, checksum: None },
-    ];
-    ok(s.complete_multipart_upload(&b, "dst", &id, parts, Conditions::default()).await, "complete")?;
+    ok(s.complete_multipart_upload(&b, "dst", &id, as_completed(&[p1, p2]), Conditions::default()).await, "complete")?;
     let (_, data) = get(&s, &b, "dst").await?;
     ensure!(data.len() == first.len() + 4 && data[..first.len()] == first[..], "part 1 is not version 1");
     ensure_eq!(&data[first.len()..], b"null");
