@@ -102,3 +102,28 @@ def test_sighup_applies_a_changed_log_level(tmp_path, monkeypatch):
         assert wait_until(lambda: sum("s3hpc::access" in line for line in srv.output) > n, 10), "old filter kept"
     finally:
         srv.stop()
+
+
+def test_log_lines_carry_the_request_id(tmp_path):
+    """Lines logged while a request is handled carry the id the client got in x-amz-request-id:
+    `request{id=...}:` in text, `"span":{"id":...}` in JSON (DEPLOY.md, Logs)."""
+    for fmt in ("text", "json"):
+        root = tmp_path / fmt
+        root.mkdir()
+        cfg = tmp_path / f"{fmt}.toml"
+        cfg.write_text(USERS)
+        srv = Server(root, ["--config", str(cfg), "--access-log", "--log-format", fmt])
+        try:
+            s3 = make_client(srv.endpoint)
+            rid = s3.list_buckets()["ResponseMetadata"]["RequestId"]
+            assert len(rid) == 16
+            assert wait_until(lambda: any(rid in line and "ListBuckets" in line for line in srv.output), 10)
+            line = next(line for line in srv.output if rid in line and "ListBuckets" in line)
+            if fmt == "text":
+                assert f" INFO request{{id={rid}}}: s3hpc::access: {rid} GET / ListBuckets 200" in line, line
+            else:
+                rec = json.loads(line)
+                assert rec["span"] == {"id": rid, "name": "request"}, rec
+                assert rec["target"] == "s3hpc::access" and rec["level"] == "INFO", rec
+        finally:
+            srv.stop()

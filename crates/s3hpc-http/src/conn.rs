@@ -36,7 +36,6 @@ use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri, Version, header};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
-use tracing::Instrument;
 
 use crate::State;
 use crate::body::RespBody;
@@ -703,35 +702,34 @@ pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watc
         let version = parts.version;
         let rid = st.request_id();
         // Every log line of the request carries its id (as the x-amz-request-id header shows it).
-        let span = tracing::warn_span!("request", id = %format_args!("{rid:016X}"));
-        let ((keep, back), done) = async {
-            let mut req = crate::Request::begin(&st, rid);
-            let resp = crate::handle(&st, parts, body, &mut req).await;
-            // The S3 layer has normally dropped the body by now; one that is still held somewhere
-            // (it should not be) costs the connection, never correctness.
-            let mut back = rx.try_recv().ok();
-            if let Some(r) = back.as_mut() {
-                r.slot = None;
-                req.bytes_in = r.received;
-            }
-            let (reusable, drain) = back.as_ref().map_or((false, false), BodyReader::reusable);
-            let keep = keep_alive && reusable && !*stop.borrow();
-            req.status = resp.status().as_u16();
-            let written = write_response(&st, &io, resp, is_head, version, keep).await;
-            let keep = match written {
-                Ok((k, n)) => {
-                    req.bytes_out = n;
-                    Some(k)
+        let ((keep, back), done) = crate::REQUEST_ID
+            .scope(rid, async {
+                let mut req = crate::Request::begin(&st, rid);
+                let resp = crate::handle(&st, parts, body, &mut req).await;
+                // The S3 layer has normally dropped the body by now; one that is still held somewhere
+                // (it should not be) costs the connection, never correctness.
+                let mut back = rx.try_recv().ok();
+                if let Some(r) = back.as_mut() {
+                    r.slot = None;
+                    req.bytes_in = r.received;
                 }
-                Err(e) => {
-                    tracing::debug!("response not delivered: {e}");
-                    None
-                }
-            };
-            ((keep, back.map(|b| (b, drain))), req)
-        }
-        .instrument(span)
-        .await;
+                let (reusable, drain) = back.as_ref().map_or((false, false), BodyReader::reusable);
+                let keep = keep_alive && reusable && !*stop.borrow();
+                req.status = resp.status().as_u16();
+                let written = write_response(&st, &io, resp, is_head, version, keep).await;
+                let keep = match written {
+                    Ok((k, n)) => {
+                        req.bytes_out = n;
+                        Some(k)
+                    }
+                    Err(e) => {
+                        tracing::debug!("response not delivered: {e}");
+                        None
+                    }
+                };
+                ((keep, back.map(|b| (b, drain))), req)
+            })
+            .await;
         drop(done); // records the request's metrics
         let Some(keep) = keep else { return };
         let Some((mut r, drain)) = back.filter(|_| keep) else {

@@ -35,6 +35,22 @@ pub mod xml;
 pub use body::{ReqBody, RespBody};
 pub use metrics::HttpMetrics;
 
+tokio::task_local! {
+    /// The id of the request being handled (the `x-amz-request-id` it answers), set around each
+    /// request by the connection loop. Log formatters read it ([`current_request_id`]) so that
+    /// every line logged while a request is handled carries the id. It replaces a tracing span
+    /// per request, which cost ~10 µs of server CPU per request (span slot, fields formatted
+    /// into a string, enter/exit on every poll) whether anything was logged or not; setting a
+    /// task-local costs a few nanoseconds per poll.
+    static REQUEST_ID: u64;
+}
+
+/// The id of the request the calling task is handling, if any (see [`REQUEST_ID`]). Work a
+/// request hands to blocking threads does not carry it.
+pub fn current_request_id() -> Option<u64> {
+    REQUEST_ID.try_with(|id| *id).ok()
+}
+
 /// How requests are authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Auth {

@@ -66,10 +66,12 @@ pub fn init_logging(format: &str, access_log: bool, level: Option<&str>) {
     };
     let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
     let fmt = tracing_subscriber::fmt::layer().with_writer(io::stderr);
+    // Both formats add the id of the request being handled (crate::logfmt).
     let r = if format == "json" {
-        tracing_subscriber::registry().with(filter).with(fmt.json().flatten_event(true)).try_init()
+        let json = crate::logfmt::JsonLine(tracing_subscriber::fmt::format().json().flatten_event(true));
+        tracing_subscriber::registry().with(filter).with(fmt.json().event_format(json)).try_init()
     } else {
-        tracing_subscriber::registry().with(filter).with(fmt).try_init()
+        tracing_subscriber::registry().with(filter).with(fmt.event_format(crate::logfmt::Text)).try_init()
     };
     if r.is_ok() {
         let _ = LOG_FILTER.set(handle);

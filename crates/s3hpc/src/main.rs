@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod admin;
 mod bench;
 mod config;
+mod logfmt;
 mod mount;
 mod serve;
 mod user;
