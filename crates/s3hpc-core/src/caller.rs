@@ -62,7 +62,7 @@ impl Caller {
 }
 
 tokio::task_local! {
-    static CURRENT: Arc<Caller>;
+    static CURRENT: Option<Arc<Caller>>;
 }
 
 thread_local! {
@@ -70,11 +70,12 @@ thread_local! {
 }
 
 /// Run `f` on behalf of `c` (`None`: no caller).
-pub async fn scope<F: Future>(c: Option<Arc<Caller>>, f: F) -> F::Output {
-    match c {
-        Some(c) => CURRENT.scope(c, f).await,
-        None => f.await,
-    }
+pub fn scope<F: Future>(c: Option<Arc<Caller>>, f: F) -> impl Future<Output = F::Output> {
+    // `None` keeps the enclosing scope's value, as no scope at all would. One task-local scope
+    // either way, not an `async fn` with a branch per case: that stored `f` once per branch
+    // and per nesting level, and request futures grew to ~15 KB (copied on every request).
+    let c = c.or_else(current);
+    CURRENT.scope(c, f)
 }
 
 /// Run the blocking `f` on behalf of `c` on this thread (front ends without a runtime).
@@ -93,7 +94,7 @@ pub fn sync_scope<T>(c: Option<Arc<Caller>>, f: impl FnOnce() -> T) -> T {
 
 /// The caller of the request being served here, if any.
 pub fn current() -> Option<Arc<Caller>> {
-    CURRENT.try_with(Arc::clone).ok().or_else(|| SYNC_CURRENT.with(|s| s.borrow().clone()))
+    CURRENT.try_with(|c| c.clone()).ok().flatten().or_else(|| SYNC_CURRENT.with(|s| s.borrow().clone()))
 }
 
 #[cfg(test)]

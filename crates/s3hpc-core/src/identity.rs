@@ -18,7 +18,7 @@ pub struct Identity {
 }
 
 tokio::task_local! {
-    static CURRENT: Identity;
+    static CURRENT: Option<Identity>;
 }
 
 thread_local! {
@@ -26,11 +26,12 @@ thread_local! {
 }
 
 /// Run `f` as `id` (`None`: as the process).
-pub async fn scope<F: Future>(id: Option<Identity>, f: F) -> F::Output {
-    match id {
-        Some(id) => CURRENT.scope(id, f).await,
-        None => f.await,
-    }
+pub fn scope<F: Future>(id: Option<Identity>, f: F) -> impl Future<Output = F::Output> {
+    // `None` keeps the enclosing scope's value, as no scope at all would. One task-local scope
+    // either way, not an `async fn` with a branch per case: that stored `f` once per branch
+    // and per nesting level, and request futures grew to ~15 KB (copied on every request).
+    let id = id.or_else(current);
+    CURRENT.scope(id, f)
 }
 
 /// Run the blocking `f` as `id` on this thread (for front ends without a runtime, such as the
@@ -50,7 +51,7 @@ pub fn sync_scope<T>(id: Option<Identity>, f: impl FnOnce() -> T) -> T {
 
 /// The identity of the request being served here, if any.
 pub fn current() -> Option<Identity> {
-    CURRENT.try_with(Identity::clone).ok().or_else(|| SYNC_CURRENT.with(|c| c.borrow().clone()))
+    CURRENT.try_with(|c| c.clone()).ok().flatten().or_else(|| SYNC_CURRENT.with(|c| c.borrow().clone()))
 }
 
 #[cfg(test)]
