@@ -351,8 +351,8 @@ impl Record {
         r.etag()
     }
 
-    /// `None` for anything that is not a well-formed record of this version.
-    /// Is this the record of a file of `size`, `mtime_ns`, `ino` with an ETag and nothing else?
+    /// Is this the record of a file of `size`, `mtime_ns`, `ino` with an ETag, at most a
+    /// checksum (a PUT's, CRC64NVME by default), and nothing else?
     pub fn is_plain(&self, size: u64, mtime_ns: i64, ino: u64) -> bool {
         let Record {
             size: s,
@@ -374,7 +374,7 @@ impl Record {
         *s == size
             && *m == mtime_ns
             && *i == ino
-            && checksum.is_none()
+            && checksum.as_ref().is_none_or(|c| c.checksum_type() == ChecksumType::FullObject)
             && part_sizes.is_empty()
             && part_checksums.is_empty()
             && *meta == ObjectMeta::default()

@@ -13,11 +13,14 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use s3hpc_core::Checksum;
+
 use crate::meta::Record;
 
 const SHARDS: usize = 16;
-/// Entries per shard: at most `SHARDS * SHARD_CAP` (131072) entries of ~110 bytes (the encoded
-/// record, ~40 bytes for a plain object, plus key, stamp and table overhead), about 14 MiB, so
+/// Entries per shard: at most `SHARDS * SHARD_CAP` (131072) entries of ~110-170 bytes (the ETag,
+/// and checksum of a plain object, or the encoded record, plus key, stamp and table overhead),
+/// at most about 21 MiB, so
 /// listings of directories of 100k objects are served from the cache. A full shard drops an
 /// eighth of its entries (a different, pseudo-random eighth each time), so a working set
 /// somewhat larger than the cache still mostly hits instead of thrashing.
@@ -49,16 +52,17 @@ impl std::hash::Hasher for InoHasher {
     }
 }
 
-/// A cached record: plain ones (an ETag and nothing else, the common case) by their ETag, so a
-/// hit costs no decoding; others as their encoding.
+/// A cached record: plain ones (an ETag and at most a whole-object checksum, the common case) by
+/// their ETag and checksum, so a hit costs no decoding; others as their encoding.
 enum Cached {
-    Plain(Box<str>),
+    Plain(Box<str>, Option<Checksum>),
     Encoded(Box<[u8]>),
 }
 
-/// A cache hit: the ETag of a plain record (size, mtime and inode are the stamp's), or the record.
+/// A cache hit: the ETag and checksum of a plain record (size, mtime and inode are the stamp's),
+/// or the record.
 pub enum Hit {
-    Etag(String),
+    Plain(String, Option<Checksum>),
     Record(Box<Record>),
 }
 
@@ -77,7 +81,9 @@ impl RecordCache {
 
     pub fn get(&self, dev: u64, ino: u64, stamp: Stamp) -> Option<Record> {
         Some(match self.lookup(dev, ino, stamp)? {
-            Hit::Etag(etag) => Record { size: stamp.size, mtime_ns: stamp.mtime_ns, ino, etag, ..Default::default() },
+            Hit::Plain(etag, checksum) => {
+                Record { size: stamp.size, mtime_ns: stamp.mtime_ns, ino, etag, checksum, ..Default::default() }
+            }
             Hit::Record(r) => *r,
         })
     }
@@ -87,7 +93,7 @@ impl RecordCache {
     pub fn lookup(&self, dev: u64, ino: u64, stamp: Stamp) -> Option<Hit> {
         let m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
         match &m.get(&(dev, ino)).filter(|(s, _)| *s == stamp)?.1 {
-            Cached::Plain(etag) => Some(Hit::Etag(String::from(&**etag))),
+            Cached::Plain(etag, checksum) => Some(Hit::Plain(String::from(&**etag), checksum.clone())),
             Cached::Encoded(enc) => Record::decode(enc).map(|r| Hit::Record(Box::new(r))),
         }
     }
@@ -96,7 +102,7 @@ impl RecordCache {
     pub fn get_etag(&self, dev: u64, ino: u64, stamp: Stamp) -> Option<String> {
         let m = self.shard(dev, ino).lock().unwrap_or_else(|p| p.into_inner());
         match &m.get(&(dev, ino)).filter(|(s, _)| *s == stamp)?.1 {
-            Cached::Plain(etag) => Some(String::from(&**etag)),
+            Cached::Plain(etag, _) => Some(String::from(&**etag)),
             Cached::Encoded(enc) => Record::decode_etag(enc),
         }
     }
@@ -104,7 +110,7 @@ impl RecordCache {
     /// Cache `rec` (read from the xattr, valid for the file with this stamp; `enc` is its encoding).
     pub fn put(&self, dev: u64, ino: u64, stamp: Stamp, rec: &Record, enc: &[u8]) {
         let value = if rec.is_plain(stamp.size, stamp.mtime_ns, ino) {
-            Cached::Plain(rec.etag.as_str().into())
+            Cached::Plain(rec.etag.as_str().into(), rec.checksum.clone())
         } else {
             Cached::Encoded(enc.into())
         };
@@ -142,8 +148,21 @@ mod tests {
         assert_eq!(c.get(1, 10, st), Some(full.clone()));
         assert_eq!(c.get_etag(1, 10, st), Some("f".to_string()));
         // HEAD/GET's lookup: the ETag alone for the plain one, the whole record for the other.
-        assert!(matches!(c.lookup(1, 9, st), Some(Hit::Etag(e)) if e == "e"));
+        assert!(matches!(c.lookup(1, 9, st), Some(Hit::Plain(e, None)) if e == "e"));
         assert!(matches!(c.lookup(1, 10, st), Some(Hit::Record(r)) if *r == full));
+        // A PUT's whole-object checksum (every new object has one by default) keeps it plain.
+        let sum = Checksum { algorithm: s3hpc_core::ChecksumAlgorithm::Crc64Nvme, value: "AAAAAAAAAAA=".into() };
+        let summed = Record {
+            etag: "s".into(),
+            ino: 11,
+            size: 1,
+            mtime_ns: 2,
+            checksum: Some(sum.clone()),
+            ..Default::default()
+        };
+        c.put(1, 11, st, &summed, &summed.encode());
+        assert!(matches!(c.lookup(1, 11, st), Some(Hit::Plain(e, Some(s))) if e == "s" && s == sum));
+        assert_eq!(c.get(1, 11, st), Some(summed.clone()));
         assert!(c.lookup(1, 10, Stamp { size: 2, ..st }).is_none(), "another size must miss");
         assert!(c.get(1, 9, Stamp { ctime_ns: 4, ..st }).is_none(), "a newer ctime must miss");
         assert!(c.get(2, 9, st).is_none(), "another device must miss");

@@ -178,7 +178,7 @@ impl Inner {
     ) -> io::Result<Option<(ObjectInfo, Tags)>> {
         if self.mode == MetaMode::Xattr {
             match self.rcache.lookup(dev, ino, stamp) {
-                Some(rcache::Hit::Etag(etag)) => {
+                Some(rcache::Hit::Plain(etag, checksum)) => {
                     let info = ObjectInfo {
                         version_id: None,
                         lock: Default::default(),
@@ -187,7 +187,7 @@ impl Inner {
                         etag,
                         last_modified: to_time(stamp.mtime_ns),
                         meta: ObjectMeta::default(),
-                        checksum: None,
+                        checksum,
                         part_sizes: Vec::new(),
                         part_checksums: Vec::new(),
                         tag_count: 0,
