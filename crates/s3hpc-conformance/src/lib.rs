@@ -98,6 +98,7 @@ cases!(
     versioning_suspended,
     versions_listing,
     versions_part_copy,
+    version_tagging,
     object_lock,
 );
 
@@ -277,6 +278,8 @@ async fn list_all(
 
 mod prefix;
 use prefix::rename_prefix;
+mod version_tags;
+use version_tags::version_tagging;
 
 fn stream_body(chunks: Vec<std::io::Result<Bytes>>) -> Body {
     Body::Stream(Box::pin(futures::stream::iter(chunks)))
