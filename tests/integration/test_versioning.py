@@ -248,3 +248,88 @@ def test_posix_layout_and_posix_writes(server, s3, vbucket):
     (root / b / "dir" / "k").write_bytes(b"posix!")
     h = s3.head_object(Bucket=b, Key="dir/k")
     assert h["ContentLength"] == 6 and h.get("VersionId") in (None, "null")
+
+
+def test_tagging_of_any_version(server, s3, vbucket):
+    """Get/Put/DeleteObjectTagging with VersionId act on that version only and answer its id;
+    a versioned GET/HEAD counts that version's tags; a delete marker's id is 405, an unknown
+    one 404 NoSuchVersion, a malformed one 400 InvalidArgument."""
+    b = vbucket
+    tagset = lambda *kv: {"TagSet": [{"Key": k, "Value": v} for k, v in kv]}
+    count = lambda r: r["ResponseMetadata"]["HTTPHeaders"].get("x-amz-tagging-count")
+    v1 = s3.put_object(Bucket=b, Key="k", Body=b"one", Tagging="gen=1")["VersionId"]
+    v2 = s3.put_object(Bucket=b, Key="k", Body=b"two")["VersionId"]
+    # Without a version id: the current version, whose id is answered.
+    r = s3.put_object_tagging(Bucket=b, Key="k", Tagging=tagset(("cur", "2")))
+    assert r["VersionId"] == v2
+    assert s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)["TagSet"] == tagset(("gen", "1"))["TagSet"]
+    # A noncurrent version.
+    r = s3.put_object_tagging(Bucket=b, Key="k", VersionId=v1, Tagging=tagset(("a", "1"), ("b", "2")))
+    assert r["VersionId"] == v1
+    g = s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)
+    assert g["VersionId"] == v1 and g["TagSet"] == tagset(("a", "1"), ("b", "2"))["TagSet"]
+    g = s3.get_object_tagging(Bucket=b, Key="k")
+    assert g["VersionId"] == v2 and g["TagSet"] == tagset(("cur", "2"))["TagSet"]
+    got = s3.get_object(Bucket=b, Key="k", VersionId=v1)
+    assert got["Body"].read() == b"one" and got["TagCount"] == 2
+    assert count(s3.head_object(Bucket=b, Key="k", VersionId=v1)) == "2"
+    assert s3.get_object(Bucket=b, Key="k")["TagCount"] == 1
+    assert count(s3.head_object(Bucket=b, Key="k")) == "1"
+    # The current version named by its id.
+    r = s3.put_object_tagging(Bucket=b, Key="k", VersionId=v2, Tagging=tagset(("cur", "3")))
+    assert r["VersionId"] == v2
+    assert s3.get_object_tagging(Bucket=b, Key="k")["TagSet"] == tagset(("cur", "3"))["TagSet"]
+    # DeleteObjectTagging of a version.
+    r = s3.delete_object_tagging(Bucket=b, Key="k", VersionId=v1)
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204 and r["VersionId"] == v1
+    assert s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)["TagSet"] == []
+    assert "TagCount" not in s3.get_object(Bucket=b, Key="k", VersionId=v1)
+    assert count(s3.head_object(Bucket=b, Key="k", VersionId=v1)) is None
+    assert s3.get_object_tagging(Bucket=b, Key="k")["TagSet"] == tagset(("cur", "3"))["TagSet"]
+    r = s3.delete_object_tagging(Bucket=b, Key="k")
+    assert r["VersionId"] == v2
+    s3.put_object_tagging(Bucket=b, Key="k", Tagging=tagset(("cur", "4")))
+    # A delete marker: 405 for its id, 404 NoSuchKey without one; v2 keeps its tags.
+    m = s3.delete_object(Bucket=b, Key="k")["VersionId"]
+    calls = {
+        "get": lambda v: s3.get_object_tagging(Bucket=b, Key="k", VersionId=v),
+        "put": lambda v: s3.put_object_tagging(Bucket=b, Key="k", VersionId=v, Tagging=tagset(("x", "y"))),
+        "delete": lambda v: s3.delete_object_tagging(Bucket=b, Key="k", VersionId=v),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ClientError) as e:
+            call(m)
+        assert (err_status(e.value), err_code(e.value)) == (405, "MethodNotAllowed"), name
+        with pytest.raises(ClientError) as e:
+            call("0" * 32)
+        assert (err_status(e.value), err_code(e.value)) == (404, "NoSuchVersion"), name
+        with pytest.raises(ClientError) as e:
+            call("not-a-version")
+        assert (err_status(e.value), err_code(e.value)) == (400, "InvalidArgument"), name
+        assert e.value.response["Error"]["Message"] == "Invalid version id specified"
+    with pytest.raises(ClientError) as e:
+        s3.get_object_tagging(Bucket=b, Key="k")
+    assert (err_status(e.value), err_code(e.value)) == (404, "NoSuchKey")
+    g = s3.get_object_tagging(Bucket=b, Key="k", VersionId=v2)
+    assert g["VersionId"] == v2 and g["TagSet"] == tagset(("cur", "4"))["TagSet"]
+    s3.put_object_tagging(Bucket=b, Key="k", VersionId=v2, Tagging=tagset(("noncurrent", "yes")))
+    assert s3.get_object(Bucket=b, Key="k", VersionId=v2)["TagCount"] == 1
+    assert s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)["TagSet"] == []
+    # The version files on disk are untouched (the tags are in their records).
+    vdir = server.root / b / ".s3hpc" / "versions" / "k" / ".s3hpc"
+    assert (vdir / v1).read_bytes() == b"one" and (vdir / v2).read_bytes() == b"two"
+
+
+def test_tagging_on_an_unversioned_bucket(s3, bucket):
+    """Without versioning nothing changes: the null version is the object, answers carry no
+    version id, any other id is NoSuchVersion."""
+    s3.put_object(Bucket=bucket, Key="u", Body=b"x")
+    r = s3.put_object_tagging(Bucket=bucket, Key="u", VersionId="null", Tagging={"TagSet": [{"Key": "a", "Value": "1"}]})
+    assert "VersionId" not in r
+    g = s3.get_object_tagging(Bucket=bucket, Key="u")
+    assert "VersionId" not in g and g["TagSet"] == [{"Key": "a", "Value": "1"}]
+    with pytest.raises(ClientError) as e:
+        s3.get_object_tagging(Bucket=bucket, Key="u", VersionId="0" * 32)
+    assert (err_status(e.value), err_code(e.value)) == (404, "NoSuchVersion")
+    s3.delete_object_tagging(Bucket=bucket, Key="u", VersionId="null")
+    assert s3.get_object_tagging(Bucket=bucket, Key="u")["TagSet"] == []

@@ -296,8 +296,10 @@ impl Authorized {
         if !uses {
             return ctx;
         }
-        match self.inner.get_object_tagging(bucket, key).await {
-            Ok(tags) => ctx.with_existing_object_tags(tags.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        match self.inner.get_object_tagging(bucket, key, None).await {
+            Ok(ObjectTagging { tags, .. }) => {
+                ctx.with_existing_object_tags(tags.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            }
             Err(_) => ctx,
         }
     }
@@ -798,19 +800,30 @@ impl Store for Authorized {
         self.keep_object_acl(bucket, key, &auth, &acl).await
     }
 
-    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
-        self.check(S3Op::GetObjectTagging, bucket, Some(key)).await?;
-        self.inner.get_object_tagging(bucket, key).await
+    // With a version id S3 asks for s3:GetObjectVersionTagging, s3:PutObjectVersionTagging,
+    // s3:DeleteObjectVersionTagging.
+    async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging> {
+        let (op, ver) = (S3Op::GetObjectTagging, version_id.is_some());
+        self.check_with(op, bucket, Some(key), |c| versioned(c, op, ver)).await?;
+        self.inner.get_object_tagging(bucket, key, version_id).await
     }
 
-    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
-        self.check(S3Op::PutObjectTagging, bucket, Some(key)).await?;
-        self.inner.put_object_tagging(bucket, key, tags).await
+    async fn put_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: Tags,
+    ) -> Result<Option<String>> {
+        let (op, ver) = (S3Op::PutObjectTagging, version_id.is_some());
+        self.check_with(op, bucket, Some(key), |c| versioned(c, op, ver)).await?;
+        self.inner.put_object_tagging(bucket, key, version_id, tags).await
     }
 
-    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
-        self.check(S3Op::DeleteObjectTagging, bucket, Some(key)).await?;
-        self.inner.delete_object_tagging(bucket, key).await
+    async fn delete_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<String>> {
+        let (op, ver) = (S3Op::DeleteObjectTagging, version_id.is_some());
+        self.check_with(op, bucket, Some(key), |c| versioned(c, op, ver)).await?;
+        self.inner.delete_object_tagging(bucket, key, version_id).await
     }
 
     async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {

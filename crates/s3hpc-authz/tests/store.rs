@@ -323,3 +323,63 @@ async fn named_versions_need_the_version_actions() {
     })
     .await;
 }
+
+/// Object tagging of a named version needs S3's version actions (s3:GetObjectVersionTagging,
+/// s3:PutObjectVersionTagging, s3:DeleteObjectVersionTagging): a policy granting the plain
+/// tagging actions lets bob tag the current version, not a named one; denying
+/// s3:PutObjectVersionTagging blocks a versioned put only.
+#[tokio::test]
+async fn version_tagging_needs_the_version_actions() {
+    let w = world();
+    let s = &*w.store;
+    let policy = |allow: &str, deny: &str| {
+        let deny = if deny.is_empty() {
+            String::new()
+        } else {
+            format!(
+                r#",{{"Effect":"Deny","Principal":{{"AWS":"bob"}},"Action":[{deny}],"Resource":"arn:aws:s3:::abkt/*"}}"#
+            )
+        };
+        format!(
+            r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":{{"AWS":"bob"}},"Action":[{allow}],"Resource":"arn:aws:s3:::abkt/*"}}{deny}]}}"#
+        )
+    };
+    let plain = r#""s3:GetObjectTagging","s3:PutObjectTagging","s3:DeleteObjectTagging""#;
+    let set_policy = |p: String| async move {
+        as_(who("alice"), s.put_bucket_config("abkt", "policy", Some(p.into_bytes()))).await.unwrap();
+    };
+    let v = as_(who("alice"), async {
+        s.create_bucket("abkt").await.unwrap();
+        s.put_bucket_config("abkt", "versioning", Some(b"Enabled".to_vec())).await.unwrap();
+        put(s, "abkt", "k").await.unwrap().version_id.unwrap()
+    })
+    .await;
+    set_policy(policy(plain, "")).await;
+    let tags = || vec![("t".to_string(), "v".to_string())];
+    as_(who("bob"), async {
+        s.put_object_tagging("abkt", "k", None, tags()).await.unwrap();
+        s.get_object_tagging("abkt", "k", None).await.unwrap();
+        s.delete_object_tagging("abkt", "k", None).await.unwrap();
+        assert_eq!(code(s.get_object_tagging("abkt", "k", Some(&v)).await), ErrorCode::AccessDenied);
+        assert_eq!(code(s.put_object_tagging("abkt", "k", Some(&v), tags()).await), ErrorCode::AccessDenied);
+        assert_eq!(code(s.delete_object_tagging("abkt", "k", Some(&v)).await), ErrorCode::AccessDenied);
+    })
+    .await;
+    let all = r#""s3:GetObjectTagging","s3:PutObjectTagging","s3:DeleteObjectTagging","s3:GetObjectVersionTagging","s3:PutObjectVersionTagging","s3:DeleteObjectVersionTagging""#;
+    set_policy(policy(all, "")).await;
+    as_(who("bob"), async {
+        s.put_object_tagging("abkt", "k", Some(&v), tags()).await.unwrap();
+        assert_eq!(s.get_object_tagging("abkt", "k", Some(&v)).await.unwrap().tags, tags());
+        s.delete_object_tagging("abkt", "k", Some(&v)).await.unwrap();
+    })
+    .await;
+    set_policy(policy(all, r#""s3:PutObjectVersionTagging""#)).await;
+    as_(who("bob"), async {
+        assert_eq!(code(s.put_object_tagging("abkt", "k", Some(&v), tags()).await), ErrorCode::AccessDenied);
+        s.put_object_tagging("abkt", "k", None, tags()).await.unwrap();
+        s.get_object_tagging("abkt", "k", Some(&v)).await.unwrap();
+        s.delete_object_tagging("abkt", "k", Some(&v)).await.unwrap();
+    })
+    .await;
+    assert_eq!(w.inner.get_object_tagging("abkt", "k", None).await.unwrap().tags, Vec::new());
+}

@@ -318,13 +318,24 @@ impl Store for RawFsStore {
         not_impl("CopyObject")
     }
 
-    async fn get_object_tagging(&self, _bucket: &str, _key: &str) -> Result<Tags> {
+    async fn get_object_tagging(&self, _bucket: &str, _key: &str, _version_id: Option<&str>) -> Result<ObjectTagging> {
         not_impl("GetObjectTagging")
     }
-    async fn put_object_tagging(&self, _bucket: &str, _key: &str, _tags: Tags) -> Result<()> {
+    async fn put_object_tagging(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+        _tags: Tags,
+    ) -> Result<Option<String>> {
         not_impl("PutObjectTagging")
     }
-    async fn delete_object_tagging(&self, _bucket: &str, _key: &str) -> Result<()> {
+    async fn delete_object_tagging(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+    ) -> Result<Option<String>> {
         not_impl("DeleteObjectTagging")
     }
 

@@ -430,20 +430,37 @@ impl S3Client {
         Ok(object_info(key, resp.status(), resp.headers()).0)
     }
 
-    async fn tagging_get(&self, bucket: &str, key: Option<&str>) -> Result<Tags> {
-        let mut r = Req::new(Method::GET, Some(bucket), key).q("tagging", None);
+    /// A `?tagging` request, of version `v` when given.
+    fn tagging_req<'a>(method: Method, bucket: &'a str, key: Option<&'a str>, v: Option<&'a str>) -> Req<'a> {
+        let mut r = Req::new(method, Some(bucket), key).q("tagging", None);
+        if let Some(v) = v {
+            r = r.q("versionId", Some(v));
+        }
+        r
+    }
+
+    /// The tags and the answer's `x-amz-version-id` (`null` and none: no version id).
+    async fn tagging_get(&self, bucket: &str, key: Option<&str>, v: Option<&str>) -> Result<ObjectTagging> {
+        let mut r = Self::tagging_req(Method::GET, bucket, key, v);
         if key.is_none() {
             r.not_found = ErrorCode::NoSuchBucket;
         }
-        let (_, n) = self.send_xml(r).await?;
+        let (h, n) = self.send_xml(r).await?;
         let set = n.child("TagSet").unwrap_or(&n);
-        Ok(set
+        let tags = set
             .children("Tag")
             .map(|t| (t.text_of("Key").unwrap_or("").to_string(), t.text_of("Value").unwrap_or("").to_string()))
-            .collect())
+            .collect();
+        Ok(ObjectTagging { tags, version_id: version_of(&h) })
     }
 
-    async fn tagging_put(&self, bucket: &str, key: Option<&str>, tags: Tags) -> Result<()> {
+    async fn tagging_put(
+        &self,
+        bucket: &str,
+        key: Option<&str>,
+        v: Option<&str>,
+        tags: Tags,
+    ) -> Result<Option<String>> {
         let mut doc = String::from("<Tagging><TagSet>");
         for (k, v) in &tags {
             doc.push_str("<Tag>");
@@ -452,13 +469,13 @@ impl S3Client {
             doc.push_str("</Tag>");
         }
         doc.push_str("</TagSet></Tagging>");
-        let r = Req::new(Method::PUT, Some(bucket), key).q("tagging", None).xml_body(doc)?;
-        self.send_empty(r).await.map(|_| ())
+        let r = Self::tagging_req(Method::PUT, bucket, key, v).xml_body(doc)?;
+        self.send_empty(r).await.map(|h| version_of(&h))
     }
 
-    async fn tagging_delete(&self, bucket: &str, key: Option<&str>) -> Result<()> {
-        let r = Req::new(Method::DELETE, Some(bucket), key).q("tagging", None);
-        self.send_empty(r).await.map(|_| ())
+    async fn tagging_delete(&self, bucket: &str, key: Option<&str>, v: Option<&str>) -> Result<Option<String>> {
+        let r = Self::tagging_req(Method::DELETE, bucket, key, v);
+        self.send_empty(r).await.map(|h| version_of(&h))
     }
 }
 
@@ -858,15 +875,15 @@ impl Store for S3Client {
     }
 
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
-        self.tagging_get(bucket, None).await
+        self.tagging_get(bucket, None, None).await.map(|t| t.tags)
     }
 
     async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
-        self.tagging_put(bucket, None, tags).await
+        self.tagging_put(bucket, None, None, tags).await.map(|_| ())
     }
 
     async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
-        self.tagging_delete(bucket, None).await
+        self.tagging_delete(bucket, None, None).await.map(|_| ())
     }
 
     async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
@@ -1185,16 +1202,22 @@ impl Store for S3Client {
         })
     }
 
-    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
-        self.tagging_get(bucket, Some(key)).await
+    async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging> {
+        self.tagging_get(bucket, Some(key), version_id).await
     }
 
-    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
-        self.tagging_put(bucket, Some(key), tags).await
+    async fn put_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: Tags,
+    ) -> Result<Option<String>> {
+        self.tagging_put(bucket, Some(key), version_id, tags).await
     }
 
-    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
-        self.tagging_delete(bucket, Some(key)).await
+    async fn delete_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<String>> {
+        self.tagging_delete(bucket, Some(key), version_id).await
     }
 
     async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {

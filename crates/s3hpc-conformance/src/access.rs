@@ -342,14 +342,20 @@ impl Store for AsCaller {
     async fn rename_object(&self, bucket: &str, src: &str, dst: &str, req: RenameObjectRequest) -> Result<()> {
         self.run(self.inner.rename_object(bucket, src, dst, req)).await
     }
-    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
-        self.run(self.inner.get_object_tagging(bucket, key)).await
+    async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging> {
+        self.run(self.inner.get_object_tagging(bucket, key, version_id)).await
     }
-    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
-        self.run(self.inner.put_object_tagging(bucket, key, tags)).await
+    async fn put_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: Tags,
+    ) -> Result<Option<String>> {
+        self.run(self.inner.put_object_tagging(bucket, key, version_id, tags)).await
     }
-    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
-        self.run(self.inner.delete_object_tagging(bucket, key)).await
+    async fn delete_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<String>> {
+        self.run(self.inner.delete_object_tagging(bucket, key, version_id)).await
     }
     async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
         self.run(self.inner.list_objects(bucket, req)).await

@@ -98,6 +98,7 @@ cases!(
     versioning_suspended,
     versions_listing,
     versions_part_copy,
+    version_tagging,
     object_lock,
 );
 
@@ -277,6 +278,8 @@ async fn list_all(
 
 mod prefix;
 use prefix::rename_prefix;
+mod version_tags;
+use version_tags::version_tagging;
 
 fn stream_body(chunks: Vec<std::io::Result<Bytes>>) -> Body {
     Body::Stream(Box::pin(futures::stream::iter(chunks)))
@@ -520,7 +523,7 @@ async fn missing_bucket_and_key(s: DynStore, _c: Caps, b: String) -> R {
         ErrorCode::NoSuchKey,
         "head missing key",
     )?;
-    expect_code(s.get_object_tagging(&b, "nope").await, ErrorCode::NoSuchKey, "tagging missing key")?;
+    expect_code(s.get_object_tagging(&b, "nope", None).await, ErrorCode::NoSuchKey, "tagging missing key")?;
     Ok(())
 }
 
@@ -725,7 +728,7 @@ async fn copy_object(s: DynStore, _c: Caps, b: String) -> R {
     let (info, got) = get(&s, &b, "dst").await?;
     ensure!(got == data, "copy content differs");
     ensure_eq!(info.meta, meta);
-    ensure_eq!(ok(s.get_object_tagging(&b, "dst").await, "tags of copy")?, tags);
+    ensure_eq!(ok(s.get_object_tagging(&b, "dst", None).await, "tags of copy")?.tags, tags);
 
     let mut new_meta = ObjectMeta::default();
     new_meta.user.insert("fresh".into(), "yes".into());
@@ -847,20 +850,20 @@ async fn object_tagging(s: DynStore, _c: Caps, b: String) -> R {
     let tags = vec![("project".to_string(), "hpc".to_string()), ("tier".to_string(), "".to_string())];
     let req = PutObjectRequest { tags: tags.clone(), ..Default::default() };
     ok(s.put_object(&b, "t", req, Body::from("x")).await, "put with tags")?;
-    ensure_eq!(ok(s.get_object_tagging(&b, "t").await, "get tags")?, tags);
+    ensure_eq!(ok(s.get_object_tagging(&b, "t", None).await, "get tags")?.tags, tags);
     // S3 reports the tag count on GET (x-amz-tagging-count), not on HEAD.
     let got = ok(s.get_object(&b, "t", GetObjectRequest::default()).await, "get")?;
     ensure_eq!(got.info.tag_count, 2);
     let new = vec![("a".to_string(), "b".to_string())];
-    ok(s.put_object_tagging(&b, "t", new.clone()).await, "put tags")?;
-    ensure_eq!(ok(s.get_object_tagging(&b, "t").await, "get tags")?, new);
-    ok(s.delete_object_tagging(&b, "t").await, "delete tags")?;
-    ensure!(ok(s.get_object_tagging(&b, "t").await, "get tags")?.is_empty(), "tags after delete");
+    ok(s.put_object_tagging(&b, "t", None, new.clone()).await, "put tags")?;
+    ensure_eq!(ok(s.get_object_tagging(&b, "t", None).await, "get tags")?.tags, new);
+    ok(s.delete_object_tagging(&b, "t", None).await, "delete tags")?;
+    ensure!(ok(s.get_object_tagging(&b, "t", None).await, "get tags")?.tags.is_empty(), "tags after delete");
     let too_many: Tags = (0..11).map(|i| (format!("k{i}"), "v".to_string())).collect();
-    expect_code(s.put_object_tagging(&b, "t", too_many).await, ErrorCode::InvalidTag, "11 tags")?;
+    expect_code(s.put_object_tagging(&b, "t", None, too_many).await, ErrorCode::InvalidTag, "11 tags")?;
     let dup = vec![("k".to_string(), "1".to_string()), ("k".to_string(), "2".to_string())];
-    expect_code(s.put_object_tagging(&b, "t", dup).await, ErrorCode::InvalidTag, "duplicate tag keys")?;
-    expect_code(s.put_object_tagging(&b, "none", new).await, ErrorCode::NoSuchKey, "tags on missing key")?;
+    expect_code(s.put_object_tagging(&b, "t", None, dup).await, ErrorCode::InvalidTag, "duplicate tag keys")?;
+    expect_code(s.put_object_tagging(&b, "none", None, new).await, ErrorCode::NoSuchKey, "tags on missing key")?;
     let (_, data) = get(&s, &b, "t").await?;
     ensure!(data == "x", "tagging changed content");
     Ok(())
@@ -1167,7 +1170,7 @@ async fn multipart_happy_path(s: DynStore, c: Caps, b: String) -> R {
         "head part 1",
     )?;
     ensure_eq!(head1.parts_count(), Some(3));
-    ensure_eq!(ok(s.get_object_tagging(&b, "mp").await, "tags")?, tags);
+    ensure_eq!(ok(s.get_object_tagging(&b, "mp", None).await, "tags")?.tags, tags);
     let part2 = ok(
         s.get_object(&b, "mp", GetObjectRequest { part_number: Some(2), ..Default::default() }).await,
         "get part 2",
@@ -1702,7 +1705,7 @@ async fn rename_object(s: DynStore, c: Caps, b: String) -> R {
     ensure!(got == data, "renamed object's bytes differ");
     ensure_eq!(info.etag, put_out.etag);
     ensure_eq!(info.meta, meta);
-    ensure_eq!(ok(s.get_object_tagging(&b, "dst").await, "tags")?, vec![("t".to_string(), "1".to_string())]);
+    ensure_eq!(ok(s.get_object_tagging(&b, "dst", None).await, "tags")?.tags, vec![("t".to_string(), "1".to_string())]);
     expect_code(
         s.head_object(&b, "src", GetObjectRequest::default()).await,
         ErrorCode::NoSuchKey,

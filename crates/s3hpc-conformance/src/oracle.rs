@@ -200,8 +200,8 @@ async fn apply(s: &DynStore, bucket: &str, op: &Op, caps: Caps) -> String {
         }
         Op::Tag { key, value } => {
             let tags = if value.is_empty() { vec![] } else { vec![("k".to_string(), value.clone())] };
-            let r = s.put_object_tagging(bucket, key, tags).await;
-            let r2 = s.get_object_tagging(bucket, key).await;
+            let r = s.put_object_tagging(bucket, key, None, tags).await;
+            let r2 = s.get_object_tagging(bucket, key, None).await;
             format!("{} / {}", outcome(r, |_| String::new()), outcome(r2, |t| format!("{t:?}")))
         }
     }

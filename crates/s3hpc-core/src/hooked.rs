@@ -201,17 +201,23 @@ impl<H: Hook> Store for HookedStore<H> {
         self.hook.before(Op::AppendObject, bucket, key).await?;
         self.inner.append_object(bucket, key, offset, req, body).await
     }
-    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
+    async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging> {
         self.hook.before(Op::GetObjectTagging, bucket, key).await?;
-        self.inner.get_object_tagging(bucket, key).await
+        self.inner.get_object_tagging(bucket, key, version_id).await
     }
-    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
+    async fn put_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: Tags,
+    ) -> Result<Option<String>> {
         self.hook.before(Op::PutObjectTagging, bucket, key).await?;
-        self.inner.put_object_tagging(bucket, key, tags).await
+        self.inner.put_object_tagging(bucket, key, version_id, tags).await
     }
-    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
+    async fn delete_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<String>> {
         self.hook.before(Op::DeleteObjectTagging, bucket, key).await?;
-        self.inner.delete_object_tagging(bucket, key).await
+        self.inner.delete_object_tagging(bucket, key, version_id).await
     }
     async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
         self.hook.before(Op::ListObjects, bucket, "").await?;

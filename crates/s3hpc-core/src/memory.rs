@@ -785,24 +785,33 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
+    async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging> {
         names::validate_key(key)?;
-        self.with(|st| Ok(st.object(bucket, key)?.tags.clone()))
-    }
-
-    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
-        names::validate_key(key)?;
-        names::validate_tags(&tags, names::MAX_OBJECT_TAGS)?;
         self.with(|st| {
-            let o = st.bucket_mut(bucket)?.objects.get_mut(key).ok_or_else(|| Error::no_such_key(bucket, key))?;
-            o.info.tag_count = tags.len();
-            o.tags = tags;
-            Ok(())
+            let o = st.bucket(bucket)?.find(bucket, key, version_id)?;
+            Ok(ObjectTagging { tags: o.tags.clone(), version_id: o.info.version_id.clone() })
         })
     }
 
-    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
-        self.put_object_tagging(bucket, key, Vec::new()).await
+    async fn put_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: Tags,
+    ) -> Result<Option<String>> {
+        names::validate_key(key)?;
+        names::validate_tags(&tags, names::MAX_OBJECT_TAGS)?;
+        self.with(|st| {
+            let o = st.bucket_mut(bucket)?.find_mut(bucket, key, version_id)?;
+            o.info.tag_count = tags.len();
+            o.tags = tags;
+            Ok(o.info.version_id.clone())
+        })
+    }
+
+    async fn delete_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<String>> {
+        self.put_object_tagging(bucket, key, version_id, Vec::new()).await
     }
 
     async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {

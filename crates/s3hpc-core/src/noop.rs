@@ -147,14 +147,25 @@ impl Store for NoopStore {
             last_modified: SystemTime::now(),
         })
     }
-    async fn get_object_tagging(&self, _bucket: &str, _key: &str) -> Result<Tags> {
-        Ok(Vec::new())
+    async fn get_object_tagging(&self, _bucket: &str, _key: &str, _version_id: Option<&str>) -> Result<ObjectTagging> {
+        Ok(ObjectTagging::default())
     }
-    async fn put_object_tagging(&self, _bucket: &str, _key: &str, _tags: Tags) -> Result<()> {
-        Ok(())
+    async fn put_object_tagging(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+        _tags: Tags,
+    ) -> Result<Option<String>> {
+        Ok(None)
     }
-    async fn delete_object_tagging(&self, _bucket: &str, _key: &str) -> Result<()> {
-        Ok(())
+    async fn delete_object_tagging(
+        &self,
+        _bucket: &str,
+        _key: &str,
+        _version_id: Option<&str>,
+    ) -> Result<Option<String>> {
+        Ok(None)
     }
     async fn list_objects(&self, _bucket: &str, _req: ListObjectsRequest) -> Result<ListObjectsPage> {
         Ok(ListObjectsPage::default())

@@ -301,9 +301,24 @@ pub trait Store: Send + Sync + 'static {
         Err(Error::not_implemented("object ACLs are not implemented by this store"))
     }
 
-    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags>;
-    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()>;
-    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()>;
+    /// GetObjectTagging: the tags of a version (`None`: the current one) and its version id.
+    /// `NoSuchKey` (marked when the current version is a delete marker) / `NoSuchVersion`,
+    /// `MethodNotAllowed` for a delete marker's id, `InvalidArgument` for a malformed one.
+    async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging>;
+
+    /// PutObjectTagging: replace the tag set of a version (`None`: the current one), errors as
+    /// [`get_object_tagging`](Self::get_object_tagging); returns the version's id.
+    async fn put_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: Tags,
+    ) -> Result<Option<String>>;
+
+    /// DeleteObjectTagging: a version's tag set emptied, as
+    /// [`put_object_tagging`](Self::put_object_tagging).
+    async fn delete_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<String>>;
 
     // ---- listing ----
 

@@ -17,6 +17,15 @@ pub struct BucketInfo {
 /// bucket; keys up to 128 and values up to 256 UTF-16 code units.
 pub type Tags = Vec<(String, String)>;
 
+/// GetObjectTagging's answer: the tag set of a version and that version's id (`None`: the
+/// object has none, as on a bucket that never had versioning, or the `null` version, as
+/// [`ObjectInfo::version_id`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectTagging {
+    pub tags: Tags,
+    pub version_id: Option<String>,
+}
+
 /// The metadata an object carries besides its bytes. Stored by the backend, returned on
 /// GET/HEAD, copied or replaced by CopyObject.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

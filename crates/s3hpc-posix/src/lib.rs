@@ -25,8 +25,8 @@ use s3hpc_core::{Body, Error, ErrorCode, Result, Store, md5lanes, names};
 use s3hpc_core::{
     BucketInfo, CompleteMultipartRequest, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
     GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest,
-    ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartCopySource, PartInfo,
-    PutObjectOutput, PutObjectRequest, RenameObjectRequest, Tags, UploadInfo, UploadPartRequest,
+    ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, ObjectTagging, PartCopySource,
+    PartInfo, PutObjectOutput, PutObjectRequest, RenameObjectRequest, Tags, UploadInfo, UploadPartRequest,
 };
 use s3hpc_core::{DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, MAX_KEYS};
 
@@ -48,6 +48,7 @@ mod rename;
 mod rename_prefix;
 mod rename_tokens;
 mod sys;
+mod tagging;
 mod uploads;
 pub use uploads::uploads_in_progress;
 mod versions;
@@ -1184,57 +1185,26 @@ impl Store for PosixStore {
         self.run(move |s| s.set_object_acl(&bdir, &b, &k, &kp, doc.as_deref())).await
     }
 
-    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
-        let kp = keys::parse_key(key)?;
-        let bdir = self.inner.bucket_dir(bucket)?;
-        let (b, k) = (bucket.to_string(), key.to_string());
-        self.run(move |s| Ok(s.open_object(&bdir, &b, &k, &kp)?.tags)).await
+    async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging> {
+        let (b, k, v) = (bucket.to_string(), key.to_string(), version_id.map(str::to_string));
+        self.run(move |s| s.object_tags(&b, &k, v.as_deref())).await
     }
 
-    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
+    async fn put_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: Tags,
+    ) -> Result<Option<String>> {
         let kp = keys::parse_key(key)?;
         names::validate_tags(&tags, names::MAX_OBJECT_TAGS)?;
-        let bdir = self.inner.bucket_dir(bucket)?;
-        let (b, k) = (bucket.to_string(), key.to_string());
-        self.run(move |s| {
-            // A file is opened beneath the root below (open_object); a directory key's xattr is
-            // written by path, so its directory is checked first.
-            if kp.dir {
-                s.check_key_dir(&b, &k)?;
-            }
-            let path = bdir.join(&kp.rel);
-            let _g = s.lock(&path);
-            let o = s.open_object(&bdir, &b, &k, &kp)?;
-            let (md, target_file) = match &o.content {
-                Content::File(f) => (f.metadata()?, Some(f)),
-                Content::Inline(_) => (s.fs.metadata(&path)?, None),
-            };
-            let mut rec = match &target_file {
-                Some(f) => s.valid_record(Target::File(f), &bdir, &k, &md)?,
-                None => s.valid_record(Target::Path(&path), &bdir, &k, &md)?,
-            }
-            .unwrap_or_else(|| Record {
-                // A file written by a POSIX tool gets a record now; its derived ETag is kept.
-                size: md.len(),
-                mtime_ns: mtime_ns(&md),
-                ino: md.ino(),
-                etag: o.info.etag.clone(),
-                meta: o.info.meta.clone(),
-                ..Default::default()
-            });
-            rec.tags = tags;
-            let sidecar = s.sidecar_path(&bdir, &k, md.ino());
-            match target_file {
-                Some(f) => s.set_record(Target::File(f), &sidecar, &rec)?,
-                None => s.set_record(Target::Path(&path), &sidecar, &rec)?,
-            }
-            Ok(())
-        })
-        .await
+        let (b, k, v) = (bucket.to_string(), key.to_string(), version_id.map(str::to_string));
+        self.run(move |s| s.set_object_tags(&b, &k, &kp, v.as_deref(), tags)).await
     }
 
-    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
-        self.put_object_tagging(bucket, key, Vec::new()).await
+    async fn delete_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<String>> {
+        self.put_object_tagging(bucket, key, version_id, Vec::new()).await
     }
 
     async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {

@@ -11,7 +11,7 @@
 use std::time::SystemTime;
 
 use s3hpc_core::lock::{self as ol, BucketLock, ObjectLock, Retention};
-use s3hpc_core::versions::{NULL_VERSION, check_version_id, marker_not_allowed, no_such_version};
+use s3hpc_core::versions::check_version_id;
 
 use super::*;
 
@@ -35,34 +35,6 @@ impl Inner {
     /// The lock a version published now gets: the one asked for, or the bucket's default.
     pub(crate) fn lock_for_publish(&self, lock: Option<&BucketLock>, asked: ObjectLock) -> Result<ObjectLock> {
         ol::lock_for_put(lock, asked, None, SystemTime::now())
-    }
-
-    /// The file of version `vid` of `key` (`None`: the current version).
-    fn version_path(&self, bdir: &Path, bucket: &str, key: &str, vid: Option<&str>) -> Result<PathBuf> {
-        let path = bdir.join(key);
-        if let Ok(md) = self.fs.symlink_metadata(&path)
-            && md.is_file()
-        {
-            let Some(vid) = vid else { return Ok(path) };
-            let rec = self.valid_record(Target::Path(&path), bdir, key, &md)?;
-            if rec.and_then(|r| r.version_id).as_deref().unwrap_or(NULL_VERSION) == vid {
-                return Ok(path);
-            }
-        }
-        let vdir = self.vdir(bdir, key);
-        let names = self.version_names(&vdir)?;
-        let Some(vid) = vid else {
-            let e = Error::no_such_key(bucket, key);
-            return Err(match names.first() {
-                Some(n) if n.marker => e.with_delete_marker(n.vid()),
-                _ => e,
-            });
-        };
-        match names.iter().find(|n| n.vid() == vid) {
-            Some(n) if n.marker => Err(marker_not_allowed(n.vid())),
-            Some(n) => Ok(vdir.join(&n.name)),
-            None => Err(no_such_version(bucket, key, vid)),
-        }
     }
 
     /// The bucket directory of a lock call, which needs object lock on the bucket.
@@ -98,18 +70,7 @@ impl Inner {
         let bdir = self.lock_bucket(bucket, key, vid)?;
         let _g = self.lock(&bdir.join(key));
         let _flock = self.cross_process_lock(&bdir, key)?;
-        let p = self.version_path(&bdir, bucket, key, vid)?;
-        let md = self.fs.symlink_metadata(&p)?;
-        let mut rec = self.valid_record(Target::Path(&p), &bdir, key, &md)?.unwrap_or_else(|| Record {
-            size: md.len(),
-            mtime_ns: mtime_ns(&md),
-            ino: md.ino(),
-            etag: derived_etag(&md),
-            ..Default::default()
-        });
-        f(&mut rec.lock)?;
-        self.set_record_with(Target::Path(&p), || self.sidecar_path(&bdir, key, md.ino()), &rec)?;
-        Ok(())
+        self.update_version_record(&bdir, bucket, key, vid, |rec| f(&mut rec.lock))
     }
 
     /// Before a version file (or the current file) at `p` is removed, with the key's locks

@@ -354,6 +354,65 @@ impl Inner {
         }
     }
 
+    /// The file of version `vid` of `key` (`None`: the current version): the current file when
+    /// its record names `vid`, else the version's file in the key's versions area. A delete
+    /// marker's id is `MethodNotAllowed`, an unknown one `NoSuchVersion`. Every look-up goes
+    /// through the store's `fs`, beneath the root.
+    pub(crate) fn version_path(&self, bdir: &Path, bucket: &str, key: &str, vid: Option<&str>) -> Result<PathBuf> {
+        let path = bdir.join(key);
+        if let Ok(md) = self.fs.symlink_metadata(&path)
+            && md.is_file()
+        {
+            let Some(vid) = vid else { return Ok(path) };
+            let rec = self.valid_record(Target::Path(&path), bdir, key, &md)?;
+            if rec.and_then(|r| r.version_id).as_deref().unwrap_or(NULL_VERSION) == vid {
+                return Ok(path);
+            }
+        }
+        let vdir = self.vdir(bdir, key);
+        let names = self.version_names(&vdir)?;
+        let Some(vid) = vid else {
+            let e = Error::no_such_key(bucket, key);
+            return Err(match names.first() {
+                Some(n) if n.marker => e.with_delete_marker(n.vid()),
+                _ => e,
+            });
+        };
+        match names.iter().find(|n| n.vid() == vid) {
+            Some(n) if n.marker => Err(marker_not_allowed(n.vid())),
+            Some(n) => Ok(vdir.join(&n.name)),
+            None => Err(no_such_version(bucket, key, vid)),
+        }
+    }
+
+    /// Change the record of version `vid` of `key` (`None`: the current version; a file without
+    /// a record, a POSIX write, gets one), with the key's locks held by the caller (the
+    /// in-process stripe of `bdir/key`, then [`Self::cross_process_lock`]). The record is
+    /// written through the store's `fs` (xattr, or the sidecar), which moves the file's ctime,
+    /// so no cached record of the version outlives the change (see `rcache`). Shared by object
+    /// lock (retention, legal hold) and object tagging.
+    pub(crate) fn update_version_record(
+        &self,
+        bdir: &Path,
+        bucket: &str,
+        key: &str,
+        vid: Option<&str>,
+        f: impl FnOnce(&mut Record) -> Result<()>,
+    ) -> Result<()> {
+        let p = self.version_path(bdir, bucket, key, vid)?;
+        let md = self.fs.symlink_metadata(&p)?;
+        let mut rec = self.valid_record(Target::Path(&p), bdir, key, &md)?.unwrap_or_else(|| Record {
+            size: md.len(),
+            mtime_ns: mtime_ns(&md),
+            ino: md.ino(),
+            etag: derived_etag(&md),
+            ..Default::default()
+        });
+        f(&mut rec)?;
+        self.set_record_with(Target::Path(&p), || self.sidecar_path(bdir, key, md.ino()), &rec)?;
+        Ok(())
+    }
+
     /// Open version `vid` of `key` (the current file if it is that version).
     pub(crate) fn open_version(&self, bucket: &str, key: &str, vid: &str) -> Result<Opened> {
         check_version_id(vid)?;

@@ -251,3 +251,45 @@ fn racing_symlink_swaps_never_redirect_writes_out_of_the_root() {
     assert!(flips > 100 && ok > 100, "the race did not run: {tried} PUTs tried, {ok} succeeded, {flips} flips");
     assert_unchanged(&before, &victim);
 }
+
+/// `BUCKET/.s3hpc/versions` replaced by a symlink to another root's versions area: tagging a
+/// noncurrent version (whose record is written by path, as object lock's are) neither reads
+/// nor changes a version file there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_tagging_does_not_follow_a_versions_area_symlinked_out_of_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let versioned = |s: &PosixStore, b: &'static str| {
+        let s = s.clone();
+        async move {
+            s.create_bucket(b).await.unwrap();
+            s.put_bucket_config(b, "versioning", Some(b"Enabled".to_vec())).await.unwrap();
+            let mut ids = Vec::new();
+            for body in [&b"one"[..], &b"two"[..]] {
+                let out =
+                    s.put_object(b, "k", PutObjectRequest::default(), Body::from(Bytes::from(body))).await.unwrap();
+                ids.push(out.version_id.unwrap());
+            }
+            ids
+        }
+    };
+    let v = PosixStore::open(dir.path().join("victim-root"), opts()).unwrap();
+    let vids = versioned(&v, "vbk").await;
+    let old = vids[0].clone();
+    v.put_object_tagging("vbk", "k", Some(&old), vec![("victim".into(), "1".into())]).await.unwrap();
+    let root = dir.path().join("root");
+    let s = PosixStore::open(&root, opts()).unwrap();
+    versioned(&s, "bkt").await;
+    let area = root.join("bkt/.s3hpc/versions");
+    std::fs::remove_dir_all(&area).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("victim-root/vbk/.s3hpc/versions"), &area).unwrap();
+
+    let tags = vec![("t".to_string(), "v".to_string())];
+    let r = s.get_object_tagging("bkt", "k", Some(&old)).await;
+    assert!(r.is_err(), "read a version's tags through a symlink out of the root: {r:?}");
+    let r = s.put_object_tagging("bkt", "k", Some(&old), tags).await;
+    assert!(r.is_err(), "tagged a version through a symlink out of the root: {r:?}");
+    let r = s.delete_object_tagging("bkt", "k", Some(&old)).await;
+    assert!(r.is_err(), "untagged a version through a symlink out of the root: {r:?}");
+    let kept = v.get_object_tagging("vbk", "k", Some(&old)).await.unwrap().tags;
+    assert_eq!(kept, vec![("victim".to_string(), "1".to_string())]);
+}

@@ -110,7 +110,7 @@ async fn path_safety_rejects_every_escape() {
         assert_eq!(s.get_object("bkt", k, GetObjectRequest::default()).await.unwrap_err().code, *code, "get {k:?}");
         assert_eq!(s.head_object("bkt", k, GetObjectRequest::default()).await.unwrap_err().code, *code, "head {k:?}");
         assert_eq!(s.delete_object("bkt", k).await.unwrap_err().code, *code, "delete {k:?}");
-        assert_eq!(s.get_object_tagging("bkt", k).await.unwrap_err().code, *code, "tagging {k:?}");
+        assert_eq!(s.get_object_tagging("bkt", k, None).await.unwrap_err().code, *code, "tagging {k:?}");
         let cr = CreateMultipartRequest::default();
         assert_eq!(s.create_multipart_upload("bkt", k, cr).await.unwrap_err().code, *code, "mpu {k:?}");
         let e = s.copy_object("bkt", k, "bkt", "dst", CopyObjectRequest::default()).await.unwrap_err();
@@ -224,7 +224,7 @@ async fn files_written_by_posix_tools_are_objects() {
     let h = s.head_object("bkt", "obj2", GetObjectRequest::default()).await.unwrap();
     assert_ne!(h.etag, out.etag);
     // Tagging a foreign file keeps its derived ETag.
-    s.put_object_tagging("bkt", "top", vec![("t".into(), "v".into())]).await.unwrap();
+    s.put_object_tagging("bkt", "top", None, vec![("t".into(), "v".into())]).await.unwrap();
     let before = info.etag.clone();
     let _ = before;
     let top = s.head_object("bkt", "top", GetObjectRequest::default()).await.unwrap();
@@ -289,7 +289,7 @@ async fn oversized_records_fall_back_to_a_sidecar() {
     let tags: Tags = (0..10).map(|i| (format!("{i}{}", "é".repeat(127)), "ü".repeat(256))).collect();
     let req = PutObjectRequest { tags: tags.clone(), ..Default::default() };
     let out = s.put_object("bkt", "big-meta", req, Body::from("data")).await.unwrap();
-    assert_eq!(s.get_object_tagging("bkt", "big-meta").await.unwrap(), tags);
+    assert_eq!(s.get_object_tagging("bkt", "big-meta", None).await.unwrap().tags, tags);
     let h = s.head_object("bkt", "big-meta", GetObjectRequest::default()).await.unwrap();
     assert_eq!(h.etag, out.etag);
     let meta_dir = root.join("bkt/.s3hpc/meta");
@@ -455,9 +455,9 @@ async fn cached_records_follow_every_change() {
         assert_eq!((h.etag.as_str(), h.tag_count), (put1.etag.as_str(), 1));
     }
     // Through the store: new tags at once.
-    s.put_object_tagging("bkt", "obj", vec![("b".into(), "2".into()), ("c".into(), "3".into())]).await.unwrap();
+    s.put_object_tagging("bkt", "obj", None, vec![("b".into(), "2".into()), ("c".into(), "3".into())]).await.unwrap();
     assert_eq!(s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap().tag_count, 2);
-    assert_eq!(s.get_object_tagging("bkt", "obj").await.unwrap().len(), 2);
+    assert_eq!(s.get_object_tagging("bkt", "obj", None).await.unwrap().tags.len(), 2);
     std::thread::sleep(Duration::from_millis(250));
     assert_eq!(s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap().tag_count, 2);
     // Another program removes the xattr: the object loses its record (derived ETag) at once,
@@ -496,10 +496,13 @@ async fn records_remembered_at_publish_follow_immediate_changes() {
     for i in 0..20 {
         // Another store (process) tags the new object at once.
         let put1 = put(&s, "obj", format!("body {i:04}")).await.unwrap();
-        other.put_object_tagging("bkt", "obj", vec![("t".into(), i.to_string())]).await.unwrap();
+        other.put_object_tagging("bkt", "obj", None, vec![("t".into(), i.to_string())]).await.unwrap();
         let h = s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
         assert_eq!((h.etag.as_str(), h.tag_count), (put1.etag.as_str(), 1), "round {i}: tags of another process");
-        assert_eq!(s.get_object_tagging("bkt", "obj").await.unwrap(), vec![("t".to_string(), i.to_string())]);
+        assert_eq!(
+            s.get_object_tagging("bkt", "obj", None).await.unwrap().tags,
+            vec![("t".to_string(), i.to_string())]
+        );
         // A POSIX tool rewrites the new object in place with as many bytes.
         let put2 = put(&s, "obj", format!("BODY {i:04}")).await.unwrap();
         std::fs::write(&p, format!("body {i:04}")).unwrap();
@@ -988,7 +991,7 @@ async fn symlinks_cannot_leak_files_outside_the_root() {
         assert_eq!(e.code, ErrorCode::AccessDenied, "copy {k}: {e}");
         let e = s.head_object("bkt", k, GetObjectRequest::default()).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::AccessDenied, "head {k}: {e}");
-        let e = s.get_object_tagging("bkt", k).await.unwrap_err();
+        let e = s.get_object_tagging("bkt", k, None).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::AccessDenied, "get tagging {k}: {e}");
     }
     // A symlink that stays inside the root is served.
@@ -1025,8 +1028,14 @@ async fn symlinks_cannot_redirect_writes_outside_the_root() {
         denied(put(&s, &format!("{d}/dir/"), "").await.map(|_| ()), &format!("put {d}/dir/"));
         denied(s.delete_object("bkt", &format!("{d}/secret")).await, &format!("delete {d}/secret"));
         let tags = vec![("k".to_string(), "v".to_string())];
-        denied(s.put_object_tagging("bkt", &format!("{d}/secret"), tags).await, &format!("tag {d}/secret"));
-        denied(s.delete_object_tagging("bkt", &format!("{d}/secret")).await, &format!("untag {d}/secret"));
+        denied(
+            s.put_object_tagging("bkt", &format!("{d}/secret"), None, tags).await.map(|_| ()),
+            &format!("tag {d}/secret"),
+        );
+        denied(
+            s.delete_object_tagging("bkt", &format!("{d}/secret"), None).await.map(|_| ()),
+            &format!("untag {d}/secret"),
+        );
         put(&s, "src", "source").await.unwrap();
         let r = s.copy_object("bkt", "src", "bkt", &format!("{d}/copy"), CopyObjectRequest::default()).await;
         denied(r.map(|_| ()), &format!("copy to {d}/copy"));
@@ -1043,7 +1052,7 @@ async fn symlinks_cannot_redirect_writes_outside_the_root() {
     }
     // A tag on a key that is a symlink to a file outside: refused like a GET of it.
     let tags = vec![("k".to_string(), "v".to_string())];
-    denied(s.put_object_tagging("bkt", "filelink", tags).await, "tag filelink");
+    denied(s.put_object_tagging("bkt", "filelink", None, tags).await.map(|_| ()), "tag filelink");
     // Nothing outside changed.
     let mut names: Vec<String> =
         std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();

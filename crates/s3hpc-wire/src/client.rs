@@ -1178,18 +1178,32 @@ impl Store for WireClient {
         Ok(o)
     }
 
-    async fn get_object_tagging(&self, bucket: &str, key: &str) -> Result<Tags> {
+    async fn get_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<s3hpc_core::ObjectTagging> {
+        refuse_version(&version_id.map(str::to_owned))?;
         let r = self.call(Request::GetObjectTagging { bucket: bucket.into(), key: key.into() }, None, None).await?;
         let mut d = fields(&r);
         let t = d.tags()?;
         d.end()?;
-        Ok(t)
+        Ok(s3hpc_core::ObjectTagging { tags: t, version_id: None })
     }
-    async fn put_object_tagging(&self, bucket: &str, key: &str, tags: Tags) -> Result<()> {
-        self.call_unit(Request::PutObjectTagging { bucket: bucket.into(), key: key.into(), tags }).await
+    async fn put_object_tagging(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+        tags: Tags,
+    ) -> Result<Option<String>> {
+        refuse_version(&version_id.map(str::to_owned))?;
+        self.call_unit(Request::PutObjectTagging { bucket: bucket.into(), key: key.into(), tags }).await.map(|_| None)
     }
-    async fn delete_object_tagging(&self, bucket: &str, key: &str) -> Result<()> {
-        self.call_unit(Request::DeleteObjectTagging { bucket: bucket.into(), key: key.into() }).await
+    async fn delete_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<String>> {
+        refuse_version(&version_id.map(str::to_owned))?;
+        self.call_unit(Request::DeleteObjectTagging { bucket: bucket.into(), key: key.into() }).await.map(|_| None)
     }
 
     async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {

@@ -1198,9 +1198,13 @@ async fn run(
             };
             e.put_output(&store.append_object(&bucket, &key, offset, r, body).await?)
         }
-        GetObjectTagging { bucket, key } => e.tags(&store.get_object_tagging(&bucket, &key).await?),
-        PutObjectTagging { bucket, key, tags } => store.put_object_tagging(&bucket, &key, tags).await?,
-        DeleteObjectTagging { bucket, key } => store.delete_object_tagging(&bucket, &key).await?,
+        GetObjectTagging { bucket, key } => e.tags(&store.get_object_tagging(&bucket, &key, None).await?.tags),
+        PutObjectTagging { bucket, key, tags } => {
+            store.put_object_tagging(&bucket, &key, None, tags).await?;
+        }
+        DeleteObjectTagging { bucket, key } => {
+            store.delete_object_tagging(&bucket, &key, None).await?;
+        }
         ListObjects { bucket, req } => e.list_page(&store.list_objects(&bucket, req).await?),
         CreateMultipart { bucket, key, meta, tags, checksum_algorithm, checksum_type } => {
             let r = s3hpc_core::CreateMultipartRequest {

@@ -65,8 +65,8 @@ async fn conformance_over_unix_socket_memory() {
     run(true, true).await;
 }
 
-/// The protocol carries no version ids: a request naming one is refused (NotImplemented), never
-/// answered from the current version.
+/// The protocol carries no version ids: a request naming one (GET, HEAD, copies, object tagging)
+/// is refused (NotImplemented), never answered from the current version.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_naming_a_version_are_refused() {
     use s3hpc_core::{
@@ -87,5 +87,14 @@ async fn requests_naming_a_version_are_refused() {
     let up = c.create_multipart_upload("vb1", "m", CreateMultipartRequest::default()).await.unwrap();
     let src = PartCopySource { bucket: "vb1".into(), key: "k".into(), version_id: v, ..Default::default() };
     assert_eq!(c.upload_part_copy("vb1", "m", &up, 1, src).await.err().unwrap().code, ErrorCode::NotImplemented);
+    // Object tagging of a version: refused, and the current version's tags stay as they were.
+    let tags = vec![("t".to_string(), "v".to_string())];
+    let code = |e: Option<s3hpc_core::Error>| e.unwrap().code;
+    assert_eq!(code(c.get_object_tagging("vb1", "k", Some("null")).await.err()), ErrorCode::NotImplemented);
+    assert_eq!(code(c.put_object_tagging("vb1", "k", Some("null"), tags).await.err()), ErrorCode::NotImplemented);
+    assert_eq!(code(c.delete_object_tagging("vb1", "k", Some("null")).await.err()), ErrorCode::NotImplemented);
+    c.put_object_tagging("vb1", "k", None, vec![("cur".into(), "1".into())]).await.unwrap();
+    assert_eq!(code(c.delete_object_tagging("vb1", "k", Some("null")).await.err()), ErrorCode::NotImplemented);
+    assert_eq!(c.get_object_tagging("vb1", "k", None).await.unwrap().tags, vec![("cur".to_string(), "1".to_string())]);
     r.server.shutdown().await.unwrap();
 }

@@ -27,31 +27,34 @@ pub(super) fn tagging_xml(tags: &Tags) -> String {
     s
 }
 
-pub(super) async fn get_object_tagging(r: &Req<'_>) -> Result<Resp> {
-    if let Some(v) = version_param(r)? {
-        super::versioning::current_version_only(r, &r.bucket, &r.key, &v, "GetObjectTagging").await?;
+/// `x-amz-version-id` of the version whose tags were read or written, as S3 answers all three
+/// object tagging calls (none for an object without a version id).
+fn with_version(mut resp: Resp, version_id: Option<String>) -> Result<Resp> {
+    if let Some(v) = version_id {
+        resp.headers_mut().insert("x-amz-version-id", hval(&v)?);
     }
-    let tags = store(r).get_object_tagging(&r.bucket, &r.key).await?;
-    Ok(xml_ok(tagging_xml(&tags)))
+    Ok(resp)
+}
+
+pub(super) async fn get_object_tagging(r: &Req<'_>) -> Result<Resp> {
+    let v = version_param(r)?;
+    let t = store(r).get_object_tagging(&r.bucket, &r.key, v.as_deref()).await?;
+    with_version(xml_ok(tagging_xml(&t.tags)), t.version_id)
 }
 
 pub(super) async fn put_object_tagging(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let data = small_body(r, body, false).await?;
     let tags = xml::parse_tagging(&data)?;
     validate_tags(&tags, MAX_OBJECT_TAGS)?;
-    if let Some(v) = version_param(r)? {
-        super::versioning::current_version_only(r, &r.bucket, &r.key, &v, "PutObjectTagging").await?;
-    }
-    store(r).put_object_tagging(&r.bucket, &r.key, tags).await?;
-    Ok(empty_ok().body(RespBody::Empty).unwrap())
+    let v = version_param(r)?;
+    let vid = store(r).put_object_tagging(&r.bucket, &r.key, v.as_deref(), tags).await?;
+    with_version(empty_ok().body(RespBody::Empty).unwrap(), vid)
 }
 
 pub(super) async fn delete_object_tagging(r: &Req<'_>) -> Result<Resp> {
-    if let Some(v) = version_param(r)? {
-        super::versioning::current_version_only(r, &r.bucket, &r.key, &v, "DeleteObjectTagging").await?;
-    }
-    store(r).delete_object_tagging(&r.bucket, &r.key).await?;
-    Ok(empty(StatusCode::NO_CONTENT))
+    let v = version_param(r)?;
+    let vid = store(r).delete_object_tagging(&r.bucket, &r.key, v.as_deref()).await?;
+    with_version(empty(StatusCode::NO_CONTENT), vid)
 }
 
 pub(super) async fn get_bucket_tagging(r: &Req<'_>) -> Result<Resp> {

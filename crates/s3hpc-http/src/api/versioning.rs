@@ -1,5 +1,4 @@
-//! Bucket versioning: GetBucketVersioning, PutBucketVersioning, ListObjectVersions, and the
-//! check for operations that act on the current version only.
+//! Bucket versioning: GetBucketVersioning, PutBucketVersioning, ListObjectVersions.
 
 use s3hpc_core::versions::{VERSIONING_CONFIG, check_version_id};
 use s3hpc_core::*;
@@ -47,20 +46,6 @@ pub(super) async fn put_bucket_versioning(r: &Req<'_>, body: ReqBody) -> Result<
     };
     store(r).put_bucket_config(&r.bucket, VERSIONING_CONFIG, Some(state.as_str().as_bytes().to_vec())).await?;
     Ok(empty_ok().body(RespBody::Empty).unwrap())
-}
-
-/// Operations the seam runs on the current version only: a `versionId` naming another version
-/// is refused (501); one naming the current version (or a missing or malformed one) is answered
-/// as S3 would.
-pub(super) async fn current_version_only(r: &Req<'_>, bucket: &str, key: &str, v: &str, op: &str) -> Result<()> {
-    check_version_id(v)?;
-    let named = GetObjectRequest { version_id: Some(v.to_string()), ..Default::default() };
-    let named = store(r).head_object(bucket, key, named).await?;
-    let current = store(r).head_object(bucket, key, GetObjectRequest::default()).await;
-    match current {
-        Ok(c) if c.version_id == named.version_id => Ok(()),
-        _ => Err(Error::not_implemented(format!("{op} of a noncurrent version is not supported by s3hpc"))),
-    }
 }
 
 pub(super) async fn list_object_versions(r: &Req<'_>) -> Result<Resp> {

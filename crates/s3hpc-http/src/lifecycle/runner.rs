@@ -431,7 +431,7 @@ impl Runner {
                 }
                 if !f.tags.is_empty() {
                     pace.tick().await;
-                    match self.store.get_object_tagging(bucket, &o.key).await {
+                    match self.store.get_object_tagging(bucket, &o.key, None).await.map(|t| t.tags) {
                         Ok(tags) if f.tags_match(&tags) => {}
                         Ok(_) => continue,
                         Err(e) if e.code == ErrorCode::NoSuchKey => continue,
@@ -702,7 +702,7 @@ mod tests {
         for k in ["tmp/a", "tmp/b", "tmp/big", "keep/a"] {
             put(&mem, k, if k.ends_with("big") { 100 } else { 10 }).await;
         }
-        mem.put_object_tagging("bkt", "keep/a", vec![("purge".into(), "yes".into())]).await.unwrap();
+        mem.put_object_tagging("bkt", "keep/a", None, vec![("purge".into(), "yes".into())]).await.unwrap();
         let up = mem.create_multipart_upload("bkt", "up/x", CreateMultipartRequest::default()).await.unwrap();
         let doc = "<LifecycleConfiguration>\
             <Rule><ID>tmp</ID><Filter><And><Prefix>tmp/</Prefix><ObjectSizeLessThan>50</ObjectSizeLessThan></And></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>\
@@ -726,7 +726,7 @@ mod tests {
         assert!(mem.list_parts("bkt", "up/x", &up, Default::default()).await.is_err());
         // The whole bucket step: run once, then "recent" until the interval passes.
         put(&mem, "keep/b", 1).await;
-        mem.put_object_tagging("bkt", "keep/b", vec![("purge".into(), "yes".into())]).await.unwrap();
+        mem.put_object_tagging("bkt", "keep/b", None, vec![("purge".into(), "yes".into())]).await.unwrap();
         assert_eq!(r.bucket("bkt").await.unwrap(), Some(RunStats { expired: 1, aborted: 0, errors: 0, locked: 0 }));
         assert_eq!(r.bucket("bkt").await.unwrap(), None);
         let m = r.metrics.as_ref().unwrap();

@@ -113,7 +113,7 @@ fuzz_target!(|data: &[u8]| {
                         .await
                         .map(drop),
                     2 => s.delete_object("bkt", &key).await,
-                    3 => s.put_object_tagging("bkt", &key, vec![("t".into(), "v".into())]).await,
+                    3 => s.put_object_tagging("bkt", &key, None, vec![("t".into(), "v".into())]).await.map(drop),
                     4 => {
                         let _ = s.put_object("bkt", "src", PutObjectRequest::default(), Body::from("src")).await;
                         s.copy_object("bkt", "src", "bkt", &key, CopyObjectRequest::default()).await.map(drop)
