@@ -391,25 +391,50 @@ fn caller(
     parts: &Parts,
     account: Option<std::sync::Arc<s3hpc_core::caller::Account>>,
 ) -> std::sync::Arc<Caller> {
-    let h = &parts.headers;
-    let mut headers = CallerHeaders {
-        expected_bucket_owner: hdr(h, "x-amz-expected-bucket-owner").map(str::to_owned),
-        source_expected_bucket_owner: hdr(h, "x-amz-source-expected-bucket-owner").map(str::to_owned),
-        acl: Vec::new(),
-        object_ownership: hdr(h, "x-amz-object-ownership").map(str::to_owned),
-        bypass_governance_retention: hdr(h, "x-amz-bypass-governance-retention")
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
-    };
-    for name in [
+    // One pass over the headers for the ten the authorization layer may need (most requests
+    // carry none of them), instead of ten lookups by name, each parsing and hashing the name.
+    const ACL: [&str; 6] = [
         "x-amz-acl",
         "x-amz-grant-read",
         "x-amz-grant-write",
         "x-amz-grant-read-acp",
         "x-amz-grant-write-acp",
         "x-amz-grant-full-control",
-    ] {
-        if let Some(v) = hdr(h, name) {
-            headers.acl.push((name.to_owned(), v.to_owned()));
+    ];
+    let mut acl: [Option<&str>; 6] = [None; 6];
+    let mut headers = CallerHeaders::default();
+    let mut bypass = None;
+    for (name, v) in &parts.headers {
+        let n = name.as_str();
+        if !n.starts_with("x-amz-") {
+            continue;
+        }
+        // As `hdr`: the first value of a name, if it is UTF-8.
+        let Ok(v) = std::str::from_utf8(v.as_bytes()) else { continue };
+        match n {
+            "x-amz-expected-bucket-owner" => {
+                headers.expected_bucket_owner.get_or_insert_with(|| v.to_owned());
+            }
+            "x-amz-source-expected-bucket-owner" => {
+                headers.source_expected_bucket_owner.get_or_insert_with(|| v.to_owned());
+            }
+            "x-amz-object-ownership" => {
+                headers.object_ownership.get_or_insert_with(|| v.to_owned());
+            }
+            "x-amz-bypass-governance-retention" => {
+                bypass.get_or_insert(v.trim().eq_ignore_ascii_case("true"));
+            }
+            _ => {
+                if let Some(i) = ACL.iter().position(|a| *a == n) {
+                    acl[i].get_or_insert(v);
+                }
+            }
+        }
+    }
+    headers.bypass_governance_retention = bypass.unwrap_or(false);
+    for (name, v) in ACL.iter().zip(acl) {
+        if let Some(v) = v {
+            headers.acl.push(((*name).to_owned(), v.to_owned()));
         }
     }
     std::sync::Arc::new(Caller {
