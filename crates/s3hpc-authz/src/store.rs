@@ -57,7 +57,9 @@ pub fn to_error(e: AuthzError) -> Error {
         AzCode::MissingSecurityHeader => Code::MissingSecurityHeader,
         AzCode::MethodNotAllowed => Code::MethodNotAllowed,
     };
-    Error::new(code, e.message)
+    let mut out = Error::new(code, e.message);
+    out.details = e.extra;
+    out
 }
 
 fn denied() -> Error {
@@ -500,7 +502,7 @@ impl Store for Authorized {
                 if who.is_admin() || who.id() == Some(existing.owner().id.as_str()) {
                     return Err(e);
                 }
-                return Err(Error::code(Code::BucketAlreadyExists).with_resource(bucket));
+                return Err(Error::code(Code::BucketAlreadyExists).with_bucket(bucket));
             }
             Err(e) => return Err(e),
         }
@@ -551,12 +553,11 @@ impl Store for Authorized {
         let (_, auth) = self.check(op, bucket, None).await?;
         Ok(match name {
             "policy" => Some(
-                auth.policy.clone().ok_or_else(|| Error::code(Code::NoSuchBucketPolicy).with_resource(bucket))?.into(),
+                auth.policy.clone().ok_or_else(|| Error::code(Code::NoSuchBucketPolicy).with_bucket(bucket))?.into(),
             ),
             "policyStatus" => Some(
                 policy_status_xml(
-                    auth.policy_is_public()
-                        .ok_or_else(|| Error::code(Code::NoSuchBucketPolicy).with_resource(bucket))?,
+                    auth.policy_is_public().ok_or_else(|| Error::code(Code::NoSuchBucketPolicy).with_bucket(bucket))?,
                 )
                 .into(),
             ),

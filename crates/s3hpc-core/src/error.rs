@@ -129,16 +129,28 @@ pub struct Error {
     /// marker's version id): its version id, sent as `x-amz-delete-marker: true` and
     /// `x-amz-version-id` by the HTTP front end.
     pub delete_marker: Option<String>,
+    /// The elements AWS adds to this error's document after `<Message>`, in AWS's order:
+    /// `("BucketName", ..)` of NoSuchBucket, `("ArgumentName", ..), ("ArgumentValue", ..)` of
+    /// InvalidArgument, `("RangeRequested", ..), ("ActualObjectSize", ..)` of InvalidRange...
+    /// Empty (no allocation) for most errors. The HTTP front end writes them; the binary
+    /// protocol does not carry them.
+    pub details: Vec<(&'static str, String)>,
 }
 
 impl Error {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Error { code, message: message.into(), resource: None, delete_marker: None }
+        Error { code, message: message.into(), resource: None, delete_marker: None, details: Vec::new() }
     }
 
     /// An error with AWS's default message for the code.
     pub fn code(code: ErrorCode) -> Self {
-        Error { code, message: code.default_message().to_string(), resource: None, delete_marker: None }
+        Error {
+            code,
+            message: code.default_message().to_string(),
+            resource: None,
+            delete_marker: None,
+            details: Vec::new(),
+        }
     }
 
     pub fn with_resource(mut self, resource: impl Into<String>) -> Self {
@@ -151,16 +163,43 @@ impl Error {
         self
     }
 
+    /// Adds element `<name>value</name>` to the error document (after those added before).
+    pub fn with(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.details.push((name, value.into()));
+        self
+    }
+
+    /// Names the argument at fault: `<ArgumentName>`, `<ArgumentValue>` (InvalidArgument).
+    pub fn with_argument(self, name: &'static str, value: impl Into<String>) -> Self {
+        self.with("ArgumentName", name).with("ArgumentValue", value)
+    }
+
+    /// The value of extra element `name`, if the error carries it.
+    pub fn detail(&self, name: &str) -> Option<&str> {
+        self.details.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The error is about bucket `bucket`: its `<Resource>` and AWS's `<BucketName>` (NoSuchBucket,
+    /// BucketNotEmpty, BucketAlreadyExists, NoSuchBucketPolicy and the other bucket 404s).
+    pub fn with_bucket(self, bucket: &str) -> Self {
+        self.with_resource(bucket).with("BucketName", bucket)
+    }
+
     pub fn no_such_bucket(bucket: &str) -> Self {
-        Error::code(ErrorCode::NoSuchBucket).with_resource(bucket)
+        Error::code(ErrorCode::NoSuchBucket).with_bucket(bucket)
     }
 
     pub fn no_such_key(bucket: &str, key: &str) -> Self {
-        Error::code(ErrorCode::NoSuchKey).with_resource(format!("{bucket}/{key}"))
+        Error::code(ErrorCode::NoSuchKey).with_resource(format!("{bucket}/{key}")).with("Key", key)
     }
 
     pub fn no_such_upload(upload_id: &str) -> Self {
-        Error::code(ErrorCode::NoSuchUpload).with_resource(upload_id)
+        Error::code(ErrorCode::NoSuchUpload).with_resource(upload_id).with("UploadId", upload_id)
+    }
+
+    /// InvalidArgument with `message`, naming the argument and the value sent.
+    pub fn invalid_arg(message: impl Into<String>, name: &'static str, value: impl Into<String>) -> Self {
+        Error::invalid_argument(message).with_argument(name, value)
     }
 
     pub fn internal(message: impl Into<String>) -> Self {

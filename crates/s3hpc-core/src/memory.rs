@@ -388,7 +388,7 @@ impl Store for MemoryStore {
         names::validate_bucket_name(bucket)?;
         self.with(|st| {
             if st.buckets.contains_key(bucket) {
-                return Err(Error::code(ErrorCode::BucketAlreadyOwnedByYou).with_resource(bucket));
+                return Err(Error::code(ErrorCode::BucketAlreadyOwnedByYou).with_bucket(bucket));
             }
             st.buckets.insert(
                 bucket.to_string(),
@@ -408,7 +408,7 @@ impl Store for MemoryStore {
         self.with(|st| {
             let b = st.bucket(bucket)?;
             if !b.objects.is_empty() || !b.versions.is_empty() {
-                return Err(Error::code(ErrorCode::BucketNotEmpty).with_resource(bucket));
+                return Err(Error::code(ErrorCode::BucketNotEmpty).with_bucket(bucket));
             }
             st.buckets.remove(bucket);
             st.uploads.retain(|_, u| u.bucket != bucket);

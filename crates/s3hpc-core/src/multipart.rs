@@ -46,14 +46,20 @@ pub fn validate_completion<'a>(
             return Err(Error::code(ErrorCode::InvalidPartOrder));
         }
         prev = p.part_number;
-        let stored = lookup(p.part_number).ok_or_else(|| Error::code(ErrorCode::InvalidPart))?;
+        // AWS names the part (`<PartNumber>`, `<ETag>` as listed); the front end adds `<UploadId>`.
+        let invalid = || {
+            Error::code(ErrorCode::InvalidPart)
+                .with("PartNumber", p.part_number.to_string())
+                .with("ETag", p.etag.as_str())
+        };
+        let stored = lookup(p.part_number).ok_or_else(invalid)?;
         if stored.etag != p.etag.trim_matches('"') {
-            return Err(Error::code(ErrorCode::InvalidPart));
+            return Err(invalid());
         }
         if let Some(c) = &p.checksum
             && stored.checksum.as_ref().map(|s| &s.value) != Some(&c.value)
         {
-            return Err(Error::code(ErrorCode::InvalidPart));
+            return Err(invalid());
         }
         chosen.push(stored.clone());
     }
@@ -62,7 +68,9 @@ pub fn validate_completion<'a>(
             return Err(Error::new(
                 ErrorCode::EntityTooSmall,
                 format!("Part {} is {} bytes; every part but the last must be at least 5 MiB", p.part_number, p.size),
-            ));
+            )
+            .with("ProposedSize", p.size.to_string())
+            .with("MinSizeAllowed", MIN_PART_SIZE.to_string()));
         }
     }
     Ok(chosen)

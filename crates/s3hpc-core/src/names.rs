@@ -51,7 +51,7 @@ pub fn check_bucket_name_for_access(name: &str) -> Result<()> {
         || name.starts_with('.')
         || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
     {
-        return Err(Error::code(ErrorCode::InvalidBucketName).with_resource(name));
+        return Err(Error::code(ErrorCode::InvalidBucketName).with_bucket(name));
     }
     Ok(())
 }

@@ -208,6 +208,11 @@ fn etag_list_matches(list: &str, etag: &str) -> bool {
     list.split(',').map(|t| t.trim()).any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t).trim_matches('"') == etag)
 }
 
+/// 412 PreconditionFailed naming the header that failed (AWS: `<Condition>If-Match</Condition>`).
+pub fn precondition_failed(header: &'static str) -> Error {
+    Error::code(ErrorCode::PreconditionFailed).with("Condition", header)
+}
+
 /// Truncate to whole seconds: HTTP dates carry no sub-second part.
 fn secs(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
@@ -227,12 +232,12 @@ impl Conditions {
         };
         if let Some(m) = &self.if_match {
             if !etag_list_matches(m, etag) {
-                return Err(Error::code(ErrorCode::PreconditionFailed));
+                return Err(precondition_failed("If-Match"));
             }
         } else if let Some(t) = self.if_unmodified_since
             && secs(mtime) > secs(t)
         {
-            return Err(Error::code(ErrorCode::PreconditionFailed));
+            return Err(precondition_failed("If-Unmodified-Since"));
         }
         if let Some(m) = &self.if_none_match {
             if etag_list_matches(m, etag) {
@@ -249,8 +254,11 @@ impl Conditions {
     /// Evaluate `x-amz-copy-source-if-*` against the copy source: as [`Conditions::check_read`],
     /// but S3 answers 412 where a read would answer 304.
     pub fn check_copy_source(&self, current: Option<(&str, SystemTime)>) -> Result<()> {
-        self.check_read(current)
-            .map_err(|e| if e.code == ErrorCode::NotModified { Error::code(ErrorCode::PreconditionFailed) } else { e })
+        // Without `<Condition>`: the copy-source headers' name in AWS's answer is not known here.
+        self.check_read(current).map_err(|e| match e.code {
+            ErrorCode::NotModified | ErrorCode::PreconditionFailed => Error::code(ErrorCode::PreconditionFailed),
+            _ => e,
+        })
     }
 
     /// Evaluate for a write (PUT, CompleteMultipartUpload, copy destination): If-None-Match `*`
@@ -260,7 +268,7 @@ impl Conditions {
         if let Some(m) = &self.if_none_match {
             match current {
                 Some((etag, _)) if etag_list_matches(m, etag) => {
-                    return Err(Error::code(ErrorCode::PreconditionFailed));
+                    return Err(precondition_failed("If-None-Match"));
                 }
                 _ => {}
             }
@@ -269,7 +277,7 @@ impl Conditions {
             match current {
                 None => return Err(Error::code(ErrorCode::NoSuchKey)),
                 Some((etag, _)) if !etag_list_matches(m, etag) => {
-                    return Err(Error::code(ErrorCode::PreconditionFailed));
+                    return Err(precondition_failed("If-Match"));
                 }
                 _ => {}
             }
@@ -312,7 +320,17 @@ impl ByteRange {
 
     /// Resolve against an object size to `(offset, len)`; `InvalidRange` when unsatisfiable.
     pub fn resolve(self, size: u64) -> Result<(u64, u64)> {
-        let bad = || Error::new(ErrorCode::InvalidRange, "The requested range is not satisfiable");
+        // AWS names the range and the object's size (`<RangeRequested>`, `<ActualObjectSize>`).
+        let bad = || {
+            let asked = match self {
+                ByteRange::FromTo(a, b) => format!("bytes={a}-{b}"),
+                ByteRange::From(a) => format!("bytes={a}-"),
+                ByteRange::Suffix(n) => format!("bytes=-{n}"),
+            };
+            Error::new(ErrorCode::InvalidRange, "The requested range is not satisfiable")
+                .with("RangeRequested", asked)
+                .with("ActualObjectSize", size.to_string())
+        };
         match self {
             ByteRange::FromTo(a, b) => {
                 if a >= size {

@@ -53,18 +53,25 @@ pub fn is_valid_version_id(v: &str) -> bool {
 
 /// `InvalidArgument` (400) as S3 answers a version id it never gave.
 pub fn check_version_id(v: &str) -> Result<()> {
-    if is_valid_version_id(v) { Ok(()) } else { Err(Error::invalid_argument("Invalid version id specified")) }
+    if is_valid_version_id(v) {
+        Ok(())
+    } else {
+        Err(Error::invalid_arg("Invalid version id specified", "versionId", v))
+    }
 }
 
 /// `NoSuchVersion` (404) for a well-formed version id that names no version of `key`.
 pub fn no_such_version(bucket: &str, key: &str, version_id: &str) -> Error {
     Error::new(ErrorCode::NoSuchVersion, "The specified version does not exist.")
         .with_resource(format!("{bucket}/{key}?versionId={version_id}"))
+        .with("Key", key)
+        .with("VersionId", version_id)
 }
 
 /// GET/HEAD of a version that is a delete marker: 405, with the marker named.
 pub fn marker_not_allowed(version_id: &str) -> Error {
-    Error::code(ErrorCode::MethodNotAllowed).with_delete_marker(version_id)
+    // AWS names the resource type; the HTTP front end adds the `<Method>` before it.
+    Error::code(ErrorCode::MethodNotAllowed).with_delete_marker(version_id).with("ResourceType", "DeleteMarker")
 }
 
 /// A copy (CopyObject, UploadPartCopy) whose source names a delete marker: AWS answers 400

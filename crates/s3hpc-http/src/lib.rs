@@ -367,7 +367,17 @@ pub(crate) async fn handle(
     let is_head = parts.method == Method::HEAD;
     let mut resp = match result {
         Ok(r) => r,
-        Err(e) => error_response(&e, is_head, parts.uri.path(), rid),
+        Err(mut e) => {
+            // AWS names the method refused beside the resource type (`<Method>GET</Method>
+            // <ResourceType>DeleteMarker</ResourceType>`); the store knows the type, not the method.
+            if e.code == ErrorCode::MethodNotAllowed
+                && e.detail("ResourceType").is_some()
+                && e.detail("Method").is_none()
+            {
+                e.details.insert(0, ("Method", parts.method.as_str().to_string()));
+            }
+            error_response(&e, is_head, parts.uri.path(), rid)
+        }
     };
     // CORS headers: only requests with an Origin pay for them.
     if parts.headers.contains_key(http::header::ORIGIN) && parts.method != Method::OPTIONS {
@@ -414,6 +424,7 @@ pub(crate) fn error_response(e: &Error, is_head: bool, path: &str, rid: u64) -> 
         e.code.as_str(),
         &e.message,
         e.resource.as_deref(),
+        &e.details,
         is_head,
         path,
         rid,
@@ -428,11 +439,13 @@ pub(crate) fn error_response(e: &Error, is_head: bool, path: &str, rid: u64) -> 
     resp
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn error_response_raw(
     status: u16,
     code: &str,
     message: &str,
     resource: Option<&str>,
+    details: &[(&'static str, String)],
     is_head: bool,
     path: &str,
     rid: u64,
@@ -447,7 +460,7 @@ pub(crate) fn error_response_raw(
     }
     let mut s = String::with_capacity(256);
     s.push_str(xml::DECL);
-    error_xml(&mut s, code, message, resource, path, rid);
+    error_xml(&mut s, code, message, resource, details, path, rid);
     b.header(http::header::CONTENT_TYPE, "application/xml")
         .header(http::header::CONTENT_LENGTH, s.len())
         .body(RespBody::full(s))
@@ -468,11 +481,24 @@ fn log_storage_full(e: &Error, path: &str) {
     }
 }
 
-/// The `<Error>` element of an S3 error document (without the XML declaration).
-pub(crate) fn error_xml(s: &mut String, code: &str, message: &str, resource: Option<&str>, path: &str, rid: u64) {
+/// The `<Error>` element of an S3 error document (without the XML declaration): `Code`,
+/// `Message`, the error's own elements (`details`, in order, as AWS places them after the
+/// message), `Resource`, `RequestId`, `HostId`.
+pub(crate) fn error_xml(
+    s: &mut String,
+    code: &str,
+    message: &str,
+    resource: Option<&str>,
+    details: &[(&'static str, String)],
+    path: &str,
+    rid: u64,
+) {
     s.push_str("<Error>");
     xml::elem(s, "Code", code);
     xml::elem(s, "Message", message);
+    for (name, value) in details {
+        xml::elem(s, name, value);
+    }
     match resource {
         Some(r) => xml::elem(s, "Resource", &format!("/{}", r.trim_start_matches('/'))),
         None => xml::elem(s, "Resource", path),
@@ -484,6 +510,45 @@ pub(crate) fn error_xml(s: &mut String, code: &str, message: &str, resource: Opt
 
 #[cfg(test)]
 mod tests {
+    use s3hpc_core::{Error, ErrorCode};
+
+    fn body_of(resp: super::Response<super::RespBody>) -> String {
+        match resp.into_body() {
+            super::RespBody::Full(b) => String::from_utf8(b.to_vec()).unwrap(),
+            _ => panic!("an error document is one buffer"),
+        }
+    }
+
+    #[test]
+    fn error_elements_follow_the_message_in_order_and_escaped() {
+        let e = Error::invalid_arg("Bad <arg>", "x-amz-meta-a&b", "v<1>&'\"\n");
+        let doc = body_of(super::error_response(&e, false, "/b/k", 0x1234));
+        assert_eq!(
+            doc,
+            format!(
+                "{}<Error><Code>InvalidArgument</Code><Message>Bad &lt;arg&gt;</Message>\
+                 <ArgumentName>x-amz-meta-a&amp;b</ArgumentName>\
+                 <ArgumentValue>v&lt;1&gt;&amp;&apos;&quot;&#xA;</ArgumentValue>\
+                 <Resource>/b/k</Resource><RequestId>0000000000001234</RequestId>\
+                 <HostId>0000000000001234</HostId></Error>",
+                crate::xml::DECL
+            )
+        );
+    }
+
+    #[test]
+    fn core_constructors_name_what_is_missing() {
+        let doc = body_of(super::error_response(&Error::no_such_key("bk", "a&b"), false, "/x", 1));
+        assert!(doc.contains("</Message><Key>a&amp;b</Key><Resource>/bk/a&amp;b</Resource>"), "{doc}");
+        let doc = body_of(super::error_response(&Error::no_such_bucket("bk"), false, "/x", 1));
+        assert!(doc.contains("</Message><BucketName>bk</BucketName><Resource>/bk</Resource>"), "{doc}");
+        let doc = body_of(super::error_response(&Error::no_such_upload("U1"), false, "/x", 1));
+        assert!(doc.contains("</Message><UploadId>U1</UploadId>"), "{doc}");
+        // Errors without elements: the document is as before.
+        let doc = body_of(super::error_response(&Error::code(ErrorCode::InternalError), false, "/x", 1));
+        assert!(doc.contains("</Message><Resource>/x</Resource>"), "{doc}");
+    }
+
     #[test]
     fn request_id_header_matches_format() {
         for rid in [0u64, 1, 0xA24B_AED4_963E_E407, u64::MAX, 0x0123_4567_89AB_CDEF] {

@@ -724,7 +724,7 @@ impl Store for PosixStore {
             match s.fs.create_dir(&bdir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    return Err(Error::code(ErrorCode::BucketAlreadyOwnedByYou).with_resource(b));
+                    return Err(Error::code(ErrorCode::BucketAlreadyOwnedByYou).with_bucket(&b));
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -767,7 +767,7 @@ impl Store for PosixStore {
                 },
             )?;
             if !page.objects.is_empty() || page.is_truncated || s.has_versions(&bdir)? {
-                return Err(Error::code(ErrorCode::BucketNotEmpty).with_resource(b));
+                return Err(Error::code(ErrorCode::BucketNotEmpty).with_bucket(&b));
             }
             // Only empty directories (no objects) and the internal dir remain.
             let _ = s.fs.remove_dir_all(&bdir.join(INTERNAL));
@@ -788,7 +788,7 @@ impl Store for PosixStore {
                         ErrorCode::BucketNotEmpty,
                         "The bucket holds files that are not objects (or an object arrived meanwhile)",
                     )
-                    .with_resource(b));
+                    .with_bucket(&b));
                 }
                 Err(e) if is_missing(&e) => return Err(Error::no_such_bucket(&b)),
                 Err(e) => return Err(e.into()),
@@ -900,7 +900,7 @@ impl Store for PosixStore {
             Ok(v) => Record::decode(&v).map(|r| r.tags).ok_or_else(|| Error::internal("corrupt bucket tag file")),
             Err(e) if is_missing(&e) => {
                 s.require_bucket(&bdir, &b)?;
-                Err(Error::code(ErrorCode::NoSuchTagSet).with_resource(b))
+                Err(Error::code(ErrorCode::NoSuchTagSet).with_bucket(&b))
             }
             Err(e) => Err(e.into()),
         })

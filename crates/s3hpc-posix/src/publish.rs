@@ -315,7 +315,9 @@ impl Inner {
                         return Err(conflict(key));
                     }
                     if create_only {
-                        return Err(Error::code(ErrorCode::PreconditionFailed).with_resource(key.to_string()));
+                        return Err(Error::code(ErrorCode::PreconditionFailed)
+                            .with_resource(key.to_string())
+                            .with("Condition", "If-None-Match"));
                     }
                     return Err(e.into());
                 }

@@ -132,7 +132,9 @@ impl Inner {
                         return Err(conflict(dst));
                     }
                     if create_only {
-                        return Err(Error::code(ErrorCode::PreconditionFailed).with_resource(dst.to_string()));
+                        return Err(Error::code(ErrorCode::PreconditionFailed)
+                            .with_resource(dst.to_string())
+                            .with("Condition", "If-None-Match"));
                     }
                     return Err(e.into());
                 }

@@ -168,6 +168,12 @@ pub fn amz_date(t: SystemTime) -> String {
     format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// `YYYY-MM-DDTHH:MM:SSZ` of a time (ISO 8601, as S3 writes `<ServerTime>`).
+pub fn iso8601(t: SystemTime) -> String {
+    let a = amz_date(t);
+    format!("{}-{}-{}T{}:{}:{}Z", &a[0..4], &a[4..6], &a[6..8], &a[9..11], &a[11..13], &a[13..15])
+}
+
 /// Parse `YYYYMMDDTHHMMSSZ`.
 pub fn parse_amz_date(s: &str) -> Option<SystemTime> {
     let b = s.as_bytes();

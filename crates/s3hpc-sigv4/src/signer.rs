@@ -88,6 +88,12 @@ pub struct CanonicalInput<'a> {
 
 /// Hex SHA-256 of the canonical request. `Err(name)` when a signed header is absent.
 pub fn canonical_request_hash(inp: &CanonicalInput<'_>) -> Result<String, String> {
+    Ok(sha256_hex(&canonical_request(inp)?))
+}
+
+/// The canonical request (bytes: header values are as sent). `Err(name)` when a signed header is
+/// absent.
+pub fn canonical_request(inp: &CanonicalInput<'_>) -> Result<Vec<u8>, String> {
     let mut s = String::with_capacity(256);
     s.push_str(inp.method);
     s.push('\n');
@@ -124,7 +130,12 @@ pub fn canonical_request_hash(inp: &CanonicalInput<'_>) -> Result<String, String
     }
     buf.push(b'\n');
     buf.extend_from_slice(inp.payload_hash.as_bytes());
-    Ok(sha256_hex(&buf))
+    Ok(buf)
+}
+
+/// The string to sign of a request whose canonical request hashes to `creq_hash`.
+pub fn string_to_sign(amz_date: &str, scope: &str, creq_hash: &str) -> String {
+    format!("{ALGORITHM}\n{amz_date}\n{scope}\n{creq_hash}")
 }
 
 /// The request signature (hex) from the canonical request hash.

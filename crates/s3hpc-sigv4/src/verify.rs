@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use s3hpc_core::{CredentialSet, Error, ErrorCode};
 
-use crate::encode::{parse_amz_date, percent_decode};
+use crate::encode::{iso8601, parse_amz_date, percent_decode};
 use crate::signer::*;
 use crate::{ChunkContext, Payload, Verified};
 
@@ -135,6 +135,27 @@ fn signed_time(parts: &http::request::Parts) -> Result<(String, SystemTime), Err
     Err(Error::new(ErrorCode::AccessDenied, "AWS authentication requires a valid Date or x-amz-date header"))
 }
 
+/// InvalidAccessKeyId naming the key (AWS: `<AWSAccessKeyId>`).
+fn unknown_key(access_key: &str) -> Error {
+    Error::code(ErrorCode::InvalidAccessKeyId).with("AWSAccessKeyId", access_key)
+}
+
+/// SignatureDoesNotMatch with the elements AWS sends so a client can see what the server signed:
+/// the key id, the string to sign, the signature sent, the canonical request, and the two as
+/// bytes in hex. Only what the request itself carries: nothing derived from the secret.
+fn sig_mismatch(access_key: &str, provided: &str, amz_date: &str, scope: &str, inp: &CanonicalInput<'_>) -> Error {
+    let creq = canonical_request(inp).unwrap_or_default();
+    let sts = string_to_sign(amz_date, scope, &sha256_hex(&creq));
+    let hex_bytes = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ");
+    Error::code(ErrorCode::SignatureDoesNotMatch)
+        .with("AWSAccessKeyId", access_key)
+        .with("StringToSign", sts.clone())
+        .with("SignatureProvided", provided)
+        .with("StringToSignBytes", hex_bytes(sts.as_bytes()))
+        .with("CanonicalRequest", String::from_utf8_lossy(&creq))
+        .with("CanonicalRequestBytes", hex_bytes(&creq))
+}
+
 fn abs_diff(a: SystemTime, b: SystemTime) -> Duration {
     a.duration_since(b).or_else(|_| b.duration_since(a)).unwrap_or_default()
 }
@@ -223,7 +244,7 @@ fn verify_header(
     if !signed_list.contains(&"host") {
         return Err(malformed("The authorization header is malformed; the host header must be signed."));
     }
-    let secret = creds.secret_for(cred.access_key).ok_or_else(|| Error::code(ErrorCode::InvalidAccessKeyId))?;
+    let secret = creds.secret_for(cred.access_key).ok_or_else(|| unknown_key(cred.access_key))?;
     let (amz_date, t) = signed_time(parts)?;
     if !amz_date.starts_with(cred.date) {
         return Err(malformed(format!(
@@ -233,13 +254,21 @@ fn verify_header(
         )));
     }
     if abs_diff(t, now) > MAX_SKEW {
-        return Err(Error::code(ErrorCode::RequestTimeTooSkewed));
+        // AWS echoes the time as sent (X-Amz-Date, else Date), its own in ISO 8601, the limit.
+        let sent = match header_str(parts, "x-amz-date")? {
+            Some(d) => d.to_string(),
+            None => header_str(parts, "date")?.map_or_else(|| amz_date.clone(), str::to_string),
+        };
+        return Err(Error::code(ErrorCode::RequestTimeTooSkewed)
+            .with("RequestTime", sent)
+            .with("ServerTime", iso8601(now))
+            .with("MaxAllowedSkewMilliseconds", MAX_SKEW.as_millis().to_string()));
     }
     let content_sha = header_str(parts, "x-amz-content-sha256")?;
     let payload = payload_mode(content_sha, false)?;
     let key = signing_key(&secret, cred.date, cred.region);
     let scope = scope(cred.date, cred.region);
-    let creq = canonical_request_hash(&CanonicalInput {
+    let input = CanonicalInput {
         method: parts.method.as_str(),
         raw_path: parts.uri.path(),
         raw_query: parts.uri.query(),
@@ -248,11 +277,12 @@ fn verify_header(
         headers: &parts.headers,
         fallback_host: host_of(parts),
         payload_hash: content_sha.unwrap_or(UNSIGNED_PAYLOAD),
-    })
-    .map_err(|h| Error::new(ErrorCode::AccessDenied, format!("Signed header '{h}' is missing from the request")))?;
+    };
+    let creq = canonical_request_hash(&input)
+        .map_err(|h| Error::new(ErrorCode::AccessDenied, format!("Signed header '{h}' is missing from the request")))?;
     let want = request_signature(&key, &amz_date, &scope, &creq);
     if !sig_eq(&want, sig) {
-        return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
+        return Err(sig_mismatch(cred.access_key, sig, &amz_date, &scope, &input));
     }
     let chunk_ctx = match &payload {
         Payload::Streaming { .. } => {
@@ -315,12 +345,16 @@ fn verify_presigned(
     if !signed_list.contains(&"host") {
         return Err(query_error("X-Amz-SignedHeaders must include host"));
     }
-    let secret = creds.secret_for(cred.access_key).ok_or_else(|| Error::code(ErrorCode::InvalidAccessKeyId))?;
+    let secret = creds.secret_for(cred.access_key).ok_or_else(|| unknown_key(cred.access_key))?;
     if t > now + MAX_SKEW {
         return Err(Error::new(ErrorCode::AccessDenied, "Request is not valid yet"));
     }
     if now > t + Duration::from_secs(expires) {
-        return Err(Error::new(ErrorCode::AccessDenied, "Request has expired."));
+        // AWS: the lifetime as sent, the instant it ended, its own time (ISO 8601).
+        return Err(Error::new(ErrorCode::AccessDenied, "Request has expired.")
+            .with("X-Amz-Expires", expires_s.clone())
+            .with("Expires", iso8601(t + Duration::from_secs(expires)))
+            .with("ServerTime", iso8601(now)));
     }
     let content_sha = header_str(parts, "x-amz-content-sha256")?;
     let payload = payload_mode(content_sha, true)?;
@@ -329,7 +363,7 @@ fn verify_presigned(
     }
     let key = signing_key(&secret, cred.date, cred.region);
     let scope = scope(cred.date, cred.region);
-    let creq = canonical_request_hash(&CanonicalInput {
+    let input = CanonicalInput {
         method: parts.method.as_str(),
         raw_path: parts.uri.path(),
         raw_query: parts.uri.query(),
@@ -338,11 +372,12 @@ fn verify_presigned(
         headers: &parts.headers,
         fallback_host: host_of(parts),
         payload_hash: content_sha.unwrap_or(UNSIGNED_PAYLOAD),
-    })
-    .map_err(|h| Error::new(ErrorCode::AccessDenied, format!("Signed header '{h}' is missing from the request")))?;
+    };
+    let creq = canonical_request_hash(&input)
+        .map_err(|h| Error::new(ErrorCode::AccessDenied, format!("Signed header '{h}' is missing from the request")))?;
     let want = request_signature(&key, &date_s, &scope, &creq);
     if !sig_eq(&want, &sig) {
-        return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
+        return Err(sig_mismatch(cred.access_key, &sig, &date_s, &scope, &input));
     }
     Ok(Verified { access_key: cred.access_key.to_string(), payload, chunk_ctx: None })
 }

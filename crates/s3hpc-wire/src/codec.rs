@@ -418,7 +418,7 @@ impl<'a> Dec<'a> {
         let code = ErrorCode::ALL.get(idx).copied().unwrap_or(ErrorCode::InternalError);
         let message = self.str()?;
         let resource = self.opt_str()?;
-        Ok(Error { delete_marker: None, code, message, resource })
+        Ok(Error { delete_marker: None, code, message, resource, details: Vec::new() })
     }
     pub fn object_info(&mut self) -> Result<ObjectInfo> {
         let key = self.str()?;

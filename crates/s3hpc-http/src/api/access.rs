@@ -28,7 +28,7 @@ pub(super) async fn get(r: &Req<'_>, name: &str) -> Result<Resp> {
             "publicAccessBlock" => Error::code(ErrorCode::NoSuchPublicAccessBlockConfiguration),
             _ => Error::internal(format!("no {name} document")),
         }
-        .with_resource(r.bucket.clone()));
+        .with_bucket(&r.bucket));
     };
     Ok(http::Response::builder()
         .status(StatusCode::OK)

@@ -16,13 +16,12 @@ use crate::xml::{self, DECL, NS, elem, escape_into};
 /// (opaque, as ListObjectsV2's) and `prefix`.
 pub(super) async fn list_buckets(r: &Req<'_>) -> Result<Resp> {
     let q = &r.q;
-    let max =
-        match q.get("max-buckets") {
-            None => None,
-            Some(v) => Some(v.parse::<usize>().ok().filter(|n| (1..=10_000).contains(n)).ok_or_else(|| {
-                Error::invalid_argument("Argument max-buckets must be an integer between 1 and 10000")
-            })?),
-        };
+    let max = match q.get("max-buckets") {
+        None => None,
+        Some(v) => Some(v.parse::<usize>().ok().filter(|n| (1..=10_000).contains(n)).ok_or_else(|| {
+            Error::invalid_arg("Argument max-buckets must be an integer between 1 and 10000", "max-buckets", v)
+        })?),
+    };
     // Bucket names are never empty, so the empty "bucket" keeps these tokens apart from listings'.
     let after = q.get("continuation-token").map(|t| super::list::decode_continuation_token("", t)).transpose()?;
     let prefix = q.get("prefix").unwrap_or("");
@@ -101,7 +100,8 @@ pub(super) async fn get_bucket_config(r: &Req<'_>, sub: &str) -> Result<Resp> {
     store(r).head_bucket(&r.bucket).await?;
     let doc = |name: &str, inner: &str| xml_ok(format!("{DECL}<{name} xmlns=\"{NS}\">{inner}</{name}>"));
     let missing = |code: &str, msg: &str| {
-        Ok(crate::error_response_raw(404, code, msg, Some(&r.bucket), false, r.parts.uri.path(), 0))
+        let named = [("BucketName", r.bucket.clone())];
+        Ok(crate::error_response_raw(404, code, msg, Some(&r.bucket), &named, false, r.parts.uri.path(), 0))
     };
     match sub {
         "versioning" => Ok(doc("VersioningConfiguration", "")),

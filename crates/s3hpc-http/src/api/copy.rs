@@ -14,7 +14,11 @@ use crate::xml::{DECL, NS, checksum_element, elem};
 /// `x-amz-copy-source`: `[/]bucket/key[?versionId=ID]`, URL-encoded: bucket, key, version.
 pub(super) fn copy_source(h: &HeaderMap) -> Result<(String, String, Option<String>)> {
     let raw = hdr(h, "x-amz-copy-source").ok_or_else(|| {
-        Error::invalid_argument("Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
+        Error::invalid_arg(
+            "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
+            "x-amz-copy-source",
+            "",
+        )
     })?;
     let (path, query) = raw.split_once('?').unwrap_or((raw, ""));
     let mut version = None;
@@ -23,7 +27,13 @@ pub(super) fn copy_source(h: &HeaderMap) -> Result<(String, String, Option<Strin
         check_version_id(q.get("versionId"))?;
         version = q.get("versionId").map(str::to_owned);
     }
-    let bad = || Error::invalid_argument("Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
+    let bad = || {
+        Error::invalid_arg(
+            "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
+            "x-amz-copy-source",
+            raw,
+        )
+    };
     let path = decode_path(path).ok_or_else(bad)?;
     let path = path.strip_prefix('/').unwrap_or(&path);
     let (b, k) = path.split_once('/').ok_or_else(bad)?;
@@ -35,15 +45,15 @@ pub(super) fn copy_source(h: &HeaderMap) -> Result<(String, String, Option<Strin
     Ok((b.to_string(), k.to_string(), version))
 }
 
-pub(super) fn directive(h: &HeaderMap, name: &str) -> Result<bool> {
+pub(super) fn directive(h: &HeaderMap, name: &'static str) -> Result<bool> {
     match hdr(h, name) {
         None => Ok(false),
         Some(v) if v.eq_ignore_ascii_case("COPY") => Ok(false),
         Some(v) if v.eq_ignore_ascii_case("REPLACE") => Ok(true),
         // AWS: "Unknown metadata directive." / "Unknown tagging directive."
-        Some(_) => {
+        Some(v) => {
             let what = name.trim_start_matches("x-amz-").trim_end_matches("-directive");
-            Err(Error::invalid_argument(format!("Unknown {what} directive.")))
+            Err(Error::invalid_arg(format!("Unknown {what} directive."), name, v))
         }
     }
 }

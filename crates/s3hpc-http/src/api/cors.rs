@@ -24,6 +24,7 @@ pub(super) async fn get(r: &Req<'_>) -> Result<Resp> {
             "NoSuchCORSConfiguration",
             "The CORS configuration does not exist",
             Some(&r.bucket),
+            &[("BucketName", r.bucket.clone())],
             false,
             r.parts.uri.path(),
             r.rid,
@@ -67,14 +68,14 @@ async fn config(st: &State, bucket: &str) -> Result<Option<Arc<CorsConfig>>> {
 }
 
 fn forbidden(parts: &Parts, rid: u64, why: &str) -> Resp {
-    crate::error_response_raw(403, "AccessForbidden", why, None, false, parts.uri.path(), rid)
+    crate::error_response_raw(403, "AccessForbidden", why, None, &[], false, parts.uri.path(), rid)
 }
 
 /// `OPTIONS /bucket[/key]`: a browser's preflight. Unsigned; answered from the bucket's CORS
 /// rules with AWS's errors.
 pub(super) async fn preflight(st: &State, parts: &Parts, bucket: &str, rid: u64) -> Result<Resp> {
     let h = &parts.headers;
-    let bad = |msg: &str| crate::error_response_raw(400, "BadRequest", msg, None, false, parts.uri.path(), rid);
+    let bad = |msg: &str| crate::error_response_raw(400, "BadRequest", msg, None, &[], false, parts.uri.path(), rid);
     let Some(origin) = hdr(h, "origin") else {
         return Ok(bad("Insufficient information. Origin request header needed."));
     };

@@ -21,6 +21,7 @@ pub(super) async fn get(r: &Req<'_>) -> Result<Resp> {
             "NoSuchLifecycleConfiguration",
             "The lifecycle configuration does not exist",
             Some(&r.bucket),
+            &[("BucketName", r.bucket.clone())],
             false,
             r.parts.uri.path(),
             r.rid,

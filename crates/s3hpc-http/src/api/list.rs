@@ -77,15 +77,15 @@ pub(super) fn decode_continuation_token(bucket: &str, token: &str) -> Result<Str
     Ok(key.to_string())
 }
 
-pub(super) fn parse_max(q: &Query, name: &str) -> Result<usize> {
+pub(super) fn parse_max(q: &Query, name: &'static str) -> Result<usize> {
     match q.get(name) {
         None => Ok(1000),
         Some(v) => match v.parse::<i64>() {
             Ok(n) if n < 0 => {
-                Err(Error::invalid_argument(format!("Argument {name} must be an integer between 0 and 2147483647")))
+                Err(Error::invalid_arg(format!("Argument {name} must be an integer between 0 and 2147483647"), name, v))
             }
             Ok(n) if n <= i64::from(i32::MAX) => Ok((n as usize).min(MAX_KEYS)),
-            _ => Err(Error::invalid_argument(format!("Provided {name} not an integer or within integer range"))),
+            _ => Err(Error::invalid_arg(format!("Provided {name} not an integer or within integer range"), name, v)),
         },
     }
 }
@@ -94,7 +94,7 @@ pub(super) fn encoding(q: &Query) -> Result<bool> {
     match q.get("encoding-type") {
         None => Ok(false),
         Some(v) if v.eq_ignore_ascii_case("url") => Ok(true),
-        Some(_) => Err(Error::invalid_argument("Invalid Encoding Method specified in Request")),
+        Some(v) => Err(Error::invalid_arg("Invalid Encoding Method specified in Request", "encoding-type", v)),
     }
 }
 

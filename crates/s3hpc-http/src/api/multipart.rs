@@ -141,7 +141,7 @@ pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Res
     };
     match tokio::time::timeout(r.st.cfg.complete_keepalive_after, &mut task).await {
         Ok(res) => {
-            let out = joined(res)?;
+            let out = joined(res).map_err(|e| name_upload(e, id))?;
             let mut resp = xml_ok(format!("{DECL}{}", result_doc(&out)));
             if let Some(v) = &out.version_id {
                 resp.headers_mut().insert("x-amz-version-id", hval(v)?);
@@ -151,12 +151,21 @@ pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Res
         Err(_) => {
             // Still running: commit to 200 now. The declaration goes first, then a space per
             // interval, then the result or an <Error> document (clients read errors from it).
-            let (path, rid) = (r.parts.uri.path().to_string(), r.rid);
+            let (path, rid, upload_id) = (r.parts.uri.path().to_string(), r.rid, id.to_string());
             let finish = move |res: Result<PutObjectOutput>| match res {
                 Ok(out) => result_doc(&out),
                 Err(e) => {
+                    let e = name_upload(e, &upload_id);
                     let mut s = String::new();
-                    crate::error_xml(&mut s, e.code.as_str(), &e.message, e.resource.as_deref(), &path, rid);
+                    crate::error_xml(
+                        &mut s,
+                        e.code.as_str(),
+                        &e.message,
+                        e.resource.as_deref(),
+                        &e.details,
+                        &path,
+                        rid,
+                    );
                     s
                 }
             };
@@ -179,6 +188,15 @@ pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Res
                 .unwrap())
         }
     }
+}
+
+/// InvalidPart names the upload first (AWS: `<UploadId>`, `<PartNumber>`, `<ETag>`); the shared
+/// completion rules know the part, not the upload.
+fn name_upload(mut e: Error, upload_id: &str) -> Error {
+    if e.code == ErrorCode::InvalidPart && e.detail("UploadId").is_none() {
+        e.details.insert(0, ("UploadId", upload_id.to_string()));
+    }
+    e
 }
 
 pub(super) async fn abort_multipart(r: &Req<'_>) -> Result<Resp> {

@@ -15,13 +15,12 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
     let h = &r.parts.headers;
     let version_id = version_param(r)?;
     let range = hdr(h, "range").and_then(ByteRange::parse_header);
-    let part_number =
-        match r.q.get("partNumber") {
-            None => None,
-            Some(p) => Some(p.parse::<u32>().ok().filter(|n| (1..=MAX_PART_NUMBER).contains(n)).ok_or_else(|| {
-                Error::invalid_argument("Part number must be an integer between 1 and 10000, inclusive")
-            })?),
-        };
+    let part_number = match r.q.get("partNumber") {
+        None => None,
+        Some(p) => Some(p.parse::<u32>().ok().filter(|n| (1..=MAX_PART_NUMBER).contains(n)).ok_or_else(|| {
+            Error::invalid_arg("Part number must be an integer between 1 and 10000, inclusive", "partNumber", p)
+        })?),
+    };
     if range.is_some() && part_number.is_some() {
         return Err(Error::new(
             ErrorCode::InvalidRequest,
@@ -162,7 +161,24 @@ async fn read_error(r: &Req<'_>, e: Error, head: bool, part_number: Option<u32>)
     }
     if part_number.is_some() && e.code == ErrorCode::InvalidPart {
         let msg = "The requested partnumber is not satisfiable";
-        return Ok(crate::error_response_raw(416, "InvalidPartNumber", msg, None, head, r.parts.uri.path(), r.rid));
+        return Ok(crate::error_response_raw(
+            416,
+            "InvalidPartNumber",
+            msg,
+            None,
+            &[],
+            head,
+            r.parts.uri.path(),
+            r.rid,
+        ));
+    }
+    let mut e = e;
+    // `<RangeRequested>` is the header as sent.
+    if e.code == ErrorCode::InvalidRange
+        && let Some(sent) = r.parts.headers.get(header::RANGE).and_then(|v| v.to_str().ok())
+        && let Some(slot) = e.details.iter_mut().find(|(k, _)| *k == "RangeRequested")
+    {
+        slot.1 = sent.to_string();
     }
     Err(e)
 }
@@ -179,11 +195,11 @@ pub(super) async fn get_object_attributes(r: &Req<'_>) -> Result<Resp> {
         .filter(|s| !s.is_empty())
         .collect();
     if wanted.is_empty() {
-        return Err(Error::new(ErrorCode::InvalidArgument, "Invalid attribute name specified."));
+        return Err(Error::invalid_arg("Invalid attribute name specified.", "x-amz-object-attributes", ""));
     }
     for w in &wanted {
         if !matches!(w.as_str(), "ETag" | "Checksum" | "ObjectParts" | "StorageClass" | "ObjectSize") {
-            return Err(Error::new(ErrorCode::InvalidArgument, "Invalid attribute name specified."));
+            return Err(Error::invalid_arg("Invalid attribute name specified.", "x-amz-object-attributes", w.as_str()));
         }
     }
     let max_parts = match hdr(h, "x-amz-max-parts") {

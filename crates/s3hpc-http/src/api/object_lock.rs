@@ -64,7 +64,13 @@ pub(super) fn lock_headers(h: &HeaderMap) -> Result<ObjectLock> {
         None => None,
         Some("ON") => Some(true),
         Some("OFF") => Some(false),
-        Some(_) => return Err(Error::invalid_argument("Legal Hold must be either of 'ON' or 'OFF'")),
+        Some(v) => {
+            return Err(Error::invalid_arg(
+                "Legal Hold must be either of 'ON' or 'OFF'",
+                "x-amz-object-lock-legal-hold",
+                v,
+            ));
+        }
     };
     let retention = match (mode, date) {
         (None, None) => None,
@@ -74,11 +80,13 @@ pub(super) fn lock_headers(h: &HeaderMap) -> Result<ObjectLock> {
             ));
         }
         (Some(m), Some(d)) => {
-            let until = parse_date(d).ok_or_else(bad_date)?;
+            let until =
+                parse_date(d).ok_or_else(|| bad_date().with_argument("x-amz-object-lock-retain-until-date", d))?;
             if until <= SystemTime::now() {
                 return Err(s3hpc_core::lock::past_date());
             }
-            let mode = LockMode::parse(m).ok_or_else(|| Error::invalid_argument("Unknown wormMode directive."))?;
+            let mode = LockMode::parse(m)
+                .ok_or_else(|| Error::invalid_arg("Unknown wormMode directive.", "x-amz-object-lock-mode", m))?;
             Some(Retention { mode, until })
         }
     };
@@ -113,6 +121,7 @@ pub(super) async fn get_config(r: &Req<'_>) -> Result<Resp> {
             ErrorCode::ObjectLockConfigurationNotFoundError.as_str(),
             ErrorCode::ObjectLockConfigurationNotFoundError.default_message(),
             Some(&r.bucket),
+            &[("BucketName", r.bucket.clone())],
             false,
             r.parts.uri.path(),
             0,

@@ -229,13 +229,14 @@ fn verify_signature(
         return Err(Error::invalid_argument(format!("Invalid x-amz-date or x-amz-credential date: {date}, {cred}")));
     }
     let creds = &r.st.cfg.creds;
-    let secret = creds.secret_for(ak).ok_or(Error::code(ErrorCode::InvalidAccessKeyId))?;
+    let unknown = || Error::code(ErrorCode::InvalidAccessKeyId).with("AWSAccessKeyId", ak);
+    let secret = creds.secret_for(ak).ok_or_else(unknown)?;
     let key = s3hpc_sigv4::signer::signing_key(&secret, day, region);
     let want = hex_lower(&s3hpc_sigv4::signer::hmac(&key, policy.as_bytes()));
     if !s3hpc_sigv4::signer::sig_eq(&want, sig) {
         return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
     }
-    let (account, id) = creds.account_and_identity(ak).ok_or(Error::code(ErrorCode::InvalidAccessKeyId))?;
+    let (account, id) = creds.account_and_identity(ak).ok_or_else(unknown)?;
     Ok((Some(account), id))
 }
 

@@ -234,7 +234,9 @@ pub(super) fn content_length(r: &Req) -> Result<Option<u64>> {
 /// MissingContentLength; more than 5 GiB is EntityTooLarge.
 pub(super) fn upload_length(r: &Req) -> Result<Option<u64>> {
     match content_length(r)? {
-        Some(n) if n > MAX_PUT_SIZE => Err(Error::code(ErrorCode::EntityTooLarge)),
+        Some(n) if n > MAX_PUT_SIZE => Err(Error::code(ErrorCode::EntityTooLarge)
+            .with("ProposedSize", n.to_string())
+            .with("MaxSizeAllowed", MAX_PUT_SIZE.to_string())),
         Some(n) => Ok(Some(n)),
         None if is_chunked(r) => Ok(None),
         None => Err(Error::code(ErrorCode::MissingContentLength)),
@@ -359,8 +361,12 @@ pub(super) fn upload_id<'a>(r: &'a Req) -> Result<&'a str> {
 }
 
 pub(super) fn part_number(r: &Req) -> Result<u32> {
-    r.q.get("partNumber")
-        .and_then(|p| p.parse::<u32>().ok())
-        .filter(|n| (1..=MAX_PART_NUMBER).contains(n))
-        .ok_or_else(|| Error::invalid_argument("Part number must be an integer between 1 and 10000, inclusive"))
+    let sent = r.q.get("partNumber");
+    sent.and_then(|p| p.parse::<u32>().ok()).filter(|n| (1..=MAX_PART_NUMBER).contains(n)).ok_or_else(|| {
+        Error::invalid_arg(
+            "Part number must be an integer between 1 and 10000, inclusive",
+            "partNumber",
+            sent.unwrap_or_default(),
+        )
+    })
 }
