@@ -13,7 +13,9 @@ client does not steal the server's core and the server's CPU time is its own. Fo
 the builds are measured in turn, ROUNDS times each, the order swapped every round (old new, new
 old, ...). Each measurement is the server's utime+stime over the client's measured phase divided
 by its operations (bench/cpu_window.py). Prints, per operation, the median µs/op of each build,
-new/old of the medians, and the spread; with --json FILE, every sample too.
+new/old of the medians, the median of the rounds' own new/old ("paired": robust to a drift both
+builds see during the run, as 1 MiB PUTs on /dev/shm show), and the spread; with --json FILE,
+every sample too.
 
 The figure is CPU time, not instructions (this VM has no hardware counters), so it still moves
 with the machine's load; alternating many short rounds and taking medians is what makes a few
@@ -106,7 +108,7 @@ def main():
                           f"{r['ops_per_s']:.0f} ops/s", file=sys.stderr)
         print(f"server CPU per operation, median of {args.rounds} alternating rounds of "
               f"{args.secs:g} s (server on CPU 0, client on CPU 1)")
-        print(f"{'op':8} {'old µs':>8} {'new µs':>8} {'new/old':>8}   {'old range':>15} "
+        print(f"{'op':8} {'old µs':>8} {'new µs':>8} {'new/old':>8} {'paired':>7}   {'old range':>15} "
               f"{'new range':>15}   {'old ops/s':>9} {'new ops/s':>9}")
         for op in ops:
             o = [r["cpu_us_per_op"] for r in samples[op]["old"]]
@@ -114,7 +116,9 @@ def main():
             ro = statistics.median(r["ops_per_s"] for r in samples[op]["old"])
             rn = statistics.median(r["ops_per_s"] for r in samples[op]["new"])
             mo, mn = statistics.median(o), statistics.median(n)
-            print(f"{op:8} {mo:8.1f} {mn:8.1f} {mn / mo:8.3f}   {min(o):7.1f}-{max(o):<7.1f} "
+            # The median of each round's new/old: robust to a drift both builds see over the run.
+            paired = statistics.median(b / a for a, b in zip(o, n))
+            print(f"{op:8} {mo:8.1f} {mn:8.1f} {mn / mo:8.3f} {paired:7.3f}   {min(o):7.1f}-{max(o):<7.1f} "
                   f"{min(n):7.1f}-{max(n):<7.1f}   {ro:9.0f} {rn:9.0f}")
         if args.json:
             with open(args.json, "w") as f:
