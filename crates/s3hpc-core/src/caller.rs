@@ -69,7 +69,7 @@ thread_local! {
     static SYNC_CURRENT: std::cell::RefCell<Option<Arc<Caller>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Run `f` on behalf of `c` (`None`: no caller).
+/// Run `f` on behalf of `c` (`None`: the enclosing scope's caller, if any).
 pub fn scope<F: Future>(c: Option<Arc<Caller>>, f: F) -> impl Future<Output = F::Output> {
     // `None` keeps the enclosing scope's value, as no scope at all would. One task-local scope
     // either way, not an `async fn` with a branch per case: that stored `f` once per branch

@@ -25,7 +25,7 @@ thread_local! {
     static SYNC_CURRENT: std::cell::RefCell<Option<Identity>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Run `f` as `id` (`None`: as the process).
+/// Run `f` as `id` (`None`: as the enclosing scope, else as the process).
 pub fn scope<F: Future>(id: Option<Identity>, f: F) -> impl Future<Output = F::Output> {
     // `None` keeps the enclosing scope's value, as no scope at all would. One task-local scope
     // either way, not an `async fn` with a branch per case: that stored `f` once per branch
