@@ -179,3 +179,15 @@ def wait_until(pred, timeout=10.0, step=0.05):
             return True
         time.sleep(step)
     return pred()
+
+
+def purge_versioned_bucket(s3, name):
+    """Remove every version and delete marker of bucket `name`, then the bucket."""
+    while True:
+        r = s3.list_object_versions(Bucket=name)
+        items = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+                 for v in r.get("Versions", []) + r.get("DeleteMarkers", [])]
+        if not items:
+            break
+        s3.delete_objects(Bucket=name, Delete={"Objects": items})
+    s3.delete_bucket(Bucket=name)

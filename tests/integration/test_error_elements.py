@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import ACCESS_KEY, make_client, raw_request
+from conftest import ACCESS_KEY, make_client, purge_versioned_bucket, raw_request
 
 
 def error_of(call, **kw) -> dict:
@@ -40,14 +40,7 @@ def vbucket(s3):
     s3.create_bucket(Bucket=name)
     s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
     yield name
-    while True:
-        r = s3.list_object_versions(Bucket=name)
-        items = [{"Key": v["Key"], "VersionId": v["VersionId"]}
-                 for v in r.get("Versions", []) + r.get("DeleteMarkers", [])]
-        if not items:
-            break
-        s3.delete_objects(Bucket=name, Delete={"Objects": items})
-    s3.delete_bucket(Bucket=name)
+    purge_versioned_bucket(s3, name)
 
 
 # ---- the resource that is missing ----

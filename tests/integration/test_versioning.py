@@ -8,19 +8,7 @@ import uuid
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import err_code, err_status, raw_request
-
-
-def purge(s3, name):
-    """Remove every version and delete marker, then the bucket."""
-    while True:
-        r = s3.list_object_versions(Bucket=name)
-        items = [{"Key": v["Key"], "VersionId": v["VersionId"]}
-                 for v in r.get("Versions", []) + r.get("DeleteMarkers", [])]
-        if not items:
-            break
-        s3.delete_objects(Bucket=name, Delete={"Objects": items})
-    s3.delete_bucket(Bucket=name)
+from conftest import err_code, err_status, purge_versioned_bucket as purge, raw_request
 
 
 @pytest.fixture
