@@ -110,6 +110,7 @@ error_codes! {
     InvalidBucketState => 409, "The request is not valid with the current state of the bucket.";
     NoSuchObjectLockConfiguration => 404, "The specified object does not have a ObjectLock configuration";
     ObjectLockConfigurationNotFoundError => 404, "Object Lock configuration does not exist for this bucket";
+    SlowDown => 503, "Please reduce your request rate.";
 }
 
 impl fmt::Display for ErrorCode {

@@ -33,6 +33,19 @@ pub(crate) struct Beneath {
     root: PathBuf,
     fd: File,
     dir: Dir,
+    /// Areas below the root that are resolved from a directory opened once instead of from the
+    /// root (the gateway's state, `ROOT/.s3hpc`, and its staging area, see `state`): a path under
+    /// `prefix` is looked up relative to that held descriptor, so a swap of a directory on the
+    /// way there changes nothing, and a user acting through the store needs search permission
+    /// only from that directory on. Deepest first.
+    areas: Vec<Area>,
+}
+
+#[derive(Debug)]
+struct Area {
+    prefix: PathBuf,
+    fd: File,
+    dir: Dir,
 }
 
 /// One directory entry: its name and whether it is a directory, a regular file or a symlink
@@ -52,24 +65,41 @@ fn outside(p: &Path) -> io::Error {
 impl Beneath {
     /// `root` must be canonical; `fd` is the open root directory (a read-only descriptor).
     pub fn new(root: PathBuf, fd: &File) -> io::Result<Beneath> {
-        Ok(Beneath { root, fd: fd.try_clone()?, dir: Dir::from_std_file(fd.try_clone()?) })
+        Ok(Beneath { root, fd: fd.try_clone()?, dir: Dir::from_std_file(fd.try_clone()?), areas: Vec::new() })
     }
 
-    /// `p` relative to the root. `p` must be the root or a path under it without `..`.
-    fn rel<'a>(&self, p: &'a Path) -> io::Result<&'a Path> {
-        let r = p.strip_prefix(&self.root).map_err(|_| outside(p))?;
+    /// Resolve paths under `prefix` (below the root) from the open directory `fd` from now on.
+    pub fn add_area(&mut self, prefix: PathBuf, fd: &File) -> io::Result<()> {
+        self.areas.push(Area { prefix, fd: fd.try_clone()?, dir: Dir::from_std_file(fd.try_clone()?) });
+        self.areas.sort_by_key(|a| std::cmp::Reverse(a.prefix.components().count()));
+        Ok(())
+    }
+
+    /// The directory `p` is resolved from (the root or an area's), and `p` relative to it.
+    /// `p` must be the root or a path under it without `..`.
+    fn at<'a>(&self, p: &'a Path) -> io::Result<(&File, &Dir, &'a Path)> {
+        let (fd, dir, r) = match self.areas.iter().find(|a| p.starts_with(&a.prefix)) {
+            Some(a) => (&a.fd, &a.dir, p.strip_prefix(&a.prefix).map_err(|_| outside(p))?),
+            None => (&self.fd, &self.dir, p.strip_prefix(&self.root).map_err(|_| outside(p))?),
+        };
         if r.components().any(|c| !matches!(c, Component::Normal(_))) {
             return Err(outside(p));
         }
-        Ok(if r.as_os_str().is_empty() { Path::new(".") } else { r })
+        Ok((fd, dir, if r.as_os_str().is_empty() { Path::new(".") } else { r }))
+    }
+
+    fn rel<'a>(&self, p: &'a Path) -> io::Result<(&Dir, &'a Path)> {
+        self.at(p).map(|(_, d, r)| (d, r))
     }
 
     pub fn read(&self, p: &Path) -> io::Result<Vec<u8>> {
-        self.dir.read(self.rel(p)?)
+        let (d, r) = self.rel(p)?;
+        d.read(r)
     }
 
     pub fn read_to_string(&self, p: &Path) -> io::Result<String> {
-        self.dir.read_to_string(self.rel(p)?)
+        let (d, r) = self.rel(p)?;
+        d.read_to_string(r)
     }
 
     /// Create or truncate `p` (mode 0644 before the umask) and write `data`.
@@ -88,21 +118,8 @@ impl Beneath {
         } else {
             o.create(true).truncate(true);
         }
-        Ok(self.dir.open_with(self.rel(p)?, &o)?.into_std())
-    }
-
-    /// Open `p` for locking: read-only, creating it (mode 0644) if missing, never truncating
-    /// (`flock` needs no write access, so every user may lock a file another created).
-    pub fn open_lock(&self, p: &Path) -> io::Result<File> {
-        let mut o = cap_std::fs::OpenOptions::new();
-        o.read(true).write(true).create(true).truncate(false).mode(0o644);
-        match self.dir.open_with(self.rel(p)?, &o) {
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
-            r => return Ok(r?.into_std()),
-        }
-        let mut o = cap_std::fs::OpenOptions::new();
-        o.read(true);
-        Ok(self.dir.open_with(self.rel(p)?, &o)?.into_std())
+        let (d, r) = self.rel(p)?;
+        Ok(d.open_with(r, &o)?.into_std())
     }
 
     /// Open `p` (a file or a directory) read-only, following symlinks that stay beneath the
@@ -114,8 +131,8 @@ impl Beneath {
     /// `openat2(root, rel(p), flags | O_CLOEXEC, RESOLVE_BENEATH)`; where openat2 is unavailable
     /// (Linux < 5.6, seccomp filters), a plain open of `p` (see docs/SEMANTICS.md, Limits).
     fn open_flags(&self, p: &Path, flags: libc::c_int) -> io::Result<File> {
-        let rel = self.rel(p)?;
-        match crate::sys::open_beneath_flags(&self.fd, rel, flags | libc::O_CLOEXEC) {
+        let (fd, _, rel) = self.at(p)?;
+        match crate::sys::open_beneath_flags(fd, rel, flags | libc::O_CLOEXEC) {
             Some(r) => r,
             None => {
                 let mut o = std::fs::OpenOptions::new();
@@ -128,14 +145,14 @@ impl Beneath {
     /// Open the existing file `p` for reading and writing (never created or truncated),
     /// following symlinks that stay beneath the root: appends write through it.
     pub fn open_rw(&self, p: &Path) -> io::Result<File> {
-        let rel = self.rel(p)?;
+        let (fd, dir, rel) = self.at(p)?;
         let flags = libc::O_RDWR | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
-        match crate::sys::open_beneath_flags(&self.fd, rel, flags) {
+        match crate::sys::open_beneath_flags(fd, rel, flags) {
             Some(r) => r,
             None => {
                 let mut o = cap_std::fs::OpenOptions::new();
                 o.read(true).write(true);
-                Ok(self.dir.open_with(rel, &o)?.into_std())
+                Ok(dir.open_with(rel, &o)?.into_std())
             }
         }
     }
@@ -146,25 +163,30 @@ impl Beneath {
     }
 
     pub fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.dir.rename(self.rel(from)?, &self.dir, self.rel(to)?)
+        let ((fd, fr), (td, tr)) = (self.rel(from)?, self.rel(to)?);
+        fd.rename(fr, td, tr)
     }
 
     /// `link(2)`: a second name `to` for the file `from` (a final symlink is not followed).
     pub fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.dir.hard_link(self.rel(from)?, &self.dir, self.rel(to)?)
+        let ((fd, fr), (td, tr)) = (self.rel(from)?, self.rel(to)?);
+        fd.hard_link(fr, td, tr)
     }
 
     pub fn remove_file(&self, p: &Path) -> io::Result<()> {
-        self.dir.remove_file(self.rel(p)?)
+        let (d, r) = self.rel(p)?;
+        d.remove_file(r)
     }
 
     pub fn remove_dir(&self, p: &Path) -> io::Result<()> {
-        self.dir.remove_dir(self.rel(p)?)
+        let (d, r) = self.rel(p)?;
+        d.remove_dir(r)
     }
 
     /// Remove the directory `p` and everything in it; symlinks inside are removed, not followed.
     pub fn remove_dir_all(&self, p: &Path) -> io::Result<()> {
-        self.dir.remove_dir_all(self.rel(p)?)
+        let (d, r) = self.rel(p)?;
+        d.remove_dir_all(r)
     }
 
     /// `chmod` of `p` (following symlinks that stay beneath the root).
@@ -174,14 +196,16 @@ impl Beneath {
     }
 
     pub fn create_dir(&self, p: &Path) -> io::Result<()> {
-        self.dir.create_dir(self.rel(p)?)
+        let (d, r) = self.rel(p)?;
+        d.create_dir(r)
     }
 
     /// Create `p` and its missing parents. A component that exists as a symlink leading out
     /// of the root fails with PermissionDenied (as any resolution here does), not as
     /// "already exists".
     pub fn create_dir_all(&self, p: &Path) -> io::Result<()> {
-        self.dir.create_dir_all(self.rel(p)?).map_err(|e| match self.metadata(p) {
+        let (d, r) = self.rel(p)?;
+        d.create_dir_all(r).map_err(|e| match self.metadata(p) {
             Err(m) if e.kind() == io::ErrorKind::AlreadyExists && m.kind() == io::ErrorKind::PermissionDenied => m,
             _ => e,
         })
@@ -199,7 +223,8 @@ impl Beneath {
 
     /// The entries of the directory `p` (without `.` and `..`), unsorted.
     pub fn read_dir(&self, p: &Path) -> io::Result<Vec<DirEntry>> {
-        let d = self.dir.open_dir(self.rel(p)?)?;
+        let (d, r) = self.rel(p)?;
+        let d = d.open_dir(r)?;
         let mut out = Vec::new();
         for e in d.entries()? {
             let e = e?;

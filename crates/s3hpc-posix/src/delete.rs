@@ -97,6 +97,10 @@ impl Inner {
         Ok(())
     }
 
+    /// Remove temp files and claimed upload directories older than `stale_temp_age` from the
+    /// gateway's staging area (see `state`; nothing in bucket directories is touched). A user's
+    /// own temp directory (`tmp/u<uid>`) is swept acting as that user (with `posix_identity`),
+    /// so the gateway needs no rights over it.
     pub(crate) fn cleanup_stale(&self) -> usize {
         let age = self.opts.stale_temp_age;
         let old = |p: &Path| {
@@ -106,36 +110,51 @@ impl Inner {
                 .is_ok_and(|t| SystemTime::now().duration_since(t).is_ok_and(|d| d > age))
         };
         let mut n = 0;
-        let Ok(rd) = self.fs.read_dir(&self.root) else { return 0 };
-        for b in rd {
-            if !b.is_dir || b.name.to_str().is_none_or(|s| names::check_bucket_name_for_access(s).is_err()) {
-                continue;
-            }
-            // Everything below resolves beneath the root: a symlink put in place of the
-            // internal directory (or of its tmp/uploads) leading out is not followed.
-            let internal = self.root.join(&b.name).join(INTERNAL);
-            if self.fs.symlink_metadata(&internal).is_ok_and(|m| !m.is_dir()) {
-                continue;
-            }
-            let tmp = internal.join("tmp");
-            if let Ok(rd) = self.fs.read_dir(&tmp) {
-                for t in rd {
-                    let p = tmp.join(&t.name);
-                    if old(&p) && self.fs.remove_file(&p).is_ok() {
-                        n += 1;
-                    }
+        let sweep_files = |dir: &Path| {
+            let mut n = 0;
+            for t in self.fs.read_dir(dir).unwrap_or_default() {
+                let p = dir.join(&t.name);
+                if !t.is_dir && old(&p) && self.fs.remove_file(&p).is_ok() {
+                    n += 1;
                 }
             }
-            n += self.sweep_completed(&self.root.join(&b.name), true);
-            let uploads = internal.join("uploads");
-            if let Ok(rd) = self.fs.read_dir(&uploads) {
-                for u in rd {
-                    let claimed =
-                        u.name.to_str().is_some_and(|s| s.starts_with(".claimed-") || s.starts_with(".completing-"));
-                    let p = uploads.join(&u.name);
-                    if claimed && old(&p) && self.fs.remove_dir_all(&p).is_ok() {
-                        n += 1;
+            n
+        };
+        let tmp = self.state.tmp_dir();
+        for t in self.fs.read_dir(&tmp).unwrap_or_default() {
+            let p = tmp.join(&t.name);
+            if !t.is_dir {
+                if old(&p) && self.fs.remove_file(&p).is_ok() {
+                    n += 1;
+                }
+                continue;
+            }
+            let owner = t.name.to_str().and_then(|s| s.strip_prefix('u')).and_then(|u| u.parse::<u32>().ok());
+            let Ok(md) = self.fs.symlink_metadata(&p) else { continue };
+            match owner {
+                Some(uid) if self.opts.posix_identity && md.uid() == uid && uid != self.state.uid => {
+                    let id = s3hpc_core::identity::Identity { uid, gid: md.gid(), groups: vec![] };
+                    if let Ok(_g) = ident::enter(Some(&id)) {
+                        n += sweep_files(&p);
                     }
+                }
+                _ => n += sweep_files(&p),
+            }
+        }
+        let ups = self.state.staging.join("uploads");
+        for b in self.fs.read_dir(&ups).unwrap_or_default() {
+            let Some(bucket) = b.name.to_str() else { continue };
+            if !b.is_dir {
+                continue;
+            }
+            n += self.sweep_completed(&self.root.join(bucket), true);
+            let uploads = ups.join(bucket);
+            for u in self.fs.read_dir(&uploads).unwrap_or_default() {
+                let claimed =
+                    u.name.to_str().is_some_and(|s| s.starts_with(".claimed-") || s.starts_with(".completing-"));
+                let p = uploads.join(&u.name);
+                if claimed && old(&p) && self.fs.remove_dir_all(&p).is_ok() {
+                    n += 1;
                 }
             }
         }

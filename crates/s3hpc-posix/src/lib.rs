@@ -47,6 +47,7 @@ mod records;
 mod rename;
 mod rename_prefix;
 mod rename_tokens;
+mod state;
 mod sys;
 mod tagging;
 mod uploads;
@@ -135,8 +136,43 @@ pub struct PosixOptions {
     /// file-system work runs with that user's fsuid, fsgid and groups, so the kernel enforces
     /// permissions (needs CAP_SETUID and CAP_SETGID; see [`ident`]). Off: act as the process.
     pub posix_identity: bool,
-    /// The process umask set at open with `posix_identity` (default 022).
+    /// The process umask set at open with `posix_identity` (default 077: S3's "private" is
+    /// private on the file system too).
     pub umask: u32,
+    /// The cross-process lock primitive (`--lock-mode`).
+    pub lock_mode: LockMode,
+    /// The longest a request waits for a cross-process lock before it answers 503 SlowDown.
+    pub lock_timeout: Duration,
+}
+
+/// How conditional writes, versioned writes, completes and renames exclude each other across
+/// processes and hosts sharing the root (`--lock-mode`; docs/DEPLOY.md has the table per file
+/// system).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LockMode {
+    /// POSIX byte-range locks on open file descriptions (`F_OFD_SETLK`): cluster-wide on NFS,
+    /// GPFS, Lustre (`-o flock`), BeeGFS (global locks), CephFS, GlusterFS.
+    #[default]
+    Fcntl,
+    /// `flock(2)` (node-local on GPFS).
+    Flock,
+    /// Only within this process: one gateway on the root.
+    Local,
+    /// No locking: conditional and versioned writes answer NotImplemented.
+    None,
+}
+
+impl LockMode {
+    /// "fcntl", "flock", "local" or "none".
+    pub fn parse(s: &str) -> Option<LockMode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "fcntl" => Some(LockMode::Fcntl),
+            "flock" => Some(LockMode::Flock),
+            "local" => Some(LockMode::Local),
+            "none" => Some(LockMode::None),
+            _ => None,
+        }
+    }
 }
 
 impl Default for PosixOptions {
@@ -147,7 +183,9 @@ impl Default for PosixOptions {
             io: IoMode::default(),
             stale_temp_age: Duration::from_secs(24 * 3600),
             posix_identity: false,
-            umask: 0o022,
+            umask: 0o077,
+            lock_mode: LockMode::default(),
+            lock_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -192,8 +230,6 @@ const LOCK_STRIPES: usize = 64;
 /// background thread (see `reaper`).
 const DEFER_FREE_MIN: u64 = 256 << 10;
 
-/// The temp directory of a bucket, relative to the bucket: `INTERNAL/tmp`.
-const TMP_REL: &str = ".s3hpc/tmp";
 
 /// The posix backend. Cheap to clone (shared state).
 #[derive(Clone)]
@@ -225,6 +261,8 @@ struct Inner {
     locks: Vec<Mutex<()>>,
     /// Versioning state per bucket, read at most once a second (see `versions`).
     vstate: versions::StateCache,
+    /// The gateway's own state, out of users' reach (see `state`).
+    state: state::State,
 }
 
 // ---------- small helpers ----------
@@ -473,8 +511,13 @@ impl PosixStore {
         let root_fd = File::open(&root)?;
         let root_dev = root_fd.metadata()?.dev();
         let root_local = sys::local_fine_timestamps(&root);
+        let state = state::State::open(&root, &root_fd, opts.posix_identity)?;
+        let mut fs = beneath::Beneath::new(root.clone(), &root_fd)?;
+        fs.add_area(state.moat.clone(), &state.moat_fd)?;
+        fs.add_area(state.staging.clone(), &state.staging_fd)?;
         let inner = Inner {
-            fs: beneath::Beneath::new(root.clone(), &root_fd)?,
+            fs,
+            state,
             rcache: rcache::RecordCache::default(),
             root_dev,
             root_local,
@@ -488,6 +531,7 @@ impl PosixStore {
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             vstate: Default::default(),
         };
+        inner.migrate_old_layout();
         inner.cleanup_stale();
         Ok(PosixStore { inner: Arc::new(inner) })
     }
@@ -728,11 +772,10 @@ impl Store for PosixStore {
                 }
                 Err(e) => return Err(e.into()),
             }
-            let internal = bdir.join(INTERNAL);
-            s.fs.create_dir_all(&internal.join("tmp"))?;
-            let tmp = internal.join(format!("created.{}", s.temp_name()));
-            s.fs.write(&tmp, now_ns().to_string().as_bytes())?;
-            s.fs.rename(&tmp, &internal.join("created"))?;
+            // The bucket's state (a stale one, left by a directory removed behind the gateway's
+            // back, is replaced): its creation date, then configuration as it comes.
+            let st = s.bucket_state_dir(&bdir, &b, true)?.expect("made");
+            s.as_gateway(|| s.write_state_file(&st.join("created"), now_ns().to_string().as_bytes()))??;
             s.sync_dir(&s.root);
             Ok(())
         })
@@ -771,6 +814,7 @@ impl Store for PosixStore {
             }
             // Only empty directories (no objects) and the internal dir remain.
             let _ = s.fs.remove_dir_all(&bdir.join(INTERNAL));
+            s.remove_bucket_state(&b);
             fn rm_empty(fs: &beneath::Beneath, d: &Path) {
                 if let Ok(rd) = fs.read_dir(d) {
                     for e in rd.into_iter().filter(|e| e.is_dir) {
@@ -819,10 +863,12 @@ impl Store for PosixStore {
                 if !md.is_dir() {
                     continue;
                 }
-                let created =
-                    s.fs.read_to_string(&path.join(INTERNAL).join("created"))
-                        .ok()
-                        .and_then(|s| s.trim().parse::<i64>().ok())
+                let created = s
+                    .read_bucket_state(&path, &name, "created")
+                    .ok()
+                    .flatten()
+                    .and_then(|v| String::from_utf8(v).ok())
+                    .and_then(|s| s.trim().parse::<i64>().ok())
                         .map(to_time)
                         .unwrap_or_else(|| to_time(mtime_ns(&md)));
                 out.push(BucketInfo { name, created });
@@ -837,12 +883,7 @@ impl Store for PosixStore {
         names::validate_config_name(name)?;
         let bdir = self.inner.bucket_dir(bucket)?;
         let (b, name) = (bucket.to_string(), name.to_string());
-        self.run(move |s| match s.fs.read(&bdir.join(INTERNAL).join("config").join(&name)) {
-            Ok(v) => Ok(Some(v)),
-            Err(e) if is_missing(&e) => s.require_bucket(&bdir, &b).map(|_| None),
-            Err(e) => Err(e.into()),
-        })
-        .await
+        self.run(move |s| s.read_bucket_state(&bdir, &b, &format!("config/{name}"))).await
     }
 
     async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
@@ -862,20 +903,7 @@ impl Store for PosixStore {
                 s3hpc_core::lock::check_config_change(&name, doc.as_deref(), st.versioning, st.lock.as_ref())?;
             }
             let _forget = lock::ForgetState(&s.vstate, &b);
-            let dir = bdir.join(INTERNAL).join("config");
-            let Some(doc) = doc else {
-                return match s.fs.remove_file(&dir.join(&name)) {
-                    Err(e) if !is_missing(&e) => Err(e.into()),
-                    _ => Ok(()),
-                };
-            };
-            s.fs.create_dir_all(&dir)?;
-            let tmp = dir.join(format!("{name}.{}", s.temp_name()));
-            s.fs.write(&tmp, &doc)?;
-            s.fs.rename(&tmp, &dir.join(&name)).inspect_err(|_| {
-                let _ = s.fs.remove_file(&tmp);
-            })?;
-            Ok(())
+            s.write_bucket_state(&bdir, &b, &format!("config/{name}"), doc.as_deref())
         })
         .await
     }
@@ -896,13 +924,9 @@ impl Store for PosixStore {
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();
-        self.run(move |s| match s.fs.read(&bdir.join(INTERNAL).join("tags")) {
-            Ok(v) => Record::decode(&v).map(|r| r.tags).ok_or_else(|| Error::internal("corrupt bucket tag file")),
-            Err(e) if is_missing(&e) => {
-                s.require_bucket(&bdir, &b)?;
-                Err(Error::code(ErrorCode::NoSuchTagSet).with_bucket(&b))
-            }
-            Err(e) => Err(e.into()),
+        self.run(move |s| match s.read_bucket_state(&bdir, &b, "tags")? {
+            Some(v) => Record::decode(&v).map(|r| r.tags).ok_or_else(|| Error::internal("corrupt bucket tag file")),
+            None => Err(Error::code(ErrorCode::NoSuchTagSet).with_bucket(&b)),
         })
         .await
     }
@@ -912,15 +936,7 @@ impl Store for PosixStore {
         names::validate_tags(&tags, names::MAX_BUCKET_TAGS)?;
         let b = bucket.to_string();
         self.run(move |s| {
-            s.require_bucket(&bdir, &b)?;
-            let internal = bdir.join(INTERNAL);
-            s.fs.create_dir_all(&internal)?;
-            let tmp = internal.join(format!("tags.{}", s.temp_name()));
-            s.fs.write(&tmp, &Record { tags, ..Default::default() }.encode())?;
-            s.fs.rename(&tmp, &internal.join("tags")).inspect_err(|_| {
-                let _ = s.fs.remove_file(&tmp);
-            })?;
-            Ok(())
+            s.write_bucket_state(&bdir, &b, "tags", Some(&Record { tags, ..Default::default() }.encode()))
         })
         .await
     }
@@ -929,11 +945,7 @@ impl Store for PosixStore {
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();
         self.run(move |s| {
-            s.require_bucket(&bdir, &b)?;
-            match s.fs.remove_file(&bdir.join(INTERNAL).join("tags")) {
-                Err(e) if !is_missing(&e) => Err(e.into()),
-                _ => Ok(()),
-            }
+            s.write_bucket_state(&bdir, &b, "tags", None)
         })
         .await
     }
@@ -1302,7 +1314,7 @@ impl Store for PosixStore {
                 // not at CompleteMultipartUpload).
                 s.check_writable(&bdir, &b, &k)?;
             }
-            s.internal_dir(&s.uploads_dir(&bdir))?;
+            s.ensure_uploads_dir(&b)?;
             s.fs.create_dir(&dir)?;
             if s.opts.posix_identity {
                 // The parts are the user's data: theirs alone until published.

@@ -77,49 +77,15 @@ impl Inner {
         self.publish(bdir, bucket, key, kp, t, r, &req.conditions)
     }
 
-    /// A new temp file in the bucket's internal tmp dir (same file system as the objects).
-    /// Created beneath the root (`openat2`): a symlink put in place of the internal directory
-    /// cannot make it create files elsewhere.
-    pub(crate) fn create_temp(&self, bdir: &Path, bucket: &str) -> Result<Temp> {
-        // Acting as a user: that user's own directory below the shared tmp (mode 0700), so no
-        // one else can read a body while it is written.
-        let user_rel;
-        let tmp_rel = match self.acting_uid() {
-            Some(uid) => {
-                user_rel = format!("{TMP_REL}/u{uid}");
-                user_rel.as_str()
-            }
-            None => TMP_REL,
-        };
-        for _ in 0..2 {
-            let opened = match sys::open_dir_beneath2(&self.root_fd, bucket, tmp_rel) {
-                Ok(Some(d)) => Ok(d),
-                // No openat2 (see SEMANTICS, Limits): by path.
-                Ok(None) => File::open(join(bdir, tmp_rel.as_ref())),
-                Err(e) => Err(e),
-            };
-            let created = opened.and_then(|dir| {
-                let name = self.temp_name();
-                let file = sys::create_at(&dir, &name)?;
-                Ok(Temp { dir, name, file, armed: true })
-            });
-            match created {
-                Ok(t) => return Ok(t),
-                Err(e) if is_missing(&e) => {
-                    self.require_bucket(bdir, bucket)?;
-                    self.internal_dir(&join(bdir, TMP_REL.as_ref()))?;
-                    if tmp_rel != TMP_REL {
-                        match self.fs.create_dir(&join(bdir, tmp_rel.as_ref())) {
-                            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e.into()),
-                            _ => {}
-                        }
-                        self.fs.chmod(&join(bdir, tmp_rel.as_ref()), 0o700)?;
-                    }
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(Error::internal("cannot create temp file"))
+    /// A new temp file in the gateway's staging area (`ROOT/.s3hpc/staging/tmp`, see `state`;
+    /// same file system as the objects, so the publishing rename is atomic). Acting as a user:
+    /// in that user's own directory there (mode 0700, made by the user through the store), so
+    /// no one else can read a body while it is written, and no local user can reach it at all.
+    pub(crate) fn create_temp(&self, _bdir: &Path, _bucket: &str) -> Result<Temp> {
+        let dir = self.temp_dir()?;
+        let name = self.temp_name();
+        let file = sys::create_at(&dir, &name)?;
+        Ok(Temp { dir, name, file, armed: true })
     }
 
     /// May this thread's identity create `key` (write and search the key's directory, or the
@@ -144,18 +110,43 @@ impl Inner {
         ident::active_uid()
     }
 
-    /// Create an internal directory shared by every user of the bucket (`.s3hpc/tmp`,
-    /// `.s3hpc/uploads`, `.s3hpc/locks`): with `posix_identity`, made by the process and set to
-    /// mode 1777 (like /tmp: anyone may create entries, only their owner may remove them).
+    /// Create the internal directory `dir` (below a bucket's `.s3hpc/`: the versions area and
+    /// its key directories) shared by every user of the bucket: each missing component is made
+    /// by the gateway, none is followed if it is a symlink, and each must be a directory the
+    /// gateway owns (else AccessDenied: a user put it there); with `posix_identity` its mode is
+    /// set to 1777 (like /tmp) on the opened directory, never by path.
     pub(crate) fn internal_dir(&self, dir: &Path) -> Result<()> {
-        if !self.opts.posix_identity {
-            return Ok(self.fs.create_dir_all(dir)?);
-        }
-        ident::as_process(|| -> io::Result<()> {
-            self.fs.create_dir_all(dir)?;
-            self.fs.chmod(dir, 0o1777)
-        })??;
-        Ok(())
+        let rel = dir.strip_prefix(&self.root).map_err(|_| Error::internal("internal directory outside the root"))?;
+        let mode = if self.opts.posix_identity { 0o1777 } else { 0o755 };
+        let r = self.as_gateway(|| -> io::Result<()> {
+            let mut comps = rel.components();
+            let Some(std::path::Component::Normal(bucket)) = comps.next() else {
+                return Err(io::Error::other("internal directory outside a bucket"));
+            };
+            let bucket = bucket.to_str().ok_or_else(|| io::Error::other("bucket name not UTF-8"))?;
+            let mut cur = sys::open_dir_nofollow(&self.root_fd, bucket)?;
+            let mut internal = false;
+            for c in comps {
+                let std::path::Component::Normal(name) = c else {
+                    return Err(io::Error::other("bad internal path"));
+                };
+                let name = name.to_str().ok_or_else(|| io::Error::other("name not UTF-8"))?;
+                internal |= name == INTERNAL;
+                cur = if internal {
+                    sys::owned_dir(&cur, name, mode, self.state.uid)?
+                } else {
+                    sys::open_dir_nofollow(&cur, name)?
+                };
+            }
+            Ok(())
+        })?;
+        r.map_err(|e| {
+            if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::ELOOP) {
+                Error::new(ErrorCode::AccessDenied, format!("Access Denied ({e})"))
+            } else {
+                e.into()
+            }
+        })
     }
 
     /// Create the parent directories of an object path inside the bucket.
@@ -186,35 +177,37 @@ impl Inner {
         }
     }
 
-    /// An exclusive lock that holds across processes and hosts (flock on a lock file under the
-    /// bucket's internal directory, one of 4096 stripes chosen by key), for the check-then-rename
-    /// of conditional writes. On NFS flock maps to POSIX byte-range locks; Lustre needs the
-    /// `flock` mount option for it to be cluster-wide (see docs/SEMANTICS.md).
-    pub(crate) fn cross_process_lock(&self, bdir: &Path, key: &str) -> Result<fs::File> {
+    /// An exclusive lock that holds across processes and hosts (one of 4096 lock files per
+    /// bucket, chosen by key, in the gateway's state: `ROOT/.s3hpc/locks/BUCKET/`), for the
+    /// check-then-act of conditional writes, versioned writes, completes and renames. The lock
+    /// primitive is `--lock-mode`'s (OFD byte-range locks by default: cluster-wide where the file
+    /// system's POSIX locks are, see docs/DEPLOY.md); no local user can open these files.
+    pub(crate) fn cross_process_lock(&self, bdir: &Path, key: &str) -> Result<Option<fs::File>> {
         self.lock_stripe(bdir, lock_stripe_of(key))
     }
 
     /// The lock of one stripe (see [`Self::cross_process_lock`]). Two locks of one stripe taken
-    /// by one thread wait for each other (flock locks belong to the open file): callers that
-    /// need several take each distinct stripe once, in ascending order.
-    pub(crate) fn lock_stripe(&self, bdir: &Path, stripe: u64) -> Result<fs::File> {
-        let dir = bdir.join(INTERNAL).join("locks");
-        let path = dir.join(format!("{stripe:03x}"));
-        let open = || self.fs.open_lock(&path);
-        let f = match open() {
-            Ok(f) => f,
-            Err(e) if is_missing(&e) => {
-                self.internal_dir(&dir)?;
-                open()?
+    /// by one thread wait for each other (the locks belong to the open file): callers that
+    /// need several take each distinct stripe once, in ascending order. The wait is bounded
+    /// (`lock_timeout`): past it the request answers 503 SlowDown, so waiters never pile up.
+    /// `None` with `--lock-mode local` (this process's own locks only).
+    pub(crate) fn lock_stripe(&self, bdir: &Path, stripe: u64) -> Result<Option<fs::File>> {
+        let kind = match self.opts.lock_mode {
+            LockMode::Local => return Ok(None),
+            LockMode::None => {
+                return Err(Error::not_implemented(
+                    "conditional and versioned writes need a lock (--lock-mode none is set)",
+                ));
             }
-            Err(e) => return Err(e.into()),
+            LockMode::Fcntl => sys::LockKind::Fcntl,
+            LockMode::Flock => sys::LockKind::Flock,
         };
-        // SAFETY: flock on a descriptor we own; it is released when the file is closed.
-        let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error().into());
+        let f = self.lock_file(bdir, stripe)?;
+        let deadline = std::time::Instant::now() + self.opts.lock_timeout;
+        if !sys::lock_until(&f, kind, deadline)? {
+            return Err(Error::new(ErrorCode::SlowDown, "Please reduce your request rate."));
         }
-        Ok(f)
+        Ok(Some(f))
     }
 
     /// Is `dir` a directory that is not a directory object? (Then it may be removed when empty.)
@@ -303,6 +296,8 @@ impl Inner {
                     if !sys::exists_at(&t.dir, &t.name) {
                         return Err(Error::internal("temp file vanished before publish (removed as stale?)"));
                     }
+                    // Temp files no longer live in the bucket: a missing bucket shows here.
+                    self.require_bucket(bdir, bucket)?;
                     self.make_parents(bdir, bucket, key, dst.parent().expect("object path has a parent"))?;
                     // Created (or deleted and re-created by someone else): look it up afresh.
                     parent = self.key_parent(bdir, bucket, key)?;
@@ -342,6 +337,11 @@ impl Inner {
         conditions: &Conditions,
     ) -> Result<PutObjectOutput> {
         let parent = self.key_parent(bdir, bucket, key)?;
+        if parent.is_none() {
+            // Temp files no longer live in the bucket: a missing bucket shows here (before a
+            // sidecar record could make directories in it).
+            self.require_bucket(bdir, bucket)?;
+        }
         // Versioning (checked once a second per bucket, see `versions`): the new version's id
         // goes into the record; the previous version is kept under the locks below.
         // Object lock (cached with it): the new version's retention and legal hold.
@@ -368,7 +368,7 @@ impl Inner {
         let locked = !conditions.is_empty() || vstate.is_some();
         {
             let _g = locked.then(|| self.lock(&dst));
-            let _flock = if locked { Some(self.cross_process_lock(bdir, key)?) } else { None };
+            let _flock = if locked { self.cross_process_lock(bdir, key)? } else { None };
             if !conditions.is_empty() {
                 let cur = self.current(bdir, key, kp)?;
                 conditions.check_write(cur.as_ref().map(|(e, t)| (e.as_str(), *t)))?;

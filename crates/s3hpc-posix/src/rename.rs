@@ -12,7 +12,7 @@ const REHASH_CHUNK: usize = 1 << 20;
 
 impl Inner {
     /// Take the locks of the keys' stripes, each distinct stripe once, in ascending order.
-    pub(crate) fn lock_keys(&self, bdir: &Path, keys: &[&str]) -> Result<Vec<File>> {
+    pub(crate) fn lock_keys(&self, bdir: &Path, keys: &[&str]) -> Result<Vec<Option<File>>> {
         let mut stripes: Vec<u64> = keys.iter().map(|k| lock_stripe_of(k)).collect();
         stripes.sort_unstable();
         stripes.dedup();

@@ -17,8 +17,9 @@ const SWEEP_EVERY: Duration = Duration::from_secs(600);
 const TOKEN_STRIPES: u64 = 0x2000;
 
 impl Inner {
+    /// In the gateway's state (see `state`): `ROOT/.s3hpc/buckets/BUCKET/renames`.
     fn renames_dir(&self, bdir: &Path) -> PathBuf {
-        bdir.join(INTERNAL).join("renames")
+        self.state.bucket_dir(state::bucket_name(bdir)).join("renames")
     }
 
     fn token_path(&self, bdir: &Path, token: &str) -> PathBuf {
@@ -28,7 +29,7 @@ impl Inner {
 
     /// The unexpired record of `token`, if any (an expired or foreign one counts as none).
     fn completed_rename(&self, bdir: &Path, token: &str) -> Result<Option<CompletedRename>> {
-        match self.fs.read(&self.token_path(bdir, token)) {
+        match self.as_gateway(|| self.fs.read(&self.token_path(bdir, token)))? {
             Ok(b) => Ok(CompletedRename::decode(&b).filter(|r| r.token == token && !r.expired(SystemTime::now()))),
             Err(e) if is_missing(&e) => Ok(None),
             Err(e) => Err(e.into()),
@@ -39,7 +40,14 @@ impl Inner {
     /// costs the idempotency of a retry, never the rename that already happened.
     fn record_rename(&self, bdir: &Path, rec: &CompletedRename) {
         let dir = self.renames_dir(bdir);
-        if self.internal_dir(&dir).is_err() {
+        if self.bucket_state_dir(bdir, state::bucket_name(bdir), true).is_err() {
+            return;
+        }
+        let _ = self.as_gateway(|| self.record_rename_here(bdir, &dir, rec));
+    }
+
+    fn record_rename_here(&self, bdir: &Path, dir: &Path, rec: &CompletedRename) {
+        if self.fs.create_dir_all(dir).is_err() {
             return;
         }
         let path = self.token_path(bdir, &rec.token);
@@ -53,7 +61,7 @@ impl Inner {
         if write().is_err() {
             let _ = self.fs.remove_file(&tmp);
         }
-        self.sweep_renames(&dir);
+        self.sweep_renames(dir);
     }
 
     /// Remove records (and temp files) older than the window, unless a sweep ran recently.

@@ -583,3 +583,109 @@ pub fn access_dir(dir: &File, mode: libc::c_int) -> io::Result<()> {
 pub fn beneath_supported(dir: &File) -> bool {
     matches!(open_beneath_c(dir, c".".as_ptr(), libc::O_PATH | libc::O_CLOEXEC), Some(Ok(_)))
 }
+
+/// Open the directory `name` (one component) in `dir` without following a symlink anywhere
+/// (`openat2(RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)`, `O_NOFOLLOW` where openat2 is missing).
+pub fn open_dir_nofollow(dir: &File, name: &str) -> io::Result<File> {
+    use std::os::fd::FromRawFd;
+    let c = CString::new(name).map_err(|_| bad_name())?;
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    match openat2_c(dir, c.as_ptr(), flags, libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_BENEATH) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG)) => {
+            // SAFETY: valid dir fd and NUL-terminated name.
+            let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a fresh fd we own.
+            Ok(unsafe { File::from_raw_fd(fd) })
+        }
+        r => r,
+    }
+}
+
+/// A directory the caller's identity owns: `name` in `dir`, made with `mode` if missing, opened
+/// without following symlinks, and refused (PermissionDenied) unless it is a directory owned by
+/// `owner`. Its mode is set to `mode` (on the descriptor, never by path) when it differs.
+pub fn owned_dir(dir: &File, name: &str, mode: u32, owner: u32) -> io::Result<File> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let c = CString::new(name).map_err(|_| bad_name())?;
+    // SAFETY: valid dir fd and NUL-terminated name.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), mode as libc::mode_t) } != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(e);
+        }
+    }
+    let d = open_dir_nofollow(dir, name).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::ENOTDIR) {
+            not_ours(name, "is not a directory (a symlink or a file was put in its place)")
+        } else {
+            e
+        }
+    })?;
+    let md = d.metadata()?;
+    if md.uid() != owner {
+        return Err(not_ours(name, &format!("is owned by uid {}, not {owner}", md.uid())));
+    }
+    if md.mode() & 0o7777 != mode {
+        d.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    }
+    Ok(d)
+}
+
+fn not_ours(name: &str, why: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, format!("the gateway's directory {name:?} {why}: refused"))
+}
+
+/// How a cross-process lock is taken (`--lock-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LockKind {
+    /// POSIX open-file-description byte-range locks (`F_OFD_SETLK`): cluster-wide on NFS,
+    /// GPFS, Lustre (`-o flock`), BeeGFS (global locks), CephFS and GlusterFS.
+    #[default]
+    Fcntl,
+    /// `flock(2)`: node-local on some cluster file systems (GPFS).
+    Flock,
+}
+
+/// Take an exclusive lock on `f`, waiting until `deadline` at the most: `Ok(false)` when it
+/// could not be had by then. Polls with a growing pause (1 ms .. 25 ms), so a waiter never
+/// sleeps in the kernel for longer than the bound.
+pub fn lock_until(f: &File, kind: LockKind, deadline: std::time::Instant) -> io::Result<bool> {
+    let fd = f.as_raw_fd();
+    let try_once = || -> io::Result<bool> {
+        let r = match kind {
+            LockKind::Fcntl => {
+                // SAFETY: flock is plain data; all-zero then filled is valid.
+                let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+                fl.l_type = libc::F_WRLCK as libc::c_short;
+                fl.l_whence = libc::SEEK_SET as libc::c_short;
+                // SAFETY: valid fd and a pointer to a live flock.
+                unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &fl as *const libc::flock) }
+            }
+            // SAFETY: plain system call on a descriptor we own.
+            LockKind::Flock => unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) },
+        };
+        if r == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EACCES) | Some(libc::EINTR) => Ok(false),
+            _ => Err(e),
+        }
+    };
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        if try_once()? {
+            return Ok(true);
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(std::time::Duration::from_millis(25));
+    }
+}

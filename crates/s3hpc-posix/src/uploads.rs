@@ -18,8 +18,10 @@ impl Inner {
             .and_then(|t| SystemTime::now().duration_since(t).ok())
     }
 
+    /// The staging directory of the bucket's multipart uploads, in the gateway's state (see
+    /// `state`); it may not exist yet (made by the first CreateMultipartUpload).
     pub(crate) fn uploads_dir(&self, bdir: &Path) -> PathBuf {
-        bdir.join(INTERNAL).join("uploads")
+        self.state.uploads_dir(state::bucket_name(bdir))
     }
 
     /// The staging directory and record of an upload; `NoSuchUpload` unless it exists for this key.
@@ -108,7 +110,7 @@ impl Inner {
     /// key's stripe while it holds this one. Concurrent completes of one upload (in this process
     /// or another sharing the root) thus run one after the other, and the later ones find the
     /// first one's record.
-    pub(crate) fn completion_lock(&self, bdir: &Path, id: &str) -> Result<fs::File> {
+    pub(crate) fn completion_lock(&self, bdir: &Path, id: &str) -> Result<Option<fs::File>> {
         self.lock_stripe(bdir, 0x1000 | publish::lock_stripe_of(id))
     }
 
@@ -200,18 +202,15 @@ impl Inner {
     }
 }
 
-/// Multipart uploads in progress under `root`, in every bucket: the upload directories of each
-/// bucket's `.s3hpc/uploads` (one `readdir` of the root and one per bucket; the metrics
-/// endpoint calls this at each scrape). Unreadable directories count nothing.
+/// Multipart uploads in progress under `root`, in every bucket: the upload directories in the
+/// gateway's staging area (`ROOT/.s3hpc/staging/uploads/BUCKET/`; one `readdir` per bucket
+/// there; the metrics endpoint calls this at each scrape). Reads the gateway's own state: call it
+/// as the gateway (`ident::as_gateway`). Unreadable directories count nothing.
 pub fn uploads_in_progress(root: &Path) -> u64 {
-    let Ok(buckets) = std::fs::read_dir(root) else { return 0 };
+    let Ok(buckets) = std::fs::read_dir(root.join(state::MOAT).join("staging").join("uploads")) else { return 0 };
     let mut n = 0;
     for b in buckets.flatten() {
-        let name = b.file_name();
-        if name.as_encoded_bytes().starts_with(b".") {
-            continue;
-        }
-        let Ok(rd) = std::fs::read_dir(b.path().join(INTERNAL).join("uploads")) else { continue };
+        let Ok(rd) = std::fs::read_dir(b.path()) else { continue };
         n += rd.flatten().filter(|e| e.file_name().to_str().is_some_and(valid_upload_id)).count() as u64;
     }
     n

@@ -110,12 +110,13 @@ impl Inner {
         if let Some(s) = self.vstate.get(bucket) {
             return Ok(s);
         }
-        let read = |name: &str| match self.fs.read(&bdir.join(INTERNAL).join("config").join(name)) {
-            Ok(d) => Ok(Some(d)),
-            Err(e) if is_missing(&e) => Ok(None),
-            Err(e) => Err(Error::from(e)),
+        let read = |name: &str| self.read_bucket_state(bdir, bucket, &format!("config/{name}"));
+        let versioning = match read(VERSIONING_CONFIG) {
+            // No bucket (yet, or any more): no state, and nothing cached.
+            Err(e) if e.code == ErrorCode::NoSuchBucket => return Ok(BucketState::default()),
+            r => r?,
         };
-        let versioning = read(VERSIONING_CONFIG)?.and_then(|d| VersioningState::from_doc(&d));
+        let versioning = versioning.and_then(|d| VersioningState::from_doc(&d));
         let lock = match versioning {
             Some(_) => read(OBJECT_LOCK_CONFIG)?.and_then(|d| BucketLock::from_doc(&d)),
             None => None,

@@ -50,7 +50,7 @@ async fn another_store_on_the_root_answers_the_retry() {
     let again = other.complete_multipart_upload("bkt", "k", &id, parts.clone(), Conditions::default()).await.unwrap();
     assert_eq!((again.etag, again.size), (first.etag, first.size));
     // Nothing of the upload is left but the record.
-    let left: Vec<String> = std::fs::read_dir(dir.path().join("bkt/.s3hpc/uploads"))
+    let left: Vec<String> = std::fs::read_dir(dir.path().join(".s3hpc/staging/uploads/bkt"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n != ".done-sweep")
@@ -58,8 +58,8 @@ async fn another_store_on_the_root_answers_the_retry() {
     assert_eq!(left, vec![format!(".done-{id}")]);
     // Stale cleanup keeps a fresh record; a record past the retry window answers no more.
     other.cleanup_stale();
-    assert!(dir.path().join(format!("bkt/.s3hpc/uploads/.done-{id}")).exists());
-    let rec = dir.path().join(format!("bkt/.s3hpc/uploads/.done-{id}"));
+    assert!(dir.path().join(format!(".s3hpc/staging/uploads/bkt/.done-{id}")).exists());
+    let rec = dir.path().join(format!(".s3hpc/staging/uploads/bkt/.done-{id}"));
     let text = std::fs::read_to_string(&rec).unwrap();
     let old: String = text
         .lines()
@@ -79,7 +79,7 @@ async fn retry_finishes_a_complete_killed_midway() {
     let dir = tempfile::tempdir().unwrap();
     let s = PosixStore::open(dir.path(), opts()).unwrap();
     s.create_bucket("bkt").await.unwrap();
-    let uploads = dir.path().join("bkt/.s3hpc/uploads");
+    let uploads = dir.path().join(".s3hpc/staging/uploads/bkt");
 
     // Killed after claiming the upload.
     let (id, parts) = upload(&s, "a", 3, 10).await;

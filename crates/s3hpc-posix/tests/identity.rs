@@ -62,7 +62,7 @@ async fn check(io: IoMode) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let root = dir.path().join("root");
-    let o = PosixOptions { durability: Durability::None, io, posix_identity: true, ..Default::default() };
+    let o = PosixOptions { durability: Durability::None, io, posix_identity: true, umask: 0o022, ..Default::default() };
     let s = PosixStore::open(&root, o).unwrap();
     // Who may create buckets is the root directory's business: here everyone (like /tmp).
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o1777)).unwrap();
@@ -74,7 +74,7 @@ async fn check(io: IoMode) {
     put_as(&s, &a, "abkt", "sub/g", b"nested").await.unwrap();
     assert_eq!(owner(&root.join("abkt/f")), a.uid);
     assert_eq!(owner(&root.join("abkt/sub")), a.uid);
-    let t = root.join(format!("abkt/.s3hpc/tmp/u{}", a.uid));
+    let t = root.join(format!(".s3hpc/staging/tmp/u{}", a.uid));
     assert_eq!(owner(&t), a.uid);
     assert_eq!(std::fs::metadata(&t).unwrap().mode() & 0o777, 0o700);
 
@@ -110,7 +110,7 @@ async fn check(io: IoMode) {
     let id = scope(Some(b.clone()), s.create_multipart_upload("bbkt", "big", CreateMultipartRequest::default()))
         .await
         .unwrap();
-    let updir = root.join(format!("bbkt/.s3hpc/uploads/{id}"));
+    let updir = root.join(format!(".s3hpc/staging/uploads/bbkt/{id}"));
     assert_eq!(owner(&updir), b.uid);
     assert_eq!(std::fs::metadata(&updir).unwrap().mode() & 0o777, 0o700);
     let p = scope(
@@ -180,7 +180,7 @@ async fn cached_listing_is_not_served_to_a_user_who_may_not_read() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let root = dir.path().join("root");
     let o =
-        PosixOptions { durability: Durability::None, io: IoMode::Inline, posix_identity: true, ..Default::default() };
+        PosixOptions { durability: Durability::None, io: IoMode::Inline, posix_identity: true, umask: 0o022, ..Default::default() };
     let s = PosixStore::open(&root, o).unwrap();
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let list = |id: &Identity, bucket: &'static str| {
