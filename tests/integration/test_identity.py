@@ -50,7 +50,7 @@ def posix_gateway():
             ident = f"uid = {users[login].pw_uid}\ngid = {users[login].pw_gid}\ngroups = [{users[login].pw_gid}]"
         lines.append(f'[[users]]\naccess_key = "{ak}"\nsecret_key = "{sk}"\n{ident}\n')
     cfg.write_text("\n".join(lines))
-    srv = Server(root, extra=["--identity", "posix", "--config", str(cfg), "--durability", "none",
+    srv = Server(root, extra=["--identity", "posix", "--umask", "022", "--config", str(cfg), "--durability", "none",
                               "--admin-listen", "127.0.0.1:0"])
     try:
         clients = {login: make_client(srv.endpoint, ak, sk) for login, (ak, sk) in USERS.items()}

@@ -110,6 +110,14 @@ pub fn as_process<T>(f: impl FnOnce() -> T) -> io::Result<T> {
     Ok(r)
 }
 
+/// Run the gateway's own work (health probes, metrics, leases, cleanup) as the gateway: this
+/// thread is made to act as the process first, whatever user it acted as last (blocking-pool
+/// threads keep the last request's identity, see the module doc), and stays so.
+pub fn as_gateway<T>(f: impl FnOnce() -> T) -> io::Result<T> {
+    assume(None)?;
+    Ok(f())
+}
+
 fn switch(to: &Identity) -> io::Result<()> {
     SWITCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // Groups and gid first, while the fsuid may still be the process's.

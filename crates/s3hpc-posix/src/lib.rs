@@ -230,7 +230,6 @@ const LOCK_STRIPES: usize = 64;
 /// background thread (see `reaper`).
 const DEFER_FREE_MIN: u64 = 256 << 10;
 
-
 /// The posix backend. Cheap to clone (shared state).
 #[derive(Clone)]
 pub struct PosixStore {
@@ -368,6 +367,15 @@ fn conflict(key: &str) -> Error {
         ),
     )
     .with_resource(key.to_string())
+}
+
+/// A store call with `posix_identity` and no identity in scope.
+fn no_identity() -> Error {
+    Error::new(
+        ErrorCode::AccessDenied,
+        "Access Denied (no POSIX identity in scope for this call under --identity posix: refused rather than \
+         acting as the gateway)",
+    )
 }
 
 fn valid_upload_id(id: &str) -> bool {
@@ -627,7 +635,11 @@ impl PosixStore {
     /// Act as the call's identity for file-system work done outside `run`, until the guard
     /// drops.
     fn assume_here(&self) -> Result<Option<ident::Guard>> {
-        if self.inner.opts.posix_identity { Ok(Some(ident::enter(self.identity().as_ref())?)) } else { Ok(None) }
+        if !self.inner.opts.posix_identity {
+            return Ok(None);
+        }
+        let Some(id) = self.identity() else { return Err(no_identity()) };
+        Ok(Some(ident::enter(Some(&id))?))
     }
 
     /// File-system work runs on the calling thread: `IoMode::Inline`, or a thread that a server
@@ -637,6 +649,22 @@ impl PosixStore {
     }
 
     async fn run<T: Send + 'static, F: FnOnce(&Inner) -> Result<T> + Send + 'static>(&self, f: F) -> Result<T> {
+        if self.inner.opts.posix_identity && s3hpc_core::identity::current().is_none() {
+            // Never root by default: every request of a front end carries its account's identity
+            // (anonymous ones nobody's), and the gateway's own work says so (`run_gateway`).
+            return Err(no_identity());
+        }
+        self.run_any(f).await
+    }
+
+    /// Run the gateway's own work on its state (bucket configuration, tags, the bucket list):
+    /// as the request's identity when there is one (the state itself is read and written as the
+    /// gateway, see `state`), else explicitly as the gateway (the lifecycle runner, CORS).
+    async fn run_gateway<T: Send + 'static, F: FnOnce(&Inner) -> Result<T> + Send + 'static>(&self, f: F) -> Result<T> {
+        self.run_any(f).await
+    }
+
+    async fn run_any<T: Send + 'static, F: FnOnce(&Inner) -> Result<T> + Send + 'static>(&self, f: F) -> Result<T> {
         let id = self.identity();
         // On the caller's thread the identity is switched back when the call ends; on the
         // blocking pool it stays until a call with another identity comes (see `ident`).
@@ -715,6 +743,9 @@ impl PosixStore {
                 let mut batcher = Batcher::new(d.wants_md5());
                 let inner = self.inner.clone();
                 let id = self.identity();
+                if inner.opts.posix_identity && id.is_none() {
+                    return Err(no_identity());
+                }
                 let writer = tokio::task::spawn_blocking(move || -> Result<(Temp, Digests)> {
                     if inner.opts.posix_identity {
                         ident::assume(id.as_ref())?;
@@ -846,11 +877,11 @@ impl Store for PosixStore {
     async fn head_bucket(&self, bucket: &str) -> Result<()> {
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();
-        self.run(move |s| s.require_bucket(&bdir, &b)).await
+        self.run_gateway(move |s| s.require_bucket(&bdir, &b)).await
     }
 
     async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
-        self.run(|s| {
+        self.run_gateway(|s| {
             let mut out = Vec::new();
             for e in s.fs.read_dir(&s.root)? {
                 let Some(name) = e.name.to_str().map(str::to_string) else { continue };
@@ -869,8 +900,8 @@ impl Store for PosixStore {
                     .flatten()
                     .and_then(|v| String::from_utf8(v).ok())
                     .and_then(|s| s.trim().parse::<i64>().ok())
-                        .map(to_time)
-                        .unwrap_or_else(|| to_time(mtime_ns(&md)));
+                    .map(to_time)
+                    .unwrap_or_else(|| to_time(mtime_ns(&md)));
                 out.push(BucketInfo { name, created });
             }
             out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -883,14 +914,14 @@ impl Store for PosixStore {
         names::validate_config_name(name)?;
         let bdir = self.inner.bucket_dir(bucket)?;
         let (b, name) = (bucket.to_string(), name.to_string());
-        self.run(move |s| s.read_bucket_state(&bdir, &b, &format!("config/{name}"))).await
+        self.run_gateway(move |s| s.read_bucket_state(&bdir, &b, &format!("config/{name}"))).await
     }
 
     async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
         names::validate_config_name(name)?;
         let bdir = self.inner.bucket_dir(bucket)?;
         let (b, name) = (bucket.to_string(), name.to_string());
-        self.run(move |s| {
+        self.run_gateway(move |s| {
             s.require_bucket(&bdir, &b)?;
             if name == s3hpc_core::versions::VERSIONING_CONFIG || name == s3hpc_core::lock::OBJECT_LOCK_CONFIG {
                 if s.mode == MetaMode::Sidecar {
@@ -912,7 +943,7 @@ impl Store for PosixStore {
         use std::os::unix::fs::MetadataExt;
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();
-        self.run(move |s| match s.fs.metadata(&bdir) {
+        self.run_gateway(move |s| match s.fs.metadata(&bdir) {
             Ok(md) if md.is_dir() => Ok(Some(md.uid())),
             Ok(_) => Err(Error::no_such_bucket(&b)),
             Err(e) if is_missing(&e) => Err(Error::no_such_bucket(&b)),
@@ -924,7 +955,7 @@ impl Store for PosixStore {
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();
-        self.run(move |s| match s.read_bucket_state(&bdir, &b, "tags")? {
+        self.run_gateway(move |s| match s.read_bucket_state(&bdir, &b, "tags")? {
             Some(v) => Record::decode(&v).map(|r| r.tags).ok_or_else(|| Error::internal("corrupt bucket tag file")),
             None => Err(Error::code(ErrorCode::NoSuchTagSet).with_bucket(&b)),
         })
@@ -935,7 +966,7 @@ impl Store for PosixStore {
         let bdir = self.inner.bucket_dir(bucket)?;
         names::validate_tags(&tags, names::MAX_BUCKET_TAGS)?;
         let b = bucket.to_string();
-        self.run(move |s| {
+        self.run_gateway(move |s| {
             s.write_bucket_state(&bdir, &b, "tags", Some(&Record { tags, ..Default::default() }.encode()))
         })
         .await
@@ -944,10 +975,7 @@ impl Store for PosixStore {
     async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
         let bdir = self.inner.bucket_dir(bucket)?;
         let b = bucket.to_string();
-        self.run(move |s| {
-            s.write_bucket_state(&bdir, &b, "tags", None)
-        })
-        .await
+        self.run_gateway(move |s| s.write_bucket_state(&bdir, &b, "tags", None)).await
     }
 
     async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {

@@ -48,8 +48,8 @@ pub(crate) struct State {
     /// Mode of the directories users create entries in through the store.
     pub shared_mode: u32,
     /// Buckets whose state directory was found to belong to the bucket directory of this
-    /// inode (see [`Inner::bucket_state_dir`]).
-    validated: Mutex<HashMap<String, u64>>,
+    /// inode and birth time (see [`Inner::bucket_state_dir`]).
+    validated: Mutex<HashMap<String, (u64, i64)>>,
 }
 
 impl State {
@@ -93,6 +93,10 @@ impl State {
     }
 }
 
+fn to_ns(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+}
+
 /// The name of a bucket directory (`ROOT/NAME`).
 pub(crate) fn bucket_name(bdir: &Path) -> &str {
     bdir.file_name().and_then(|n| n.to_str()).unwrap_or("")
@@ -112,18 +116,20 @@ impl Inner {
     /// the old one): it is moved away and the new bucket starts without state. `create`: make
     /// it (with its `id`) when missing. `None`: the bucket has no state. Runs as the gateway.
     pub(crate) fn bucket_state_dir(&self, bdir: &Path, bucket: &str, create: bool) -> Result<Option<PathBuf>> {
-        let ino = match self.fs.metadata(bdir) {
-            Ok(md) if md.is_dir() => md.ino(),
+        let (ino, born) = match self.fs.metadata(bdir) {
+            // The birth time too, where the file system keeps one: inode numbers are reused at
+            // once on ext4 and tmpfs after an `rm -r` + `mkdir`.
+            Ok(md) if md.is_dir() => (md.ino(), md.created().ok().map(|t| to_ns(t)).unwrap_or(0)),
             Ok(_) => return Err(Error::no_such_bucket(bucket)),
             Err(e) if is_missing(&e) => return Err(Error::no_such_bucket(bucket)),
             Err(e) => return Err(e.into()),
         };
         let st = &self.state;
         let dir = st.bucket_dir(bucket);
-        if !create && st.validated.lock().unwrap_or_else(|e| e.into_inner()).get(bucket) == Some(&ino) {
+        if !create && st.validated.lock().unwrap_or_else(|e| e.into_inner()).get(bucket) == Some(&(ino, born)) {
             return Ok(Some(dir));
         }
-        let id = format!("{}:{ino}", self.root_dev);
+        let id = format!("{}:{ino}:{born}", self.root_dev);
         let found = self.as_gateway(|| -> Result<Option<PathBuf>> {
             // A directory without `id` is one being made (by another gateway, or left by a
             // crash in between): not used for reads, adopted by a write.
@@ -148,7 +154,7 @@ impl Inner {
             if v.len() > 100_000 {
                 v.clear();
             }
-            v.insert(bucket.to_string(), ino);
+            v.insert(bucket.to_string(), (ino, born));
         }
         Ok(found)
     }
@@ -289,7 +295,7 @@ impl Inner {
                 continue;
             }
             if let Err(e) = self.migrate_bucket(name) {
-                eprintln!("s3hpc: moving the state of bucket {name} into {MOAT}/: {e} (left where it was)");
+                tracing::warn!("moving the state of bucket {name} into {MOAT}/: {e} (left where it was)");
             }
         }
         let _ = self.write_state_file(&layout, LAYOUT.as_bytes());
@@ -304,7 +310,9 @@ impl Inner {
             let c = std::ffi::CString::new(name).ok()?;
             use std::os::fd::{AsRawFd, FromRawFd};
             // SAFETY: valid dir fd and NUL-terminated name.
-            let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+            let fd = unsafe {
+                libc::openat(dir.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            };
             if fd < 0 {
                 return None;
             }
@@ -345,7 +353,7 @@ impl Inner {
                     continue;
                 }
                 if let Err(err) = sys::rename_between(&ups, n, &to_fd, n, true) {
-                    eprintln!("s3hpc: multipart upload {n} of bucket {bucket} not moved: {err}");
+                    tracing::warn!("multipart upload {n} of bucket {bucket} not moved into {MOAT}/: {err}");
                 }
             }
         }

@@ -244,7 +244,15 @@ pub fn walk(
             }
             if e.dir {
                 let path = top.path.join(&*e.name);
-                let entries = read_or_empty(cache, fs, &path)?;
+                let entries = match read_or_empty(cache, fs, &path) {
+                    // A subdirectory the caller may not read (`--identity posix`) is left out of
+                    // the listing, not the end of it: the rest of the bucket stays listable.
+                    Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
+                        tracing::warn!("listing {}: skipped {key}: {err}", bdir.display());
+                        Arc::new(Vec::new())
+                    }
+                    r => r?,
+                };
                 next_id += 1;
                 stack.push(Frame { id: next_id, rel: key, path, fd: None, entries, idx: 0, self_pending: true });
                 continue;

@@ -139,11 +139,20 @@ async fn check(io: IoMode) {
     scope(Some(a.clone()), s.put_object("bbkt", "c2", cond(), Body::from(Bytes::from_static(b"2")))).await.unwrap();
     assert_eq!(owner(&root.join("bbkt/c2")), a.uid);
 
-    // Outside any identity the gateway acts as itself (root here).
-    assert_eq!(
-        s.get_object("abkt", "f", GetObjectRequest::default()).await.unwrap().body.collect().await.unwrap(),
-        "from a"
+    // Outside any identity a request is refused, never served as the gateway (root here)...
+    denied(s.get_object("abkt", "f", GetObjectRequest::default()).await.map(|_| ()), "a GET without an identity");
+    denied(
+        s.put_object("abkt", "g", PutObjectRequest::default(), Body::from(Bytes::from_static(b"x"))).await,
+        "a PUT without an identity",
     );
+    denied(s.delete_object("abkt", "f").await, "a DELETE without an identity");
+    // ... while the gateway's own work on its state says so and runs as the gateway.
+    assert!(s.list_buckets().await.unwrap().iter().any(|b| b.name == "abkt"));
+    s.put_bucket_config("abkt", "cors", Some(b"<x/>".to_vec())).await.unwrap();
+    assert_eq!(s.get_bucket_config("abkt", "cors").await.unwrap().unwrap(), b"<x/>");
+    // Its state is the gateway's alone: mode 0700, owned by the gateway, out of users' reach.
+    let moat = std::fs::metadata(root.join(".s3hpc")).unwrap();
+    assert_eq!((moat.uid(), moat.mode() & 0o7777), (0, 0o700));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -179,8 +188,13 @@ async fn cached_listing_is_not_served_to_a_user_who_may_not_read() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let root = dir.path().join("root");
-    let o =
-        PosixOptions { durability: Durability::None, io: IoMode::Inline, posix_identity: true, umask: 0o022, ..Default::default() };
+    let o = PosixOptions {
+        durability: Durability::None,
+        io: IoMode::Inline,
+        posix_identity: true,
+        umask: 0o022,
+        ..Default::default()
+    };
     let s = PosixStore::open(&root, o).unwrap();
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let list = |id: &Identity, bucket: &'static str| {

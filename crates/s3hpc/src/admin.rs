@@ -130,7 +130,8 @@ impl Readiness {
         }
         let me = self.clone();
         let probe = tokio::task::spawn_blocking(move || {
-            let r = probe_root(&root);
+            // The gateway's own work: whatever user this pool thread acted as last.
+            let r = s3hpc_posix::ident::as_gateway(|| probe_root(&root)).and_then(|r| r);
             me.probing.store(false, Ordering::Release);
             r
         });
@@ -273,7 +274,7 @@ impl Admin {
         }
         let counting = self.counting.clone();
         let count = tokio::task::spawn_blocking(move || {
-            let n = s3hpc_posix::uploads_in_progress(&root);
+            let n = s3hpc_posix::ident::as_gateway(|| s3hpc_posix::uploads_in_progress(&root)).unwrap_or(0);
             counting.store(false, Ordering::Release);
             n
         });

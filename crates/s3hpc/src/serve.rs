@@ -51,9 +51,20 @@ pub struct ServeArgs {
     /// --config users file; needs CAP_SETUID and CAP_SETGID and a kernel with openat2).
     #[arg(long, default_value = "gateway", value_parser = ["gateway", "posix"])]
     pub identity: String,
-    /// With `--identity posix`: the umask new files and directories get (octal).
-    #[arg(long, default_value = "022")]
+    /// With `--identity posix`: the umask new files and directories get (octal). The default
+    /// keeps what S3 calls private private on the file system too; share through POSIX groups and
+    /// default ACLs (docs/SEMANTICS.md, "Threat model").
+    #[arg(long, default_value = "077")]
     pub umask: String,
+    /// How conditional writes, versioned writes, completes and renames exclude each other across
+    /// gateways on the root: `fcntl` (POSIX byte-range locks, cluster-wide on NFS, GPFS, Lustre
+    /// with -o flock, BeeGFS, CephFS, GlusterFS), `flock`, `local` (one gateway only) or `none`
+    /// (those writes answer NotImplemented). See docs/DEPLOY.md.
+    #[arg(long, default_value = "fcntl", value_parser = ["fcntl", "flock", "local", "none"])]
+    pub lock_mode: String,
+    /// Longest wait for such a lock, in seconds; past it the request answers 503 SlowDown.
+    #[arg(long, default_value_t = 10.0)]
+    pub lock_timeout: f64,
     /// Base domain for virtual-host-style requests (BUCKET.DOMAIN); path style always works.
     #[arg(long)]
     pub domain: Option<String>,
@@ -317,8 +328,21 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
                      (run as root, or grant them, e.g. systemd AmbientCapabilities=CAP_SETUID CAP_SETGID)"
                 );
             }
-            let opts =
-                s3hpc_posix::PosixOptions { durability, etag_mode, io, posix_identity, umask, ..Default::default() };
+            let lock_mode = s3hpc_posix::LockMode::parse(&args.lock_mode).context("--lock-mode")?;
+            if !(args.lock_timeout > 0.0 && args.lock_timeout < 86_400.0) {
+                bail!("--lock-timeout {}: expected seconds between 0 and 86400", args.lock_timeout);
+            }
+            let lock_timeout = std::time::Duration::from_secs_f64(args.lock_timeout);
+            let opts = s3hpc_posix::PosixOptions {
+                durability,
+                etag_mode,
+                io,
+                posix_identity,
+                umask,
+                lock_mode,
+                lock_timeout,
+                ..Default::default()
+            };
             let store = s3hpc_posix::PosixStore::open(&args.root, opts)
                 .map_err(|e| anyhow::anyhow!("opening {}: {e}", args.root.display()))?;
             if posix_identity && !store.resolves_beneath() {
@@ -464,7 +488,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     if args.lifecycle_interval > 0 {
         let leases: Arc<dyn s3hpc_http::lifecycle::runner::Leases> = if args.backend == "posix" {
-            Arc::new(s3hpc_http::lifecycle::runner::FileLeases::new(args.root.join(".s3hpc").join("lifecycle")))
+            Arc::new(GatewayLeases(s3hpc_http::lifecycle::runner::FileLeases::new(
+                args.root.join(".s3hpc").join("lifecycle"),
+            )))
         } else {
             Arc::new(s3hpc_http::lifecycle::runner::LocalLeases::default())
         };
@@ -578,5 +604,27 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
+    }
+}
+
+/// The lifecycle leases are the gateway's own files (`ROOT/.s3hpc/lifecycle/`): taken as the
+/// gateway whatever identity the blocking-pool thread last acted as.
+struct GatewayLeases(s3hpc_http::lifecycle::runner::FileLeases);
+
+impl s3hpc_http::lifecycle::runner::Leases for GatewayLeases {
+    fn try_lease(&self, bucket: &str) -> std::io::Result<Option<Box<dyn s3hpc_http::lifecycle::runner::Lease>>> {
+        let lease = s3hpc_posix::ident::as_gateway(|| self.0.try_lease(bucket))??;
+        Ok(lease.map(|l| Box::new(GatewayLease(l)) as Box<dyn s3hpc_http::lifecycle::runner::Lease>))
+    }
+}
+
+struct GatewayLease(Box<dyn s3hpc_http::lifecycle::runner::Lease>);
+
+impl s3hpc_http::lifecycle::runner::Lease for GatewayLease {
+    fn last_run(&mut self) -> Option<u64> {
+        s3hpc_posix::ident::as_gateway(|| self.0.last_run()).ok().flatten()
+    }
+    fn record(&mut self, started: u64) -> std::io::Result<()> {
+        s3hpc_posix::ident::as_gateway(|| self.0.record(started))?
     }
 }
