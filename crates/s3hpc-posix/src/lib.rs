@@ -4,8 +4,9 @@
 //! key names, so files written by POSIX tools are objects and objects are ordinary files. Each
 //! object's S3 metadata lives in one extended attribute (`user.s3hpc`), or in a sidecar file
 //! under the bucket's hidden `.s3hpc/` directory where the file system refuses xattrs. Writes
-//! go to a uniquely named temp file in `.s3hpc/tmp/` and are published with one `rename`, so no
-//! reader ever sees a partial object. See `docs/SEMANTICS.md` for the full mapping.
+//! go to a uniquely named temp file in the gateway's staging area (`ROOT/.s3hpc/staging/tmp/`,
+//! out of local users' reach, see `state`) and are published with one `rename`, so no reader
+//! ever sees a partial object. See `docs/SEMANTICS.md` for the full mapping.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
