@@ -391,7 +391,7 @@ fn part_name(n: u32) -> String {
 struct Temp {
     /// The directory holding it (opened beneath the root) and its name there: it is renamed
     /// and removed relative to that directory, never by path.
-    dir: File,
+    dir: Arc<File>,
     name: String,
     file: File,
     armed: bool,

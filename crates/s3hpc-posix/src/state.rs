@@ -47,6 +47,12 @@ pub(crate) struct State {
     pub uid: u32,
     /// Mode of the directories users create entries in through the store.
     pub shared_mode: u32,
+    /// `staging/tmp`, held open; with `--identity posix` each user's own directory in it, once
+    /// made and verified (a user cannot remove or replace it: they cannot reach it).
+    tmp_fd: Arc<File>,
+    user_tmp: Mutex<HashMap<u32, Arc<File>>>,
+    /// `locks/<bucket>` directories, once made and verified.
+    lock_dirs: Mutex<HashMap<String, Arc<File>>>,
     /// Buckets whose state directory was found to belong to the bucket directory of this
     /// inode and birth time (see [`Inner::bucket_state_dir`]).
     validated: Mutex<HashMap<String, (u64, i64)>>,
@@ -65,7 +71,7 @@ impl State {
             sys::owned_dir(&moat_fd, d, 0o700, uid)?;
         }
         let staging_fd = sys::owned_dir(&moat_fd, "staging", staging_mode, uid)?;
-        sys::owned_dir(&staging_fd, "tmp", shared_mode, uid)?;
+        let tmp_fd = Arc::new(sys::owned_dir(&staging_fd, "tmp", shared_mode, uid)?);
         sys::owned_dir(&staging_fd, "uploads", staging_mode, uid)?;
         let moat = root.join(MOAT);
         Ok(State {
@@ -76,6 +82,9 @@ impl State {
             uid,
             shared_mode,
             validated: Mutex::new(HashMap::new()),
+            tmp_fd,
+            user_tmp: Mutex::new(HashMap::new()),
+            lock_dirs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -227,6 +236,7 @@ impl Inner {
             let _ = self.fs.remove_dir_all(&self.state.moat.join("locks").join(bucket));
         });
         self.state.validated.lock().unwrap_or_else(|e| e.into_inner()).remove(bucket);
+        self.state.lock_dirs.lock().unwrap_or_else(|e| e.into_inner()).remove(bucket);
     }
 
     /// The staging directory of a bucket's uploads, made (by the gateway) if missing.
@@ -242,12 +252,19 @@ impl Inner {
     /// The directory the temp files of this thread's identity go in, open: `staging/tmp`
     /// (acting as the gateway) or `staging/tmp/u<uid>`, made by the user through the store
     /// (mode 0700) and refused unless it is a directory that user owns.
-    pub(crate) fn temp_dir(&self) -> Result<File> {
-        let tmp = sys::open_dir_nofollow(&self.state.staging_fd, "tmp")?;
-        match self.acting_uid() {
-            None => Ok(tmp),
-            Some(uid) => Ok(sys::owned_dir(&tmp, &format!("u{uid}"), 0o700, uid)?),
+    pub(crate) fn temp_dir(&self) -> Result<Arc<File>> {
+        let st = &self.state;
+        let Some(uid) = self.acting_uid() else { return Ok(st.tmp_fd.clone()) };
+        if let Some(d) = st.user_tmp.lock().unwrap_or_else(|e| e.into_inner()).get(&uid) {
+            return Ok(d.clone());
         }
+        let d = Arc::new(sys::owned_dir(&st.tmp_fd, &format!("u{uid}"), 0o700, uid)?);
+        let mut m = st.user_tmp.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() > 4096 {
+            m.clear();
+        }
+        m.insert(uid, d.clone());
+        Ok(d)
     }
 
     /// The lock file of one stripe of a bucket, opened as the gateway (`locks/<bucket>/` is
@@ -255,9 +272,21 @@ impl Inner {
     pub(crate) fn lock_file(&self, bdir: &Path, stripe: u64) -> Result<File> {
         let bucket = bucket_name(bdir);
         let st = &self.state;
+        let cached = st.lock_dirs.lock().unwrap_or_else(|e| e.into_inner()).get(bucket).cloned();
         let f = self.as_gateway(|| -> io::Result<File> {
-            let locks = sys::open_dir_nofollow(&st.moat_fd, "locks")?;
-            let dir = sys::owned_dir(&locks, bucket, 0o700, st.uid)?;
+            let dir = match cached {
+                Some(d) => d,
+                None => {
+                    let locks = sys::open_dir_nofollow(&st.moat_fd, "locks")?;
+                    let d = Arc::new(sys::owned_dir(&locks, bucket, 0o700, st.uid)?);
+                    let mut m = st.lock_dirs.lock().unwrap_or_else(|e| e.into_inner());
+                    if m.len() > 100_000 {
+                        m.clear();
+                    }
+                    m.insert(bucket.to_string(), d.clone());
+                    d
+                }
+            };
             let name = std::ffi::CString::new(format!("{stripe:04x}")).map_err(io::Error::other)?;
             use std::os::fd::{AsRawFd, FromRawFd};
             // SAFETY: valid dir fd and NUL-terminated name.
