@@ -7,7 +7,9 @@
 //! s3hpc_http::serve(listener, cfg, shutdown_signal).await?;
 //! ```
 //!
-//! Requests are authenticated with SigV4 ([`s3hpc_sigv4::verify`]); bodies stream straight into
+//! Requests are authenticated with SigV4, or SigV2 unless `Config::sigv2` is off
+//! ([`s3hpc_sigv4::verify`], strict as AWS: every `x-amz-*` header signed, the credential scope
+//! in `Config::region`); bodies stream straight into
 //! the store through [`s3hpc_sigv4::verified_body`]; every error is an S3 XML error document
 //! carrying the request id.
 
