@@ -120,9 +120,7 @@ pub fn string_to_sign(inp: &StringToSignInput<'_>) -> String {
         inp.headers.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_string()).collect()
     };
     let from_query = |name: &str| -> Option<String> {
-        if inp.expires.is_none() {
-            return None;
-        }
+        inp.expires?;
         query.split('&').find_map(|p| {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
             percent_decode(k)
@@ -210,7 +208,7 @@ pub fn string_to_sign(inp: &StringToSignInput<'_>) -> String {
 }
 
 /// The bucket a virtual-host-style request names in its Host (`bucket.DOMAIN`).
-fn vhost_bucket<'a>(parts: &'a http::request::Parts, accept: &Accept) -> Option<String> {
+fn vhost_bucket(parts: &http::request::Parts, accept: &Accept) -> Option<String> {
     let domain = accept.domain.as_deref()?.trim_start_matches('.').to_ascii_lowercase();
     let host = parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).or(parts.uri.host())?;
     let host = host.rsplit_once(':').filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(h, _)| h);
