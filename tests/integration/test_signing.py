@@ -171,6 +171,21 @@ def test_wrong_region_presigned(server, s3, bucket):
     assert elem(body, "Region") == "us-east-1"
 
 
+def test_wrong_region_post_form(server, s3, bucket):
+    """A SigV4 POST form scoped to another region: 400 InvalidArgument (AWS's code for forms)."""
+    import urllib3
+
+    p = make_client(server.endpoint, region_name="eu-west-3").generate_presigned_post(bucket, "f", ExpiresIn=600)
+    body, ctype = urllib3.encode_multipart_formdata(list(p["fields"].items()) + [("file", ("f", b"z", "text/plain"))])
+    r = urllib3.PoolManager().request("POST", p["url"], body=body, headers={"Content-Type": ctype})
+    assert r.status == 400 and elem(r.data, "Code") == "InvalidArgument", r.data
+    assert elem(r.data, "Message") == (
+        "Error parsing the X-Amz-Credential parameter; the region 'eu-west-3' is wrong; expecting 'us-east-1'")
+    assert elem(r.data, "Region") == "us-east-1"
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="f")
+
+
 def test_gateway_region_is_the_one_expected(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
