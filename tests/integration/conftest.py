@@ -85,14 +85,15 @@ def server(tmp_path_factory):
     assert rc == 0, f"server exited with {rc} on SIGTERM; output:\n{''.join(srv.output)[-3000:]}"
 
 
-def make_client(endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY, checksum="when_supported", **cfg):
+def make_client(endpoint, access_key=ACCESS_KEY, secret_key=SECRET_KEY, checksum="when_supported",
+                region_name=REGION, signature_version="s3v4", **cfg):
     import boto3
     from botocore.config import Config
 
-    config = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version="s3v4",
+    config = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version=signature_version,
                     request_checksum_calculation=checksum, response_checksum_validation=checksum, **cfg)
     return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=access_key,
-                        aws_secret_access_key=secret_key, region_name=REGION, config=config)
+                        aws_secret_access_key=secret_key, region_name=region_name, config=config)
 
 
 @pytest.fixture(scope="session")

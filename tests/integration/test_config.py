@@ -22,7 +22,7 @@ def test_serve_table_applies_and_flags_override(tmp_path):
     srv = Server(root, ["--config", str(cfg), "--log-format", "text"])
     try:
         assert wait_until(lambda: any("admin on http://127.0.0.1:" in line for line in srv.output), 10)
-        s3 = make_client(srv.endpoint)
+        s3 = make_client(srv.endpoint, region_name="eu-west-1")  # AWS refuses another region's scope
         s3.create_bucket(Bucket="cfg-bucket", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
         assert s3.get_bucket_location(Bucket="cfg-bucket")["LocationConstraint"] == "eu-west-1"
         # access_log = true from the file; text format from the flag (not JSON).

@@ -6,7 +6,9 @@
 //!
 //! 1. Read the head (limit: `read_buffer_max`, at least 8 KiB; deadline: `header_timeout`,
 //!    which also bounds how long an idle keep-alive connection is kept). A bad head gets a bare
-//!    400 (431 when too large) and the connection closes.
+//!    400 (431 when too large) and the connection closes. Under descriptor pressure the
+//!    server sheds connections that have been waiting for a head for a second or more, silent
+//!    keep-alive ones and ones that sent only part of a head alike ([`State::shed_idle`]).
 //! 2. The body reader ([`ReqBody`]) decodes `Content-Length` or `Transfer-Encoding: chunked`
 //!    bodies and sends `100 Continue` when the S3 layer first asks for body bytes. A body cut
 //!    short (EOF, reset, malformed chunking) ends in an `Err`, so nothing is published.
@@ -626,8 +628,11 @@ async fn read_head(
             r = read_more(io, buf, 8192) => r,
             _ = tokio::time::sleep_until(deadline) => return HeadResult::Close,
             _ = stop.changed(), if idle => return HeadResult::Close,
-            // Too many connections: the server sheds those idle since before the cutoff.
-            _ = shed.changed(), if idle => {
+            // Too many connections: the server sheds those waiting for a head since before the
+            // cutoff, silent or with part of a head sent (a client sends its head at once, so
+            // one still incomplete after a second is as idle as a silent one, and dribbling
+            // bytes does not keep it).
+            _ = shed.changed() => {
                 if idle_since < *shed.borrow_and_update() {
                     return HeadResult::Close;
                 }

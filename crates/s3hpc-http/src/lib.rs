@@ -7,7 +7,9 @@
 //! s3hpc_http::serve(listener, cfg, shutdown_signal).await?;
 //! ```
 //!
-//! Requests are authenticated with SigV4 ([`s3hpc_sigv4::verify`]); bodies stream straight into
+//! Requests are authenticated with SigV4, or SigV2 unless `Config::sigv2` is off
+//! ([`s3hpc_sigv4::verify`], strict as AWS: every `x-amz-*` header signed, the credential scope
+//! in `Config::region`); bodies stream straight into
 //! the store through [`s3hpc_sigv4::verified_body`]; every error is an S3 XML error document
 //! carrying the request id.
 
@@ -66,8 +68,12 @@ pub struct Config {
     pub store: DynStore,
     pub creds: CredentialSet,
     pub auth: Auth,
-    /// Region reported by GetBucketLocation / HeadBucket.
+    /// The gateway's region: reported by GetBucketLocation / HeadBucket, and the one a SigV4
+    /// credential scope must name (AWS's AuthorizationHeaderMalformed otherwise).
     pub region: String,
+    /// Accept Signature Version 2 (header, presigned URLs, POST policies); `s3hpc serve
+    /// --no-sigv2` turns it off.
+    pub sigv2: bool,
     /// Base domain for virtual-host-style requests (`bucket.DOMAIN`); path style always works.
     pub domain: Option<String>,
     /// Emit one access-log line per request (tracing target `s3hpc::access`, level info).
@@ -79,8 +85,9 @@ pub struct Config {
     /// uploads until its bytes arrive again (then it waits for a slot like a new upload), so
     /// stalled clients cannot hold every slot.
     pub slot_idle: Duration,
-    /// Open connections above which idle keep-alive connections (idle for at least a second)
-    /// are closed to make room for new ones. `None`: derived from the file-descriptor limit
+    /// Open connections above which connections waiting for a request head for at least a
+    /// second (idle keep-alive ones, and ones that sent part of a head) are closed to make room
+    /// for new ones. `None`: derived from the file-descriptor limit
     /// (`RLIMIT_NOFILE` minus an eighth, at least 64, kept for files and other sockets).
     pub max_connections: Option<usize>,
     /// Prometheus metrics to record into (`None`: none recorded).
@@ -123,6 +130,7 @@ impl Config {
             creds,
             auth: Auth::SigV4,
             region: "us-east-1".into(),
+            sigv2: true,
             domain: None,
             access_log: false,
             body_idle_timeout: Duration::from_secs(60),
@@ -147,6 +155,8 @@ pub(crate) struct State {
     pub cfg: Config,
     /// Lower-cased `.domain` suffix for virtual-host matching.
     pub domain_suffix: Option<String>,
+    /// What request authentication accepts (region, SigV2, domain), from `cfg`.
+    pub accept: s3hpc_sigv4::Accept,
     next_id: AtomicU64,
     id_seed: u64,
     pub uploads: Arc<tokio::sync::Semaphore>,
@@ -168,6 +178,7 @@ impl State {
         State {
             uploads: Arc::new(tokio::sync::Semaphore::new(cfg.max_concurrent_uploads.max(1))),
             domain_suffix: cfg.domain.as_ref().map(|d| format!(".{}", d.to_ascii_lowercase())),
+            accept: s3hpc_sigv4::Accept { region: cfg.region.clone(), sigv2: cfg.sigv2, domain: cfg.domain.clone() },
             conns: AtomicUsize::new(0),
             cors: cors::CorsCache::default(),
             max_conns: cfg.max_connections.unwrap_or_else(default_max_connections).max(1),
@@ -184,7 +195,8 @@ impl State {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// Close the connections that have been idle (waiting for a request) for at least a second.
+    /// Close the connections that have been waiting for a request head for at least a second,
+    /// with none or part of it received.
     fn shed_idle(&self) {
         let cutoff = self.now_ms().saturating_sub(SHED_MIN_IDLE_MS);
         if cutoff > *self.shed.borrow() {
@@ -240,9 +252,10 @@ impl AcceptBackoff {
 /// `shutdown_grace`) for the requests in flight. Connections are run by our own HTTP/1.1 engine
 /// ([`conn`]), which sends file bodies with `sendfile(2)`.
 ///
-/// Above `max_connections` open connections, the ones idle for a second or more are closed
-/// (shed) so that new clients are served; when accept(2) fails (out of file descriptors), idle
-/// connections are shed too and accepting backs off (5 ms doubling to 1 s).
+/// Above `max_connections` open connections, the ones that have waited a second or more for a
+/// request head (idle keep-alive connections, and ones that sent only part of a head) are
+/// closed (shed) so that new clients are served; when accept(2) fails (out of file
+/// descriptors), they are shed too and accepting backs off (5 ms doubling to 1 s).
 pub async fn serve(listener: TcpListener, cfg: Config, shutdown: impl Future<Output = ()>) -> io::Result<()> {
     let state = Arc::new(State::new(cfg));
     if let Some(m) = &state.cfg.metrics

@@ -370,3 +370,38 @@ async fn file_bodies_go_out_whole_and_in_ranges() {
     srv.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Above `max_connections`, connections that sent only part of a head and then nothing for a
+/// second are shed like silent ones (issue 35: half-sent heads held descriptors until the header
+/// timeout), and a new client is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_heads_are_shed_above_the_connection_limit() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let mut cfg = s3hpc_http::Config::new(store.clone(), CredentialSet::new([]));
+    cfg.auth = s3hpc_http::Auth::DisabledForTests;
+    cfg.header_timeout = Duration::from_secs(60); // never what closes them here
+    cfg.max_connections = Some(8);
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(s3hpc_http::serve(listener, cfg, async move {
+        let _ = rx.await;
+    }));
+    let srv = Srv { addr, store, stop: Some(tx), task };
+    let mut half = Vec::new();
+    for i in 0..8 {
+        let mut c = srv.conn().await;
+        c.send(format!("GET /b/k{i} HTTP/1.1\r\nhost: x\r\nx-half: ").as_bytes()).await;
+        half.push(c);
+    }
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // Two more connections pass the limit: the server sheds what waited a second for its head.
+    let mut fresh = srv.conn().await;
+    let mut fresh2 = srv.conn().await;
+    for c in &mut half {
+        assert!(c.closed().await, "a partial head a second old was not shed");
+    }
+    assert_eq!(fresh.req("GET", "/", "", b"").await.status, 200);
+    assert_eq!(fresh2.req("GET", "/", "", b"").await.status, 200);
+    srv.stop().await;
+}

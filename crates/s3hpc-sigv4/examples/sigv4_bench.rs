@@ -14,6 +14,7 @@ fn main() {
     let now = SystemTime::now();
     let uri: http::Uri = "/bench-bucket/some/object/key-000123?partNumber=3&uploadId=abcdef0123456789".parse().unwrap();
     let n = 200_000;
+    let accept = Accept::new("us-east-1");
 
     let t = Instant::now();
     let mut headers = http::HeaderMap::new();
@@ -29,7 +30,7 @@ fn main() {
     parts.headers = headers;
     let t = Instant::now();
     for _ in 0..n {
-        verify(&parts, &set, now).unwrap();
+        verify(&parts, &set, now, &accept).unwrap();
     }
     let verify_rate = n as f64 / t.elapsed().as_secs_f64();
 

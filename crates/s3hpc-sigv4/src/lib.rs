@@ -1,13 +1,17 @@
-//! AWS Signature Version 4 for s3hpc.
+//! AWS Signature Version 4 (and Version 2, [`sigv2`]) for s3hpc.
 //!
 //! Server side: [`verify`] checks a request's `Authorization` header or presigned query, and
 //! [`verified_body`] turns the request body into the plain object bytes while checking what the
 //! payload mode promises (SHA-256, chunk signatures, trailers).
 //! Client side: [`sign`] and [`presign`].
 //!
-//! Region: the verifier accepts any region named in the credential scope (the signing key is
-//! derived from it), because the server is single-region but clients are configured with all
-//! sorts of region names. Only the service `s3` is accepted.
+//! Strict as AWS is ([`Accept`]): the credential scope must name the server's region
+//! (otherwise AuthorizationHeaderMalformed / AuthorizationQueryParametersError naming the
+//! expected one) and the service `s3`; every `x-amz-*` header of a request must be among its
+//! signed headers (otherwise 403 AccessDenied with `HeadersNotSigned`), except
+//! `x-amz-content-sha256` on a presigned URL (its value is the payload line of the canonical
+//! request, so a changed value fails the signature anyway). SigV2 requests are accepted only
+//! when [`Accept::sigv2`] is set.
 //!
 //! Performance: signing keys are cached per thread (they change once a day per user), so a
 //! verification costs one SHA-256 of the canonical request and one HMAC.
@@ -20,6 +24,7 @@ pub use s3hpc_core::{ByteStream, CredentialSet, Credentials, Error};
 pub mod chunked;
 pub mod encode;
 pub mod signer;
+pub mod sigv2;
 mod verify;
 
 pub use signer::{
@@ -40,6 +45,27 @@ pub enum Payload {
     /// `STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER]` (signed chunks) or
     /// `STREAMING-UNSIGNED-PAYLOAD-TRAILER`.
     Streaming { signed_chunks: bool, trailer: bool },
+}
+
+/// What the server accepts besides a valid signature by a known key.
+#[derive(Debug, Clone)]
+pub struct Accept {
+    /// The server's region: a SigV4 credential scope must name it (as on AWS).
+    pub region: String,
+    /// Accept Signature Version 2 (`Authorization: AWS AKID:sig`, presigned URLs with
+    /// `AWSAccessKeyId`/`Expires`/`Signature`); otherwise such requests get AWS's answer for an
+    /// unsupported mechanism (400 InvalidRequest "Please use AWS4-HMAC-SHA256").
+    pub sigv2: bool,
+    /// Base domain of virtual-host-style requests (`bucket.DOMAIN`): SigV2's canonical resource
+    /// names the bucket, which such a request carries in its Host only.
+    pub domain: Option<String>,
+}
+
+impl Accept {
+    /// SigV4 for `region`, SigV2 accepted, no virtual-host domain.
+    pub fn new(region: impl Into<String>) -> Self {
+        Accept { region: region.into(), sigv2: true, domain: None }
+    }
 }
 
 /// A request whose signature was checked.
@@ -118,15 +144,22 @@ pub struct TrailerSink {
     pub value: Arc<OnceLock<String>>,
 }
 
-/// Verify header auth or a presigned URL. `now` is the server clock (15 min skew allowed for
-/// header auth; presigned X-Amz-Expires 1..=604800 s). Anonymous requests are refused.
+/// Verify header auth or a presigned URL (SigV4, and SigV2 when `accept.sigv2`). `now` is the
+/// server clock (15 min skew allowed for header auth; presigned X-Amz-Expires 1..=604800 s).
+/// Anonymous requests are refused.
 ///
 /// Errors: no auth -> `AccessDenied`; unknown key -> `InvalidAccessKeyId`; wrong signature ->
-/// `SignatureDoesNotMatch`; unparsable header -> `AuthorizationHeaderMalformed`; bad presign
-/// parameters -> `AuthorizationQueryParametersError`; expired URL -> `AccessDenied`
-/// ("Request has expired"); clock skew -> `RequestTimeTooSkewed`.
-pub fn verify(parts: &http::request::Parts, creds: &CredentialSet, now: SystemTime) -> Result<Verified, Error> {
-    verify::verify(parts, creds, now)
+/// `SignatureDoesNotMatch`; unparsable header or another region -> `AuthorizationHeaderMalformed`;
+/// bad presign parameters or another region -> `AuthorizationQueryParametersError`; expired URL
+/// -> `AccessDenied` ("Request has expired"); clock skew -> `RequestTimeTooSkewed`; an unsigned
+/// `x-amz-*` header -> `AccessDenied` with `HeadersNotSigned`.
+pub fn verify(
+    parts: &http::request::Parts,
+    creds: &CredentialSet,
+    now: SystemTime,
+    accept: &Accept,
+) -> Result<Verified, Error> {
+    verify::verify(parts, creds, now, accept)
 }
 
 /// The request body as the store should read it: de-chunked and verified as the payload mode

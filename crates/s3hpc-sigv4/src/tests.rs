@@ -22,6 +22,11 @@ fn set() -> CredentialSet {
     CredentialSet::new([creds()])
 }
 
+/// [`super::verify`] as a gateway in us-east-1 with SigV2 on.
+fn verify(p: &http::request::Parts, c: &CredentialSet, now: SystemTime) -> Result<Verified, Error> {
+    super::verify(p, c, now, &Accept::new("us-east-1"))
+}
+
 fn t0() -> SystemTime {
     parse_amz_date("20130524T000000Z").unwrap()
 }
@@ -182,7 +187,7 @@ fn presign_expires_bounds() {
     let base: http::Uri =
         "http://127.0.0.1:9000/bucket/a%20b%2Bc/%E2%82%AC?partNumber=1&uploadId=x%2By".parse().unwrap();
     let now = SystemTime::now();
-    let url = presign(&http::Method::PUT, &base, &creds(), "eu-west-9", Duration::from_secs(60), now);
+    let url = presign(&http::Method::PUT, &base, &creds(), "us-east-1", Duration::from_secs(60), now);
     let uri: http::Uri = url.parse().unwrap();
     let p = parts("PUT", uri.path_and_query().unwrap().as_str(), &[("host", "127.0.0.1:9000")]);
     verify(&p, &set(), now).expect("own presigned URL verifies");
@@ -311,7 +316,9 @@ fn auth_errors() {
     let sig = "0".repeat(64);
     let good_cred = format!("{AK}/20130524/us-east-1/s3/aws4_request");
     assert_eq!(
-        with(&format!("AWS4-HMAC-SHA256 Credential={good_cred}, SignedHeaders=host, Signature={sig}")),
+        with(&format!(
+            "AWS4-HMAC-SHA256 Credential={good_cred}, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature={sig}"
+        )),
         ErrorCode::SignatureDoesNotMatch
     );
     for bad in [
@@ -334,7 +341,19 @@ fn auth_errors() {
     ] {
         assert_eq!(with(&bad), ErrorCode::AuthorizationHeaderMalformed, "{bad}");
     }
-    assert_eq!(with("AWS AKID:sig"), ErrorCode::InvalidRequest);
+    // SigV2: an unknown key with SigV2 on; AWS's "Please use AWS4-HMAC-SHA256" with it off.
+    assert_eq!(with("AWS AKID:sig"), ErrorCode::InvalidAccessKeyId);
+    let mut h = base.to_vec();
+    h.push(("authorization", "AWS AKID:sig"));
+    let off = Accept { sigv2: false, ..Accept::new("us-east-1") };
+    let e = super::verify(&parts("GET", "/b/k", &h), &set(), now, &off).unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (
+            ErrorCode::InvalidRequest,
+            "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256."
+        )
+    );
     assert_eq!(
         with(&format!(
             "AWS4-HMAC-SHA256 Credential=NOPE/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, Signature={sig}"
@@ -344,7 +363,9 @@ fn auth_errors() {
     // Bad x-amz-content-sha256.
     let mut h = base.to_vec();
     h[2] = ("x-amz-content-sha256", "nonsense");
-    let a = format!("AWS4-HMAC-SHA256 Credential={good_cred}, SignedHeaders=host, Signature={sig}");
+    let a = format!(
+        "AWS4-HMAC-SHA256 Credential={good_cred}, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature={sig}"
+    );
     h.push(("authorization", &a));
     assert_eq!(verify(&parts("GET", "/b/k", &h), &set(), now).unwrap_err().code, ErrorCode::InvalidArgument);
 }
@@ -587,4 +608,143 @@ fn amz_dates_of_sign_match() {
     );
     assert_eq!(h["x-amz-date"], "20130524T010203Z");
     assert_eq!(h["x-amz-content-sha256"], UNSIGNED_PAYLOAD);
+}
+
+// ---- strict SigV4: region and unsigned x-amz-* headers ----
+
+#[test]
+fn credential_scope_must_name_the_servers_region() {
+    let now = SystemTime::now();
+    let mut h = http::HeaderMap::new();
+    h.insert("host", "h".parse().unwrap());
+    let uri: http::Uri = "/b/k".parse().unwrap();
+    sign(&http::Method::GET, &uri, &mut h, &creds(), "eu-west-1", UNSIGNED_PAYLOAD, now);
+    let mut p = parts("GET", "/b/k", &[]);
+    p.headers = h;
+    let e = verify(&p, &set(), now).unwrap_err();
+    assert_eq!(e.code, ErrorCode::AuthorizationHeaderMalformed);
+    assert_eq!(
+        e.message,
+        "The authorization header is malformed; the region 'eu-west-1' is wrong; expecting 'us-east-1'"
+    );
+    assert_eq!(e.detail("Region"), Some("us-east-1"));
+    super::verify(&p, &set(), now, &Accept::new("eu-west-1")).expect("the server's own region verifies");
+
+    let base: http::Uri = "http://h/b/k".parse().unwrap();
+    let url = presign(&http::Method::GET, &base, &creds(), "eu-west-1", Duration::from_secs(60), now);
+    let pq = url.parse::<http::Uri>().unwrap().path_and_query().unwrap().as_str().to_string();
+    let e = verify(&parts("GET", &pq, &[("host", "h")]), &set(), now).unwrap_err();
+    assert_eq!(e.code, ErrorCode::AuthorizationQueryParametersError);
+    assert_eq!(
+        e.message,
+        "Error parsing the X-Amz-Credential parameter; the region 'eu-west-1' is wrong; expecting 'us-east-1'"
+    );
+    assert_eq!(e.detail("Region"), Some("us-east-1"));
+}
+
+#[test]
+fn unsigned_amz_headers_are_refused() {
+    let now = SystemTime::now();
+    let uri: http::Uri = "/b/k".parse().unwrap();
+    let mut h = http::HeaderMap::new();
+    h.insert("host", "h".parse().unwrap());
+    h.insert("x-amz-meta-a", "signed".parse().unwrap());
+    sign(&http::Method::PUT, &uri, &mut h, &creds(), "us-east-1", UNSIGNED_PAYLOAD, now);
+    let mut p = parts("PUT", "/b/k", &[]);
+    p.headers = h.clone();
+    verify(&p, &set(), now).expect("every header signed");
+    p.headers.insert("x-amz-copy-source", "/b/other".parse().unwrap());
+    p.headers.insert("x-amz-tagging", "a=b".parse().unwrap());
+    p.headers.insert("content-type", "text/plain".parse().unwrap()); // not x-amz-*: allowed
+    let e = verify(&p, &set(), now).unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (ErrorCode::AccessDenied, "There were headers present in the request which were not signed")
+    );
+    assert_eq!(e.detail("HeadersNotSigned"), Some("x-amz-copy-source, x-amz-tagging"));
+
+    // Presigned: the same, except x-amz-content-sha256.
+    let base: http::Uri = "http://h/b/k".parse().unwrap();
+    let url = presign(&http::Method::PUT, &base, &creds(), "us-east-1", Duration::from_secs(60), now);
+    let pq = url.parse::<http::Uri>().unwrap().path_and_query().unwrap().as_str().to_string();
+    verify(&parts("PUT", &pq, &[("host", "h"), ("x-amz-content-sha256", UNSIGNED_PAYLOAD)]), &set(), now)
+        .expect("an unsigned UNSIGNED-PAYLOAD is accepted on a presigned URL");
+    let e = verify(&parts("PUT", &pq, &[("host", "h"), ("x-amz-acl", "public-read")]), &set(), now).unwrap_err();
+    assert_eq!((e.code, e.detail("HeadersNotSigned")), (ErrorCode::AccessDenied, Some("x-amz-acl")));
+}
+
+// ---- SigV2 ----
+
+#[test]
+fn sigv2_aws_examples() {
+    // AWS's documented examples (RESTAuthentication): header auth of a virtual-host GET, and the
+    // query-string form of the same object.
+    let date = httpdate::parse_http_date("Tue, 27 Mar 2007 19:36:42 GMT").unwrap();
+    let accept = Accept { domain: Some("s3.amazonaws.com".into()), ..Accept::new("us-east-1") };
+    let p = parts(
+        "GET",
+        "/photos/puppy.jpg",
+        &[
+            ("host", "johnsmith.s3.amazonaws.com"),
+            ("date", "Tue, 27 Mar 2007 19:36:42 +0000"),
+            ("authorization", "AWS AKIAIOSFODNN7EXAMPLE:bWq2s1WEIj+Ydj0vQ697zp+IXMU="),
+        ],
+    );
+    let v = super::verify(&p, &set(), date, &accept).expect("AWS's SigV2 example verifies");
+    assert_eq!((v.access_key.as_str(), v.payload), (AK, Payload::Unsigned));
+    // Off by 20 minutes: skewed.
+    let e = super::verify(&p, &set(), date + Duration::from_secs(1200), &accept).unwrap_err();
+    assert_eq!(e.code, ErrorCode::RequestTimeTooSkewed);
+    // Path style: the same bytes under /johnsmith.
+    let p = parts(
+        "GET",
+        "/johnsmith/photos/puppy.jpg",
+        &[
+            ("host", "localhost"),
+            ("date", "Tue, 27 Mar 2007 19:36:42 +0000"),
+            ("authorization", "AWS AKIAIOSFODNN7EXAMPLE:bWq2s1WEIj+Ydj0vQ697zp+IXMU="),
+        ],
+    );
+    super::verify(&p, &set(), date, &accept).expect("path style");
+    let q = "/photos/puppy.jpg?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Signature=NpgCjnDzrM%2BWFzoENXmpNDUsSn8%3D&Expires=1175139620";
+    let p = parts("GET", q, &[("host", "johnsmith.s3.amazonaws.com")]);
+    super::verify(&p, &set(), date, &accept).expect("AWS's SigV2 query example verifies");
+    let late = SystemTime::UNIX_EPOCH + Duration::from_secs(1_175_139_621);
+    let e = super::verify(&p, &set(), late, &accept).unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), (ErrorCode::AccessDenied, "Request has expired"));
+    // An x-amz-* header added to the URL changes the string to sign.
+    let p = parts("GET", q, &[("host", "johnsmith.s3.amazonaws.com"), ("x-amz-tagging", "a=b")]);
+    let e = super::verify(&p, &set(), date, &accept).unwrap_err();
+    assert_eq!(e.code, ErrorCode::SignatureDoesNotMatch);
+    assert!(e.detail("StringToSign").unwrap().contains("x-amz-tagging:a=b\n"));
+    // SigV2 turned off.
+    let off = Accept { sigv2: false, ..accept };
+    let p = parts("GET", q, &[("host", "johnsmith.s3.amazonaws.com")]);
+    assert_eq!(super::verify(&p, &set(), date, &off).unwrap_err().code, ErrorCode::InvalidRequest);
+}
+
+#[test]
+fn sigv2_string_to_sign() {
+    let mut h = http::HeaderMap::new();
+    h.insert("content-type", "text/plain".parse().unwrap());
+    h.insert("content-md5", "4gJE4saaMU4BqNR0kLY+lw==".parse().unwrap());
+    h.insert("date", "ignored".parse().unwrap());
+    h.insert("x-amz-date", "Tue, 27 Mar 2007 21:06:08 +0000".parse().unwrap());
+    h.append("x-amz-meta-b", " two ".parse().unwrap());
+    h.append("X-Amz-Meta-B", "three".parse().unwrap());
+    h.insert("x-amz-acl", "public-read".parse().unwrap());
+    let sts = sigv2::string_to_sign(&sigv2::StringToSignInput {
+        method: "PUT",
+        raw_path: "/b/a%20b",
+        raw_query: Some("uploadId=x%2By&partNumber=2&foo=1&acl"),
+        headers: &h,
+        vhost_bucket: None,
+        expires: None,
+        decode_values: true,
+        bucket_slash: true,
+    });
+    assert_eq!(
+        sts,
+        "PUT\n4gJE4saaMU4BqNR0kLY+lw==\ntext/plain\n\nx-amz-acl:public-read\nx-amz-date:Tue, 27 Mar 2007 21:06:08 +0000\nx-amz-meta-b:two,three\n/b/a%20b?acl&partNumber=2&uploadId=x+y"
+    );
 }

@@ -6,7 +6,7 @@ use s3hpc_core::{CredentialSet, Error, ErrorCode};
 
 use crate::encode::{iso8601, parse_amz_date, percent_decode};
 use crate::signer::*;
-use crate::{ChunkContext, Payload, Verified};
+use crate::{Accept, ChunkContext, Payload, Verified};
 
 /// Allowed difference between the request time and the server clock for header auth.
 pub const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
@@ -73,7 +73,7 @@ fn is_hex64(s: &str) -> bool {
 }
 
 /// The payload mode promised by `x-amz-content-sha256`.
-fn payload_mode(v: Option<&str>, presigned: bool) -> Result<Payload, Error> {
+pub(crate) fn payload_mode(v: Option<&str>, presigned: bool) -> Result<Payload, Error> {
     let Some(v) = v else {
         return if presigned {
             Ok(Payload::Unsigned)
@@ -100,7 +100,7 @@ fn payload_mode(v: Option<&str>, presigned: bool) -> Result<Payload, Error> {
     })
 }
 
-fn header_str<'a>(parts: &'a http::request::Parts, name: &str) -> Result<Option<&'a str>, Error> {
+pub(crate) fn header_str<'a>(parts: &'a http::request::Parts, name: &str) -> Result<Option<&'a str>, Error> {
     match parts.headers.get(name) {
         None => Ok(None),
         Some(v) => v
@@ -111,7 +111,7 @@ fn header_str<'a>(parts: &'a http::request::Parts, name: &str) -> Result<Option<
 }
 
 /// Find a query parameter by exact (decoded) name; the value decoded.
-fn query_param(raw: &str, name: &str) -> Option<String> {
+pub(crate) fn query_param(raw: &str, name: &str) -> Option<String> {
     raw.split('&').find_map(|p| {
         let (k, v) = p.split_once('=').unwrap_or((p, ""));
         (percent_decode(k).as_ref() == name.as_bytes())
@@ -136,7 +136,7 @@ fn signed_time(parts: &http::request::Parts) -> Result<(String, SystemTime), Err
 }
 
 /// InvalidAccessKeyId naming the key (AWS: `<AWSAccessKeyId>`).
-fn unknown_key(access_key: &str) -> Error {
+pub(crate) fn unknown_key(access_key: &str) -> Error {
     Error::code(ErrorCode::InvalidAccessKeyId).with("AWSAccessKeyId", access_key)
 }
 
@@ -156,7 +156,37 @@ fn sig_mismatch(access_key: &str, provided: &str, amz_date: &str, scope: &str, i
         .with("CanonicalRequestBytes", hex_bytes(&creq))
 }
 
-fn abs_diff(a: SystemTime, b: SystemTime) -> Duration {
+/// AWS's refusal of a request carrying `x-amz-*` headers its signature does not cover: 403
+/// AccessDenied with the unsigned names (lower case, comma-separated, in request order).
+/// `exempt`: a header allowed unsigned (`x-amz-content-sha256` on presigned URLs).
+fn check_unsigned_amz_headers(
+    parts: &http::request::Parts,
+    signed: &[&str],
+    exempt: Option<&str>,
+) -> Result<(), Error> {
+    let mut unsigned = String::new();
+    for name in parts.headers.keys() {
+        let n = name.as_str();
+        if n.starts_with("x-amz-") && !signed.contains(&n) && Some(n) != exempt {
+            if !unsigned.is_empty() {
+                unsigned.push_str(", ");
+            }
+            unsigned.push_str(n);
+        }
+    }
+    if unsigned.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(ErrorCode::AccessDenied, "There were headers present in the request which were not signed")
+        .with("HeadersNotSigned", unsigned))
+}
+
+/// The region part of AWS's refusal of a credential scoped to another region.
+fn wrong_region(region: &str, expected: &str) -> String {
+    format!("the region '{region}' is wrong; expecting '{expected}'")
+}
+
+pub(crate) fn abs_diff(a: SystemTime, b: SystemTime) -> Duration {
     a.duration_since(b).or_else(|_| b.duration_since(a)).unwrap_or_default()
 }
 
@@ -167,29 +197,47 @@ pub fn is_anonymous(parts: &http::request::Parts) -> bool {
     !parts.headers.contains_key(http::header::AUTHORIZATION)
         && !query.contains("X-Amz-Algorithm=")
         && !query.contains("X-Amz-Signature=")
-        && !query.contains("Signature=")
         && !query.contains("X-Amz-Credential=")
+        && !crate::sigv2::is_presigned(query)
 }
 
-pub fn verify(parts: &http::request::Parts, creds: &CredentialSet, now: SystemTime) -> Result<Verified, Error> {
+/// AWS's answer to a mechanism it does not take (SigV2 where it is turned off).
+pub(crate) fn unsupported_mechanism() -> Error {
+    Error::new(
+        ErrorCode::InvalidRequest,
+        "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.",
+    )
+}
+
+pub fn verify(
+    parts: &http::request::Parts,
+    creds: &CredentialSet,
+    now: SystemTime,
+    accept: &Accept,
+) -> Result<Verified, Error> {
     let auth = header_str(parts, "authorization")?;
     let query = parts.uri.query().unwrap_or("");
     let presigned = query.contains("X-Amz-Algorithm=") || query.contains("X-Amz-Signature=");
-    match (auth, presigned) {
+    let presigned_v2 = !presigned && crate::sigv2::is_presigned(query);
+    match (auth, presigned || presigned_v2) {
         (Some(_), true) => Err(Error::invalid_argument(
             "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified",
         )),
-        (Some(a), false) => verify_header(parts, a, creds, now),
-        (None, true) => verify_presigned(parts, query, creds, now),
-        (None, false) => {
-            if query.contains("Signature=") && query.contains("AWSAccessKeyId=") {
-                return Err(Error::new(
-                    ErrorCode::InvalidRequest,
-                    "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.",
-                ));
+        (Some(a), false) if a.starts_with("AWS ") => {
+            if !accept.sigv2 {
+                return Err(unsupported_mechanism());
             }
-            Err(Error::new(ErrorCode::AccessDenied, "Access Denied: anonymous requests are not allowed"))
+            crate::sigv2::verify_header(parts, a, creds, now, accept)
         }
+        (Some(a), false) => verify_header(parts, a, creds, now, accept),
+        (None, true) if presigned => verify_presigned(parts, query, creds, now, accept),
+        (None, _) if presigned_v2 => {
+            if !accept.sigv2 {
+                return Err(unsupported_mechanism());
+            }
+            crate::sigv2::verify_presigned(parts, query, creds, now, accept)
+        }
+        (None, _) => Err(Error::new(ErrorCode::AccessDenied, "Access Denied: anonymous requests are not allowed")),
     }
 }
 
@@ -202,14 +250,9 @@ fn verify_header(
     auth: &str,
     creds: &CredentialSet,
     now: SystemTime,
+    accept: &Accept,
 ) -> Result<Verified, Error> {
     let Some(rest) = auth.strip_prefix(ALGORITHM) else {
-        if auth.starts_with("AWS ") {
-            return Err(Error::new(
-                ErrorCode::InvalidRequest,
-                "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.",
-            ));
-        }
         return Err(malformed("The authorization header is malformed; unsupported algorithm."));
     };
     if !rest.starts_with(' ') {
@@ -239,6 +282,13 @@ fn verify_header(
     let sig = sig.ok_or_else(|| malformed("The authorization header is malformed; missing Signature."))?;
     let cred =
         parse_credential(cred).map_err(|why| malformed(format!("The authorization header is malformed; {why}")))?;
+    if cred.region != accept.region {
+        return Err(malformed(format!(
+            "The authorization header is malformed; {}",
+            wrong_region(cred.region, &accept.region)
+        ))
+        .with("Region", accept.region.clone()));
+    }
     let signed_list = valid_signed_headers(signed)
         .ok_or_else(|| malformed("The authorization header is malformed; invalid SignedHeaders."))?;
     if !signed_list.contains(&"host") {
@@ -264,6 +314,7 @@ fn verify_header(
             .with("ServerTime", iso8601(now))
             .with("MaxAllowedSkewMilliseconds", MAX_SKEW.as_millis().to_string()));
     }
+    check_unsigned_amz_headers(parts, &signed_list, None)?;
     let content_sha = header_str(parts, "x-amz-content-sha256")?;
     let payload = payload_mode(content_sha, false)?;
     let key = signing_key(&secret, cred.date, cred.region);
@@ -304,6 +355,7 @@ fn verify_presigned(
     query: &str,
     creds: &CredentialSet,
     now: SystemTime,
+    accept: &Accept,
 ) -> Result<Verified, Error> {
     let get = |name: &str| query_param(query, name);
     let missing = || {
@@ -322,6 +374,13 @@ fn verify_presigned(
     }
     let cred = parse_credential(&cred_s)
         .map_err(|why| query_error(format!("Error parsing the X-Amz-Credential parameter; {why}")))?;
+    if cred.region != accept.region {
+        return Err(query_error(format!(
+            "Error parsing the X-Amz-Credential parameter; {}",
+            wrong_region(cred.region, &accept.region)
+        ))
+        .with("Region", accept.region.clone()));
+    }
     let t = parse_amz_date(&date_s)
         .ok_or_else(|| query_error("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\""))?;
     let expires: i64 = expires_s.parse().map_err(|_| query_error("X-Amz-Expires should be a number"))?;
@@ -356,6 +415,7 @@ fn verify_presigned(
             .with("Expires", iso8601(t + Duration::from_secs(expires)))
             .with("ServerTime", iso8601(now)));
     }
+    check_unsigned_amz_headers(parts, &signed_list, Some("x-amz-content-sha256"))?;
     let content_sha = header_str(parts, "x-amz-content-sha256")?;
     let payload = payload_mode(content_sha, true)?;
     if matches!(payload, Payload::Streaming { .. }) {

@@ -89,22 +89,19 @@ pub fn set_log_level(level: &str) -> Result<(), String> {
 }
 
 /// Raise the soft `RLIMIT_NOFILE` to the hard limit: every connection is a descriptor, and the
-/// default soft limit (often 1,024) is far below what a gateway needs. Returns (before, after).
+/// default soft limit (often 1,024) is far below what a gateway needs. Returns (before, after);
+/// `u64::MAX` stands for unlimited.
 pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit/setrlimit read and write one rlimit we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Err(io::Error::last_os_error());
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let lim = getrlimit(Resource::Nofile);
+    let before = lim.current.unwrap_or(u64::MAX);
+    let hard = lim.maximum.unwrap_or(u64::MAX);
+    if before < hard {
+        let mut want = lim;
+        want.current = lim.maximum;
+        setrlimit(Resource::Nofile, want)?;
     }
-    let before = lim.rlim_cur;
-    if lim.rlim_cur < lim.rlim_max {
-        let want = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        lim.rlim_cur = lim.rlim_max;
-    }
-    Ok((before, lim.rlim_cur))
+    Ok((before, before.max(hard)))
 }
 
 /// What `/health/ready` checks.

@@ -68,9 +68,16 @@ pub struct ServeArgs {
     /// Base domain for virtual-host-style requests (BUCKET.DOMAIN); path style always works.
     #[arg(long)]
     pub domain: Option<String>,
-    /// Region reported to clients.
+    /// The gateway's region: reported to clients (GetBucketLocation, HeadBucket), and the one
+    /// SigV4 credential scopes must name (others are refused, as AWS does, naming this one).
     #[arg(long, default_value = "us-east-1")]
     pub region: String,
+    /// Refuse Signature Version 2 (`Authorization: AWS ...`, presigned URLs with
+    /// `AWSAccessKeyId`/`Signature`/`Expires`, SigV2 POST policies), as AWS does today: 400
+    /// InvalidRequest "Please use AWS4-HMAC-SHA256". By default they are accepted, as MinIO and
+    /// Ceph RGW accept them (awscli v1 `aws s3 presign`, boto3 `signature_version='s3'`, s3cmd).
+    #[arg(long)]
+    pub no_sigv2: bool,
     /// Log one line per request (tracing target s3hpc::access).
     #[arg(long)]
     pub access_log: bool,
@@ -516,6 +523,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(listener) = listener {
         let mut cfg = s3hpc_http::Config::new(store, (*creds).clone());
         cfg.region = args.region.clone();
+        cfg.sigv2 = !args.no_sigv2;
         cfg.domain = args.domain.clone();
         cfg.access_log = args.access_log;
         cfg.default_checksum =

@@ -309,7 +309,7 @@ pub(crate) async fn dispatch(
             (None, Some(caller(st, parts, None)), st.cfg.anonymous_identity.clone())
         }
         Auth::SigV4 => {
-            let v = s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now())?;
+            let v = s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now(), &st.accept)?;
             // None: the key was removed by a reload between verifying and here.
             let (account, id) =
                 st.cfg.creds.account_and_identity(&v.access_key).ok_or(Error::code(ErrorCode::InvalidAccessKeyId))?;

@@ -31,7 +31,8 @@ pub(super) const MAX_PRE_DATA: usize = 20 * 1024;
 
 /// Fields no policy condition needs to cover (AWS's list).
 fn exempt(name: &str) -> bool {
-    matches!(name, "x-amz-signature" | "file" | "policy") || name.starts_with("x-ignore-")
+    matches!(name, "x-amz-signature" | "file" | "policy" | "signature" | "awsaccesskeyid")
+        || name.starts_with("x-ignore-")
 }
 
 fn invalid_policy(msg: &str) -> Error {
@@ -98,13 +99,18 @@ pub(super) async fn post_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     names::validate_key(&key)?;
 
     // Who asks: the form's signer, the request's (a header-signed POST), or anonymous.
-    let scope = if fields.get("x-amz-signature").is_some() || fields.get("policy").is_some() {
+    let v2 = fields.get("x-amz-signature").is_none()
+        && (fields.get("signature").is_some() || fields.get("awsaccesskeyid").is_some());
+    let scope = if v2 {
+        if !r.st.cfg.sigv2 {
+            return Err(Error::new(
+                ErrorCode::InvalidRequest,
+                "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.",
+            ));
+        }
+        Some(verify_signature_v2(r, &fields)?)
+    } else if fields.get("x-amz-signature").is_some() || fields.get("policy").is_some() {
         Some(verify_signature(r, &fields)?)
-    } else if fields.get("signature").is_some() || fields.get("awsaccesskeyid").is_some() {
-        return Err(Error::new(
-            ErrorCode::InvalidRequest,
-            "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.",
-        ));
     } else if r.verified.is_some() {
         None
     } else if r.st.cfg.anonymous {
@@ -228,12 +234,41 @@ fn verify_signature(
     if day.len() != 8 || !date.starts_with(day) {
         return Err(Error::invalid_argument(format!("Invalid x-amz-date or x-amz-credential date: {date}, {cred}")));
     }
+    if region != r.st.cfg.region {
+        // AWS: 400 InvalidArgument for a POST form scoped to another region.
+        return Err(Error::invalid_argument(format!(
+            "Error parsing the X-Amz-Credential parameter; the region '{region}' is wrong; expecting '{}'",
+            r.st.cfg.region
+        ))
+        .with_argument("x-amz-credential", cred)
+        .with("Region", r.st.cfg.region.clone()));
+    }
     let creds = &r.st.cfg.creds;
     let unknown = || Error::code(ErrorCode::InvalidAccessKeyId).with("AWSAccessKeyId", ak);
     let secret = creds.secret_for(ak).ok_or_else(unknown)?;
     let key = s3hpc_sigv4::signer::signing_key(&secret, day, region);
     let want = hex_lower(&s3hpc_sigv4::signer::hmac(&key, policy.as_bytes()));
     if !s3hpc_sigv4::signer::sig_eq(&want, sig) {
+        return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
+    }
+    let (account, id) = creds.account_and_identity(ak).ok_or_else(unknown)?;
+    Ok((Some(account), id))
+}
+
+/// The signer of a SigV2 form: `signature` = base64(HMAC-SHA1(secret, policy)) with the key of
+/// `AWSAccessKeyId`; the same account and identity as a SigV4 form's.
+#[allow(clippy::type_complexity)]
+fn verify_signature_v2(
+    r: &Req<'_>,
+    f: &Fields,
+) -> Result<(Option<Arc<s3hpc_core::caller::Account>>, Option<s3hpc_core::identity::Identity>)> {
+    let ak = f.get("awsaccesskeyid").ok_or_else(|| missing_field("AWSAccessKeyId"))?;
+    let policy = f.get("policy").ok_or_else(|| missing_field("policy"))?;
+    let sig = f.get("signature").ok_or_else(|| missing_field("signature"))?;
+    let creds = &r.st.cfg.creds;
+    let unknown = || Error::code(ErrorCode::InvalidAccessKeyId).with("AWSAccessKeyId", ak);
+    let secret = creds.secret_for(ak).ok_or_else(unknown)?;
+    if !s3hpc_sigv4::signer::sig_eq(&s3hpc_sigv4::sigv2::signature(&secret, policy.as_bytes()), sig.trim()) {
         return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
     }
     let (account, id) = creds.account_and_identity(ak).ok_or_else(unknown)?;

@@ -9,7 +9,15 @@
 use std::time::{Duration, SystemTime};
 
 use libfuzzer_sys::fuzz_target;
-use s3hpc_sigv4::{CredentialSet, Credentials, sign, verify};
+use s3hpc_sigv4::{Accept, CredentialSet, Credentials, sign};
+
+fn verify(
+    p: &http::request::Parts,
+    c: &CredentialSet,
+    now: SystemTime,
+) -> Result<s3hpc_sigv4::Verified, s3hpc_sigv4::Error> {
+    s3hpc_sigv4::verify(p, c, now, &Accept::new("us-east-1"))
+}
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
