@@ -31,6 +31,26 @@ fn serve_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {
     }
 }
 
+/// Settings whose value is a listening address (`HOST:PORT`).
+const ADDRESSES: &[&str] = &["listen", "admin-listen"];
+
+/// An address setting must be a `HOST:PORT` string: a bare number (`listen = 9630`) or a string
+/// without a port is refused here, naming the key, rather than failing at bind time.
+fn check_address(path: &Path, key: &str, v: &toml::Value) -> anyhow::Result<()> {
+    match v {
+        toml::Value::String(s)
+            if s.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) =>
+        {
+            Ok(())
+        }
+        toml::Value::Integer(n) => bail!(
+            "{}: [serve] {key}: expected an address string such as \"0.0.0.0:{n}\" (HOST:PORT), not the number {n}",
+            path.display()
+        ),
+        other => bail!("{}: [serve] {key}: expected an address string HOST:PORT, not {other}", path.display()),
+    }
+}
+
 fn scalar(path: &Path, key: &str, v: &toml::Value) -> anyhow::Result<String> {
     Ok(match v {
         toml::Value::String(s) => s.clone(),
@@ -66,6 +86,9 @@ pub fn with_serve_table(cmd: clap::Command, argv: Vec<OsString>) -> anyhow::Resu
         if matches!(sm.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable)) {
             overridden.push(name);
             continue;
+        }
+        if ADDRESSES.contains(&name.as_str()) {
+            check_address(&path, key, value)?;
         }
         let values = match value {
             toml::Value::Array(a) => a.iter().map(|v| scalar(&path, key, v)).collect::<anyhow::Result<Vec<_>>>()?,
