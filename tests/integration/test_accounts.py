@@ -58,6 +58,35 @@ def test_user_command_round_trip(tmp_path):
     assert not list(tmp_path.glob(".users.toml.*.tmp")), "temp files left behind"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing owners needs root")
+def test_user_commands_run_as_root_keep_the_files_owner_group_and_mode(tmp_path):
+    """The systemd unit's sequence: root runs `s3hpc user add --config FILE NAME` in the
+    service user's directory; the file must stay readable by the gateway's user after every
+    add, rotate and remove (it used to become root's, 0600)."""
+    etc = tmp_path / "etc-s3hpc"
+    etc.mkdir(mode=0o700)
+    os.chown(etc, 4242, 4343)
+    cfg = etc / "users.toml"
+    # Created: mode 0600, owned by the directory's owner and group; the positional NAME works.
+    a = keys_of(user_cmd(cfg, "add", "--uid", "4242", "--gid", "4343", "alice").stdout)
+    st = os.stat(cfg)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4242, 4343, 0o600)
+    assert 'name="alice"' in user_cmd(cfg, "list").stdout
+    # A site's own choice (group-readable, another group) survives every change.
+    os.chown(cfg, 4242, 4444)
+    os.chmod(cfg, 0o640)
+    b = keys_of(user_cmd(cfg, "add", "--name", "bob").stdout)
+    user_cmd(cfg, "rotate", a[0])
+    user_cmd(cfg, "remove", b[0])
+    st = os.stat(cfg)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4242, 4444, 0o640)
+    assert a[0] in cfg.read_text() and b[0] not in cfg.read_text()
+    # NAME and --name together are refused.
+    p = user_cmd(cfg, "add", "--name", "x", "carol", check=False)
+    assert p.returncode != 0 and "cannot be used with" in p.stderr
+    assert not list(etc.glob(".users.toml.*.tmp")), "temp files left behind"
+
+
 def test_reload_on_sighup_and_on_change_keeps_requests_in_flight(tmp_path):
     cfg = tmp_path / "users.toml"
     a = keys_of(user_cmd(cfg, "add").stdout)

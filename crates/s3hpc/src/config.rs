@@ -83,12 +83,13 @@ pub fn with_serve_table(cmd: clap::Command, argv: Vec<OsString>) -> anyhow::Resu
         if matches!(id, "config" | "help") {
             bail!("{}: [serve] cannot set `{key}`", path.display());
         }
+        // Checked even when the command line sets it: the file is wrong either way.
+        if ADDRESSES.contains(&name.as_str()) {
+            check_address(&path, key, value)?;
+        }
         if matches!(sm.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable)) {
             overridden.push(name);
             continue;
-        }
-        if ADDRESSES.contains(&name.as_str()) {
-            check_address(&path, key, value)?;
         }
         let values = match value {
             toml::Value::Array(a) => a.iter().map(|v| scalar(&path, key, v)).collect::<anyhow::Result<Vec<_>>>()?,
