@@ -955,3 +955,57 @@ def test_list_multipart_uploads_pages_with_a_delimiter(s3, bucket):
     finally:
         for k, i in ids.items():
             s3.abort_multipart_upload(Bucket=bucket, Key=k, UploadId=i)
+
+
+# ---- bucket website configuration ----
+
+def test_bucket_website_configuration_stored_and_returned(s3, bucket, server):
+    """Put/Get/DeleteBucketWebsite as AWS answers them: the document kept (through the Store
+    seam, so every gateway on the root sees it), AWS's validation texts, 404
+    NoSuchWebsiteConfiguration without one, 204 on delete."""
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_website(Bucket=bucket)
+    err = e.value.response["Error"]
+    assert (err_status(e.value), err["Code"], err["Message"], err["BucketName"]) == (
+        404, "NoSuchWebsiteConfiguration", "The specified bucket does not have a website configuration", bucket)
+    config = {"IndexDocument": {"Suffix": "index.html"}, "ErrorDocument": {"Key": "error.html"},
+              "RoutingRules": [{"Condition": {"KeyPrefixEquals": "docs/"},
+                                "Redirect": {"ReplaceKeyPrefixWith": "documents/", "HttpRedirectCode": "301"}},
+                               {"Condition": {"HttpErrorCodeReturnedEquals": "404"},
+                                "Redirect": {"HostName": "example.com", "Protocol": "https"}}]}
+    assert s3.put_bucket_website(Bucket=bucket, WebsiteConfiguration=config)[
+        "ResponseMetadata"]["HTTPStatusCode"] == 200
+    got = s3.get_bucket_website(Bucket=bucket)
+    assert {k: got[k] for k in config} == config
+    s3.put_bucket_website(Bucket=bucket, WebsiteConfiguration={
+        "RedirectAllRequestsTo": {"HostName": "www.example.org", "Protocol": "https"}})
+    assert s3.get_bucket_website(Bucket=bucket)["RedirectAllRequestsTo"] == {
+        "HostName": "www.example.org", "Protocol": "https"}
+    # Refused with AWS's answers; the stored document stays.
+    for cfg, code, msg in [
+        ({"ErrorDocument": {"Key": "e.html"}}, "InvalidArgument",
+         "A value for IndexDocument Suffix must be provided if RedirectAllRequestsTo is empty"),
+        ({"IndexDocument": {"Suffix": "a/index.html"}}, "InvalidArgument", "The IndexDocument Suffix is not well formed"),
+        ({"RedirectAllRequestsTo": {"HostName": "h"}, "IndexDocument": {"Suffix": "i"}}, "InvalidArgument",
+         "RedirectAllRequestsTo cannot be provided in conjunction with other Routing Rules."),
+        ({"IndexDocument": {"Suffix": "i"}, "RoutingRules": [
+            {"Redirect": {"ReplaceKeyPrefixWith": "a", "ReplaceKeyWith": "b"}}]}, "InvalidRequest",
+         "You can only define ReplaceKeyPrefix or ReplaceKey but not both."),
+        ({"RedirectAllRequestsTo": {"HostName": "h", "Protocol": "ftp"}}, "InvalidRequest",
+         "Invalid protocol, protocol can be http or https. If not defined the protocol will be selected "
+         "automatically."),
+    ]:
+        with pytest.raises(ClientError) as e:
+            s3.put_bucket_website(Bucket=bucket, WebsiteConfiguration=cfg)
+        err = e.value.response["Error"]
+        assert (err_status(e.value), err["Code"], err["Message"]) == (400, code, msg), cfg
+    st, _, body = raw_request(server, "PUT", f"/{bucket}?website", body=b"<WebsiteConfiguration/>")
+    assert st == 400 and b"<Code>InvalidArgument</Code>" in body
+    st, _, body = raw_request(server, "PUT", f"/{bucket}?website", body=b"<Nope/>")
+    assert st == 400 and b"<Code>MalformedXML</Code>" in body
+    assert s3.get_bucket_website(Bucket=bucket)["RedirectAllRequestsTo"]["HostName"] == "www.example.org"
+    assert s3.delete_bucket_website(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 204
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_website(Bucket=bucket)
+    assert err_code(e.value) == "NoSuchWebsiteConfiguration"
+    assert s3.delete_bucket_website(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 204

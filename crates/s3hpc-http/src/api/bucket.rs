@@ -124,9 +124,6 @@ pub(super) async fn get_bucket_config(r: &Req<'_>, sub: &str) -> Result<Resp> {
             "ServerSideEncryptionConfigurationNotFoundError",
             "The server side encryption configuration was not found",
         ),
-        "website" => {
-            missing("NoSuchWebsiteConfiguration", "The specified bucket does not have a website configuration")
-        }
         "ownershipControls" => {
             missing("OwnershipControlsNotFoundError", "The bucket ownership controls were not found")
         }
