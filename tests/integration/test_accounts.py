@@ -6,10 +6,12 @@ from __future__ import annotations
 import http.client
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
@@ -85,6 +87,27 @@ def test_user_commands_run_as_root_keep_the_files_owner_group_and_mode(tmp_path)
     p = user_cmd(cfg, "add", "--name", "x", "carol", check=False)
     assert p.returncode != 0 and "cannot be used with" in p.stderr
     assert not list(etc.glob(".users.toml.*.tmp")), "temp files left behind"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_user_command_not_run_by_the_files_owner_warns():
+    """Someone other than root and the file's owner (allowed by the directory) still edits it,
+    and is told the owner could not be kept."""
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="s3hpc-users-"))   # pytest's tmp_path is private to root
+    os.chmod(d, 0o777)
+    cfg = d / "users.toml"
+    user_cmd(cfg, "add", "--name", "first")
+    os.chown(cfg, 4242, 4242)
+    os.chmod(cfg, 0o666)
+    p = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", s3hpc_bin(), "user",
+                        "add", "--config", str(cfg), "second"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert "could not be kept" in p.stderr and "4242:4242" in p.stderr
+    st = os.stat(cfg)
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (65534, 0o666)
+    assert 'name = "second"' in cfg.read_text()
+    shutil.rmtree(d)
 
 
 def test_reload_on_sighup_and_on_change_keeps_requests_in_flight(tmp_path):

@@ -115,10 +115,15 @@ fn store(path: &Path, f: &UsersFile) -> anyhow::Result<()> {
     let (owner, mode) = file_attrs(path, dir)?;
     let write = || -> anyhow::Result<()> {
         let mut o = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-        if let Some((uid, gid)) = owner {
-            std::os::unix::fs::fchown(&o, Some(uid), Some(gid)).with_context(|| {
-                format!("{}: cannot keep its owner {uid}:{gid} (run as root or as that user)", path.display())
-            })?;
+        if let Some((uid, gid)) = owner
+            && let Err(e) = std::os::unix::fs::fchown(&o, Some(uid), Some(gid))
+        {
+            // Not root and not its owner: the edit goes on (as before), with the reason the
+            // gateway's user may no longer read the file.
+            eprintln!(
+                "warning: {}: its owner {uid}:{gid} could not be kept ({e}); run as root or as that user",
+                path.display()
+            );
         }
         // After the chown, which clears set-id bits.
         o.set_permissions(std::fs::Permissions::from_mode(mode))?;
