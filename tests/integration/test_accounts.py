@@ -6,10 +6,12 @@ from __future__ import annotations
 import http.client
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
@@ -56,6 +58,56 @@ def test_user_command_round_trip(tmp_path):
     p = user_cmd(cfg, "remove", a[0], check=False)
     assert p.returncode != 0 and "no user" in p.stderr
     assert not list(tmp_path.glob(".users.toml.*.tmp")), "temp files left behind"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing owners needs root")
+def test_user_commands_run_as_root_keep_the_files_owner_group_and_mode(tmp_path):
+    """The systemd unit's sequence: root runs `s3hpc user add --config FILE NAME` in the
+    service user's directory; the file must stay readable by the gateway's user after every
+    add, rotate and remove (it used to become root's, 0600)."""
+    etc = tmp_path / "etc-s3hpc"
+    etc.mkdir(mode=0o700)
+    os.chown(etc, 4242, 4343)
+    cfg = etc / "users.toml"
+    # Created: mode 0600, owned by the directory's owner and group; the positional NAME works.
+    a = keys_of(user_cmd(cfg, "add", "--uid", "4242", "--gid", "4343", "alice").stdout)
+    st = os.stat(cfg)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4242, 4343, 0o600)
+    assert 'name="alice"' in user_cmd(cfg, "list").stdout
+    # A site's own choice (group-readable, another group) survives every change.
+    os.chown(cfg, 4242, 4444)
+    os.chmod(cfg, 0o640)
+    b = keys_of(user_cmd(cfg, "add", "--name", "bob").stdout)
+    user_cmd(cfg, "rotate", a[0])
+    user_cmd(cfg, "remove", b[0])
+    st = os.stat(cfg)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4242, 4444, 0o640)
+    assert a[0] in cfg.read_text() and b[0] not in cfg.read_text()
+    # NAME and --name together are refused.
+    p = user_cmd(cfg, "add", "--name", "x", "carol", check=False)
+    assert p.returncode != 0 and "cannot be used with" in p.stderr
+    assert not list(etc.glob(".users.toml.*.tmp")), "temp files left behind"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_user_command_not_run_by_the_files_owner_warns():
+    """Someone other than root and the file's owner (allowed by the directory) still edits it,
+    and is told the owner could not be kept."""
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="s3hpc-users-"))   # pytest's tmp_path is private to root
+    os.chmod(d, 0o777)
+    cfg = d / "users.toml"
+    user_cmd(cfg, "add", "--name", "first")
+    os.chown(cfg, 4242, 4242)
+    os.chmod(cfg, 0o666)
+    p = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", s3hpc_bin(), "user",
+                        "add", "--config", str(cfg), "second"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert "could not be kept" in p.stderr and "4242:4242" in p.stderr
+    st = os.stat(cfg)
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (65534, 0o666)
+    assert 'name = "second"' in cfg.read_text()
+    shutil.rmtree(d)
 
 
 def test_reload_on_sighup_and_on_change_keeps_requests_in_flight(tmp_path):

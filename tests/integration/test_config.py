@@ -55,7 +55,10 @@ def test_serve_table_json_logs_and_bad_keys(tmp_path):
     finally:
         srv.stop()
     for bad, why in [('nosuch = 1', "no setting `nosuch`"), ('max-uploads = "many"', "max-uploads"),
-                     ('config = "other.toml"', "cannot set `config`"), ('access-log = "yes"', "true or false")]:
+                     ('config = "other.toml"', "cannot set `config`"), ('access-log = "yes"', "true or false"),
+                     # A port alone is refused at load, naming the key (it used to fail at bind).
+                     ('listen = 9630', '[serve] listen: expected an address string such as "0.0.0.0:9630"'),
+                     ('admin-listen = "9100"', "[serve] admin-listen: expected an address string HOST:PORT")]:
         cfg.write_text(USERS + f"\n[serve]\n{bad}\n")
         r = subprocess.run([s3hpc_bin(), "serve", str(root), "--config", str(cfg), "--listen", "127.0.0.1:0"],
                            capture_output=True, text=True, timeout=30)
@@ -127,3 +130,23 @@ def test_log_lines_carry_the_request_id(tmp_path):
                 assert rec["target"] == "s3hpc::access" and rec["level"] == "INFO", rec
         finally:
             srv.stop()
+
+
+def test_text_logs_have_no_colour_codes_off_a_terminal(tmp_path):
+    """Logs written to a pipe or file (the journal, `2>log`) are plain text: no ANSI escapes."""
+    cfg = tmp_path / "s3hpc.toml"
+    cfg.write_text(USERS)
+    root = tmp_path / "root"
+    root.mkdir()
+    srv = Server(root, ["--config", str(cfg), "--access-log"])
+    try:
+        make_client(srv.endpoint).list_buckets()
+        assert wait_until(lambda: any("ListBuckets" in line for line in srv.output), 10)
+        # A line with a field (`users=1`): its name was set in italics.
+        srv.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: any("accounts reloaded" in line for line in srv.output), 10)
+    finally:
+        srv.stop()
+    out = "".join(srv.output)
+    assert "s3hpc::access" in out and "users=1" in out, out[-2000:]
+    assert "\x1b[" not in out, out[-2000:]

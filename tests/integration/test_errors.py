@@ -66,7 +66,7 @@ def test_unsupported_operations_are_501(server, s3, bucket):
     s3.put_object(Bucket=bucket, Key="o", Body=b"x")
     st, _, body = raw_request(server, "GET", f"/{bucket}/o?torrent")
     assert st == 501 and b"NotImplemented" in body
-    st, _, body = raw_request(server, "PUT", f"/{bucket}?website", body=b"<WebsiteConfiguration/>")
+    st, _, body = raw_request(server, "PUT", f"/{bucket}?replication", body=b"<ReplicationConfiguration/>")
     assert st == 501
     st, _, body = raw_request(server, "POST", f"/{bucket}/o?select&select-type=2", body=b"<x/>")
     assert st == 501

@@ -50,7 +50,14 @@ def test_install_prefix_layout(tmp_path, built_lib):
     assert os.readlink(prefix / "lib" / "libs3.so") == "libs3.so.4"
     assert (prefix / "include" / "libs3.h").is_file()
     assert (prefix / "share" / "doc" / "s3hpc" / "DEPLOY.md").is_file()
-    assert (prefix / "share" / "s3hpc" / "deploy" / "s3hpc.service").is_file()
+    # The installed unit names this prefix's binary and docs (the repository's names the
+    # example prefix of DEPLOY.md, /opt/s3hpc/0.1.0), and nothing under /usr/local.
+    unit = (prefix / "share" / "s3hpc" / "deploy" / "s3hpc.service").read_text()
+    assert f"ExecStart={prefix}/bin/s3hpc serve " in unit, unit
+    assert f"Documentation=file://{prefix}/share/doc/s3hpc/DEPLOY.md" in unit
+    assert "/usr/local" not in unit and "/opt/s3hpc/0.1.0" not in unit
+    repo_unit = (REPO / "deploy" / "s3hpc.service").read_text()
+    assert "ExecStart=/opt/s3hpc/0.1.0/bin/s3hpc serve " in repo_unit and "/usr/local" not in repo_unit
     soname = subprocess.run(["readelf", "-d", str(prefix / "lib" / "libs3.so.4")], check=True, capture_output=True,
                             text=True).stdout
     assert "Library soname: [libs3.so.4]" in soname

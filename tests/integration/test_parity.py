@@ -906,3 +906,106 @@ def test_checksum_headers_only_with_checksum_mode_and_whole_reads(server, bucket
         st, h, _ = raw_request(server, method, f"/{bucket}/mode",
                                headers={"x-amz-checksum-mode": "ENABLED", "Range": "bytes=0-2"})
         assert st == 206 and not any(k.startswith("x-amz-checksum") for k in h), (method, h)
+
+
+def test_create_bucket_again_by_its_owner(s3, tmp_path):
+    """AWS: in us-east-1 the owner creating its bucket again gets 200 (nothing of the request
+    applies); in any other region 409 BucketAlreadyOwnedByYou."""
+    from conftest import ACCESS_KEY, SECRET_KEY, Server, make_client
+    name = "again-" + uuid.uuid4().hex[:10]
+    s3.create_bucket(Bucket=name)
+    try:
+        s3.put_object(Bucket=name, Key="k", Body=b"kept")
+        r = s3.create_bucket(Bucket=name, CreateBucketConfiguration={"Tags": [{"Key": "t", "Value": "v"}]})
+        assert r["ResponseMetadata"]["HTTPStatusCode"] == 200 and r["Location"] == f"/{name}"
+        assert s3.get_object(Bucket=name, Key="k")["Body"].read() == b"kept"
+        with pytest.raises(ClientError) as e:
+            s3.get_bucket_tagging(Bucket=name)
+        assert err_code(e.value) == "NoSuchTagSet"
+    finally:
+        s3.delete_object(Bucket=name, Key="k")
+        s3.delete_bucket(Bucket=name)
+    srv = Server(tmp_path / "root", ["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY,
+                                     "--region", "eu-west-1"])
+    try:
+        c = make_client(srv.endpoint)
+        c.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        with pytest.raises(ClientError) as e:
+            c.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        err = e.value.response["Error"]
+        assert (err_status(e.value), err["Code"], err["BucketName"]) == (409, "BucketAlreadyOwnedByYou", name)
+        assert err["Message"] == ("Your previous request to create the named bucket succeeded and you already "
+                                  "own it.")
+    finally:
+        srv.stop()
+
+
+def test_list_multipart_uploads_pages_with_a_delimiter(s3, bucket):
+    """A page of ListMultipartUploads that ends at a common prefix carries NextKeyMarker (the
+    prefix), and the next page goes on after everything under it."""
+    ids = {k: s3.create_multipart_upload(Bucket=bucket, Key=k)["UploadId"] for k in ["a", "dir/x", "dir/y", "z"]}
+    try:
+        p1 = s3.list_multipart_uploads(Bucket=bucket, Delimiter="/", MaxUploads=2)
+        assert [u["Key"] for u in p1["Uploads"]] == ["a"]
+        assert [c["Prefix"] for c in p1["CommonPrefixes"]] == ["dir/"]
+        assert p1["IsTruncated"] is True and p1["NextKeyMarker"] == "dir/"
+        p2 = s3.list_multipart_uploads(Bucket=bucket, Delimiter="/", MaxUploads=2, KeyMarker=p1["NextKeyMarker"])
+        assert [u["Key"] for u in p2["Uploads"]] == ["z"] and "CommonPrefixes" not in p2
+        assert p2["IsTruncated"] is False
+    finally:
+        for k, i in ids.items():
+            s3.abort_multipart_upload(Bucket=bucket, Key=k, UploadId=i)
+
+
+# ---- bucket website configuration ----
+
+def test_bucket_website_configuration_stored_and_returned(s3, bucket, server):
+    """Put/Get/DeleteBucketWebsite as AWS answers them: the document kept (through the Store
+    seam, so every gateway on the root sees it), AWS's validation texts, 404
+    NoSuchWebsiteConfiguration without one, 204 on delete."""
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_website(Bucket=bucket)
+    err = e.value.response["Error"]
+    assert (err_status(e.value), err["Code"], err["Message"], err["BucketName"]) == (
+        404, "NoSuchWebsiteConfiguration", "The specified bucket does not have a website configuration", bucket)
+    config = {"IndexDocument": {"Suffix": "index.html"}, "ErrorDocument": {"Key": "error.html"},
+              "RoutingRules": [{"Condition": {"KeyPrefixEquals": "docs/"},
+                                "Redirect": {"ReplaceKeyPrefixWith": "documents/", "HttpRedirectCode": "301"}},
+                               {"Condition": {"HttpErrorCodeReturnedEquals": "404"},
+                                "Redirect": {"HostName": "example.com", "Protocol": "https"}}]}
+    assert s3.put_bucket_website(Bucket=bucket, WebsiteConfiguration=config)[
+        "ResponseMetadata"]["HTTPStatusCode"] == 200
+    got = s3.get_bucket_website(Bucket=bucket)
+    assert {k: got[k] for k in config} == config
+    s3.put_bucket_website(Bucket=bucket, WebsiteConfiguration={
+        "RedirectAllRequestsTo": {"HostName": "www.example.org", "Protocol": "https"}})
+    assert s3.get_bucket_website(Bucket=bucket)["RedirectAllRequestsTo"] == {
+        "HostName": "www.example.org", "Protocol": "https"}
+    # Refused with AWS's answers; the stored document stays.
+    for cfg, code, msg in [
+        ({"ErrorDocument": {"Key": "e.html"}}, "InvalidArgument",
+         "A value for IndexDocument Suffix must be provided if RedirectAllRequestsTo is empty"),
+        ({"IndexDocument": {"Suffix": "a/index.html"}}, "InvalidArgument", "The IndexDocument Suffix is not well formed"),
+        ({"RedirectAllRequestsTo": {"HostName": "h"}, "IndexDocument": {"Suffix": "i"}}, "InvalidArgument",
+         "RedirectAllRequestsTo cannot be provided in conjunction with other Routing Rules."),
+        ({"IndexDocument": {"Suffix": "i"}, "RoutingRules": [
+            {"Redirect": {"ReplaceKeyPrefixWith": "a", "ReplaceKeyWith": "b"}}]}, "InvalidRequest",
+         "You can only define ReplaceKeyPrefix or ReplaceKey but not both."),
+        ({"RedirectAllRequestsTo": {"HostName": "h", "Protocol": "ftp"}}, "InvalidRequest",
+         "Invalid protocol, protocol can be http or https. If not defined the protocol will be selected "
+         "automatically."),
+    ]:
+        with pytest.raises(ClientError) as e:
+            s3.put_bucket_website(Bucket=bucket, WebsiteConfiguration=cfg)
+        err = e.value.response["Error"]
+        assert (err_status(e.value), err["Code"], err["Message"]) == (400, code, msg), cfg
+    st, _, body = raw_request(server, "PUT", f"/{bucket}?website", body=b"<WebsiteConfiguration/>")
+    assert st == 400 and b"<Code>InvalidArgument</Code>" in body
+    st, _, body = raw_request(server, "PUT", f"/{bucket}?website", body=b"<Nope/>")
+    assert st == 400 and b"<Code>MalformedXML</Code>" in body
+    assert s3.get_bucket_website(Bucket=bucket)["RedirectAllRequestsTo"]["HostName"] == "www.example.org"
+    assert s3.delete_bucket_website(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 204
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_website(Bucket=bucket)
+    assert err_code(e.value) == "NoSuchWebsiteConfiguration"
+    assert s3.delete_bucket_website(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 204

@@ -55,6 +55,20 @@ def test_presigned_post_uploads(s3, bucket):
     assert r.headers["ETag"] == o["ETag"]
 
 
+def test_content_type_comes_from_the_field_only(s3, bucket):
+    """The file part's own Content-Type is not the object's (AWS): without a `Content-Type`
+    field the object reads as binary/octet-stream."""
+    p = s3.generate_presigned_post(bucket, "typed", ExpiresIn=600)
+    r = post(p["url"], p["fields"], b"<html/>", filename="x.html", file_content_type="text/html")
+    assert r.status == 204, r.data
+    assert s3.head_object(Bucket=bucket, Key="typed")["ContentType"] == "binary/octet-stream"
+    p = s3.generate_presigned_post(bucket, "typed2", Fields={"Content-Type": "text/html"},
+                                   Conditions=[{"Content-Type": "text/html"}], ExpiresIn=600)
+    r = post(p["url"], p["fields"], b"<html/>", filename="x.html", file_content_type="image/png")
+    assert r.status == 204, r.data
+    assert s3.head_object(Bucket=bucket, Key="typed2")["ContentType"] == "text/html"
+
+
 def test_large_file_streams_and_is_whole(s3, bucket):
     data = bytes(range(256)) * (24 * 1024 + 7)        # ~6 MiB, not a multiple of anything
     p = s3.generate_presigned_post(bucket, "big", ExpiresIn=600)
@@ -71,7 +85,9 @@ def test_success_action_status(s3, bucket, status, want):
     r = post(p["url"], p["fields"], b"x")
     assert r.status == want, r.data
     if want == 201:
-        assert b"<PostResponse>" in r.data and f"<Key>st-{status}</Key>".encode() in r.data
+        # In the S3 namespace, as AWS answers.
+        assert b'<PostResponse xmlns="http://s3.amazonaws.com/doc/2006-03-01/">' in r.data
+        assert f"<Key>st-{status}</Key>".encode() in r.data
         assert f"<Bucket>{bucket}</Bucket>".encode() in r.data and b"<ETag>&quot;" in r.data
     else:
         assert r.data == b""

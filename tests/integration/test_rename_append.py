@@ -3,13 +3,16 @@ requests, against the real gateway over the posix backend."""
 from __future__ import annotations
 
 import hashlib
+import http.client
 import threading
+import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import err_code, err_status, raw_request
+from conftest import err_code, err_status, raw_request, sign_headers
 
 
 def has_rename(s3) -> bool:
@@ -70,6 +73,70 @@ def test_rename_object_raw(server, s3, bucket):
     st, _, body = raw_request(server, "PUT", f"/{bucket}/x?renameObject",
                               headers={"x-amz-rename-source": f"{bucket}/missing"})
     assert st == 404 and b"<Code>NoSuchKey</Code>" in body
+
+
+def mountpoint_rename(server, bucket, src, dst, **extra):
+    """RenameObject in the shape Mountpoint for Amazon S3 1.24 sends it (mountpoint-s3-client
+    `rename_object.rs`): `PUT /bucket/dst?renameObject`, `x-amz-rename-source` the bare source
+    key as it is (not URL-encoded, UTF-8 on the wire), an `x-amz-client-token` UUID, and its
+    optional `If-None-Match` / `If-Match` / `x-amz-rename-source-if-match`. SigV4-signed."""
+    path = f"/{bucket}/{quote(dst)}?renameObject"
+    hdrs = {"x-amz-rename-source": src, "x-amz-client-token": str(uuid.uuid4()), **extra}
+    hdrs = sign_headers("PUT", f"{server.endpoint}{path}", b"", hdrs)
+    host, port = server.host_port
+    conn = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        conn.request("PUT", path, body=b"", headers={k: v.encode() for k, v in hdrs.items()})
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def test_rename_source_in_mountpoints_shape_and_every_aws_form(server, s3, bucket):
+    body = lambda k: s3.get_object(Bucket=bucket, Key=k)["Body"].read()
+    s3.put_object(Bucket=bucket, Key="dir/file.txt", Body=b"one")
+    # Mountpoint: the bare key, with its client token and If-None-Match: *.
+    st, out = mountpoint_rename(server, bucket, "dir/file.txt", "dir/renamed.txt", **{"If-None-Match": "*"})
+    assert st == 200, out
+    assert body("dir/renamed.txt") == b"one"
+    # Keys with spaces, '+', non-ASCII: sent raw, as Mountpoint does.
+    for src, dst in [("a b+c.txt", "d e+f.txt"), ("é/ü ñ.bin", "ö/ß.bin")]:
+        s3.put_object(Bucket=bucket, Key=src, Body=src.encode())
+        st, out = mountpoint_rename(server, bucket, src, dst)
+        assert st == 200, (src, out)
+        assert body(dst) == src.encode()
+    # Its source condition.
+    etag = s3.head_object(Bucket=bucket, Key="ö/ß.bin")["ETag"]
+    st, _ = mountpoint_rename(server, bucket, "ö/ß.bin", "x.bin",
+                              **{"x-amz-rename-source-if-match": '"00000000000000000000000000000000"'})
+    assert st == 412
+    st, out = mountpoint_rename(server, bucket, "ö/ß.bin", "x.bin", **{"x-amz-rename-source-if-match": etag})
+    assert st == 200, out
+    # The other forms AWS takes: /bucket/key and bucket/key, URL-encoded or not.
+    chain = [(f"/{bucket}/x.bin", "r0"), (f"{bucket}/r0", "r 1"), (f"/{bucket}/r%201", "r2"),
+             (f"{bucket}%2Fr2", "r3"), ("r3", "r 4"), ("r%204", "r5")]
+    for src, dst in chain:
+        st, _, out = raw_request(server, "PUT", f"/{bucket}/{quote(dst)}?renameObject",
+                                 headers={"x-amz-rename-source": src})
+        assert st == 200, (src, out)
+    assert body("r5") == "é/ü ñ.bin".encode()
+    # A bare key whose first segment is the bucket's name: read as that key when only it exists.
+    s3.put_object(Bucket=bucket, Key=f"{bucket}/inner", Body=b"inner")
+    st, out = mountpoint_rename(server, bucket, f"{bucket}/inner", "outer")
+    assert st == 200, out
+    assert body("outer") == b"inner"
+    # ... and as bucket/key when that key exists.
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"plain")
+    s3.put_object(Bucket=bucket, Key=f"{bucket}/plain", Body=b"prefixed")
+    st, out = mountpoint_rename(server, bucket, f"{bucket}/plain", "moved-plain")
+    assert st == 200, out
+    assert body("moved-plain") == b"plain" and body(f"{bucket}/plain") == b"prefixed"
+    # A missing bare key: 404 NoSuchKey (Mountpoint's ENOENT), another bucket named: 400.
+    st, out = mountpoint_rename(server, bucket, "no/such/key", "y")
+    assert st == 404 and b"<Code>NoSuchKey</Code>" in out
+    st, out = mountpoint_rename(server, bucket, "/other-bucket/k", "y")
+    assert st == 400 and b"<Code>InvalidRequest</Code>" in out
 
 
 def test_rename_prefix_raw_and_boto3(server, s3, bucket):

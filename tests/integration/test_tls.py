@@ -98,7 +98,8 @@ def test_boto3_and_curl_over_tls(tls_server):
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     assert "<Code>AccessDenied</Code>" in out.stdout
-    # A client that does not trust the CA is refused; plain HTTP on the TLS port gets no answer.
+    # A client that does not trust the CA is refused; plain HTTP on the TLS port gets a 400
+    # (test_plain_http_on_the_tls_port_gets_a_400_saying_so).
     untrusted = tls_client(srv.endpoint)
     with pytest.raises(Exception) as e:
         untrusted.list_buckets()
@@ -106,11 +107,7 @@ def test_boto3_and_curl_over_tls(tls_server):
     host, port = srv.host_port
     with socket.create_connection((host, port), timeout=5) as s:
         s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        try:
-            data = s.recv(100)
-        except ConnectionResetError:
-            data = b""
-        assert not data.startswith(b"HTTP/1.1 ")
+        assert s.recv(100).startswith(b"HTTP/1.1 400 ")
     s3.list_buckets()  # still serving
 
 
@@ -146,3 +143,25 @@ def test_sighup_reloads_certificate_without_dropping_connections(tls_server):
     assert signed(tls_conn(srv, ca2), srv, "GET", f"/{b}/k") == (200, b"v1")
     assert signed(old, srv, "DELETE", f"/{b}/k")[0] == 204
     assert signed(new, srv, "DELETE", f"/{b}")[0] == 204
+
+
+def test_plain_http_on_the_tls_port_gets_a_400_saying_so(tls_server):
+    """A client configured with http:// against the TLS port gets an answer it can show (400
+    BadRequest naming HTTPS), not a bare close ("Connection was closed")."""
+    srv = tls_server
+    host, port = srv.host_port
+    with socket.create_connection((host, port), timeout=10) as s:
+        s.sendall(b"GET /some-bucket?list-type=2 HTTP/1.1\r\nHost: x\r\nUser-Agent: t\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 400 Bad Request\r\n"), data
+    assert b"<Code>BadRequest</Code>" in data and b"https://" in data and b"connection: close" in data
+    from botocore.exceptions import ClientError
+    plain = tls_client(f"http://{host}:{port}")
+    with pytest.raises(ClientError) as e:
+        plain.list_buckets()
+    assert e.value.response["Error"]["Code"] == "BadRequest"
+    assert "plain HTTP" in e.value.response["Error"]["Message"]
+    # TLS clients are served as before.
+    assert "Buckets" in tls_client(srv.endpoint, verify=str(srv.ca)).list_buckets()

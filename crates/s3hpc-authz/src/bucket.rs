@@ -24,6 +24,11 @@ pub struct BucketAuth {
     /// Block Public Access, if configured (None: nothing blocked, GetPublicAccessBlock 404).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_access_block: Option<PublicAccessBlock>,
+    /// The ownership controls were deleted (DeleteBucketOwnershipControls): the bucket acts as
+    /// ObjectWriter and GetBucketOwnershipControls answers 404 OwnershipControlsNotFoundError,
+    /// as on S3, until controls are put again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ownership_controls_deleted: bool,
     #[serde(skip)]
     parsed: OnceLock<Option<Arc<Policy>>>,
 }
@@ -34,6 +39,7 @@ impl PartialEq for BucketAuth {
             && self.policy == o.policy
             && self.ownership == o.ownership
             && self.public_access_block == o.public_access_block
+            && self.ownership_controls_deleted == o.ownership_controls_deleted
     }
 }
 
@@ -74,6 +80,7 @@ impl BucketAuth {
             policy: None,
             ownership: ObjectOwnership::default(),
             public_access_block: None,
+            ownership_controls_deleted: false,
             parsed: OnceLock::new(),
         }
     }

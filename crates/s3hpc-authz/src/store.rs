@@ -39,6 +39,8 @@ pub struct Authorized {
     /// Read on every call, written once per bucket per [`CACHE_TTL`]: a read-write lock, so the
     /// gateway's worker threads do not queue on it.
     cache: RwLock<HashMap<String, (Instant, Arc<BucketAuth>)>>,
+    /// The Object Ownership of buckets created without `x-amz-object-ownership`.
+    default_ownership: ObjectOwnership,
 }
 
 /// An authorization error as the core error S3 front ends answer with.
@@ -119,7 +121,19 @@ fn now_secs() -> i64 {
 impl Authorized {
     /// Authorize calls to `inner` for the accounts of `accounts`.
     pub fn new(inner: DynStore, accounts: CredentialSet) -> Authorized {
-        Authorized { inner, accounts, cache: RwLock::new(HashMap::new()) }
+        Authorized {
+            inner,
+            accounts,
+            cache: RwLock::new(HashMap::new()),
+            default_ownership: ObjectOwnership::default(),
+        }
+    }
+
+    /// New buckets created without `x-amz-object-ownership` get `ownership` (default
+    /// BucketOwnerEnforced, AWS's default; `s3hpc serve --default-object-ownership`).
+    pub fn with_default_ownership(mut self, ownership: ObjectOwnership) -> Authorized {
+        self.default_ownership = ownership;
+        self
     }
 
     fn account_exists(&self) -> impl Fn(&str) -> bool + '_ {
@@ -449,6 +463,9 @@ impl Authorized {
             ("cors", true, _) => GetBucketCors,
             ("cors", false, false) => PutBucketCors,
             ("cors", false, true) => DeleteBucketCors,
+            ("website", true, _) => GetBucketWebsite,
+            ("website", false, false) => PutBucketWebsite,
+            ("website", false, true) => DeleteBucketWebsite,
             ("versioning", true, _) => GetBucketVersioning,
             ("versioning", false, _) => PutBucketVersioning,
             ("objectLock", true, _) => GetBucketObjectLockConfiguration,
@@ -488,11 +505,15 @@ impl Store for Authorized {
                     .ok_or_else(|| Error::invalid_argument(format!("Invalid x-amz-object-ownership header: {v}")))?,
             ),
         };
-        let mut auth = BucketAuth::for_create(&who, &requested, ownership).map_err(to_error)?;
+        let mut auth =
+            BucketAuth::for_create(&who, &requested, ownership.or(Some(self.default_ownership))).map_err(to_error)?;
         // S3: a bucket created with the `private` canned ACL and no ownership header gets
         // BucketOwnerPreferred (ACLs enabled), which clients that always send `x-amz-acl:
-        // private` (rclone) rely on.
-        if ownership.is_none() && requested == RequestedAcl::Canned(CannedAcl::Private) {
+        // private` (rclone) rely on. A gateway whose default enables ACLs keeps its default.
+        if ownership.is_none()
+            && self.default_ownership.acls_disabled()
+            && requested == RequestedAcl::Canned(CannedAcl::Private)
+        {
             auth.ownership = ObjectOwnership::BucketOwnerPreferred;
         }
         match self.inner.create_bucket(bucket).await {
@@ -562,6 +583,9 @@ impl Store for Authorized {
                 .into(),
             ),
             "acl" => Some(auth.effective_bucket_acl().to_xml().into()),
+            "ownershipControls" if auth.ownership_controls_deleted => {
+                return Err(Error::code(Code::OwnershipControlsNotFoundError).with_bucket(bucket));
+            }
             "ownershipControls" => Some(auth.ownership.to_xml().into()),
             "publicAccessBlock" => Some(
                 auth.public_access_block
@@ -596,10 +620,15 @@ impl Store for Authorized {
                 auth.put_bucket_acl(&requested, body).map_err(to_error)?;
             }
             ("ownershipControls", Some(d)) => {
-                auth.set_ownership(ObjectOwnership::from_xml(&d).map_err(to_error)?).map_err(to_error)?
+                auth.set_ownership(ObjectOwnership::from_xml(&d).map_err(to_error)?).map_err(to_error)?;
+                auth.ownership_controls_deleted = false;
             }
-            // Without ownership controls a bucket keeps its ACLs, as ObjectWriter.
-            ("ownershipControls", None) => auth.ownership = ObjectOwnership::ObjectWriter,
+            // Without ownership controls a bucket keeps its ACLs, as ObjectWriter; GET then
+            // answers 404 OwnershipControlsNotFoundError, as S3.
+            ("ownershipControls", None) => {
+                auth.ownership = ObjectOwnership::ObjectWriter;
+                auth.ownership_controls_deleted = true;
+            }
             ("publicAccessBlock", Some(d)) => {
                 auth.public_access_block = Some(PublicAccessBlock::from_xml(&d).map_err(to_error)?)
             }
@@ -612,6 +641,25 @@ impl Store for Authorized {
     async fn bucket_owner_uid(&self, bucket: &str) -> Result<Option<u32>> {
         self.check(S3Op::HeadBucket, bucket, None).await?;
         self.inner.bucket_owner_uid(bucket).await
+    }
+
+    /// The bucket owner; an object's or an upload's owner is the account that wrote it where
+    /// ACLs are enabled (its ACL record's owner; none kept: the bucket owner, as
+    /// [`BucketAuth::effective_object_acl`] shows it), the bucket owner where they are disabled.
+    async fn owner(&self, bucket: &str, of: Owned<'_>) -> Result<Option<OwnerInfo>> {
+        let auth = self.bucket_auth(bucket).await?;
+        let written_by = match of {
+            _ if auth.ownership.acls_disabled() => None,
+            Owned::Bucket => None,
+            // An unreadable record names the bucket owner rather than failing the listing.
+            Owned::Object(key) => self.stored_object_acl(bucket, key).await.ok().flatten().map(|a| a.owner),
+            Owned::Upload(id) => match self.inner.get_bucket_config(bucket, &upload_acl_config(id)).await {
+                Ok(Some(doc)) => serde_json::from_slice::<Acl>(&doc).ok().map(|a| a.owner),
+                _ => None,
+            },
+        };
+        let o = written_by.unwrap_or_else(|| auth.owner().clone());
+        Ok(Some(OwnerInfo { id: o.id, display_name: o.display_name }))
     }
 
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {

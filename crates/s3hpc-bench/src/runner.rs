@@ -332,8 +332,13 @@ impl Ctx {
         Ok(out)
     }
 
-    /// Create the bucket (an existing one of ours is fine). Returns whether we created it.
+    /// Create the bucket (an existing one of ours is fine). Returns whether we created it. An
+    /// existing bucket is looked for first: in us-east-1 S3 (and s3hpc) answer 200 to the owner
+    /// creating a bucket again, which must not read as "created" (it would be deleted at the end).
     pub async fn ensure_bucket(&self) -> anyhow::Result<bool> {
+        if let Ok(Ok(())) = tokio::time::timeout(self.opts.timeout, self.store.head_bucket(&self.bucket)).await {
+            return Ok(false);
+        }
         let r = tokio::time::timeout(self.opts.timeout, self.store.create_bucket(&self.bucket)).await;
         match r {
             Ok(Ok(())) => Ok(true),

@@ -98,7 +98,10 @@ async fn owners(c: &Callers, b: &str) -> Result<(), String> {
         expect_code("bob lists", c.bob.list_objects(b, ListObjectsRequest::default()).await, ErrorCode::AccessDenied)?;
         expect_code("bob deletes the bucket", c.bob.delete_bucket(b).await, ErrorCode::AccessDenied)?;
         expect_code("bob creates it too", c.bob.create_bucket(b).await, ErrorCode::BucketAlreadyExists)?;
-        expect_code("alice creates it again", c.alice.create_bucket(b).await, ErrorCode::BucketAlreadyOwnedByYou)?;
+        // Ok from an HTTP gateway in us-east-1 (S3 answers the owner 200 there).
+        if let Err(e) = c.alice.create_bucket(b).await {
+            expect_code("alice creates it again", Err::<(), _>(e), ErrorCode::BucketAlreadyOwnedByYou)?;
+        }
         let listed = |v: Vec<BucketInfo>| v.iter().any(|x| x.name == b);
         if listed(ok("bob lists buckets", c.bob.list_buckets().await)?) {
             return Err("bob's ListBuckets shows alice's bucket".into());

@@ -289,11 +289,14 @@ fn stream_body(chunks: Vec<std::io::Result<Bytes>>) -> Body {
 
 async fn buckets(s: DynStore, _c: Caps, b: String) -> R {
     ok(s.create_bucket(&b).await, "create")?;
-    expect_one_of(
-        s.create_bucket(&b).await,
-        &[ErrorCode::BucketAlreadyOwnedByYou, ErrorCode::BucketAlreadyExists],
-        "create twice",
-    )?;
+    // An HTTP gateway in us-east-1 answers the owner's second create 200, as S3 there does.
+    if let Err(e) = s.create_bucket(&b).await {
+        expect_one_of(
+            Err::<(), _>(e),
+            &[ErrorCode::BucketAlreadyOwnedByYou, ErrorCode::BucketAlreadyExists],
+            "create twice",
+        )?;
+    }
     for bad in ["ab", "UPPER-case", "under_score", "-leading", "a..b", "192.168.0.1"] {
         expect_code(s.create_bucket(bad).await, ErrorCode::InvalidBucketName, bad)?;
     }

@@ -100,6 +100,9 @@ impl<H: Hook> Store for HookedStore<H> {
         self.hook.before(Op::ListBuckets, "", "").await?;
         self.inner.list_buckets().await
     }
+    async fn owner(&self, bucket: &str, of: Owned<'_>) -> Result<Option<OwnerInfo>> {
+        self.inner.owner(bucket, of).await
+    }
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
         self.hook.before(Op::GetBucketTagging, bucket, "").await?;
         self.inner.get_bucket_tagging(bucket).await

@@ -158,6 +158,7 @@ pub fn page_uploads(
     let mut page = ListUploadsPage::default();
     let mut count = 0;
     let delim = req.delimiter.as_deref().filter(|d| !d.is_empty());
+    let mut last_is_prefix = false;
     for u in all {
         let (key, id, initiated) = (&u.key, &u.upload_id, u.initiated);
         if let Some(km) = &req.key_marker {
@@ -173,7 +174,8 @@ pub fn page_uploads(
             && let Some(i) = key[req.prefix.len()..].find(d)
         {
             let cp = key[..req.prefix.len() + i + d.len()].to_string();
-            if page.common_prefixes.last() == Some(&cp) {
+            // A page that ended at this common prefix goes on after everything under it.
+            if page.common_prefixes.last() == Some(&cp) || req.key_marker.as_ref().is_some_and(|km| cp <= *km) {
                 continue;
             }
             if count == max {
@@ -181,6 +183,7 @@ pub fn page_uploads(
                 break;
             }
             count += 1;
+            last_is_prefix = true;
             page.common_prefixes.push(cp);
             continue;
         }
@@ -189,13 +192,18 @@ pub fn page_uploads(
             break;
         }
         count += 1;
+        last_is_prefix = false;
         page.uploads.push(u);
     }
-    if page.is_truncated
-        && let Some(last) = page.uploads.last()
-    {
-        page.next_key_marker = Some(last.key.clone());
-        page.next_upload_id_marker = Some(last.upload_id.clone());
+    // A truncated page continues after its last entry: an upload (key and upload id) or a
+    // common prefix (its key marker alone), as S3 answers.
+    if page.is_truncated {
+        if last_is_prefix {
+            page.next_key_marker = page.common_prefixes.last().cloned();
+        } else if let Some(last) = page.uploads.last() {
+            page.next_key_marker = Some(last.key.clone());
+            page.next_upload_id_marker = Some(last.upload_id.clone());
+        }
     }
     page
 }
@@ -268,5 +276,34 @@ mod tests {
     fn zero_max_keys() {
         let p = list(&["a"], ListObjectsRequest { max_keys: 0, ..Default::default() });
         assert!(p.objects.is_empty() && !p.is_truncated);
+    }
+
+    #[test]
+    fn upload_pages_with_a_delimiter_carry_the_next_key_marker() {
+        use crate::types::{ListUploadsRequest, UploadInfo};
+        let t = std::time::SystemTime::UNIX_EPOCH;
+        let up = |k: &str, id: &str| UploadInfo {
+            key: k.into(),
+            upload_id: id.into(),
+            initiated: t,
+            checksum_algorithm: None,
+            checksum_type: None,
+        };
+        let all = vec![up("a", "1"), up("dir/x", "2"), up("dir/y", "3"), up("z", "4")];
+        let req = |km: Option<&str>| ListUploadsRequest {
+            delimiter: Some("/".into()),
+            key_marker: km.map(str::to_owned),
+            max_uploads: 2,
+            ..Default::default()
+        };
+        // Ends at a common prefix: its key marker, no upload id marker.
+        let p = page_uploads(&req(None), all.clone());
+        assert_eq!((p.uploads.len(), p.common_prefixes.clone()), (1, vec!["dir/".to_string()]));
+        assert!(p.is_truncated);
+        assert_eq!((p.next_key_marker.as_deref(), p.next_upload_id_marker.as_deref()), (Some("dir/"), None));
+        // The next page goes on after everything under that prefix.
+        let p = page_uploads(&req(Some("dir/")), all.clone());
+        assert_eq!(p.uploads.iter().map(|u| u.key.as_str()).collect::<Vec<_>>(), ["z"]);
+        assert!(p.common_prefixes.is_empty() && !p.is_truncated);
     }
 }

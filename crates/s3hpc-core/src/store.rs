@@ -50,6 +50,14 @@ pub trait Store: Send + Sync + 'static {
         self.head_bucket(bucket).await.map(|_| None)
     }
 
+    /// Who owns the bucket, an object or an upload, for the `Owner` / `Initiator` elements of
+    /// listings (ListObjects, ListObjectVersions, ListParts, ListMultipartUploads). It authorizes
+    /// nothing: a front end asks only for what a listing it already answered shows. `None` (the
+    /// default) for stores that know no owners: the front end names its one user.
+    async fn owner(&self, _bucket: &str, _of: Owned<'_>) -> Result<Option<OwnerInfo>> {
+        Ok(None)
+    }
+
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags>;
     async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()>;
     async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()>;

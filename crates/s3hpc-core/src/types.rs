@@ -595,6 +595,23 @@ pub struct ListObjectsPage {
 /// Maximum keys per listing page.
 pub const MAX_KEYS: usize = 1000;
 
+/// An owner as listings name it (their `Owner` and `Initiator` elements): a canonical id and,
+/// when known, a display name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerInfo {
+    pub id: String,
+    pub display_name: Option<String>,
+}
+
+/// What [`crate::Store::owner`] is asked about: the bucket, an object (its current version), or
+/// a multipart upload in progress (by upload id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owned<'a> {
+    Bucket,
+    Object(&'a str),
+    Upload(&'a str),
+}
+
 /// Multipart upload as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadInfo {

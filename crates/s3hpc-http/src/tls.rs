@@ -116,6 +116,60 @@ impl Write for Fd {
 /// (one request at a time), so one mutex, never held across an await, is enough.
 pub(crate) struct TlsIo {
     conn: Mutex<ServerConnection>,
+    /// The connection's first bytes were looked at (plain HTTP on the TLS port, see
+    /// [`plain_http_refused`]).
+    first_checked: std::sync::atomic::AtomicBool,
+}
+
+/// The answer a client that speaks plain HTTP to the TLS port gets instead of a bare close: a
+/// 400 with an S3 error document saying so (as AWS's endpoints and nginx answer plain HTTP on
+/// their HTTPS ports with a 400).
+pub(crate) const PLAIN_HTTP_ANSWER: &str = "This port serves HTTPS (TLS): the request was sent as plain HTTP. \
+     Use an https:// endpoint.";
+
+fn plain_http_response() -> String {
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>BadRequest</Code><Message>{PLAIN_HTTP_ANSWER}</Message></Error>"
+    );
+    format!(
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: application/xml\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// Whether the first bytes of a connection are a plain HTTP request line (a TLS record starts
+/// with a byte below 0x20): an upper-case method and a space.
+fn looks_like_http(b: &[u8]) -> bool {
+    let n = b.iter().take_while(|c| c.is_ascii_uppercase()).count();
+    (3..=7).contains(&n) && b.get(n) == Some(&b' ')
+}
+
+/// On a connection's first bytes: if they are plain HTTP, answer [`plain_http_response`]
+/// (the request head that arrived is read and dropped, then the write side shut, so the client
+/// reads the answer rather than a reset) and return `true`. `Err(WouldBlock)`: nothing yet.
+fn plain_http_refused(fd: RawFd) -> io::Result<bool> {
+    let mut b = [0u8; 8];
+    // SAFETY: `b` is valid for writes of its length for the duration of the call.
+    let n = unsafe { libc::recv(fd, b.as_mut_ptr().cast(), b.len(), libc::MSG_PEEK) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // EOF, a TLS record (its first byte is below 0x20) or anything else goes on to rustls.
+    if !looks_like_http(&b[..n as usize]) {
+        return Ok(false);
+    }
+    let mut sink = [0u8; 16384];
+    for _ in 0..4 {
+        // SAFETY: as above; the bytes are dropped.
+        let r = unsafe { libc::recv(fd, sink.as_mut_ptr().cast(), sink.len(), libc::MSG_DONTWAIT) };
+        if r <= 0 {
+            break;
+        }
+    }
+    let _ = Fd(fd).write_all(plain_http_response().as_bytes());
+    // SAFETY: shutting down the write side of a socket we hold.
+    unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+    Ok(true)
 }
 
 /// What a TLS operation needs from the socket before it can go on.
@@ -126,7 +180,10 @@ enum Need {
 
 impl TlsIo {
     pub(crate) fn new(cfg: &Arc<rustls::ServerConfig>) -> io::Result<Self> {
-        Ok(TlsIo { conn: Mutex::new(ServerConnection::new(cfg.clone()).map_err(io::Error::other)?) })
+        Ok(TlsIo {
+            conn: Mutex::new(ServerConnection::new(cfg.clone()).map_err(io::Error::other)?),
+            first_checked: std::sync::atomic::AtomicBool::new(false),
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ServerConnection> {
@@ -177,6 +234,19 @@ impl TlsIo {
                 }
                 if c.wants_write() {
                     Need::Write
+                } else if !self.first_checked.load(std::sync::atomic::Ordering::Relaxed) {
+                    match tcp.try_io(Interest::READABLE, || plain_http_refused(fd)) {
+                        Ok(true) => {
+                            return Err(io::Error::new(io::ErrorKind::InvalidData, "plain HTTP on the TLS port"));
+                        }
+                        Ok(false) => {
+                            self.first_checked.store(true, std::sync::atomic::Ordering::Relaxed);
+                            continue;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Need::Read,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
+                    }
                 } else {
                     // Through Tokio, so that an empty socket clears its read readiness.
                     match tcp.try_io(Interest::READABLE, || c.read_tls(&mut Fd(fd))) {

@@ -65,7 +65,9 @@ pub fn init_logging(format: &str, access_log: bool, level: Option<&str>) {
         None => tracing_subscriber::EnvFilter::new(default),
     };
     let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
-    let fmt = tracing_subscriber::fmt::layer().with_writer(io::stderr);
+    // Colours (the field names' escapes) only on a terminal: a file or the journal gets plain text.
+    let fmt =
+        tracing_subscriber::fmt::layer().with_writer(io::stderr).with_ansi(io::IsTerminal::is_terminal(&io::stderr()));
     // Both formats add the id of the request being handled (crate::logfmt).
     let r = if format == "json" {
         let json = crate::logfmt::JsonLine(tracing_subscriber::fmt::format().json().flatten_event(true));

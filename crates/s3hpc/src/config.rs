@@ -31,6 +31,26 @@ fn serve_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {
     }
 }
 
+/// Settings whose value is a listening address (`HOST:PORT`).
+const ADDRESSES: &[&str] = &["listen", "admin-listen"];
+
+/// An address setting must be a `HOST:PORT` string: a bare number (`listen = 9630`) or a string
+/// without a port is refused here, naming the key, rather than failing at bind time.
+fn check_address(path: &Path, key: &str, v: &toml::Value) -> anyhow::Result<()> {
+    match v {
+        toml::Value::String(s)
+            if s.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) =>
+        {
+            Ok(())
+        }
+        toml::Value::Integer(n) => bail!(
+            "{}: [serve] {key}: expected an address string such as \"0.0.0.0:{n}\" (HOST:PORT), not the number {n}",
+            path.display()
+        ),
+        other => bail!("{}: [serve] {key}: expected an address string HOST:PORT, not {other}", path.display()),
+    }
+}
+
 fn scalar(path: &Path, key: &str, v: &toml::Value) -> anyhow::Result<String> {
     Ok(match v {
         toml::Value::String(s) => s.clone(),
@@ -62,6 +82,10 @@ pub fn with_serve_table(cmd: clap::Command, argv: Vec<OsString>) -> anyhow::Resu
         let id = arg.get_id().as_str();
         if matches!(id, "config" | "help") {
             bail!("{}: [serve] cannot set `{key}`", path.display());
+        }
+        // Checked even when the command line sets it: the file is wrong either way.
+        if ADDRESSES.contains(&name.as_str()) {
+            check_address(&path, key, value)?;
         }
         if matches!(sm.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable)) {
             overridden.push(name);

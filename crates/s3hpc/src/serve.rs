@@ -32,6 +32,12 @@ pub struct ServeArgs {
     /// returned as x-amz-checksum-crc64nvme, FULL_OBJECT) or none.
     #[arg(long, default_value = "crc64nvme", value_parser = ["crc64nvme", "none"])]
     pub default_checksum: String,
+    /// Object Ownership of buckets created without `x-amz-object-ownership`:
+    /// BucketOwnerEnforced (ACLs disabled, AWS's default since 2023), BucketOwnerPreferred or
+    /// ObjectWriter (ACLs enabled, as buckets were before; for tools that set ACLs).
+    #[arg(long, default_value = "BucketOwnerEnforced",
+          value_parser = ["BucketOwnerEnforced", "BucketOwnerPreferred", "ObjectWriter"])]
+    pub default_object_ownership: String,
     /// posix backend file-system calls: offload (Tokio's blocking pool: a thread hand-off each
     /// way) or inplace (on the request's thread, its worker's other requests moved away first:
     /// lower latency with few requests in flight, more CPU per request when busy).
@@ -417,7 +423,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     check_identities(&args, &creds)?;
     // Every front end serves through S3 authorization (owners, ACLs, policies); keys given
     // without an account (--access-key, the generated root key) are administrators.
-    let store: DynStore = Arc::new(s3hpc_authz::Authorized::new(open_store(&args)?, creds.clone()));
+    let ownership = s3hpc_authz::ObjectOwnership::parse(&args.default_object_ownership)
+        .context("--default-object-ownership: BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter")?;
+    let store: DynStore =
+        Arc::new(s3hpc_authz::Authorized::new(open_store(&args)?, creds.clone()).with_default_ownership(ownership));
     let creds = Arc::new(creds);
     let tls = crate::admin::tls_files(&args.ops)?;
     if args.config.is_some() || tls.is_some() {

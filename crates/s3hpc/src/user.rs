@@ -1,7 +1,10 @@
 //! `s3hpc user add|list|remove|rotate`: edit the `[[users]]` file that `s3hpc serve --config`
 //! reads. Every change is checked (an entry's POSIX identity must resolve) and written as a new
-//! file (mode 0600, fsynced) renamed over the old one, so a gateway reloading it never reads half
-//! a file. New keys are printed once; the file is the only other place that holds them.
+//! file (fsynced) renamed over the old one, so a gateway reloading it never reads half a file.
+//! The new file keeps the old one's owner, group and mode (a root-run `user add` leaves the
+//! file readable by the gateway's service user); a file created by `add` gets mode 0600 and,
+//! when run as root, the owner and group of its directory. New keys are printed once; the file
+//! is the only other place that holds them.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +26,9 @@ enum Cmd {
     Add {
         #[command(flatten)]
         file: FileArg,
+        /// The account's name (its display name, as --name).
+        #[arg(value_name = "NAME", conflicts_with = "name")]
+        account: Option<String>,
         /// The POSIX login it acts as with `serve --identity posix` (resolved through NSS).
         #[arg(long, conflicts_with_all = ["uid", "gid"])]
         user: Option<String>,
@@ -81,20 +87,50 @@ fn load(path: &Path) -> anyhow::Result<UsersFile> {
     }
 }
 
-/// Write `f` to `path` atomically: a new file (0600) in the same directory, fsynced, renamed
-/// over the old one, then the directory fsynced.
+/// Owner, group and mode the written file gets: the replaced file's; for a new file 0600 and,
+/// as root, its directory's owner and group (else the caller's).
+fn file_attrs(path: &Path, dir: &Path) -> anyhow::Result<(Option<(u32, u32)>, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(path) {
+        Ok(m) => Ok((Some((m.uid(), m.gid())), m.mode() & 0o7777)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // SAFETY: geteuid has no preconditions.
+            let root = unsafe { libc::geteuid() } == 0;
+            let d = std::fs::metadata(dir).with_context(|| format!("reading {}", dir.display()))?;
+            Ok((root.then(|| (d.uid(), d.gid())), 0o600))
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Write `f` to `path` atomically: a new file in the same directory with the old file's owner,
+/// group and mode ([`file_attrs`]), fsynced, renamed over the old one, then the directory
+/// fsynced.
 fn store(path: &Path, f: &UsersFile) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let text = toml::to_string(f)?;
     let name = path.file_name().context("the users file needs a file name")?.to_string_lossy();
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
+    let (owner, mode) = file_attrs(path, dir)?;
+    let write = || -> anyhow::Result<()> {
         let mut o = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        if let Some((uid, gid)) = owner
+            && let Err(e) = std::os::unix::fs::fchown(&o, Some(uid), Some(gid))
+        {
+            // Not root and not its owner: the edit goes on (as before), with the reason the
+            // gateway's user may no longer read the file.
+            eprintln!(
+                "warning: {}: its owner {uid}:{gid} could not be kept ({e}); run as root or as that user",
+                path.display()
+            );
+        }
+        // After the chown, which clears set-id bits.
+        o.set_permissions(std::fs::Permissions::from_mode(mode))?;
         o.write_all(format!("# s3hpc users (s3hpc serve --config); keep this file private\n{text}").as_bytes())?;
         o.sync_all()?;
         std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        Ok(std::fs::File::open(dir)?.sync_all()?)
     };
     write().inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
@@ -109,7 +145,8 @@ fn find(f: &mut UsersFile, ak: &str, path: &Path) -> anyhow::Result<usize> {
 pub fn run(args: UserArgs) -> anyhow::Result<()> {
     let out = &mut std::io::stdout();
     match args.cmd {
-        Cmd::Add { file, user, uid, gid, groups, admin, id, name, access_key } => {
+        Cmd::Add { file, account, user, uid, gid, groups, admin, id, name, access_key } => {
+            let name = name.or(account);
             let mut f = load(&file.config)?;
             let mut c = Credentials::generate();
             if let Some(ak) = access_key {

@@ -157,6 +157,7 @@ pub(super) async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
     }
     elem(&mut s, "IsTruncated", if page.is_truncated { "true" } else { "false" });
     let owner = kind != ListKind::V2 || q.get("fetch-owner").is_some_and(|v| v == "true");
+    let owners = if owner { object_owners(r, page.objects.iter().map(|o| o.key.as_str())).await? } else { Vec::new() };
     // Objects and common prefixes are interleaved in key order, as S3 does.
     let (mut oi, mut pi) = (0, 0);
     while oi < page.objects.len() || pi < page.common_prefixes.len() {
@@ -178,7 +179,7 @@ pub(super) async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
             elem(&mut s, "Size", &o.size.to_string());
             s.push_str("<StorageClass>STANDARD</StorageClass>");
             if owner {
-                owner_xml(&mut s, "Owner");
+                owner_elem(&mut s, "Owner", owners[oi - 1].as_ref());
             }
             s.push_str("</");
             s.push_str(tag);
@@ -195,6 +196,18 @@ pub(super) async fn list_objects(r: &Req<'_>, kind: ListKind) -> Result<Resp> {
     s.push_str(root);
     s.push('>');
     Ok(xml_ok(s))
+}
+
+/// The owner of each object a listing shows (see [`Store::owner`]).
+pub(super) async fn object_owners<'k>(
+    r: &Req<'_>,
+    keys: impl Iterator<Item = &'k str>,
+) -> Result<Vec<Option<OwnerInfo>>> {
+    let mut out = Vec::new();
+    for k in keys {
+        out.push(store(r).owner(&r.bucket, Owned::Object(k)).await?);
+    }
+    Ok(out)
 }
 
 pub(super) async fn list_parts(r: &Req<'_>) -> Result<Resp> {
@@ -215,8 +228,9 @@ pub(super) async fn list_parts(r: &Req<'_>) -> Result<Resp> {
     elem(&mut s, "Bucket", &r.bucket);
     elem(&mut s, "Key", &r.key);
     elem(&mut s, "UploadId", id);
-    owner_xml(&mut s, "Initiator");
-    owner_xml(&mut s, "Owner");
+    let owner = store(r).owner(&r.bucket, Owned::Upload(id)).await?;
+    owner_elem(&mut s, "Initiator", owner.as_ref());
+    owner_elem(&mut s, "Owner", owner.as_ref());
     s.push_str("<StorageClass>STANDARD</StorageClass>");
     elem(&mut s, "PartNumberMarker", &marker.unwrap_or(0).to_string());
     if let Some(n) = page.next_part_number_marker {
@@ -285,8 +299,9 @@ pub(super) async fn list_uploads(r: &Req<'_>) -> Result<Resp> {
         s.push_str("<Upload>");
         elem(&mut s, "Key", &enc(&u.key));
         elem(&mut s, "UploadId", &u.upload_id);
-        owner_xml(&mut s, "Initiator");
-        owner_xml(&mut s, "Owner");
+        let owner = store(r).owner(&r.bucket, Owned::Upload(&u.upload_id)).await?;
+        owner_elem(&mut s, "Initiator", owner.as_ref());
+        owner_elem(&mut s, "Owner", owner.as_ref());
         s.push_str("<StorageClass>STANDARD</StorageClass>");
         elem(&mut s, "Initiated", &iso8601(u.initiated));
         if let Some(a) = u.checksum_algorithm {

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`lifecycle`] | Get/Put/DeleteBucketLifecycleConfiguration |
 //! | [`cors`] | Get/Put/DeleteBucketCors, the preflight `OPTIONS`, CORS headers on other requests |
+//! | [`website`] | Get/Put/DeleteBucketWebsite (the document is kept; no website endpoint) |
 //! | [`access`] | Get/Put/DeleteBucketPolicy, GetBucketPolicyStatus, Get/PutBucketAcl, PutObjectAcl, Get/Put/DeleteBucketOwnershipControls, Get/Put/DeletePublicAccessBlock |
 //! | [`bucket`] | ListBuckets, CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation, unsupported bucket configurations |
 //! | [`list`] | ListObjects (v1, v2, versions), ListMultipartUploads, ListParts |
@@ -51,6 +52,7 @@ mod request;
 mod response;
 mod tagging;
 mod versioning;
+mod website;
 
 use request::hdr;
 use response::Resp;
@@ -62,7 +64,6 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// AWS has such an answer; writes answer 501.
 const BUCKET_UNSUPPORTED: &[&str] = &[
     "encryption",
-    "website",
     "replication",
     "logging",
     "notification",
@@ -101,6 +102,7 @@ operations! {
     GetPublicAccessBlock, PutPublicAccessBlock, DeletePublicAccessBlock,
     GetBucketLifecycleConfiguration, PutBucketLifecycleConfiguration, DeleteBucketLifecycle,
     GetBucketCors, PutBucketCors, DeleteBucketCors, PreflightCors,
+    GetBucketWebsite, PutBucketWebsite, DeleteBucketWebsite,
     GetObjectLockConfiguration, PutObjectLockConfiguration,
     GetObjectRetention, PutObjectRetention, GetObjectLegalHold, PutObjectLegalHold,
     ListObjects, ListObjectsV2, ListObjectVersions, ListMultipartUploads, ListParts,
@@ -168,6 +170,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Get,    Query("publicAccessBlock"),                   Op::GetPublicAccessBlock),
     (Bucket,  Get,    Query("lifecycle"),                           Op::GetBucketLifecycleConfiguration),
     (Bucket,  Get,    Query("cors"),                                Op::GetBucketCors),
+    (Bucket,  Get,    Query("website"),                             Op::GetBucketWebsite),
     (Bucket,  Get,    Query("object-lock"),                         Op::GetObjectLockConfiguration),
     (Bucket,  Get,    Unsupported,                                  Op::GetBucketConfig),
     (Bucket,  Get,    Query("list-type"),                           Op::ListObjectsV2),
@@ -180,6 +183,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Put,    Query("publicAccessBlock"),                   Op::PutPublicAccessBlock),
     (Bucket,  Put,    Query("lifecycle"),                           Op::PutBucketLifecycleConfiguration),
     (Bucket,  Put,    Query("cors"),                                Op::PutBucketCors),
+    (Bucket,  Put,    Query("website"),                             Op::PutBucketWebsite),
     (Bucket,  Put,    Query("object-lock"),                         Op::PutObjectLockConfiguration),
     (Bucket,  Put,    Unsupported,                                  Op::PutBucketConfig),
     (Bucket,  Put,    Always,                                       Op::CreateBucket),
@@ -189,6 +193,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Delete, Query("publicAccessBlock"),                   Op::DeletePublicAccessBlock),
     (Bucket,  Delete, Query("lifecycle"),                           Op::DeleteBucketLifecycle),
     (Bucket,  Delete, Query("cors"),                                Op::DeleteBucketCors),
+    (Bucket,  Delete, Query("website"),                             Op::DeleteBucketWebsite),
     (Bucket,  Delete, Unsupported,                                  Op::DeleteBucketConfig),
     (Bucket,  Delete, Always,                                       Op::DeleteBucket),
     (Bucket,  Post,   Query("delete"),                              Op::DeleteObjects),
@@ -486,6 +491,9 @@ async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         Op::GetBucketCors => Box::pin(cors::get(r)).await,
         Op::PutBucketCors => Box::pin(cors::put(r, body)).await,
         Op::DeleteBucketCors => Box::pin(cors::delete(r)).await,
+        Op::GetBucketWebsite => Box::pin(website::get(r)).await,
+        Op::PutBucketWebsite => Box::pin(website::put(r, body)).await,
+        Op::DeleteBucketWebsite => Box::pin(website::delete(r)).await,
         Op::PreflightCors => Err(Error::code(ErrorCode::MethodNotAllowed)),
         Op::GetObjectLockConfiguration => Box::pin(object_lock::get_config(r)).await,
         Op::PutObjectLockConfiguration => Box::pin(object_lock::put_config(r, body)).await,

@@ -24,7 +24,7 @@ use super::response::*;
 use crate::body::{ReqBody, RespBody};
 use crate::form::FormReader;
 use crate::util::url_encode_key;
-use crate::xml::{self, DECL, elem};
+use crate::xml::{self, DECL, NS, elem};
 
 /// Most bytes of the form fields before the file (names and values), as on AWS.
 pub(super) const MAX_PRE_DATA: usize = 20 * 1024;
@@ -146,11 +146,8 @@ pub(super) async fn post_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
             hm.append(name, value);
         }
     }
-    if !hm.contains_key(header::CONTENT_TYPE)
-        && let Some(ct) = file.content_type.as_deref().and_then(|c| HeaderValue::from_str(c).ok())
-    {
-        hm.insert(header::CONTENT_TYPE, ct);
-    }
+    // The file part's own Content-Type is not the object's (as on S3): only the `Content-Type`
+    // field sets one, else the object reads as binary/octet-stream.
     refuse_unsupported_write_headers(&hm)?;
     let (checksum, _) = checksum_request(&hm)?;
     let checksum = checksum.or_else(|| default_checksum(r));
@@ -446,7 +443,7 @@ fn answer(r: &Req<'_>, f: &Fields, key: &str, out: &PutObjectOutput) -> Result<R
         Some("200") => Ok(b(StatusCode::OK)?.header(header::CONTENT_LENGTH, "0").body(RespBody::Empty).unwrap()),
         Some("201") => {
             let mut s = String::from(DECL);
-            s.push_str("<PostResponse>");
+            s.push_str(&format!("<PostResponse xmlns=\"{NS}\">"));
             elem(&mut s, "Location", &location);
             elem(&mut s, "Bucket", &r.bucket);
             elem(&mut s, "Key", key);

@@ -43,6 +43,26 @@ pub(super) fn owner_xml(s: &mut String, tag: &str) {
     s.push_str(&format!("<{tag}><ID>{OWNER_ID}</ID><DisplayName>{OWNER_NAME}</DisplayName></{tag}>"));
 }
 
+/// `<tag>` naming `owner` (the display name is the id when the account has no name, as
+/// ListBuckets shows it). A store that knows no owners (`None`): the caller's account, else
+/// the gateway's one user.
+pub(super) fn owner_elem(s: &mut String, tag: &str, owner: Option<&OwnerInfo>) {
+    let caller = s3hpc_core::caller::current();
+    let (id, name) = match (owner, caller.as_ref().and_then(|c| c.account.as_ref())) {
+        (Some(o), _) => (o.id.as_str(), o.display_name.as_deref().unwrap_or(&o.id)),
+        (None, Some(a)) => (a.id.as_str(), a.name.as_deref().unwrap_or(&a.id)),
+        (None, None) => return owner_xml(s, tag),
+    };
+    s.push('<');
+    s.push_str(tag);
+    s.push('>');
+    elem(s, "ID", id);
+    elem(s, "DisplayName", name);
+    s.push_str("</");
+    s.push_str(tag);
+    s.push('>');
+}
+
 pub(super) fn acl_xml() -> String {
     let mut s = String::from(DECL);
     s.push_str(&format!("<AccessControlPolicy xmlns=\"{NS}\">"));

@@ -95,6 +95,17 @@ pub(super) async fn list_object_versions(r: &Req<'_>) -> Result<Resp> {
         elem(&mut s, "EncodingType", "url");
     }
     elem(&mut s, "IsTruncated", if page.is_truncated { "true" } else { "false" });
+    // Owners: a current version's is its object's (ACL record, see `Store::owner`); noncurrent
+    // versions and delete markers keep no record of their writer and name the bucket owner.
+    let bucket_owner = store(r).owner(&r.bucket, Owned::Bucket).await?;
+    let mut owners = Vec::with_capacity(page.versions.len());
+    for v in &page.versions {
+        owners.push(if v.is_latest && !v.delete_marker {
+            store(r).owner(&r.bucket, Owned::Object(&v.key)).await?
+        } else {
+            bucket_owner.clone()
+        });
+    }
     // Versions, delete markers and common prefixes in key order, as S3 interleaves them.
     let (mut vi, mut pi) = (0, 0);
     while vi < page.versions.len() || pi < page.common_prefixes.len() {
@@ -125,7 +136,7 @@ pub(super) async fn list_object_versions(r: &Req<'_>) -> Result<Resp> {
             elem(&mut s, "Size", &v.size.to_string());
             s.push_str("<StorageClass>STANDARD</StorageClass>");
         }
-        owner_xml(&mut s, "Owner");
+        owner_elem(&mut s, "Owner", owners[vi - 1].as_ref());
         s.push_str("</");
         s.push_str(tag);
         s.push('>');
