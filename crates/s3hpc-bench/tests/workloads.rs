@@ -275,14 +275,14 @@ async fn mixed_overwrite_keeps_the_stored_set() {
             overwrite,
         });
         let o = RunOpts { keep: true, ..opts(2) };
-        let r = run_target(store.clone(), "memory://", o, Some("ow"), &wl).await;
+        let r = run_target(store.clone(), "memory://", o, Some("owbucket"), &wl).await;
         ok(&r);
         let puts: u64 = r.phases.iter().filter(|p| p.name.starts_with("mixed") && p.op == "put").map(|p| p.ops).sum();
         assert!(puts > 10, "only {puts} PUTs");
         let mut keys = Vec::new();
         let mut req = s3hpc_core::ListObjectsRequest { max_keys: 1000, ..Default::default() };
         loop {
-            let page = store.list_objects("ow", req.clone()).await.unwrap();
+            let page = store.list_objects("owbucket", req.clone()).await.unwrap();
             keys.extend(page.objects.iter().map(|o| o.key.clone()));
             match page.next_marker {
                 Some(m) if page.is_truncated => req.start_after = Some(m),
