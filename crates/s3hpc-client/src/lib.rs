@@ -198,7 +198,8 @@ impl S3Client {
             first.parse().map_err(|e| Error::invalid_argument(format!("endpoint {first:?} is not a URL: {e}")))?;
         let mut others = Vec::new();
         for e in list {
-            let u: Uri = e.parse().map_err(|err| Error::invalid_argument(format!("endpoint {e:?} is not a URL: {err}")))?;
+            let u: Uri =
+                e.parse().map_err(|err| Error::invalid_argument(format!("endpoint {e:?} is not a URL: {err}")))?;
             if u.scheme() != uri.scheme() || u.path().trim_end_matches('/') != uri.path().trim_end_matches('/') {
                 return Err(Error::invalid_argument(format!(
                     "endpoint {e:?}: every endpoint of a list needs the first one's scheme and path ({first:?})"

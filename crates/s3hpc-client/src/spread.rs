@@ -76,9 +76,8 @@ mod tests {
     fn connections_take_turns() {
         let others = vec![Authority::from_static("127.0.0.1:2"), Authority::from_static("127.0.0.1:3")];
         let s = Spread::new((), others);
-        let hosts: Vec<String> = (0..7)
-            .map(|_| s.route(Uri::from_static("http://127.0.0.1:1/b/k?x=1")).to_string())
-            .collect();
+        let hosts: Vec<String> =
+            (0..7).map(|_| s.route(Uri::from_static("http://127.0.0.1:1/b/k?x=1")).to_string()).collect();
         assert_eq!(
             hosts,
             [
