@@ -21,7 +21,9 @@
 # `seconds` before the client exits: it prepares its objects first and, with --keep, exits right
 # after the phase). Peak RSS = each gateway's VmHWM after its N's runs (the largest shown).
 # The root (default: a fresh directory under /dev/shm) is removed at the end; everything started
-# is stopped on exit. Needs python3, taskset; nothing else.
+# is stopped on exit. Needs python3 and taskset (without taskset it runs unpinned and says so).
+# --budget SECONDS (default 330): no further N is started once it is spent, so an unattended run
+# ends in time; the table says which N were skipped.
 set -euo pipefail
 exec python3 - "$@" <<'PY'
 import argparse, json, os, re, shutil, signal, subprocess, sys, tempfile, time
@@ -58,7 +60,15 @@ def ap():
     p.add_argument("--root", default=None, help="the shared root (default: fresh under /dev/shm)")
     p.add_argument("--ops", default=",".join(OPS), help="operations: " + ",".join(OPS))
     p.add_argument("--serve-args", default="", help="extra `s3hpc serve` arguments")
+    p.add_argument("--budget", type=float, default=330, help="start no further N after this many seconds")
     return p.parse_args(sys.argv[1:])
+
+
+TASKSET = shutil.which("taskset")
+
+
+def pinned(cpus):
+    return ["taskset", "-c", cpus] if TASKSET else []
 
 
 def ticks(pid):
@@ -73,6 +83,20 @@ def status_kb(pid, field):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def parse_secs(d):
+    m = re.fullmatch(r"([\d.]+)(ms|s|m)?", d.strip())
+    if not m:
+        sys.exit(f"--duration {d!r}: expected e.g. 5s")
+    return float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, None: 1}[m.group(2)]
+
+
+def loadavg():
+    try:
+        return open("/proc/loadavg").read().split()[0]
+    except OSError:
+        return "?"
 
 
 def at(samples, t):
@@ -92,7 +116,7 @@ class Gateways:
         for i in range(n):
             pin = ",".join(map(str, pool[i * k:(i + 1) * k]))
             log = open(os.path.join(root, f".gw{n}-{i}.log"), "w+")
-            argv = ["taskset", "-c", pin, a.bin, "serve", root, "--listen", "127.0.0.1:0", "--backend", "posix",
+            argv = [*pinned(pin), a.bin, "serve", root, "--listen", "127.0.0.1:0", "--backend", "posix",
                     "--threads", str(k), "--access-key", KEY, "--secret-key", SECRET, *a.serve_args.split()]
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                  start_new_session=True)
@@ -133,10 +157,12 @@ def run_op(a, gws, name, n, bucket, wdir):
     conc = a.conc_per_gateway * n
     objects = max(conc, 256) if size <= 65536 else conc
     js = os.path.join(wdir, f"{name}-{n}.json")
-    argv = ["taskset", "-c", a.client_cores, a.bin, "bench", "mixed", "-t", ",".join(gws.endpoints),
+    argv = [*pinned(a.client_cores), a.bin, "bench", "mixed", "-t", ",".join(gws.endpoints),
             "--mix", f"{op}=100", "--overwrite", "--objects", str(objects), "--size", str(size),
             "--duration", a.duration, "-c", str(conc), "--bucket", bucket, "--keep", "-q", "--json", js]
     env = dict(os.environ, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET)
+    # A client that hangs is killed after its phase + 90 s (preparing included).
+    deadline = parse_secs(a.duration) + 90
     srv = [[(time.monotonic(), ticks(p))] for p in gws.pids]
     cli = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
     csamp = [(time.monotonic(), 0)]
@@ -154,6 +180,8 @@ def run_op(a, gws, name, n, bucket, wdir):
         if pid:
             cli.returncode = os.waitstatus_to_exitcode(status)
             break
+        if now - srv[0][0][0] > deadline:
+            cli.kill()
         time.sleep(0.01)
     end = time.monotonic()
     for s, p in zip(srv, gws.pids):
@@ -177,6 +205,9 @@ def run_op(a, gws, name, n, bucket, wdir):
 def main():
     a = ap()
     t_start = time.time()
+    load0 = loadavg()
+    if not TASKSET:
+        print("note: no taskset here: gateways and client run UNPINNED", file=sys.stderr)
     counts = [int(x) for x in a.gateways.split(",")]
     ops = [o for o in a.ops.split(",") if o]
     for o in ops:
@@ -195,7 +226,11 @@ def main():
     wdir = tempfile.mkdtemp(prefix="s3hpc-scale-json.")
     rows, rss = [], {}
     try:
+        skipped = []
         for n in counts:
+            if time.time() - t_start > a.budget:
+                skipped.append(n)
+                continue
             gws = Gateways(a, n, root, pool)
             idle = [status_kb(p, "VmRSS") for p in gws.pids]
             bucket = f"scale-{n}-{os.getpid()}"
@@ -225,7 +260,7 @@ def main():
     except Exception:
         pass
     out = [f"Host {host.nodename}: {os.cpu_count()} cores ({cpu}), Linux {host.release}; "
-           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t_start))}, load before {open('/proc/loadavg').read().split()[0]}; "
+           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t_start))}, load before {load0}; "
            f"root {'tmpfs ' if root.startswith('/dev/shm') else ''}{root if not made_root else '(fresh, removed)'}",
            f"Gateways: {a.gateway_cores_each} core(s) each ({', '.join(f'N={n}: ' + ' '.join(v['pins']) for n, v in rss.items())}), "
            f"client on cores {a.client_cores}; {a.duration} per row, {a.conc_per_gateway} requests in flight per gateway; "
@@ -241,7 +276,11 @@ def main():
     for n, v in rss.items():
         out.append(f"| {n} | {' '.join(f'{x / 1024:.1f}' for x in v['idle'])} | {' '.join(f'{x / 1024:.1f}' for x in v['hwm'])} |")
     out.append("")
-    out.append(f"{time.time() - t_start:.0f} s in all.")
+    if skipped:
+        out.append(f"Skipped (--budget {a.budget:.0f} s spent): N = {', '.join(map(str, skipped))}.")
+    if not TASKSET:
+        out.append("No taskset on this host: nothing was pinned.")
+    out.append(f"{time.time() - t_start:.0f} s in all; load after {loadavg()}.")
     text = "\n".join(out) + "\n"
     with open(a.out, "w") as f:
         f.write(text)
