@@ -137,6 +137,10 @@ pub enum BenchCmd {
         size: u64,
         #[arg(long, default_value = "3s", value_parser = parse_duration)]
         duration: Duration,
+        /// PUTs rewrite the populated objects instead of adding new ones (the data stored stays
+        /// OBJECTS x SIZE however long the run: PUT throughput on a RAM file system).
+        #[arg(long)]
+        overwrite: bool,
     },
     /// Differences between two `--json` results.
     Compare { a: PathBuf, b: PathBuf },
@@ -146,18 +150,20 @@ pub enum BenchCmd {
 pub struct Common {
     /// Target: http(s)://HOST:PORT, file://ROOT (embedded), posix://DIR (raw POSIX baseline),
     /// unix://SOCKET or tcp://HOST:PORT (binary protocol), memory://, noop://[SIZE]. Repeat to compare.
-    /// A comma-separated list of endpoints is one target served by several gateways: each rank
-    /// uses one of them (see --spread).
+    /// A comma-separated list of endpoints is one target served by several gateways (on one
+    /// shared root): by default every rank spreads its connections over all of them (see --spread).
     #[arg(long = "target", short = 't', required = true)]
     pub targets: Vec<String>,
     /// Run N ranks as local processes (this program re-executed N times, same code path as MPI
     /// ranks); rank 0 prints the merged report. Not with mpirun/srun (there the launcher decides).
     #[arg(long, default_value_t = 1)]
     pub procs: usize,
-    /// Which endpoint of a comma-separated target list a rank uses: `round-robin` (rank r uses
-    /// endpoint r mod n, as IOR's S3 backend does) or `local` (the first endpoint whose address
-    /// belongs to this host, e.g. the node-local gateway).
-    #[arg(long, default_value = "round-robin")]
+    /// How a rank uses the endpoints of a comma-separated target list: `connection` (every
+    /// rank uses all of them, each new connection going to the next endpoint in turn, rank r
+    /// starting at endpoint r mod n; http(s) lists only, other lists as `rank`), `rank` (alias
+    /// `round-robin`: rank r uses only endpoint r mod n, as IOR's S3 backend does) or `local`
+    /// (the first endpoint whose address belongs to this host, e.g. the node-local gateway).
+    #[arg(long, default_value = "connection")]
     pub spread: String,
     /// With several ranks: how long a rank waits at a barrier for the others before failing.
     #[arg(long, default_value = "600s", value_parser = parse_duration)]
@@ -381,30 +387,43 @@ fn workload_of(cmd: &BenchCmd) -> anyhow::Result<(Common, Workload)> {
             common.clone(),
             Workload::Rate(RateOpts { get: *get, size: *size, max_concurrency: *max_concurrency, step: *step }),
         ),
-        BenchCmd::Mixed { common, mix, objects, size, duration } => (
+        BenchCmd::Mixed { common, mix, objects, size, duration, overwrite } => (
             common.clone(),
-            Workload::Mixed(MixedOpts { mix: parse_mix(mix)?, objects: *objects, size: *size, duration: *duration }),
+            Workload::Mixed(MixedOpts {
+                mix: parse_mix(mix)?,
+                objects: *objects,
+                size: *size,
+                duration: *duration,
+                overwrite: *overwrite,
+            }),
         ),
         BenchCmd::Compare { .. } => unreachable!("handled by run"),
     })
 }
 
-/// The endpoint of `spec` (possibly a comma-separated list of endpoints of one target) that
-/// `rank` uses: `round-robin` = endpoint `rank mod n`; `local` = the first endpoint whose host
+/// The endpoint(s) of `spec` (possibly a comma-separated list of endpoints of one target) that
+/// `rank` uses: `connection` = the whole list of http(s) endpoints, starting at endpoint
+/// `rank mod n` (the client opens its connections round-robin over it; other lists as `rank`);
+/// `rank` / `round-robin` = endpoint `rank mod n`; `local` = the first endpoint whose host
 /// address is assigned to this host (tested by binding to it), for node-local gateways.
 pub fn pick_endpoint(spec: &str, spread: &str, rank: usize) -> anyhow::Result<String> {
     let list: Vec<&str> = spec.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
     if list.is_empty() {
         anyhow::bail!("target {spec:?}: empty endpoint list");
     }
+    let http = list.iter().all(|e| e.starts_with("http://") || e.starts_with("https://"));
     match spread {
-        "round-robin" | "rr" => Ok(list[rank % list.len()].to_string()),
+        "connection" | "conn" if http => {
+            let k = rank % list.len();
+            Ok(list[k..].iter().chain(&list[..k]).copied().collect::<Vec<_>>().join(","))
+        }
+        "connection" | "conn" | "rank" | "round-robin" | "rr" => Ok(list[rank % list.len()].to_string()),
         "local" => list
             .iter()
             .find(|e| endpoint_is_local(e))
             .map(|e| e.to_string())
             .ok_or_else(|| anyhow::anyhow!("--spread local: no endpoint of {spec:?} has an address of this host")),
-        other => anyhow::bail!("--spread {other:?}: expected round-robin or local"),
+        other => anyhow::bail!("--spread {other:?}: expected connection, rank (round-robin) or local"),
     }
 }
 
@@ -616,6 +635,14 @@ mod tests {
         assert_eq!(rr[3], "http://10.0.0.1:9000");
         assert_eq!(rr[4], "http://10.0.0.2:9000");
         assert_eq!(pick_endpoint("memory://", "round-robin", 7).unwrap(), "memory://");
+        assert_eq!(pick_endpoint(l, "rank", 2).unwrap(), "http://10.0.0.3:9000");
+        // Per connection (the default): the whole list, rank r starting at endpoint r mod n.
+        let a = "http://10.0.0.1:9000";
+        let (b, c) = ("http://10.0.0.2:9000", "http://10.0.0.3:9000");
+        assert_eq!(pick_endpoint(l, "connection", 0).unwrap(), format!("{a},{b},{c}"));
+        assert_eq!(pick_endpoint(l, "connection", 4).unwrap(), format!("{b},{c},{a}"));
+        // Lists of other kinds fall back to one endpoint per rank.
+        assert_eq!(pick_endpoint("tcp://h:1,tcp://h:2", "connection", 1).unwrap(), "tcp://h:2");
         // 192.0.2.0/24 is TEST-NET-1: never an address of this host; loopback always is.
         let mixed = "http://192.0.2.7:9000,http://127.0.0.1:9001";
         assert_eq!(pick_endpoint(mixed, "local", 0).unwrap(), "http://127.0.0.1:9001");

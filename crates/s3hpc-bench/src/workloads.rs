@@ -885,11 +885,20 @@ pub struct MixedOpts {
     pub objects: u64,
     pub size: u64,
     pub duration: Duration,
+    /// PUTs rewrite the populated objects instead of adding new ones, so what the run stores
+    /// stays `objects x size` however long it runs (PUT throughput on a RAM file system).
+    pub overwrite: bool,
 }
 
 impl Default for MixedOpts {
     fn default() -> Self {
-        MixedOpts { mix: [45, 15, 20, 10, 10], objects: 100, size: 16 * KIB, duration: Duration::from_secs(3) }
+        MixedOpts {
+            mix: [45, 15, 20, 10, 10],
+            objects: 100,
+            size: 16 * KIB,
+            duration: Duration::from_secs(3),
+            overwrite: false,
+        }
     }
 }
 
@@ -938,6 +947,7 @@ pub async fn mixed(ctx: &Ctx, o: &MixedOpts, out: &mut WorkOut) -> anyhow::Resul
     let conc = ctx.opts.concurrency;
     let state: Arc<Vec<Mutex<MixTask>>> = Arc::new((0..conc).map(|_| Mutex::default()).collect());
     let mix = o.mix;
+    let overwrite = o.overwrite;
     let c = ctx.clone();
     let st = state.clone();
     let r = ctx
@@ -974,6 +984,7 @@ pub async fn mixed(ctx: &Ctx, o: &MixedOpts, out: &mut WorkOut) -> anyhow::Resul
                     }
                     match op {
                         0 => vec![c.get("get", base, size).await],
+                        1 if overwrite => vec![c.put("put", base, size).await],
                         1 => {
                             let seq = {
                                 let mut s = st[it.task].lock().unwrap();

@@ -245,6 +245,7 @@ async fn rate_and_mixed() {
             objects: 20,
             size: 2000,
             duration: Duration::from_millis(300),
+            overwrite: false,
         });
         let r = run_target(store.clone(), &name, opts(3), None, &wl).await;
         ok(&r);
@@ -258,6 +259,43 @@ async fn rate_and_mixed() {
     }
     assert!(parse_mix("get=50,put=40").is_err());
     assert!(parse_mix("get=50,fly=50").is_err());
+}
+
+/// `mixed --overwrite`: PUTs rewrite the populated objects, so the stored set stays the same
+/// however many PUTs run (without it every PUT adds an object).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_overwrite_keeps_the_stored_set() {
+    for overwrite in [true, false] {
+        let store: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
+        let wl = Workload::Mixed(MixedOpts {
+            mix: parse_mix("put=100").unwrap(),
+            objects: 5,
+            size: 100,
+            duration: Duration::from_millis(200),
+            overwrite,
+        });
+        let o = RunOpts { keep: true, ..opts(2) };
+        let r = run_target(store.clone(), "memory://", o, Some("owbucket"), &wl).await;
+        ok(&r);
+        let puts: u64 = r.phases.iter().filter(|p| p.name.starts_with("mixed") && p.op == "put").map(|p| p.ops).sum();
+        assert!(puts > 10, "only {puts} PUTs");
+        let mut keys = Vec::new();
+        let mut req = s3hpc_core::ListObjectsRequest { max_keys: 1000, ..Default::default() };
+        loop {
+            let page = store.list_objects("owbucket", req.clone()).await.unwrap();
+            keys.extend(page.objects.iter().map(|o| o.key.clone()));
+            match page.next_marker {
+                Some(m) if page.is_truncated => req.start_after = Some(m),
+                _ => break,
+            }
+        }
+        if overwrite {
+            assert_eq!(keys.len(), 5, "{keys:?}");
+            assert!(keys.iter().all(|k| k.contains("mixed/base/")), "{keys:?}");
+        } else {
+            assert_eq!(keys.len() as u64, 5 + puts);
+        }
+    }
 }
 
 async fn small_run(targets: &[(&str, DynStore)]) -> BenchRun {

@@ -37,6 +37,7 @@ use s3hpc_sigv4::encode::{parse_amz_date, percent_decode, uri_encode, uri_encode
 
 mod chunked;
 mod lock;
+mod spread;
 #[cfg(feature = "tls")]
 mod tls;
 pub mod xml;
@@ -62,14 +63,18 @@ impl TlsOptions {
 #[cfg(feature = "tls")]
 type Connector = tls::Connector;
 #[cfg(not(feature = "tls"))]
-type Connector = HttpConnector;
+type Connector = spread::Spread<HttpConnector>;
 
 use xml::{Node, elem};
 
 /// Where and how to reach an S3 endpoint.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    /// `http://host:port` or `https://host:port` (an optional path prefix is kept).
+    /// `http://host:port` or `https://host:port` (an optional path prefix is kept). A
+    /// comma-separated list names several endpoints of one service (gateways on one shared
+    /// root): requests are addressed to the first, and each new connection goes to the next
+    /// endpoint in turn (same scheme and path prefix for all; over TLS every endpoint must hold
+    /// a certificate for the first one's name).
     pub endpoint: String,
     pub credentials: Credentials,
     pub region: String,
@@ -187,10 +192,23 @@ impl S3Client {
 
     /// A client with explicit TLS options (used by `https://` endpoints only).
     pub fn with_tls(cfg: ClientConfig, tls_opts: &TlsOptions) -> Result<S3Client> {
-        let uri: Uri = cfg
-            .endpoint
-            .parse()
-            .map_err(|e| Error::invalid_argument(format!("endpoint {:?} is not a URL: {e}", cfg.endpoint)))?;
+        let mut list = cfg.endpoint.split(',').map(str::trim).filter(|e| !e.is_empty());
+        let first = list.next().unwrap_or("");
+        let uri: Uri =
+            first.parse().map_err(|e| Error::invalid_argument(format!("endpoint {first:?} is not a URL: {e}")))?;
+        let mut others = Vec::new();
+        for e in list {
+            let u: Uri =
+                e.parse().map_err(|err| Error::invalid_argument(format!("endpoint {e:?} is not a URL: {err}")))?;
+            if u.scheme() != uri.scheme() || u.path().trim_end_matches('/') != uri.path().trim_end_matches('/') {
+                return Err(Error::invalid_argument(format!(
+                    "endpoint {e:?}: every endpoint of a list needs the first one's scheme and path ({first:?})"
+                )));
+            }
+            others.push(
+                u.authority().cloned().ok_or_else(|| Error::invalid_argument(format!("endpoint {e:?} has no host")))?,
+            );
+        }
         let scheme = uri.scheme().cloned().unwrap_or(http::uri::Scheme::HTTP);
         let https = scheme == http::uri::Scheme::HTTPS;
         if !https && scheme != http::uri::Scheme::HTTP {
@@ -221,10 +239,13 @@ impl S3Client {
         #[cfg(feature = "tls")]
         let conn = {
             conn.enforce_http(false);
-            tls::connector(conn, tls_opts, https)?
+            tls::connector(spread::Spread::new(conn, others), tls_opts, https)?
         };
         #[cfg(not(feature = "tls"))]
-        let _ = tls_opts;
+        let conn = {
+            let _ = tls_opts;
+            spread::Spread::new(conn, others)
+        };
         let http = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(4096)
             .pool_idle_timeout(Duration::from_secs(60))

@@ -46,7 +46,7 @@ impl TlsOptions {
     }
 }
 
-pub(crate) type Connector = hyper_rustls::HttpsConnector<HttpConnector<VhostResolver>>;
+pub(crate) type Connector = hyper_rustls::HttpsConnector<crate::spread::Spread<HttpConnector<VhostResolver>>>;
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
@@ -101,7 +101,11 @@ fn client_config(opts: &TlsOptions, https: bool) -> Result<rustls::ClientConfig>
 
 /// The connector of a client: plain TCP for `http://`, rustls over it for `https://` (ALPN
 /// `http/1.1`, set by the builder).
-pub(crate) fn connector(tcp: HttpConnector<VhostResolver>, opts: &TlsOptions, https: bool) -> Result<Connector> {
+pub(crate) fn connector(
+    tcp: crate::spread::Spread<HttpConnector<VhostResolver>>,
+    opts: &TlsOptions,
+    https: bool,
+) -> Result<Connector> {
     let cfg = client_config(opts, https)?;
     Ok(hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(cfg)

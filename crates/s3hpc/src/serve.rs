@@ -91,7 +91,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Large uploads streamed at once (more wait, their bytes held back by TCP). Each costs about
-    /// 2 MiB while it streams; default 8 per worker thread, at least 16.
+    /// 2 MiB while it streams; default one per worker thread, at least 16.
     #[arg(long)]
     pub max_uploads: Option<usize>,
     /// A CompleteMultipartUpload running longer than this (milliseconds) answers 200 at once and
@@ -379,7 +379,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
 
     let workers = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    limit_malloc_arenas(workers.max(2));
+    limit_malloc_arenas(malloc_arenas(workers));
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all().thread_name("s3hpc-serve");
     if let Some(n) = args.threads {
@@ -389,19 +389,30 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     rt.block_on(serve(args))
 }
 
-/// Uploads admitted at once by default: enough to keep every worker busy hashing (MD5 runs at
-/// a few hundred MB/s per core), few enough that their buffers stay small: peak RSS under 256
-/// concurrent 1 MiB PUTs was 174 MB with 64 admitted and 74-85 MB with 16, at the same MiB/s on
-/// 2 cores (docs/perf/http.md).
+/// Uploads admitted at once by default: one per worker (each admitted upload keeps a core busy
+/// hashing and writing; MD5 runs at a few hundred MB/s per core), at least 16, so their buffers
+/// (about 2 MiB each) stay bounded by the cores, not by the clients: peak RSS under 64
+/// concurrent 1 MiB PUTs with 16 workers was 124 MB with 8 per worker, 65 MB with 16
+/// (docs/perf/scale.md). Earlier, on 2 cores: 174 MB with 64 admitted, 74-85 MB with 16, at the
+/// same MiB/s (docs/perf/http.md).
 fn default_max_uploads(threads: Option<usize>) -> usize {
     let workers = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    (8 * workers).max(16)
+    workers.max(16)
+}
+
+/// glibc malloc arenas for `workers` worker threads: as many as the workers, 2 to 4. Each arena
+/// keeps what was freed in it, so RSS grew with the arena count (64 -> 50 MB from 8 to 4 arenas
+/// under the load above with 16 workers; 2 gave 50 too), while small allocations come from
+/// each thread's cache without taking an arena lock.
+fn malloc_arenas(workers: usize) -> usize {
+    workers.clamp(2, 4)
 }
 
 /// glibc gives each contending thread its own malloc arena (up to 8 per core), and each arena
 /// keeps what was freed in it. With dozens of blocking-pool threads writing uploads, that memory
-/// piles up: capping the arenas at the worker count lowered peak RSS under 256 concurrent 1 MiB
-/// PUTs by about a fifth (docs/perf/http.md). An explicit MALLOC_ARENA_MAX wins.
+/// piles up: capping the arenas lowered peak RSS under 256 concurrent 1 MiB PUTs by about a
+/// fifth (docs/perf/http.md), and keeps it from growing with the core count
+/// ([`malloc_arenas`]). An explicit MALLOC_ARENA_MAX wins.
 fn limit_malloc_arenas(n: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
