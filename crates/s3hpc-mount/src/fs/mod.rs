@@ -62,6 +62,12 @@ fn valid_name(name: &OsStr) -> Option<&str> {
 }
 
 impl Ctx {
+    /// `name` is longer than the store keeps (`--name-max`: 255 on an s3hpc gateway over
+    /// POSIX): refused with ENAMETOOLONG where it would be made, and not looked for.
+    fn too_long(&self, name: &str) -> bool {
+        name.len() > self.opts.name_max
+    }
+
     fn ttl(&self) -> Duration {
         self.opts.metadata_ttl
     }
@@ -70,10 +76,19 @@ impl Ctx {
         Instant::now() + self.opts.metadata_ttl
     }
 
+    /// The attributes of `i` as the kernel gets them (lookups, getattr, readdirplus, setattr).
+    /// A file being written here has the size written so far, as Mountpoint reports it: the
+    /// kernel replaces its own idea of the size (and drops cached pages beyond it) with what
+    /// it is told, so a size of 0 while bytes are in the writer would make the next reader
+    /// see an empty file until the attributes expire.
     fn attr(&self, ino: u64, i: &Inode) -> FileAttr {
+        let size = match i.local {
+            Local::Writing(fh) => self.written(fh).unwrap_or(i.size),
+            _ => i.size,
+        };
         let (kind, perm, nlink, size) = match i.kind {
             Kind::Dir => (FileType::Directory, self.opts.dir_mode, 2, 0),
-            Kind::File => (FileType::RegularFile, self.opts.file_mode, 1, i.size),
+            Kind::File => (FileType::RegularFile, self.opts.file_mode, 1, size),
         };
         FileAttr {
             ino: INodeNo(ino),
@@ -91,6 +106,16 @@ impl Ctx {
             rdev: 0,
             blksize: BLKSIZE,
             flags: 0,
+        }
+    }
+
+    /// The size of the file the write handle `fh` is writing (the end of what it accepted).
+    /// Lock order: the table (held by callers), then the handles, then the writer.
+    fn written(&self, fh: u64) -> Option<u64> {
+        let h = lock(&self.handles).get(&fh).cloned()?;
+        match &*h {
+            Handle::Write { writer, .. } => Some(lock(writer).offset),
+            _ => None,
         }
     }
 
@@ -338,6 +363,10 @@ impl Filesystem for S3Fs {
             reply.error(Errno::ENOENT);
             return;
         };
+        if ctx.too_long(name) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
         let now = Instant::now();
         let key = {
             let mut t = lock(&ctx.table);
@@ -443,10 +472,7 @@ impl Filesystem for S3Fs {
         };
         if let Some(size) = size {
             let current = match i.local {
-                Local::Writing(fh) => match lock(&ctx.handles).get(&fh).map(|h| &**h) {
-                    Some(Handle::Write { writer, .. }) => lock(writer).offset,
-                    _ => i.size,
-                },
+                Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
                 _ => i.size,
             };
             if i.kind == Kind::Dir {
@@ -458,13 +484,7 @@ impl Filesystem for S3Fs {
                 return;
             }
         }
-        let mut attr = ctx.attr(ino.0, i);
-        if let Local::Writing(fh) = i.local
-            && let Some(Handle::Write { writer, .. }) = lock(&ctx.handles).get(&fh).map(|h| &**h)
-        {
-            attr.size = lock(writer).offset;
-        }
-        reply.attr(&ctx.ttl(), &attr);
+        reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
     }
 
     fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
@@ -477,6 +497,10 @@ impl Filesystem for S3Fs {
             reply.error(Errno::EINVAL);
             return;
         };
+        if ctx.too_long(name) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
         let key = {
             let t = lock(&ctx.table);
             if t.child(parent.0, name).is_some_and(|ino| t.inodes[&ino].fresh(Instant::now())) {
@@ -582,6 +606,10 @@ impl Filesystem for S3Fs {
             reply.error(Errno::ENOENT);
             return;
         };
+        if ctx.too_long(name) || ctx.too_long(newname) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
         let is_dir = {
             let t = lock(&ctx.table);
             t.child(parent.0, name).is_some_and(|i| t.inodes[&i].kind == Kind::Dir)
@@ -1058,7 +1086,7 @@ impl Filesystem for S3Fs {
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         // An object store has no fixed size: report plenty, so tools that check space go on.
         let blocks = 1u64 << 40;
-        reply.statfs(blocks, blocks, blocks, 1 << 32, 1 << 32, 4096, 1024, 4096);
+        reply.statfs(blocks, blocks, blocks, 1 << 32, 1 << 32, 4096, self.ctx.opts.name_max as u32, 4096);
     }
 
     fn getxattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: fuser::ReplyXattr) {
@@ -1106,6 +1134,10 @@ impl Filesystem for S3Fs {
             reply.error(Errno::EINVAL);
             return;
         };
+        if ctx.too_long(name) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
         let pid = req.pid();
         let now = Instant::now();
         let key = {
