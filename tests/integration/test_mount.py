@@ -650,3 +650,175 @@ def test_mount_of_another_s3_server(versitygw, tmp_path):
         assert s3.get_object(Bucket=bucket, Key="d2/x")["Body"].read() == b"x"
     finally:
         m.close()
+
+
+def test_stat_while_writing_keeps_the_written_bytes(mounted):
+    """issue 38: an fstat, a stat or a listing of a file being written reported size 0, which the
+    kernel took as the file's size (dropping what was written from its view), so a read right
+    after the close returned b'' (the bytes came 1 s later, when the attributes expired). The
+    size of a file being written is what was written so far, as in Mountpoint."""
+    p = mounted.path
+    for how in ("fstat", "stat", "readdir"):
+        f = p / f"w-{how}.txt"
+        fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            os.write(fd, b"hello")
+            if how == "fstat":
+                size = os.fstat(fd).st_size
+            elif how == "stat":
+                size = os.stat(f).st_size
+            else:
+                assert f.name in os.listdir(p)  # READDIRPLUS hands the kernel the attributes
+                size = os.stat(f).st_size
+            assert size == 5, f"{how} while writing: st_size {size}"
+            os.write(fd, b" world")
+            assert os.fstat(fd).st_size == 11
+        finally:
+            os.close(fd)
+        assert f.read_bytes() == b"hello world", f"read right after the close ({how} while writing)"
+        assert (mounted.root / f.name).read_bytes() == b"hello world"
+    # Python's "w+": reading back through the write handle fails with EBADF (a handle writes
+    # or reads, as in Mountpoint), never an empty read; the file is whole after the close.
+    f = p / "wplus.txt"
+    with open(f, "w+") as fh:
+        fh.write("hello")
+        fh.seek(0)
+        with pytest.raises(OSError) as e:
+            fh.read()
+        assert e.value.errno == errno.EBADF
+    assert f.read_text() == "hello"
+    assert (mounted.root / "wplus.txt").read_text() == "hello"
+
+
+def test_name_max_of_the_store(gw, bkt, tmp_path):
+    """issue 38: NAME_MAX was 1024 on a mount of s3hpc over POSIX, whose file system allows 255:
+    256-1024-byte names were accepted by create and mkdir and failed later (the file's upload at
+    close, rename, unlink). The mount asks the store at mount: statfs says 255 and longer names
+    fail at once with ENAMETOOLONG; other stores (here s3hpc's memory backend) keep 1024."""
+    long, ok = "l" * 256, "k" * 255
+    for transport in ("http", "unix"):
+        m = Mount(endpoint_of(gw, transport), bkt, tmp_path / f"nm-{transport}", "--allow-overwrite",
+                  log=tmp_path / "mount.log")
+        try:
+            p = m.path
+            assert os.statvfs(p).f_namemax == 255
+            (p / ok).write_bytes(b"fits")
+            assert (Path(gw.root) / bkt / ok).read_bytes() == b"fits"
+            for act in (lambda: os.open(p / long, os.O_WRONLY | os.O_CREAT), lambda: os.mkdir(p / long),
+                        lambda: os.rename(p / ok, p / long), lambda: os.stat(p / long)):
+                with pytest.raises(OSError) as e:
+                    act()
+                assert e.value.errno == errno.ENAMETOOLONG, e.value
+            (p / "d").mkdir()
+            with pytest.raises(OSError) as e:
+                os.mkdir(p / "d" / long)
+            assert e.value.errno == errno.ENAMETOOLONG
+            os.rename(p / ok, p / "short")
+            os.rename(p / "short", p / ok)
+        finally:
+            m.close()
+    # --name-max overrides the probe.
+    m = Mount(gw.endpoint, bkt, tmp_path / "nm-opt", "--name-max", "100")
+    try:
+        assert os.statvfs(m.path).f_namemax == 100
+        with pytest.raises(OSError) as e:
+            os.mkdir(m.path / ("x" * 101))
+        assert e.value.errno == errno.ENAMETOOLONG
+    finally:
+        m.close()
+    # Another store: S3's 1,024 bytes (a whole key).
+    mem = Server(tmp_path / "memroot", ["--backend", "memory", "--access-key", ACCESS_KEY,
+                                        "--secret-key", SECRET_KEY])
+    try:
+        make_client(mem.endpoint).create_bucket(Bucket="membkt")
+        m = Mount(mem.endpoint, "membkt", tmp_path / "nm-mem")
+        try:
+            assert os.statvfs(m.path).f_namemax == 1024
+            (m.path / ("m" * 300)).write_bytes(b"long name")
+            assert make_client(mem.endpoint).get_object(Bucket="membkt", Key="m" * 300)["Body"].read() == b"long name"
+        finally:
+            m.close()
+    finally:
+        mem.stop()
+
+
+def test_metadata_changes_are_refused_not_lost(mounted):
+    """issue 38: chmod, chown and utimes returned 0 and changed nothing. A change the mount cannot
+    keep is EPERM (as in Mountpoint); one that changes nothing is accepted, and so is a time of
+    "now" on a file being written (touch of a new file)."""
+    p = mounted.path
+    (mounted.root / "meta.txt").write_text("meta")
+    f = p / "meta.txt"
+    st = os.stat(f)
+    for act in (lambda: os.chmod(f, 0o600), lambda: os.chown(f, st.st_uid + 1, -1),
+                lambda: os.chown(f, -1, st.st_gid + 1), lambda: os.utime(f, (1_000_000, 1_000_000)),
+                lambda: os.utime(f), lambda: os.truncate(f, 2), lambda: os.chmod(p, 0o700)):
+        with pytest.raises(PermissionError):
+            act()
+    after = os.stat(f)
+    assert (after.st_mode, after.st_uid, after.st_gid, after.st_mtime, after.st_size) == \
+        (st.st_mode, st.st_uid, st.st_gid, st.st_mtime, st.st_size)
+    # What changes nothing is accepted.
+    os.chmod(f, st.st_mode & 0o7777)
+    os.chown(f, st.st_uid, st.st_gid)
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.truncate(f, 4)
+    # touch of a new file (create, then set the times to now) works; of an existing one it is
+    # refused (the object's time is its Last-Modified).
+    run("touch", p / "touched")
+    assert wait_until(lambda: (mounted.root / "touched").exists(), 5)
+    r = subprocess.run(["touch", str(f)], capture_output=True, text=True)
+    assert r.returncode != 0 and "Operation not permitted" in r.stderr, r.stderr
+    fd = os.open(p / "being-written", os.O_WRONLY | os.O_CREAT)
+    try:
+        os.write(fd, b"x")
+        os.utime(p / "being-written")  # now: the object gets the time of its close
+        with pytest.raises(PermissionError):
+            os.utime(p / "being-written", (1_000_000, 1_000_000))
+        with pytest.raises(PermissionError):
+            os.fchmod(fd, 0o755)
+        os.fchmod(fd, 0o644)
+    finally:
+        os.close(fd)
+    assert (mounted.root / "being-written").read_bytes() == b"x"
+
+
+def test_concurrent_appends_from_two_mounts(gw, bkt, tmp_path):
+    """issue 38: 50 `echo >> log` from each of two mounts kept 74-76 of 100 lines: the losers got
+    EIO from close() only, which bash ignores. Now every write is one append, answered when it
+    is in the object: an O_APPEND write that another writer overtook goes again to the end as
+    it is (nothing lost), and a write that cannot be placed fails itself (bash sees it)."""
+    root = Path(gw.root) / bkt
+    (root / "log").write_text("")
+    ma = Mount(gw.endpoint, bkt, tmp_path / "ma", log=tmp_path / "ma.log")
+    mb = Mount(f"unix://{gw.sock}", bkt, tmp_path / "mb", log=tmp_path / "mb.log")
+    try:
+        loop = 'for i in $(seq 50); do if echo "{w} $i" >> {log}; then echo "ok {w} $i"; else echo "lost {w} $i"; fi; done'
+        procs = [subprocess.Popen(["bash", "-c", loop.format(w=w, log=m.path / "log")], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for w, m in (("A", ma), ("B", mb))]
+        outs = [pr.communicate(timeout=300) for pr in procs]
+        reported = [line for out, _ in outs for line in out.splitlines()]
+        kept = (root / "log").read_text().splitlines()
+        ok = sorted(line[3:] for line in reported if line.startswith("ok "))
+        lost = [line for line in reported if line.startswith("lost ")]
+        assert sorted(kept) == ok, f"lines lost silently or twice: kept {len(kept)}, reported ok {len(ok)}"
+        assert len(ok) + len(lost) == 100
+        assert not lost, f"O_APPEND writes that could not be placed: {lost}; stderr: {[e for _, e in outs]}"
+        # A writer without O_APPEND (at the end it knew) overtaken by the other mount: its write
+        # fails, not only its close, and nothing of it lands in the object.
+        fd = os.open(ma.path / "log", os.O_WRONLY)
+        try:
+            os.fstat(fd)  # the kernel learns the size of the object at open
+            os.lseek(fd, 0, os.SEEK_END)
+            with open(mb.path / "log", "a") as other:
+                other.write("from B\n")
+            with pytest.raises(OSError) as e:
+                os.write(fd, b"from A\n")
+            assert e.value.errno == errno.EIO
+        finally:
+            with pytest.raises(OSError):
+                os.close(fd)
+        assert (root / "log").read_text().endswith("from B\n")
+    finally:
+        ma.close()
+        mb.close()

@@ -19,7 +19,7 @@ use crate::MountOptions;
 use crate::errors::errno;
 use crate::inode::{Found, Inode, Kind, Local, Table};
 use crate::read::{Plan, Reader, assemble_ready, assemble_wait};
-use crate::write::{WriteCtx, WriteError, Writer};
+use crate::write::{Wait, WriteCtx, WriteError, Writer};
 
 mod dir;
 mod files;
@@ -447,12 +447,12 @@ impl Filesystem for S3Fs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _mode: Option<u32>,
-        _uid: Option<u32>,
-        _gid: Option<u32>,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
         size: Option<u64>,
-        _atime: Option<TimeOrNow>,
-        _mtime: Option<TimeOrNow>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
         _fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
@@ -461,15 +461,42 @@ impl Filesystem for S3Fs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        // Modes, owners and times are the mount's (`--uid`, `--file-mode`, ...): changes to them
-        // are accepted and not kept, as cp -p, tar and rsync expect. A size change is possible
-        // only where it changes nothing (S3 objects cannot be truncated in place).
+        // Modes, owners and times are the mount's (`--uid`, `--file-mode`, ...) and the object's
+        // (Last-Modified): nothing can keep a change to them, so a change is refused with EPERM,
+        // as Mountpoint does, rather than accepted and lost. What changes nothing is accepted:
+        // the mode, owner or time an entry already has, a time of "now" on a file being written
+        // here (its object gets the time of its close) or a directory made here, and a size
+        // equal to the current one (S3 objects cannot be truncated in place).
         let ctx = &self.ctx;
         let t = lock(&ctx.table);
         let Some(i) = t.inodes.get(&ino.0) else {
             reply.error(Errno::ENOENT);
             return;
         };
+        let perm = if i.kind == Kind::Dir { ctx.opts.dir_mode } else { ctx.opts.file_mode };
+        let local = i.local != Local::No;
+        let same_time = |t: &Option<TimeOrNow>| match t {
+            None => true,
+            Some(TimeOrNow::Now) => local,
+            Some(TimeOrNow::SpecificTime(at)) => *at == i.mtime,
+        };
+        let refused = if mode.is_some_and(|m| m & 0o7777 != u32::from(perm)) {
+            Some("mode")
+        } else if uid.is_some_and(|u| u != ctx.opts.uid) || gid.is_some_and(|g| g != ctx.opts.gid) {
+            Some("owner")
+        } else if !same_time(&atime) || !same_time(&mtime) {
+            Some("times")
+        } else {
+            None
+        };
+        if let Some(what) = refused {
+            tracing::info!(
+                "s3hpc mount: setattr of {:?} refused: the {what} cannot be kept (modes and owners come from the mount's options, times from the object)",
+                i.key
+            );
+            reply.error(Errno::EPERM);
+            return;
+        }
         if let Some(size) = size {
             let current = match i.local {
                 Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
@@ -912,12 +939,30 @@ impl Filesystem for S3Fs {
         let mut w = lock(writer);
         let n = data.len() as u32;
         match w.write(offset, data) {
-            Ok(None) => reply.written(n),
-            Ok(Some(rx)) => {
+            Ok(Wait::Done) => reply.written(n),
+            Ok(Wait::Slot(rx)) => {
                 drop(w);
                 self.spawn(async move {
                     let _ = rx.await;
                     reply.written(n);
+                });
+            }
+            Ok(Wait::Append(append)) => {
+                // The write that lost to another writer fails itself (EIO, the log names
+                // InvalidWriteOffset), so that `echo >> log` reports it.
+                let key = w.key.clone();
+                drop(w);
+                let h = h.clone();
+                self.spawn(async move {
+                    match append.await {
+                        Ok(out) => {
+                            if let Handle::Write { writer, .. } = &*h {
+                                lock(writer).appended(out.size);
+                            }
+                            reply.written(n)
+                        }
+                        Err(e) => reply.error(errno(&e, "append", &key)),
+                    }
                 });
             }
             Err(e) => {
