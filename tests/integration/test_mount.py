@@ -158,7 +158,8 @@ def test_tar_extract_and_rsync(mounted, tmp_path):
     (tree / "big.dat").write_bytes(os.urandom(6 * MiB))
     with tarfile.open(tmp_path / "t.tar", "w") as t:
         t.add(tree, arcname="tree")
-    run("tar", "-xf", tmp_path / "t.tar", "-C", mounted.path)
+    # -m: the files' times are the objects' (tar's utime would be EPERM, as in Mountpoint)
+    run("tar", "-m", "-xf", tmp_path / "t.tar", "-C", mounted.path)
     run("diff", "-r", tree, mounted.path / "tree")
     run("diff", "-r", tree, mounted.root / "tree")
 
@@ -168,6 +169,10 @@ def test_tar_extract_and_rsync(mounted, tmp_path):
     # a second run finds nothing to do (sizes and contents match)
     r = run("rsync", "-r", "--inplace", "--checksum", "--itemize-changes", f"{tree}/", f"{mounted.path / 'rs'}/")
     assert r.stdout.strip() == "", r.stdout
+    # Without -m tar restores the times, which the mount cannot keep: it says so (EPERM).
+    (mounted.path / "utime").mkdir()
+    r = subprocess.run(["tar", "-xf", tmp_path / "t.tar", "-C", mounted.path / "utime"], capture_output=True, text=True)
+    assert r.returncode != 0 and "Cannot utime: Operation not permitted" in r.stderr, r.stderr
 
 
 def test_fio_sequential_and_random_reads(mounted, tmp_path):
@@ -822,3 +827,140 @@ def test_concurrent_appends_from_two_mounts(gw, bkt, tmp_path):
     finally:
         ma.close()
         mb.close()
+
+
+@pytest.mark.parametrize("transport", ["http", "unix"])
+def test_rename_over_a_file_while_others_look(gw, bkt, tmp_path, transport):
+    """issue 38: once, under load, ENOENT right after a successful `mv -f a b` onto an existing b.
+    Lookups that revalidate a name (no directory lock) and listings that span several READDIRPLUS
+    calls (one LIST page handed out over many calls) could land in the inode table after a
+    rename they began before: `a` came back as a ghost for the TTL, and `b` took the old
+    object's size and ETag (a read then failed). While one thread replaces b by renaming a
+    onto it again and again, others list the directory and stat both names: after each rename
+    b reads the new bytes and a is gone."""
+    m = Mount(endpoint_of(gw, transport), bkt, tmp_path / "m", "--allow-overwrite", "--allow-delete",
+              log=tmp_path / "mount.log")
+    try:
+        d = m.path / "race"
+        d.mkdir()
+        # Several READDIRPLUS calls per listing, and the renamed names in the last ones.
+        for i in range(150):
+            (d / f"filler-{i:03}").write_bytes(b"")
+        (d / "z-b").write_bytes(b"initial")
+        stop = threading.Event()
+        errors: list[str] = []
+
+        def lister():
+            # A slow reader of the directory: the names at its end are handed out well after
+            # the page was listed.
+            while not stop.is_set():
+                try:
+                    with os.scandir(d) as it:
+                        for _ in it:
+                            time.sleep(0.0005)
+                except OSError as e:
+                    errors.append(f"listdir: {e}")
+
+        def stater():
+            while not stop.is_set():
+                for n in ("z-a", "z-b"):
+                    try:
+                        os.stat(d / n)
+                    except FileNotFoundError:
+                        pass
+
+        threads = [threading.Thread(target=f, daemon=True) for f in (lister, lister, stater)]
+        for t in threads:
+            t.start()
+        try:
+            for i in range(30):
+                body = f"version {i} ".encode() * (i + 1)
+                (d / "z-a").write_bytes(body)
+                os.rename(d / "z-a", d / "z-b")
+                # For a while after the rename (the listings and lookups begun before it land
+                # meanwhile): b is the new file, a is gone.
+                until = time.monotonic() + 0.1
+                while time.monotonic() < until:
+                    try:
+                        got = (d / "z-b").read_bytes()
+                        if got != body:
+                            errors.append(f"round {i}: b has {len(got)} bytes, not the {len(body)} renamed onto it")
+                    except OSError as e:
+                        errors.append(f"round {i}: read b: {e}")
+                    if os.path.exists(d / "z-a"):
+                        errors.append(f"round {i}: a exists after the rename")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(30)
+        assert not errors, errors[:10]
+        assert (Path(gw.root) / bkt / "race" / "z-b").read_bytes() == f"version {29} ".encode() * 30
+    finally:
+        m.close()
+
+
+def getdents(fd: int, size: int = 4096) -> list[str] | None:
+    """One getdents64(2) with a small buffer, as Go's os.ReadDir reads (glibc's readdir reads
+    with a buffer of st_blksize, 1 MiB here, which takes a whole LIST page at once); None at
+    the end of the directory."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(size)
+    n = libc.syscall(217, fd, buf, size)  # SYS_getdents64 on x86_64
+    assert n >= 0, os.strerror(ctypes.get_errno())
+    names, off = [], 0
+    while off < n:
+        reclen = int.from_bytes(buf.raw[off + 16:off + 18], "little")
+        names.append(buf.raw[off + 19:off + reclen].split(b"\0")[0].decode())
+        off += reclen
+    return names or None
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="getdents64's syscall number is x86_64's")
+@pytest.mark.parametrize("transport", ["http", "unix"])
+def test_listing_across_a_rename_brings_no_ghost(gw, bkt, tmp_path, transport):
+    """issue 38 (ENOENT right after `mv -f a b`): a listing page (1,000 keys of one LIST) is handed
+    out over several READDIRPLUS calls when the reader's buffer is small, the directory unlocked
+    in between; entries of a page listed before a rename installed the old names after it: the
+    source came back (a ghost that stat finds and read cannot open, for the TTL and beyond) and
+    the destination took the replaced object's attributes. Names this mount changed after the
+    page was listed are answered from the inode table."""
+    m = Mount(endpoint_of(gw, transport), bkt, tmp_path / "m", "--allow-overwrite", "--metadata-ttl", "10s",
+              log=tmp_path / "mount.log")
+    try:
+        root = Path(gw.root) / bkt / "dd"
+        root.mkdir()
+        for i in range(300):
+            (root / f"f{i:03}-{'x' * 40}").write_bytes(b"")
+        d = m.path / "dd"
+        (d / "z-a").write_bytes(b"new contents")
+        (d / "z-b").write_bytes(b"old")
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            getdents(fd)  # "." and ".."
+            getdents(fd)  # the page is listed; its first entries handed out
+            os.rename(d / "z-a", d / "z-b")
+            while getdents(fd) is not None:
+                pass
+        finally:
+            os.close(fd)
+        assert not os.path.exists(d / "z-a"), "the renamed-away name came back from the listing"
+        assert "z-a" not in os.listdir(d)
+        assert os.stat(d / "z-b").st_size == 12
+        assert (d / "z-b").read_bytes() == b"new contents"
+        # The same for an unlink (a name removed after the page was listed stays removed).
+        (d / "z-c").write_bytes(b"c")
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            getdents(fd)
+            getdents(fd)
+            with pytest.raises(PermissionError):
+                os.unlink(d / "z-c")  # no --allow-delete: refused, nothing changes
+            os.rename(d / "z-c", d / "z-d")
+            while getdents(fd) is not None:
+                pass
+        finally:
+            os.close(fd)
+        assert not os.path.exists(d / "z-c") and (d / "z-d").read_bytes() == b"c"
+    finally:
+        m.close()

@@ -384,14 +384,24 @@ impl Filesystem for S3Fs {
                 reply.error(Errno::ENOTDIR);
                 return;
             };
-            format!("{pfx}{name}")
+            (format!("{pfx}{name}"), t.epoch())
         };
+        let (key, epoch) = key;
         let name = name.to_string();
         self.spawn(async move {
             match ctx.remote_lookup(&key).await {
                 Ok(found) => {
                     let mut t = lock(&ctx.table);
                     t.prune_negative(Instant::now());
+                    if t.changed_since(parent.0, &name, epoch) {
+                        // This mount created, removed or renamed the name while the LISTs were
+                        // out (a lookup that revalidates a name does not hold the directory's
+                        // lock): what the table knows is newer than what they found.
+                        return match t.child(parent.0, &name) {
+                            Some(ino) => ctx.reply_entry(&mut t, ino, reply),
+                            None => ctx.reply_negative(reply),
+                        };
+                    }
                     match t.install(parent.0, &name, found, ctx.until()) {
                         Some(ino) => ctx.reply_entry(&mut t, ino, reply),
                         None => ctx.reply_negative(reply),
@@ -421,14 +431,21 @@ impl Filesystem for S3Fs {
             i.key.clone()
         };
         self.spawn(async move {
-            match ctx.head(&key).await {
+            let r = ctx.head(&key).await;
+            let mut t = lock(&ctx.table);
+            let until = ctx.until();
+            let Some(i) = t.inodes.get_mut(&ino.0) else {
+                reply.error(Errno::ENOENT);
+                return;
+            };
+            if i.key != key {
+                // Renamed by this mount while the HEAD was out: the answer is about the old
+                // name (NoSuchKey, or another object that took it); the rename kept the object.
+                reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
+                return;
+            }
+            match r {
                 Ok(Some(info)) => {
-                    let mut t = lock(&ctx.table);
-                    let until = ctx.until();
-                    let Some(i) = t.inodes.get_mut(&ino.0) else {
-                        reply.error(Errno::ENOENT);
-                        return;
-                    };
                     if i.local == Local::No {
                         i.size = info.size;
                         i.etag = info.etag;
@@ -685,7 +702,10 @@ impl Filesystem for S3Fs {
             }
             match r {
                 Ok(()) => {
-                    lock(&ctx.table).rename(parent.0, &name, newparent.0, &newname, dst);
+                    lock(&ctx.table).rename(parent.0, &name, newparent.0, &newname, dst.clone(), ctx.until());
+                    // Open readers of the file read it under its new name (as an open file
+                    // survives a rename in POSIX).
+                    rename_dir::rekey_readers(&ctx, &src, &dst, false);
                     reply.ok();
                 }
                 Err(e) if e.code == ErrorCode::NotImplemented => reply.error(Errno::ENOSYS),
@@ -826,6 +846,13 @@ impl Filesystem for S3Fs {
         drop(t);
         self.spawn(async move {
             match ctx.head(&key).await {
+                Ok(_) if lock(&ctx.table).inodes.get(&ino.0).is_some_and(|i| i.key != key) => {
+                    // Renamed by this mount while the HEAD was out: open what the table knows
+                    // (the rename kept the object, ETag included).
+                    let mut t = lock(&ctx.table);
+                    let fh = open_reader(&ctx, &mut t, ino.0);
+                    reply_opened(&ctx, &mut t, ino.0, fh, reply);
+                }
                 Ok(Some(info)) => {
                     let mut t = lock(&ctx.table);
                     let until = ctx.until();
