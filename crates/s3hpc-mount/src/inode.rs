@@ -282,7 +282,15 @@ impl Table {
     /// A file renamed in the bucket: its inode now stands for `key` under `newname` in
     /// `newparent`; whatever was there is dropped, and the old name is free (known absent
     /// until `negative_until`).
-    pub fn rename(&mut self, parent: u64, name: &str, newparent: u64, newname: &str, key: String, negative_until: Instant) {
+    pub fn rename(
+        &mut self,
+        parent: u64,
+        name: &str,
+        newparent: u64,
+        newname: &str,
+        key: String,
+        negative_until: Instant,
+    ) {
         self.touch(parent, name);
         self.touch(newparent, newname);
         if (parent, name) != (newparent, newname) {
@@ -426,6 +434,29 @@ mod tests {
         assert_eq!(t.child(sub, "ld2"), Some(ld));
         assert!(t.local_children.get(&sub).is_some_and(|s| s.contains("ld2")));
         assert!(!t.local_children.get(&ROOT).is_some_and(|s| s.contains("ld")));
+        // what this mount changed after an epoch is newer than answers fetched at it
+        let e = t.epoch();
+        let src = t.install(ROOT, "src", Found::File { size: 1, etag: "s".into(), mtime: SystemTime::now() }, later);
+        assert!(!t.changed_since(ROOT, "src", e), "an install is not a change of this mount");
+        t.rename(ROOT, "src", ROOT, "dst", "p/dst".into(), later);
+        assert!(t.changed_since(ROOT, "src", e) && t.changed_since(ROOT, "dst", e));
+        assert!(!t.changed_since(ROOT, "src", t.epoch()));
+        assert_eq!(t.child(ROOT, "dst"), src);
+        assert!(
+            t.negative.get(&(ROOT, "src".to_string())).is_some_and(|u| *u == later),
+            "the old name is known absent"
+        );
+        t.remove_name(ROOT, "dst", later);
+        assert!(t.changed_since(ROOT, "dst", e + 2));
+        // memory stays bounded; answers older than what was forgotten count as stale
+        let mut t2 = Table::new("");
+        let e0 = t2.epoch();
+        for i in 0..CHANGES_KEPT + 10 {
+            t2.remove_name(ROOT, &format!("n{i}"), Instant::now());
+        }
+        assert!(t2.changed.len() <= CHANGES_KEPT);
+        assert!(t2.changed_since(ROOT, "never-changed", e0));
+        assert!(!t2.changed_since(ROOT, "never-changed", t2.epoch()));
         // a file's dir_prefix is None
         let f2 = t.install(ROOT, "f", Found::File { size: 0, etag: "x".into(), mtime: SystemTime::now() }, later);
         assert!(t.dir_prefix(f2.unwrap()).is_none());

@@ -392,7 +392,13 @@ where
 /// tell its own earlier success from another writer's. An answer of `InvalidWriteOffset` is
 /// certain (nothing was written); with `O_APPEND` (`any_offset`) the body is then sent again
 /// at the object's end as it is now, a bounded number of times.
-async fn append_at(ctx: &WriteCtx, key: &str, mut offset: u64, body: Bytes, any_offset: bool) -> Result<PutObjectOutput, Error> {
+async fn append_at(
+    ctx: &WriteCtx,
+    key: &str,
+    mut offset: u64,
+    body: Bytes,
+    any_offset: bool,
+) -> Result<PutObjectOutput, Error> {
     let mut attempt = 0;
     loop {
         let req = PutObjectRequest { content_length: Some(body.len() as u64), ..Default::default() };
@@ -405,7 +411,10 @@ async fn append_at(ctx: &WriteCtx, key: &str, mut offset: u64, body: Bytes, any_
                 let jitter = u64::from(nanos.subsec_nanos() % 1000);
                 tokio::time::sleep(Duration::from_micros(500 * u64::from(attempt) + jitter)).await;
                 let info = ctx.store.head_object(&ctx.bucket, key, GetObjectRequest::default()).await?;
-                tracing::debug!("s3hpc mount: append to {key:?} at {offset}: another writer appended; now at {}", info.size);
+                tracing::debug!(
+                    "s3hpc mount: append to {key:?} at {offset}: another writer appended; now at {}",
+                    info.size
+                );
                 offset = info.size;
             }
             r => return r,
