@@ -215,6 +215,23 @@ pub fn mount(
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn name_max_probe_of_a_store_without_the_posix_limit() {
+        let mem = s3hpc_core::memory::MemoryStore::new();
+        s3hpc_core::Store::create_bucket(&mem, "bkt").await.unwrap();
+        assert_eq!(probe_name_max(&mem, "bkt", "").await, S3_NAME_MAX);
+        assert_eq!(probe_name_max(&mem, "bkt", "some/prefix/").await, S3_NAME_MAX);
+        // A prefix too long for a 256-byte name below it: nothing to ask.
+        assert_eq!(probe_name_max(&mem, "bkt", &"p/".repeat(400)).await, S3_NAME_MAX);
+        let mut o = MountOptions::new("b");
+        o.name_max = 0;
+        assert!(o.validate().is_err());
+        o.name_max = 1025;
+        assert!(o.validate().is_err());
+        o.name_max = POSIX_NAME_MAX;
+        o.validate().unwrap();
+    }
+
     #[test]
     fn validate_normalises_prefix() {
         let mut o = MountOptions::new("b");
