@@ -6,12 +6,17 @@
 //! at all; a file that never filled a part is one PUT.
 //!
 //! An existing file opened for writing without `O_TRUNC` on a store that appends (an s3hpc
-//! gateway) is an appender instead: every write is one append (PutObject with a write offset)
-//! at the object's end, and the write returns when its append is done, so a conflict with
-//! another writer (another mount, a client of the bucket) fails the very write that lost, where
-//! programs (a shell's `echo >> log`) look, not only the close. With `O_APPEND` the append goes
-//! to the object's end whatever others appended meanwhile (it is sent again at the new end,
-//! as POSIX's `O_APPEND` writes at the end of the file as it is); without, the write fails.
+//! gateway) is an appender instead: its writes become appends (PutObject with a write offset)
+//! at the object's end. The first write of a handle is one append and returns when it is done,
+//! so a conflict with another writer (another mount, a client of the bucket) fails the very
+//! write, where programs (a shell's `echo >> log`, one write per open) look, not only the
+//! close. Later writes gather, whole, into parts of up to the part size, each one append sent
+//! in order while the application goes on writing (an append costs the gateway more as the
+//! object grows, so a stream of small writes must not become as many appends); the rest goes
+//! at close or fsync, and a failed append fails the next write. With `O_APPEND` an append goes
+//! to the object's end whatever others appended meanwhile (it is sent again at the new end, as
+//! POSIX's `O_APPEND` writes at the end of the file as it is; writes are never split between
+//! appends, so each stays whole); without, it fails.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -69,6 +74,8 @@ pub struct Writer {
 
 /// An appender's state: the last append, which the next one waits for.
 struct Append {
+    /// Whether an append was sent through this handle (the first write goes at once).
+    sent_any: bool,
     /// The last append (or the object as it was at open): appends go out one after another,
     /// each at the end the one before left.
     tail: Completion,
@@ -126,7 +133,7 @@ impl Writer {
         w.start = at.size;
         let tail: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> =
             Box::pin(std::future::ready(Ok(at)));
-        w.append = Some(Append { tail: tail.shared(), any_offset });
+        w.append = Some(Append { sent_any: false, tail: tail.shared(), any_offset });
         w
     }
 
@@ -154,12 +161,28 @@ impl Writer {
         if offset != self.offset && !self.append.as_ref().is_some_and(|a| a.any_offset) {
             return Err(WriteError::NotSequential);
         }
-        if self.append.is_some() {
-            // Write-through: this write is one append, answered when it is in the object.
-            self.offset += data.len() as u64;
-            return Ok(Wait::Append(self.send_append(Bytes::copy_from_slice(data))));
-        }
         let part = self.ctx.part_size as usize;
+        if let Some(a) = &self.append {
+            self.offset += data.len() as u64;
+            if !a.sent_any && self.buf.len() == 0 {
+                // The first write: one append, answered when it is in the object.
+                let (append, _) = self.send_append(Bytes::copy_from_slice(data));
+                return Ok(Wait::Append(append));
+            }
+            // Whole writes gather into parts: a part that this write would overflow goes first.
+            let mut wait = Wait::Done;
+            if self.buf.len() > 0 && self.buf.len() + data.len() > part {
+                let body = self.buf.take();
+                if let (_, Some(rx)) = self.send_append(body) {
+                    wait = Wait::Slot(rx);
+                }
+            }
+            if let PartBuf::None = self.buf {
+                self.buf = PartBuf::new(&self.ctx, part.max(data.len()));
+            }
+            self.buf.append(data);
+            return Ok(wait);
+        }
         if self.offset + data.len() as u64 > self.ctx.part_size * s3hpc_core::MAX_PART_NUMBER as u64 {
             return Err(WriteError::TooLarge);
         }
@@ -208,14 +231,15 @@ impl Writer {
     }
 
     /// Send `body` as the next append, at the end the appends before it left; returns the
-    /// append (the new tail).
-    fn send_append(&mut self, body: Bytes) -> Completion {
+    /// append (the new tail) and, when it waits for an upload slot, when it got one.
+    fn send_append(&mut self, body: Bytes) -> (Completion, Option<tokio::sync::oneshot::Receiver<()>>) {
         let a = self.append.as_mut().expect("an appender");
+        a.sent_any = true;
         let (prev, any_offset) = (a.tail.clone(), a.any_offset);
         let (ctx, key, failed) = (self.ctx.clone(), self.key.clone(), self.failed.clone());
+        let (slot, rx) = Slot::take(&self.ctx);
         let task = self.ctx.rt.spawn(async move {
-            let _permit =
-                ctx.slots.clone().acquire_owned().await.map_err(|_| Error::internal("mount is shutting down"))?;
+            let _permit = slot.wait(&ctx).await?;
             let offset = prev.await.map_err(|e| (*e).clone())?.size;
             let r = append_at(&ctx, &key, offset, body, any_offset).await;
             if r.is_err() {
@@ -230,7 +254,7 @@ impl Writer {
             }
         });
         a.tail = fut.shared();
-        a.tail.clone()
+        (a.tail.clone(), rx)
     }
 
     /// Finish the object (idempotent: every caller gets the same outcome). An appender sends
@@ -239,9 +263,13 @@ impl Writer {
         if let Some(c) = &self.completion {
             return c.clone();
         }
-        if let Some(a) = &self.append {
-            // Every write went out as it came: wait for the last append.
-            return a.tail.clone();
+        if self.append.is_some() {
+            let rest = self.buf.take();
+            if !rest.is_empty() {
+                // The close waits for the append itself; no write waits for its slot.
+                return self.send_append(rest).0;
+            }
+            return self.append.as_ref().expect("an appender").tail.clone();
         }
         let ctx = self.ctx.clone();
         let key = self.key.clone();
@@ -554,8 +582,17 @@ mod tests {
         }
     }
 
+    /// A later write of an appender: taken into a part (waiting for an upload slot if asked).
+    async fn gather(w: &mut Writer, off: u64, data: &[u8]) {
+        match w.write(off, data).unwrap() {
+            Wait::Done => {}
+            Wait::Slot(rx) => rx.await.unwrap(),
+            Wait::Append(_) => panic!("only the first write of an appender goes at once"),
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn appender_writes_through_and_goes_on_after_fsync() {
+    async fn appender_first_write_goes_through_later_ones_gather() {
         let mem = s3hpc_core::memory::MemoryStore::new();
         mem.create_bucket("bkt").await.unwrap();
         let store: DynStore = Arc::new(mem);
@@ -563,35 +600,53 @@ mod tests {
         let mut w = Writer::appender(ctx(store.clone(), 1), "log".into(), 1, out.unwrap(), false);
         assert!(w.untouched());
         assert_eq!(w.write(0, b"x").unwrap_err(), WriteError::NotSequential, "not at the end");
-        // 11 MiB in 1 MiB writes: each is in the object when its write is answered.
+        // The first write is in the object when it is answered.
+        assert_eq!(append(&mut w, 5, b"line\n").await.unwrap().size, 10);
+        assert_eq!(&get(&store, "log").await.0[..], b"head|line\n");
+        // 11 MiB in 1 MiB writes: whole writes gather into 5 MiB parts, appended in order.
         let data: Vec<u8> = (0..11u32 << 20).map(|i| (i % 251) as u8).collect();
-        let mut off = 5;
+        let mut off = 10;
         for piece in data.chunks(1 << 20) {
-            let out = append(&mut w, off, piece).await.unwrap();
+            gather(&mut w, off, piece).await;
             off += piece.len() as u64;
-            assert_eq!(out.size, off);
-            assert_eq!(get(&store, "log").await.1.size, off, "the write returned before its append");
         }
+        assert_eq!(w.offset, off, "st_size counts what was written");
         let synced = w.complete().await.unwrap();
-        assert_eq!(synced.size, 5 + data.len() as u64);
+        assert_eq!(synced.size, off);
         let (body, _) = get(&store, "log").await;
-        assert_eq!(&body[..5], b"head|");
-        assert_eq!(&body[5..], &data[..]);
+        assert_eq!(&body[..10], b"head|line\n");
+        assert_eq!(&body[10..], &data[..]);
         // After an fsync the appender goes on.
-        append(&mut w, off, b"tail").await.unwrap();
+        gather(&mut w, off, b"tail").await;
         assert_eq!(w.complete().await.unwrap().size, synced.size + 4);
         assert!(get(&store, "log").await.0.ends_with(b"tail"));
-        // Someone else appended meanwhile: the next write fails itself (not only the close),
-        // nothing interleaves, and the handle stays failed.
+        // Someone else appended meanwhile: the next append fails, nothing interleaves, and the
+        // handle stays failed (the next write fails too).
         let size = synced.size + 4;
         store
             .append_object("bkt", "log", size, PutObjectRequest::default(), Body::from(b"other".to_vec()))
             .await
             .unwrap();
-        assert_eq!(append(&mut w, size, b"mine").await.unwrap_err().code, ErrorCode::InvalidWriteOffset);
+        gather(&mut w, size, b"mine").await;
+        assert_eq!(w.complete().await.unwrap_err().code, ErrorCode::InvalidWriteOffset);
         assert_eq!(w.write(size + 4, b"more").unwrap_err(), WriteError::Failed);
-        assert!(w.complete().await.is_err());
         assert!(get(&store, "log").await.0.ends_with(b"tailother"));
+        // A new handle whose first write lost: that write fails itself.
+        let info = get(&store, "log").await.1;
+        let at = PutObjectOutput {
+            version_id: None,
+            etag: info.etag,
+            checksum: None,
+            size: info.size,
+            last_modified: info.last_modified,
+        };
+        let mut w = Writer::appender(ctx(store.clone(), 1), "log".into(), 1, at, false);
+        store
+            .append_object("bkt", "log", info.size, PutObjectRequest::default(), Body::from(b"x".to_vec()))
+            .await
+            .unwrap();
+        assert_eq!(append(&mut w, info.size, b"y").await.unwrap_err().code, ErrorCode::InvalidWriteOffset);
+        assert!(get(&store, "log").await.0.ends_with(b"otherx"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -606,12 +661,16 @@ mod tests {
         let out = append(&mut w, 0, b"c\n").await.unwrap();
         assert_eq!(out.size, 6);
         assert_eq!(w.offset, 6, "st_size follows the object's end");
+        // Later writes too (at close), each whole.
         store.append_object("bkt", "log", 6, PutObjectRequest::default(), Body::from(b"d\n".to_vec())).await.unwrap();
-        append(&mut w, 0, b"e\n").await.unwrap();
-        assert_eq!(&get(&store, "log").await.0[..], b"a\nb\nc\nd\ne\n");
-        // The object gone: the write fails (ENOENT), it does not make a new one.
+        gather(&mut w, 0, b"e\n").await;
+        gather(&mut w, 0, b"f\n").await;
+        assert_eq!(w.complete().await.unwrap().size, 12);
+        assert_eq!(&get(&store, "log").await.0[..], b"a\nb\nc\nd\ne\nf\n");
+        // The object gone: the append fails (NoSuchKey), it does not make a new one.
         store.delete_object("bkt", "log").await.unwrap();
-        assert_eq!(append(&mut w, 0, b"f\n").await.unwrap_err().code, ErrorCode::NoSuchKey);
+        gather(&mut w, 0, b"g\n").await;
+        assert_eq!(w.complete().await.unwrap_err().code, ErrorCode::NoSuchKey);
         assert!(store.head_object("bkt", "log", GetObjectRequest::default()).await.is_err());
     }
 
