@@ -69,7 +69,18 @@ pub struct Table {
     next_ino: u64,
     /// Key prefix of the mount (empty or ending with `/`).
     prefix: String,
+    /// Counts the namespace changes this mount made (create, mkdir, unlink, rmdir, rename).
+    epoch: u64,
+    /// The epoch of the last change this mount made to each name: what a lookup or a listing
+    /// page fetched before it says about the name is older than what the table knows.
+    changed: HashMap<(u64, String), u64>,
+    /// Changes before this epoch were forgotten (bounded memory): answers fetched before it
+    /// are treated as older than every name.
+    forgotten_below: u64,
 }
+
+/// How many name changes [`Table::changed`] remembers before it forgets the oldest half.
+const CHANGES_KEPT: usize = 8192;
 
 impl Table {
     pub fn new(prefix: &str) -> Table {
@@ -98,7 +109,33 @@ impl Table {
             local_children: HashMap::new(),
             next_ino: ROOT + 1,
             prefix: prefix.to_string(),
+            epoch: 0,
+            changed: HashMap::new(),
+            forgotten_below: 0,
         }
+    }
+
+    /// The epoch now: keep it with a request whose answer will be installed later (a lookup,
+    /// a listing page), and ask [`Table::changed_since`] before installing it.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Whether this mount changed `name` in `parent` after `epoch` (so an answer fetched at
+    /// `epoch` is stale for it).
+    pub fn changed_since(&self, parent: u64, name: &str, epoch: u64) -> bool {
+        epoch < self.forgotten_below || self.changed.get(&(parent, name.to_string())).is_some_and(|e| *e > epoch)
+    }
+
+    /// Record a change of `name` in `parent` made by this mount.
+    fn touch(&mut self, parent: u64, name: &str) {
+        self.epoch += 1;
+        if self.changed.len() >= CHANGES_KEPT {
+            let cut = self.epoch - (CHANGES_KEPT / 2) as u64;
+            self.changed.retain(|_, e| *e >= cut);
+            self.forgotten_below = cut;
+        }
+        self.changed.insert((parent, name.to_string()), self.epoch);
     }
 
     /// The key prefix of directory `ino`'s children ("" or ending with `/`).
@@ -178,6 +215,7 @@ impl Table {
     /// Add a local inode (mkdir, create) under `parent`.
     pub fn insert_local(&mut self, parent: u64, name: &str, kind: Kind, local: Local) -> Option<u64> {
         let pfx = self.dir_prefix(parent)?;
+        self.touch(parent, name);
         let slot = (parent, name.to_string());
         self.negative.remove(&slot);
         self.children.remove(&slot);
@@ -223,6 +261,7 @@ impl Table {
     /// Take `name` out of `parent` (unlink, rmdir, a failed upload); the name is then known
     /// to be absent until `negative_until`.
     pub fn remove_name(&mut self, parent: u64, name: &str, negative_until: Instant) {
+        self.touch(parent, name);
         let slot = (parent, name.to_string());
         if let Some(ino) = self.children.remove(&slot) {
             if let Some(i) = self.inodes.get_mut(&ino) {
@@ -241,8 +280,22 @@ impl Table {
     }
 
     /// A file renamed in the bucket: its inode now stands for `key` under `newname` in
-    /// `newparent`; whatever was there is dropped, and the old name is free.
-    pub fn rename(&mut self, parent: u64, name: &str, newparent: u64, newname: &str, key: String) {
+    /// `newparent`; whatever was there is dropped, and the old name is free (known absent
+    /// until `negative_until`).
+    pub fn rename(
+        &mut self,
+        parent: u64,
+        name: &str,
+        newparent: u64,
+        newname: &str,
+        key: String,
+        negative_until: Instant,
+    ) {
+        self.touch(parent, name);
+        self.touch(newparent, newname);
+        if (parent, name) != (newparent, newname) {
+            self.negative.insert((parent, name.to_string()), negative_until);
+        }
         let dst = (newparent, newname.to_string());
         if let Some(old) = self.children.remove(&dst) {
             if let Some(i) = self.inodes.get_mut(&old) {
@@ -283,7 +336,7 @@ impl Table {
         if local != Local::No {
             self.local_children.entry(newparent).or_default().insert(newname.to_string());
         }
-        self.rename(parent, name, newparent, newname, key.clone());
+        self.rename(parent, name, newparent, newname, key.clone(), Instant::now());
         let (from, to) = (format!("{old}/"), format!("{key}/"));
         for i in self.inodes.values_mut() {
             if let Some(rest) = i.key.strip_prefix(&from) {
@@ -381,6 +434,29 @@ mod tests {
         assert_eq!(t.child(sub, "ld2"), Some(ld));
         assert!(t.local_children.get(&sub).is_some_and(|s| s.contains("ld2")));
         assert!(!t.local_children.get(&ROOT).is_some_and(|s| s.contains("ld")));
+        // what this mount changed after an epoch is newer than answers fetched at it
+        let e = t.epoch();
+        let src = t.install(ROOT, "src", Found::File { size: 1, etag: "s".into(), mtime: SystemTime::now() }, later);
+        assert!(!t.changed_since(ROOT, "src", e), "an install is not a change of this mount");
+        t.rename(ROOT, "src", ROOT, "dst", "p/dst".into(), later);
+        assert!(t.changed_since(ROOT, "src", e) && t.changed_since(ROOT, "dst", e));
+        assert!(!t.changed_since(ROOT, "src", t.epoch()));
+        assert_eq!(t.child(ROOT, "dst"), src);
+        assert!(
+            t.negative.get(&(ROOT, "src".to_string())).is_some_and(|u| *u == later),
+            "the old name is known absent"
+        );
+        t.remove_name(ROOT, "dst", later);
+        assert!(t.changed_since(ROOT, "dst", e + 2));
+        // memory stays bounded; answers older than what was forgotten count as stale
+        let mut t2 = Table::new("");
+        let e0 = t2.epoch();
+        for i in 0..CHANGES_KEPT + 10 {
+            t2.remove_name(ROOT, &format!("n{i}"), Instant::now());
+        }
+        assert!(t2.changed.len() <= CHANGES_KEPT);
+        assert!(t2.changed_since(ROOT, "never-changed", e0));
+        assert!(!t2.changed_since(ROOT, "never-changed", t2.epoch()));
         // a file's dir_prefix is None
         let f2 = t.install(ROOT, "f", Found::File { size: 0, etag: "x".into(), mtime: SystemTime::now() }, later);
         assert!(t.dir_prefix(f2.unwrap()).is_none());

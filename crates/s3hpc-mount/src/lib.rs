@@ -59,6 +59,11 @@ pub struct MountOptions {
     pub allow_root: bool,
     /// `-o auto_unmount`.
     pub auto_unmount: bool,
+    /// Longest name of one path component, in bytes (statfs's `f_namelen`); longer names are
+    /// refused with `ENAMETOOLONG` at lookup, create, mkdir and rename. S3 allows 1,024 bytes
+    /// (the whole key); an s3hpc gateway over POSIX stores every component as a file name,
+    /// where the file system allows 255 (see [`probe_name_max`]).
+    pub name_max: usize,
 }
 
 impl MountOptions {
@@ -85,6 +90,7 @@ impl MountOptions {
             allow_other: false,
             allow_root: false,
             auto_unmount: false,
+            name_max: S3_NAME_MAX,
         }
     }
 
@@ -112,10 +118,40 @@ impl MountOptions {
         }
         self.max_read_chunk = self.max_read_chunk.max(128 << 10);
         self.max_read_window = self.max_read_window.max(self.max_read_chunk);
+        if self.name_max == 0 || self.name_max > S3_NAME_MAX {
+            return Err(format!("--name-max {}: expected 1..={S3_NAME_MAX}", self.name_max));
+        }
         if self.file_mode > 0o7777 || self.dir_mode > 0o7777 {
             return Err("--file-mode/--dir-mode: at most 0o7777".into());
         }
         Ok(())
+    }
+}
+
+/// The longest name S3 allows (a whole key: 1,024 bytes).
+pub const S3_NAME_MAX: usize = 1024;
+
+/// The file-name limit of POSIX file systems (`NAME_MAX`).
+pub const POSIX_NAME_MAX: usize = 255;
+
+/// The longest path component the store keeps under `prefix` of `bucket`. An s3hpc gateway
+/// over a POSIX file system stores every key component as a file or directory name, which the
+/// file system limits to 255 bytes, and refuses a longer one with `KeyTooLongError` (a key of
+/// up to 1,024 bytes otherwise); other stores (AWS, s3hpc's memory backend, other servers)
+/// take any component of a key of up to 1,024 bytes and answer `NoSuchKey`. So the mount asks
+/// once, with a GET of a key whose last component is 256 bytes (a read that changes nothing
+/// and needs only read access): `KeyTooLongError` means [`POSIX_NAME_MAX`], anything else
+/// (`NoSuchKey`, `AccessDenied`, a transport error) [`S3_NAME_MAX`]. `s3hpc mount --name-max`
+/// skips the probe.
+pub async fn probe_name_max(store: &dyn s3hpc_core::Store, bucket: &str, prefix: &str) -> usize {
+    let key = format!("{prefix}{}", "n".repeat(POSIX_NAME_MAX + 1));
+    if key.len() > S3_NAME_MAX {
+        return S3_NAME_MAX;
+    }
+    // A GET, not a HEAD: over HTTP a HEAD's 400 arrives without the error code.
+    match store.get_object(bucket, &key, s3hpc_core::GetObjectRequest::default()).await {
+        Err(e) if e.code == s3hpc_core::ErrorCode::KeyTooLongError => POSIX_NAME_MAX,
+        _ => S3_NAME_MAX,
     }
 }
 
@@ -178,6 +214,23 @@ pub fn mount(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn name_max_probe_of_a_store_without_the_posix_limit() {
+        let mem = s3hpc_core::memory::MemoryStore::new();
+        s3hpc_core::Store::create_bucket(&mem, "bkt").await.unwrap();
+        assert_eq!(probe_name_max(&mem, "bkt", "").await, S3_NAME_MAX);
+        assert_eq!(probe_name_max(&mem, "bkt", "some/prefix/").await, S3_NAME_MAX);
+        // A prefix too long for a 256-byte name below it: nothing to ask.
+        assert_eq!(probe_name_max(&mem, "bkt", &"p/".repeat(400)).await, S3_NAME_MAX);
+        let mut o = MountOptions::new("b");
+        o.name_max = 0;
+        assert!(o.validate().is_err());
+        o.name_max = 1025;
+        assert!(o.validate().is_err());
+        o.name_max = POSIX_NAME_MAX;
+        o.validate().unwrap();
+    }
 
     #[test]
     fn validate_normalises_prefix() {

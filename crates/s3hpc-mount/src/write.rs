@@ -6,9 +6,17 @@
 //! at all; a file that never filled a part is one PUT.
 //!
 //! An existing file opened for writing without `O_TRUNC` on a store that appends (an s3hpc
-//! gateway) is an appender instead: every full part, and the rest at close or fsync, is one
-//! append (PutObject with a write offset) at the object's end, sent in order while the
-//! application goes on writing; the object grows by whole appends, each visible at once.
+//! gateway) is an appender instead: its writes become appends (PutObject with a write offset)
+//! at the object's end. The first write of a handle is one append and returns when it is done,
+//! so a conflict with another writer (another mount, a client of the bucket) fails the very
+//! write, where programs (a shell's `echo >> log`, one write per open) look, not only the
+//! close. Later writes gather, whole, into parts of up to the part size, each one append sent
+//! in order while the application goes on writing (an append costs the gateway more as the
+//! object grows, so a stream of small writes must not become as many appends); the rest goes
+//! at close or fsync, and a failed append fails the next write. With `O_APPEND` an append goes
+//! to the object's end whatever others appended meanwhile (it is sent again at the new end, as
+//! POSIX's `O_APPEND` writes at the end of the file as it is; writes are never split between
+//! appends, so each stays whole); without, it fails.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,8 +27,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use futures::future::{FutureExt, Shared};
 use s3hpc_core::{
-    Body, CompletePart, Conditions, CreateMultipartRequest, DynStore, Error, ErrorCode, PutObjectOutput,
-    PutObjectRequest, UploadPartRequest,
+    Body, CompletePart, Conditions, CreateMultipartRequest, DynStore, Error, ErrorCode, GetObjectRequest,
+    PutObjectOutput, PutObjectRequest, UploadPartRequest,
 };
 use tokio::sync::{OnceCell, Semaphore};
 use tokio::task::JoinHandle;
@@ -64,15 +72,41 @@ pub struct Writer {
     append: Option<Append>,
 }
 
-/// An appender's state: what was sent and the last append, which the next one waits for.
+/// An appender's state: the last append, which the next one waits for.
 struct Append {
-    /// Object offset of the first byte not yet handed to an append.
-    sent: u64,
-    /// The last append (or the object as it was at open): appends go out one after another.
+    /// Whether an append was sent through this handle (the first write goes at once).
+    sent_any: bool,
+    /// The last append (or the object as it was at open): appends go out one after another,
+    /// each at the end the one before left.
     tail: Completion,
-    /// `O_APPEND`: every write goes to the end, whatever offset the kernel gives.
+    /// `O_APPEND`: every write goes to the end, whatever offset the kernel gives, and to the
+    /// object's end as it is when another writer appended meanwhile.
     any_offset: bool,
 }
+
+/// What a write waits for before it is answered.
+pub enum Wait {
+    /// Nothing: answer at once.
+    Done,
+    /// A full part waits for an upload slot (back-pressure on the application).
+    Slot(tokio::sync::oneshot::Receiver<()>),
+    /// An appender's write: its append (the object as it is after it, or why it failed).
+    Append(Completion),
+}
+
+impl std::fmt::Debug for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Wait::Done => "Done",
+            Wait::Slot(_) => "Slot",
+            Wait::Append(_) => "Append",
+        })
+    }
+}
+
+/// How often an `O_APPEND` write is sent again at the new end when other writers appended
+/// in between (each time after a short, growing, jittered pause).
+const APPEND_ATTEMPTS: u32 = 20;
 
 impl Writer {
     pub fn new(ctx: Arc<WriteCtx>, key: String, opener_pid: u32) -> Writer {
@@ -99,7 +133,7 @@ impl Writer {
         w.start = at.size;
         let tail: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> =
             Box::pin(std::future::ready(Ok(at)));
-        w.append = Some(Append { sent: w.offset, tail: tail.shared(), any_offset });
+        w.append = Some(Append { sent_any: false, tail: tail.shared(), any_offset });
         w
     }
 
@@ -116,13 +150,8 @@ impl Writer {
         self.completion.is_some()
     }
 
-    /// Append `data` written at `offset`. `Ok(Some(rx))`: a part is waiting for an upload slot;
-    /// answer the write when `rx` fires (back-pressure on the application).
-    pub fn write(
-        &mut self,
-        offset: u64,
-        data: &[u8],
-    ) -> Result<Option<tokio::sync::oneshot::Receiver<()>>, WriteError> {
+    /// Take `data` written at `offset`; the write is answered when what [`Wait`] names is done.
+    pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<Wait, WriteError> {
         if self.completion.is_some() {
             return Err(WriteError::Closed);
         }
@@ -133,13 +162,32 @@ impl Writer {
             return Err(WriteError::NotSequential);
         }
         let part = self.ctx.part_size as usize;
-        if self.append.is_none()
-            && self.offset + data.len() as u64 > self.ctx.part_size * s3hpc_core::MAX_PART_NUMBER as u64
-        {
+        if let Some(a) = &self.append {
+            self.offset += data.len() as u64;
+            if !a.sent_any && self.buf.len() == 0 {
+                // The first write: one append, answered when it is in the object.
+                let (append, _) = self.send_append(Bytes::copy_from_slice(data));
+                return Ok(Wait::Append(append));
+            }
+            // Whole writes gather into parts: a part that this write would overflow goes first.
+            let mut wait = Wait::Done;
+            if self.buf.len() > 0 && self.buf.len() + data.len() > part {
+                let body = self.buf.take();
+                if let (_, Some(rx)) = self.send_append(body) {
+                    wait = Wait::Slot(rx);
+                }
+            }
+            if let PartBuf::None = self.buf {
+                self.buf = PartBuf::new(&self.ctx, part.max(data.len()));
+            }
+            self.buf.append(data);
+            return Ok(wait);
+        }
+        if self.offset + data.len() as u64 > self.ctx.part_size * s3hpc_core::MAX_PART_NUMBER as u64 {
             return Err(WriteError::TooLarge);
         }
         let mut rest = data;
-        let mut wait = None;
+        let mut wait = Wait::Done;
         while !rest.is_empty() {
             if let PartBuf::None = self.buf {
                 self.buf = PartBuf::new(&self.ctx, part);
@@ -148,14 +196,21 @@ impl Writer {
             rest = &rest[n..];
             if self.buf.len() == part {
                 let body = self.buf.take();
-                let rx = if self.append.is_some() { self.send_append(body) } else { self.send_part(body) };
-                if let Some(rx) = rx {
-                    wait = Some(rx);
+                if let Some(rx) = self.send_part(body) {
+                    wait = Wait::Slot(rx);
                 }
             }
         }
         self.offset += data.len() as u64;
         Ok(wait)
+    }
+
+    /// An appender's write is done: the object ends at `size` (beyond what this handle wrote
+    /// when an `O_APPEND` write went to an end that others had moved).
+    pub fn appended(&mut self, size: u64) {
+        if self.append.is_some() {
+            self.offset = self.offset.max(size);
+        }
     }
 
     fn send_part(&mut self, body: Bytes) -> Option<tokio::sync::oneshot::Receiver<()>> {
@@ -175,34 +230,31 @@ impl Writer {
         rx
     }
 
-    /// Send `body` as the next append, after the appends before it.
-    fn send_append(&mut self, body: Bytes) -> Option<tokio::sync::oneshot::Receiver<()>> {
+    /// Send `body` as the next append, at the end the appends before it left; returns the
+    /// append (the new tail) and, when it waits for an upload slot, when it got one.
+    fn send_append(&mut self, body: Bytes) -> (Completion, Option<tokio::sync::oneshot::Receiver<()>>) {
         let a = self.append.as_mut().expect("an appender");
-        let offset = a.sent;
-        a.sent += body.len() as u64;
-        let prev = a.tail.clone();
+        a.sent_any = true;
+        let (prev, any_offset) = (a.tail.clone(), a.any_offset);
         let (ctx, key, failed) = (self.ctx.clone(), self.key.clone(), self.failed.clone());
         let (slot, rx) = Slot::take(&self.ctx);
         let task = self.ctx.rt.spawn(async move {
-            let _permit = slot.wait(&ctx).await.map_err(Arc::new)?;
-            prev.await?;
-            // Not retried: a retry after a lost answer could not tell its own append from
-            // another writer's (the offset would no longer match either way).
-            let req = PutObjectRequest { content_length: Some(body.len() as u64), ..Default::default() };
-            let r = ctx.store.append_object(&ctx.bucket, &key, offset, req, Body::Bytes(body)).await;
+            let _permit = slot.wait(&ctx).await?;
+            let offset = prev.await.map_err(|e| (*e).clone())?.size;
+            let r = append_at(&ctx, &key, offset, body, any_offset).await;
             if r.is_err() {
                 failed.store(true, Ordering::Relaxed);
             }
-            r.map_err(Arc::new)
+            r
         });
         let fut: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> = Box::pin(async move {
             match task.await {
-                Ok(r) => r,
+                Ok(r) => r.map_err(Arc::new),
                 Err(e) => Err(Arc::new(Error::internal(format!("append task: {e}")))),
             }
         });
         a.tail = fut.shared();
-        rx
+        (a.tail.clone(), rx)
     }
 
     /// Finish the object (idempotent: every caller gets the same outcome). An appender sends
@@ -215,7 +267,7 @@ impl Writer {
             let rest = self.buf.take();
             if !rest.is_empty() {
                 // The close waits for the append itself; no write waits for its slot.
-                drop(self.send_append(rest));
+                return self.send_append(rest).0;
             }
             return self.append.as_ref().expect("an appender").tail.clone();
         }
@@ -364,6 +416,40 @@ where
     }
 }
 
+/// One append of `body` at `offset`. Not retried after a transport error: a retry could not
+/// tell its own earlier success from another writer's. An answer of `InvalidWriteOffset` is
+/// certain (nothing was written); with `O_APPEND` (`any_offset`) the body is then sent again
+/// at the object's end as it is now, a bounded number of times.
+async fn append_at(
+    ctx: &WriteCtx,
+    key: &str,
+    mut offset: u64,
+    body: Bytes,
+    any_offset: bool,
+) -> Result<PutObjectOutput, Error> {
+    let mut attempt = 0;
+    loop {
+        let req = PutObjectRequest { content_length: Some(body.len() as u64), ..Default::default() };
+        let r = ctx.store.append_object(&ctx.bucket, key, offset, req, Body::Bytes(body.clone())).await;
+        match r {
+            Err(e) if any_offset && e.code == ErrorCode::InvalidWriteOffset && attempt + 1 < APPEND_ATTEMPTS => {
+                attempt += 1;
+                // Another writer appended: let it finish, then go to the end it left.
+                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                let jitter = u64::from(nanos.subsec_nanos() % 1000);
+                tokio::time::sleep(Duration::from_micros(500 * u64::from(attempt) + jitter)).await;
+                let info = ctx.store.head_object(&ctx.bucket, key, GetObjectRequest::default()).await?;
+                tracing::debug!(
+                    "s3hpc mount: append to {key:?} at {offset}: another writer appended; now at {}",
+                    info.size
+                );
+                offset = info.size;
+            }
+            r => return r,
+        }
+    }
+}
+
 async fn upload_part(
     ctx: &WriteCtx,
     key: &str,
@@ -464,7 +550,7 @@ mod tests {
         let mut w = Writer::new(ctx(store.clone(), 1), "big".into(), 1);
         let mut off = 0;
         for piece in data.chunks(1 << 20) {
-            if let Some(rx) = w.write(off, piece).unwrap() {
+            if let Wait::Slot(rx) = w.write(off, piece).unwrap() {
                 rx.await.unwrap();
             }
             off += piece.len() as u64;
@@ -482,8 +568,31 @@ mod tests {
         assert_eq!(w.complete().await.unwrap().etag, out.etag);
     }
 
+    /// An appender's write, answered when its append is done.
+    async fn append(w: &mut Writer, off: u64, data: &[u8]) -> Result<PutObjectOutput, Arc<Error>> {
+        match w.write(off, data).unwrap() {
+            Wait::Append(c) => {
+                let r = c.await;
+                if let Ok(out) = &r {
+                    w.appended(out.size);
+                }
+                r
+            }
+            _ => panic!("an appender's write is an append"),
+        }
+    }
+
+    /// A later write of an appender: taken into a part (waiting for an upload slot if asked).
+    async fn gather(w: &mut Writer, off: u64, data: &[u8]) {
+        match w.write(off, data).unwrap() {
+            Wait::Done => {}
+            Wait::Slot(rx) => rx.await.unwrap(),
+            Wait::Append(_) => panic!("only the first write of an appender goes at once"),
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn appender_appends_in_order_and_goes_on_after_fsync() {
+    async fn appender_first_write_goes_through_later_ones_gather() {
         let mem = s3hpc_core::memory::MemoryStore::new();
         mem.create_bucket("bkt").await.unwrap();
         let store: DynStore = Arc::new(mem);
@@ -491,34 +600,78 @@ mod tests {
         let mut w = Writer::appender(ctx(store.clone(), 1), "log".into(), 1, out.unwrap(), false);
         assert!(w.untouched());
         assert_eq!(w.write(0, b"x").unwrap_err(), WriteError::NotSequential, "not at the end");
-        // 11 MiB in 1 MiB writes through 5 MiB parts and one slot: appends wait for each other.
+        // The first write is in the object when it is answered.
+        assert_eq!(append(&mut w, 5, b"line\n").await.unwrap().size, 10);
+        assert_eq!(&get(&store, "log").await.0[..], b"head|line\n");
+        // 11 MiB in 1 MiB writes: whole writes gather into 5 MiB parts, appended in order.
         let data: Vec<u8> = (0..11u32 << 20).map(|i| (i % 251) as u8).collect();
-        let mut off = 5;
+        let mut off = 10;
         for piece in data.chunks(1 << 20) {
-            if let Some(rx) = w.write(off, piece).unwrap() {
-                rx.await.unwrap();
-            }
+            gather(&mut w, off, piece).await;
             off += piece.len() as u64;
         }
+        assert_eq!(w.offset, off, "st_size counts what was written");
         let synced = w.complete().await.unwrap();
-        assert_eq!(synced.size, 5 + data.len() as u64);
+        assert_eq!(synced.size, off);
         let (body, _) = get(&store, "log").await;
-        assert_eq!(&body[..5], b"head|");
-        assert_eq!(&body[5..], &data[..]);
-        // After an fsync the appender goes on; the next completion covers the new bytes.
-        w.write(off, b"tail").unwrap();
+        assert_eq!(&body[..10], b"head|line\n");
+        assert_eq!(&body[10..], &data[..]);
+        // After an fsync the appender goes on.
+        gather(&mut w, off, b"tail").await;
         assert_eq!(w.complete().await.unwrap().size, synced.size + 4);
         assert!(get(&store, "log").await.0.ends_with(b"tail"));
-        // Someone else appended meanwhile: the next append fails, nothing interleaves.
+        // Someone else appended meanwhile: the next append fails, nothing interleaves, and the
+        // handle stays failed (the next write fails too).
         let size = synced.size + 4;
         store
             .append_object("bkt", "log", size, PutObjectRequest::default(), Body::from(b"other".to_vec()))
             .await
             .unwrap();
-        w.write(size, b"mine").unwrap();
+        gather(&mut w, size, b"mine").await;
         assert_eq!(w.complete().await.unwrap_err().code, ErrorCode::InvalidWriteOffset);
         assert_eq!(w.write(size + 4, b"more").unwrap_err(), WriteError::Failed);
         assert!(get(&store, "log").await.0.ends_with(b"tailother"));
+        // A new handle whose first write lost: that write fails itself.
+        let info = get(&store, "log").await.1;
+        let at = PutObjectOutput {
+            version_id: None,
+            etag: info.etag,
+            checksum: None,
+            size: info.size,
+            last_modified: info.last_modified,
+        };
+        let mut w = Writer::appender(ctx(store.clone(), 1), "log".into(), 1, at, false);
+        store
+            .append_object("bkt", "log", info.size, PutObjectRequest::default(), Body::from(b"x".to_vec()))
+            .await
+            .unwrap();
+        assert_eq!(append(&mut w, info.size, b"y").await.unwrap_err().code, ErrorCode::InvalidWriteOffset);
+        assert!(get(&store, "log").await.0.ends_with(b"otherx"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn o_append_goes_to_the_end_others_left() {
+        let mem = s3hpc_core::memory::MemoryStore::new();
+        mem.create_bucket("bkt").await.unwrap();
+        let store: DynStore = Arc::new(mem);
+        let out = store.put_object("bkt", "log", PutObjectRequest::default(), Body::from(b"a\n".to_vec())).await;
+        let mut w = Writer::appender(ctx(store.clone(), 4), "log".into(), 1, out.unwrap(), true);
+        // Another writer appends after this one opened: the O_APPEND write goes after it.
+        store.append_object("bkt", "log", 2, PutObjectRequest::default(), Body::from(b"b\n".to_vec())).await.unwrap();
+        let out = append(&mut w, 0, b"c\n").await.unwrap();
+        assert_eq!(out.size, 6);
+        assert_eq!(w.offset, 6, "st_size follows the object's end");
+        // Later writes too (at close), each whole.
+        store.append_object("bkt", "log", 6, PutObjectRequest::default(), Body::from(b"d\n".to_vec())).await.unwrap();
+        gather(&mut w, 0, b"e\n").await;
+        gather(&mut w, 0, b"f\n").await;
+        assert_eq!(w.complete().await.unwrap().size, 12);
+        assert_eq!(&get(&store, "log").await.0[..], b"a\nb\nc\nd\ne\nf\n");
+        // The object gone: the append fails (NoSuchKey), it does not make a new one.
+        store.delete_object("bkt", "log").await.unwrap();
+        gather(&mut w, 0, b"g\n").await;
+        assert_eq!(w.complete().await.unwrap_err().code, ErrorCode::NoSuchKey);
+        assert!(store.head_object("bkt", "log", GetObjectRequest::default()).await.is_err());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -544,7 +697,7 @@ mod tests {
         let store: DynStore = Arc::new(s3hpc_core::memory::MemoryStore::new());
         let mut w = Writer::new(ctx(store.clone(), 4), "k".into(), 1);
         let part = vec![1u8; 5 << 20];
-        if let Some(rx) = w.write(0, &part).unwrap() {
+        if let Wait::Slot(rx) = w.write(0, &part).unwrap() {
             rx.await.unwrap();
         }
         let e = w.complete().await.unwrap_err();

@@ -65,6 +65,12 @@ pub struct MountArgs {
     /// Parts (of all files being written) in flight at once; each holds one part in memory.
     #[arg(long, default_value_t = 16)]
     pub max_upload_parts: usize,
+    /// Longest name of one path component, in bytes (1..=1024); longer names are refused with
+    /// ENAMETOOLONG. Default: asked of the store at mount (255 where it is an s3hpc gateway over
+    /// a POSIX file system, which refuses a 256-byte component; 1024, S3's key length,
+    /// elsewhere).
+    #[arg(long)]
+    pub name_max: Option<usize>,
     /// Largest prefetch window of a sequential reader.
     #[arg(long, default_value = "64MiB", value_parser = parse_size)]
     pub read_window: u64,
@@ -134,6 +140,9 @@ impl MountArgs {
         o.part_size = self.part_size;
         o.max_upload_parts = self.max_upload_parts;
         o.max_read_window = self.read_window;
+        if let Some(n) = self.name_max {
+            o.name_max = n;
+        }
         for opt in self.options.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
             match opt {
                 "allow_other" => o.allow_other = true,
@@ -257,7 +266,7 @@ fn daemonize(_args: &MountArgs) -> anyhow::Result<()> {
     anyhow::bail!("{msg}")
 }
 
-fn mount_and_wait(args: &MountArgs, opts: s3hpc_mount::MountOptions, child: bool) -> anyhow::Result<()> {
+fn mount_and_wait(args: &MountArgs, mut opts: s3hpc_mount::MountOptions, child: bool) -> anyhow::Result<()> {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -269,6 +278,9 @@ fn mount_and_wait(args: &MountArgs, opts: s3hpc_mount::MountOptions, child: bool
         store.head_bucket(&args.bucket).await.map_err(|e| {
             anyhow::anyhow!("bucket {:?} at {}: {} ({})", args.bucket, args.endpoint, e.message, e.code.as_str())
         })?;
+        if args.name_max.is_none() {
+            opts.name_max = s3hpc_mount::probe_name_max(&*store, &args.bucket, &opts.prefix).await;
+        }
         anyhow::Ok(store)
     })?;
     let session = s3hpc_mount::mount(store, opts, &args.dir, rt.handle().clone())

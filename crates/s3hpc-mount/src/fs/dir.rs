@@ -19,6 +19,9 @@ pub(super) struct DirState {
     /// Stream position of `entries[0]` (0 is ".", 1 is "..").
     pub(super) base: u64,
     pub(super) entries: Vec<(String, Found)>,
+    /// The table's epoch when `entries` were listed: names this mount changed since then are
+    /// answered from the table, not from the page.
+    pub(super) epoch: u64,
     started: bool,
     marker: Option<String>,
     listed_all: bool,
@@ -34,6 +37,7 @@ impl DirState {
             prefix,
             base: 0,
             entries: Vec::new(),
+            epoch: 0,
             started: false,
             marker: None,
             listed_all: false,
@@ -65,6 +69,7 @@ impl DirState {
         self.base += self.entries.len() as u64;
         self.entries.clear();
         if !self.listed_all {
+            self.epoch = lock(&ctx.table).epoch();
             let page = ctx.list(&self.prefix, self.marker.clone(), s3hpc_core::MAX_KEYS).await?;
             let mut dirs = HashSet::new();
             for cp in &page.common_prefixes {
@@ -144,6 +149,12 @@ pub(super) fn entry_ino(ctx: &Ctx, t: &mut Table, d: &DirState, name: &str, foun
                 && t.inodes.get(&ino).is_some_and(|i| i.local != Local::No)
             {
                 return Some(ino);
+            }
+            if t.changed_since(d.ino, name, d.epoch) {
+                // This mount created, removed or renamed the name after the page was listed
+                // (a page is handed out over many READDIRPLUS calls, the directory unlocked in
+                // between): the table is newer. A name gone since is left out.
+                return t.child(d.ino, name);
             }
             t.install(d.ino, name, found.clone(), ctx.until())
         }

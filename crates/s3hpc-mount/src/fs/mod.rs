@@ -19,7 +19,7 @@ use crate::MountOptions;
 use crate::errors::errno;
 use crate::inode::{Found, Inode, Kind, Local, Table};
 use crate::read::{Plan, Reader, assemble_ready, assemble_wait};
-use crate::write::{WriteCtx, WriteError, Writer};
+use crate::write::{Wait, WriteCtx, WriteError, Writer};
 
 mod dir;
 mod files;
@@ -62,6 +62,12 @@ fn valid_name(name: &OsStr) -> Option<&str> {
 }
 
 impl Ctx {
+    /// `name` is longer than the store keeps (`--name-max`: 255 on an s3hpc gateway over
+    /// POSIX): refused with ENAMETOOLONG where it would be made, and not looked for.
+    fn too_long(&self, name: &str) -> bool {
+        name.len() > self.opts.name_max
+    }
+
     fn ttl(&self) -> Duration {
         self.opts.metadata_ttl
     }
@@ -70,10 +76,19 @@ impl Ctx {
         Instant::now() + self.opts.metadata_ttl
     }
 
+    /// The attributes of `i` as the kernel gets them (lookups, getattr, readdirplus, setattr).
+    /// A file being written here has the size written so far, as Mountpoint reports it: the
+    /// kernel replaces its own idea of the size (and drops cached pages beyond it) with what
+    /// it is told, so a size of 0 while bytes are in the writer would make the next reader
+    /// see an empty file until the attributes expire.
     fn attr(&self, ino: u64, i: &Inode) -> FileAttr {
+        let size = match i.local {
+            Local::Writing(fh) => self.written(fh).unwrap_or(i.size),
+            _ => i.size,
+        };
         let (kind, perm, nlink, size) = match i.kind {
             Kind::Dir => (FileType::Directory, self.opts.dir_mode, 2, 0),
-            Kind::File => (FileType::RegularFile, self.opts.file_mode, 1, i.size),
+            Kind::File => (FileType::RegularFile, self.opts.file_mode, 1, size),
         };
         FileAttr {
             ino: INodeNo(ino),
@@ -91,6 +106,16 @@ impl Ctx {
             rdev: 0,
             blksize: BLKSIZE,
             flags: 0,
+        }
+    }
+
+    /// The size of the file the write handle `fh` is writing (the end of what it accepted).
+    /// Lock order: the table (held by callers), then the handles, then the writer.
+    fn written(&self, fh: u64) -> Option<u64> {
+        let h = lock(&self.handles).get(&fh).cloned()?;
+        match &*h {
+            Handle::Write { writer, .. } => Some(lock(writer).offset),
+            _ => None,
         }
     }
 
@@ -338,6 +363,10 @@ impl Filesystem for S3Fs {
             reply.error(Errno::ENOENT);
             return;
         };
+        if ctx.too_long(name) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
         let now = Instant::now();
         let key = {
             let mut t = lock(&ctx.table);
@@ -355,14 +384,24 @@ impl Filesystem for S3Fs {
                 reply.error(Errno::ENOTDIR);
                 return;
             };
-            format!("{pfx}{name}")
+            (format!("{pfx}{name}"), t.epoch())
         };
+        let (key, epoch) = key;
         let name = name.to_string();
         self.spawn(async move {
             match ctx.remote_lookup(&key).await {
                 Ok(found) => {
                     let mut t = lock(&ctx.table);
                     t.prune_negative(Instant::now());
+                    if t.changed_since(parent.0, &name, epoch) {
+                        // This mount created, removed or renamed the name while the LISTs were
+                        // out (a lookup that revalidates a name does not hold the directory's
+                        // lock): what the table knows is newer than what they found.
+                        return match t.child(parent.0, &name) {
+                            Some(ino) => ctx.reply_entry(&mut t, ino, reply),
+                            None => ctx.reply_negative(reply),
+                        };
+                    }
                     match t.install(parent.0, &name, found, ctx.until()) {
                         Some(ino) => ctx.reply_entry(&mut t, ino, reply),
                         None => ctx.reply_negative(reply),
@@ -392,14 +431,21 @@ impl Filesystem for S3Fs {
             i.key.clone()
         };
         self.spawn(async move {
-            match ctx.head(&key).await {
+            let r = ctx.head(&key).await;
+            let mut t = lock(&ctx.table);
+            let until = ctx.until();
+            let Some(i) = t.inodes.get_mut(&ino.0) else {
+                reply.error(Errno::ENOENT);
+                return;
+            };
+            if i.key != key {
+                // Renamed by this mount while the HEAD was out: the answer is about the old
+                // name (NoSuchKey, or another object that took it); the rename kept the object.
+                reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
+                return;
+            }
+            match r {
                 Ok(Some(info)) => {
-                    let mut t = lock(&ctx.table);
-                    let until = ctx.until();
-                    let Some(i) = t.inodes.get_mut(&ino.0) else {
-                        reply.error(Errno::ENOENT);
-                        return;
-                    };
                     if i.local == Local::No {
                         i.size = info.size;
                         i.etag = info.etag;
@@ -418,12 +464,12 @@ impl Filesystem for S3Fs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _mode: Option<u32>,
-        _uid: Option<u32>,
-        _gid: Option<u32>,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
         size: Option<u64>,
-        _atime: Option<TimeOrNow>,
-        _mtime: Option<TimeOrNow>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
         _fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
@@ -432,21 +478,45 @@ impl Filesystem for S3Fs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        // Modes, owners and times are the mount's (`--uid`, `--file-mode`, ...): changes to them
-        // are accepted and not kept, as cp -p, tar and rsync expect. A size change is possible
-        // only where it changes nothing (S3 objects cannot be truncated in place).
+        // Modes, owners and times are the mount's (`--uid`, `--file-mode`, ...) and the object's
+        // (Last-Modified): nothing can keep a change to them, so a change is refused with EPERM,
+        // as Mountpoint does, rather than accepted and lost. What changes nothing is accepted:
+        // the mode, owner or time an entry already has, a time of "now" on a file being written
+        // here (its object gets the time of its close) or a directory made here, and a size
+        // equal to the current one (S3 objects cannot be truncated in place).
         let ctx = &self.ctx;
         let t = lock(&ctx.table);
         let Some(i) = t.inodes.get(&ino.0) else {
             reply.error(Errno::ENOENT);
             return;
         };
+        let perm = if i.kind == Kind::Dir { ctx.opts.dir_mode } else { ctx.opts.file_mode };
+        let local = i.local != Local::No;
+        let same_time = |t: &Option<TimeOrNow>| match t {
+            None => true,
+            Some(TimeOrNow::Now) => local,
+            Some(TimeOrNow::SpecificTime(at)) => *at == i.mtime,
+        };
+        let refused = if mode.is_some_and(|m| m & 0o7777 != u32::from(perm)) {
+            Some("mode")
+        } else if uid.is_some_and(|u| u != ctx.opts.uid) || gid.is_some_and(|g| g != ctx.opts.gid) {
+            Some("owner")
+        } else if !same_time(&atime) || !same_time(&mtime) {
+            Some("times")
+        } else {
+            None
+        };
+        if let Some(what) = refused {
+            tracing::info!(
+                "s3hpc mount: setattr of {:?} refused: the {what} cannot be kept (modes and owners come from the mount's options, times from the object)",
+                i.key
+            );
+            reply.error(Errno::EPERM);
+            return;
+        }
         if let Some(size) = size {
             let current = match i.local {
-                Local::Writing(fh) => match lock(&ctx.handles).get(&fh).map(|h| &**h) {
-                    Some(Handle::Write { writer, .. }) => lock(writer).offset,
-                    _ => i.size,
-                },
+                Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
                 _ => i.size,
             };
             if i.kind == Kind::Dir {
@@ -458,13 +528,7 @@ impl Filesystem for S3Fs {
                 return;
             }
         }
-        let mut attr = ctx.attr(ino.0, i);
-        if let Local::Writing(fh) = i.local
-            && let Some(Handle::Write { writer, .. }) = lock(&ctx.handles).get(&fh).map(|h| &**h)
-        {
-            attr.size = lock(writer).offset;
-        }
-        reply.attr(&ctx.ttl(), &attr);
+        reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
     }
 
     fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
@@ -477,6 +541,10 @@ impl Filesystem for S3Fs {
             reply.error(Errno::EINVAL);
             return;
         };
+        if ctx.too_long(name) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
         let key = {
             let t = lock(&ctx.table);
             if t.child(parent.0, name).is_some_and(|ino| t.inodes[&ino].fresh(Instant::now())) {
@@ -582,6 +650,10 @@ impl Filesystem for S3Fs {
             reply.error(Errno::ENOENT);
             return;
         };
+        if ctx.too_long(name) || ctx.too_long(newname) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
         let is_dir = {
             let t = lock(&ctx.table);
             t.child(parent.0, name).is_some_and(|i| t.inodes[&i].kind == Kind::Dir)
@@ -630,7 +702,10 @@ impl Filesystem for S3Fs {
             }
             match r {
                 Ok(()) => {
-                    lock(&ctx.table).rename(parent.0, &name, newparent.0, &newname, dst);
+                    lock(&ctx.table).rename(parent.0, &name, newparent.0, &newname, dst.clone(), ctx.until());
+                    // Open readers of the file read it under its new name (as an open file
+                    // survives a rename in POSIX).
+                    rename_dir::rekey_readers(&ctx, &src, &dst, false);
                     reply.ok();
                 }
                 Err(e) if e.code == ErrorCode::NotImplemented => reply.error(Errno::ENOSYS),
@@ -771,6 +846,13 @@ impl Filesystem for S3Fs {
         drop(t);
         self.spawn(async move {
             match ctx.head(&key).await {
+                Ok(_) if lock(&ctx.table).inodes.get(&ino.0).is_some_and(|i| i.key != key) => {
+                    // Renamed by this mount while the HEAD was out: open what the table knows
+                    // (the rename kept the object, ETag included).
+                    let mut t = lock(&ctx.table);
+                    let fh = open_reader(&ctx, &mut t, ino.0);
+                    reply_opened(&ctx, &mut t, ino.0, fh, reply);
+                }
                 Ok(Some(info)) => {
                     let mut t = lock(&ctx.table);
                     let until = ctx.until();
@@ -884,12 +966,30 @@ impl Filesystem for S3Fs {
         let mut w = lock(writer);
         let n = data.len() as u32;
         match w.write(offset, data) {
-            Ok(None) => reply.written(n),
-            Ok(Some(rx)) => {
+            Ok(Wait::Done) => reply.written(n),
+            Ok(Wait::Slot(rx)) => {
                 drop(w);
                 self.spawn(async move {
                     let _ = rx.await;
                     reply.written(n);
+                });
+            }
+            Ok(Wait::Append(append)) => {
+                // The write that lost to another writer fails itself (EIO, the log names
+                // InvalidWriteOffset), so that `echo >> log` reports it.
+                let key = w.key.clone();
+                drop(w);
+                let h = h.clone();
+                self.spawn(async move {
+                    match append.await {
+                        Ok(out) => {
+                            if let Handle::Write { writer, .. } = &*h {
+                                lock(writer).appended(out.size);
+                            }
+                            reply.written(n)
+                        }
+                        Err(e) => reply.error(errno(&e, "append", &key)),
+                    }
                 });
             }
             Err(e) => {
@@ -1058,7 +1158,7 @@ impl Filesystem for S3Fs {
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         // An object store has no fixed size: report plenty, so tools that check space go on.
         let blocks = 1u64 << 40;
-        reply.statfs(blocks, blocks, blocks, 1 << 32, 1 << 32, 4096, 1024, 4096);
+        reply.statfs(blocks, blocks, blocks, 1 << 32, 1 << 32, 4096, self.ctx.opts.name_max as u32, 4096);
     }
 
     fn getxattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: fuser::ReplyXattr) {
@@ -1106,6 +1206,10 @@ impl Filesystem for S3Fs {
             reply.error(Errno::EINVAL);
             return;
         };
+        if ctx.too_long(name) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
         let pid = req.pid();
         let now = Instant::now();
         let key = {

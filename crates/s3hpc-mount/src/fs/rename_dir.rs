@@ -43,7 +43,7 @@ pub(super) fn rename_dir(
             Ok(()) => {
                 let key = dst.trim_end_matches('/').to_string();
                 lock(&ctx.table).rename_dir(parent, &name, newparent, &newname, key);
-                rekey_readers(&ctx, &src, &dst);
+                rekey_readers(&ctx, &src, &dst, true);
                 reply.ok();
             }
             // Nothing of it in the bucket yet: a directory of this mount alone.
@@ -115,12 +115,16 @@ fn plan(ctx: &Ctx, (parent, name): (u64, &str), (newparent, newname): (u64, &str
     Plan::Remote { src: format!("{sp}{name}/"), dst: format!("{dp}{newname}/"), local: src.local == Local::Dir }
 }
 
-/// Open read handles of files below the renamed directory read their new keys from now on
-/// (prefetched ranges of the old key are dropped; a read in flight at the moment of the rename
-/// may fail with EIO), and open directory listings there go on under the new prefix (one busy
-/// fetching a page at that moment ends early).
-fn rekey_readers(ctx: &Ctx, src: &str, dst: &str) {
-    let moved = |k: &str| k.strip_prefix(src).map(|rest| format!("{dst}{rest}"));
+/// Open read handles of files below the renamed directory (`prefix`: `src` and `dst` end in
+/// '/'), or of the renamed file itself, read their new keys from now on (prefetched ranges of
+/// the old key are dropped; a read in flight at the moment of the rename may fail with EIO),
+/// and open directory listings there go on under the new prefix (one busy fetching a page at
+/// that moment ends early).
+pub(super) fn rekey_readers(ctx: &Ctx, src: &str, dst: &str, prefix: bool) {
+    let moved = |k: &str| match prefix {
+        true => k.strip_prefix(src).map(|rest| format!("{dst}{rest}")),
+        false => (k == src).then(|| dst.to_string()),
+    };
     let handles: Vec<Arc<Handle>> = lock(&ctx.handles).values().cloned().collect();
     for h in handles {
         match &*h {
@@ -130,7 +134,7 @@ fn rekey_readers(ctx: &Ctx, src: &str, dst: &str) {
                     r.rekey(key);
                 }
             }
-            Handle::Dir(d) => {
+            Handle::Dir(d) if prefix => {
                 if let Ok(mut d) = d.try_lock()
                     && let Some(prefix) = moved(&d.prefix)
                 {
@@ -138,7 +142,7 @@ fn rekey_readers(ctx: &Ctx, src: &str, dst: &str) {
                     d.rekey_marker(src, dst);
                 }
             }
-            Handle::Write { .. } => {}
+            Handle::Dir(_) | Handle::Write { .. } => {}
         }
     }
 }

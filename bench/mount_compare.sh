@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# FUSE mounts of one bucket side by side over the same s3hpc gateway (posix backend, durability
+# none): s3hpc mount over HTTP and over the binary protocol's unix socket, s3fs and rclone when
+# installed, and Mountpoint for Amazon S3 when the path of a `mount-s3` binary is given (it is
+# not built here: it takes about 35 minutes; build it from its source elsewhere). Per client:
+#
+#   write   sequential write of SIZE_MB MiB (dd bs=1M), then checked in the gateway's root
+#   read    cold sequential read of a SIZE_MB MiB file written through POSIX (cat)
+#   ls_l    `ls -l` of a directory of NLS files (written through POSIX)
+#   creates NSMALL small files created one after another (`echo i > f$i`)
+#
+# Every mount is fresh before the read and the listing (cold kernel page and attribute caches);
+# the gateway's files are in the server's page cache for everyone. Seconds, wall clock.
+#
+#   bench/mount_compare.sh [S3HPC_BIN] [WORKDIR] [MOUNT_S3_BIN]
+#
+# The defaults are small (64 MiB, 500 files, 100 creates), for a quick side-by-side that any
+# machine runs in a minute or two; the issue-38 sizes are
+#   SIZE_MB=1024 NLS=5000 NSMALL=500 bench/mount_compare.sh target/release/s3hpc /tmp/mc /path/to/mount-s3
+# MOUNTPOINT_ARGS adds options to mount-s3 (e.g. "--upload-checksums off").
+# Needs root (or FUSE for the user) and fuse3.
+set -euo pipefail
+BIN=${1:-$(dirname "$0")/../target/release/s3hpc}
+BIN=$(readlink -f "$BIN")
+WORK=${2:-/tmp/s3hpc-mount-compare}
+MOUNT_S3=${3:-}
+SIZE_MB=${SIZE_MB:-64}
+NLS=${NLS:-500}
+NSMALL=${NSMALL:-100}
+MOUNTPOINT_ARGS=${MOUNTPOINT_ARGS:-}
+AK=benchAccessKey01
+SK=benchSecretKey01
+PORT=${PORT:-9393}
+B=bench
+
+cleanup() {
+  for m in "$WORK"/mnt-*; do
+    [ -d "$m" ] && mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m" || true; }
+  done
+  [ -n "${GW:-}" ] && kill "$GW" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+if [ -n "$MOUNT_S3" ]; then
+  MOUNT_S3=$(readlink -f "$MOUNT_S3")
+  [ -x "$MOUNT_S3" ] || { echo "$MOUNT_S3: not an executable" >&2; exit 2; }
+fi
+
+rm -rf "$WORK" && mkdir -p "$WORK/root/$B"
+"$BIN" serve "$WORK/root" --listen 127.0.0.1:$PORT --durability none --access-key $AK --secret-key $SK \
+  --binary "unix://$WORK/gw.sock" > "$WORK/serve.log" 2>&1 &
+GW=$!
+for _ in $(seq 100); do grep -q "listening on" "$WORK/serve.log" && break; sleep 0.1; done
+grep -q "listening on" "$WORK/serve.log" || { echo "the gateway did not start:" >&2; cat "$WORK/serve.log" >&2; exit 1; }
+EP=http://127.0.0.1:$PORT
+
+# Data written through POSIX into the gateway's root: a file to read, a directory to list.
+dd if=/dev/urandom of="$WORK/root/$B/read.bin" bs=1M count="$SIZE_MB" status=none
+mkdir -p "$WORK/root/$B/ls"
+for i in $(seq "$NLS"); do echo "$i" > "$WORK/root/$B/ls/f$i"; done
+echo "$AK:$SK" > "$WORK/passwd" && chmod 600 "$WORK/passwd"
+
+now() { date +%s.%N; }
+elapsed() { python3 -c "print(f'{$2-$1:.2f}')"; }
+
+# mount_it KIND DIR: mount the bucket at DIR with KIND; MPID is the serving process when known.
+mount_it() {
+  local kind=$1 dir=$2
+  mkdir -p "$dir"
+  MPID=""
+  case $kind in
+    s3hpc-http|s3hpc-unix)
+      local ep=$EP
+      [ "$kind" = s3hpc-unix ] && ep="unix://$WORK/gw.sock"
+      S3HPC_ACCESS_KEY=$AK S3HPC_SECRET_KEY=$SK "$BIN" mount $B "$dir" --endpoint "$ep" --allow-delete \
+        --allow-overwrite --foreground > "$WORK/$kind.log" 2>&1 &
+      MPID=$!
+      ;;
+    s3fs)
+      s3fs $B "$dir" -o url=$EP -o use_path_request_style -o passwd_file="$WORK/passwd" -o max_stat_cache_size=100000
+      ;;
+    rclone)
+      env -u AWS_CA_BUNDLE RCLONE_CONFIG_GW_TYPE=s3 RCLONE_CONFIG_GW_PROVIDER=Other RCLONE_CONFIG_GW_ENDPOINT=$EP \
+        RCLONE_CONFIG_GW_ACCESS_KEY_ID=$AK RCLONE_CONFIG_GW_SECRET_ACCESS_KEY=$SK \
+        rclone mount gw:$B "$dir" --vfs-cache-mode writes > "$WORK/rclone.log" 2>&1 &
+      MPID=$!
+      ;;
+    mountpoint)
+      # shellcheck disable=SC2086 # MOUNTPOINT_ARGS is a list of options
+      env -u AWS_CA_BUNDLE AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_REGION=us-east-1 \
+        "$MOUNT_S3" $B "$dir" --endpoint-url "$EP" --force-path-style --allow-delete --allow-overwrite \
+        --foreground $MOUNTPOINT_ARGS > "$WORK/mountpoint.log" 2>&1 &
+      MPID=$!
+      ;;
+  esac
+  for _ in $(seq 150); do mountpoint -q "$dir" && return 0; sleep 0.1; done
+  echo "$kind: mount failed (see $WORK/$kind.log)" >&2
+  [ -n "$MPID" ] && kill "$MPID" 2>/dev/null || true
+  return 1
+}
+
+unmount_it() {
+  local dir=$1
+  fusermount3 -u "$dir" 2>/dev/null || umount -l "$dir"
+  [ -n "$MPID" ] && wait "$MPID" 2>/dev/null || true
+  sleep 0.2
+}
+
+kinds=(s3hpc-http s3hpc-unix)
+command -v s3fs > /dev/null && kinds+=(s3fs)
+command -v rclone > /dev/null && kinds+=(rclone)
+[ -n "$MOUNT_S3" ] && kinds+=(mountpoint)
+echo "# $(date -u +%FT%TZ) $(uname -r) SIZE_MB=$SIZE_MB NLS=$NLS NSMALL=$NSMALL load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf "%-12s %14s %14s %14s %14s\n" client "write_${SIZE_MB}MiB_s" "read_${SIZE_MB}MiB_s" "ls_l_${NLS}_s" "creates_${NSMALL}_s"
+for kind in "${kinds[@]}"; do
+  d=$WORK/mnt-$kind
+  if ! mount_it "$kind" "$d"; then
+    printf "%-12s %s\n" "$kind" "mount failed"
+    continue
+  fi
+  t0=$(now); dd if=/dev/zero of="$d/w-$kind.bin" bs=1M count="$SIZE_MB" status=none; t1=$(now)
+  w=$(elapsed "$t0" "$t1")
+  unmount_it "$d"
+  got=$(stat -c %s "$WORK/root/$B/w-$kind.bin" 2>/dev/null || echo 0)
+  [ "$got" = $((SIZE_MB << 20)) ] || w="$w(size $got)"
+  mount_it "$kind" "$d"
+  t0=$(now); cat "$d/read.bin" > /dev/null; t1=$(now)
+  r=$(elapsed "$t0" "$t1")
+  unmount_it "$d"
+  mount_it "$kind" "$d"
+  t0=$(now); n=$(ls -l "$d/ls" | wc -l); t1=$(now)
+  l=$(elapsed "$t0" "$t1")
+  [ "$n" -gt "$NLS" ] || l="$l(saw $((n - 1)))"
+  mkdir -p "$d/small-$kind"
+  t0=$(now); for i in $(seq "$NSMALL"); do echo "$i" > "$d/small-$kind/f$i"; done; t1=$(now)
+  c=$(elapsed "$t0" "$t1")
+  unmount_it "$d"
+  # (rclone uploads after close, in the background: what was not there at unmount shows)
+  made=$( (find "$WORK/root/$B/small-$kind" -type f 2>/dev/null || true) | wc -l)
+  [ "$made" = "$NSMALL" ] || c="$c(made $made)"
+  printf "%-12s %14s %14s %14s %14s\n" "$kind" "$w" "$r" "$l" "$c"
+done
