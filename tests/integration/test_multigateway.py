@@ -524,11 +524,11 @@ def test_gateway_killed_mid_upload_leaves_no_partial_object(own_cluster):
         for _ in range(20):
             for u in ups:
                 u.send(chunk)
-        # gw0 streams into temp files on the shared root (internal dir): wait until the partial
-        # data is really there, so the kill below lands mid-upload.
+        # gw0 streams into temp files on the shared root (the gateways' staging area): wait until
+        # the partial data is really there, so the kill below lands mid-upload.
         def staged():
-            return sum(p.stat().st_size for p in (c.root / bucket).rglob("*")
-                       if p.is_file() and ".s3hpc" in p.relative_to(c.root / bucket).parts)
+            return sum(p.stat().st_size for p in (c.root / ".s3hpc" / "staging" / "tmp").rglob("*")
+                       if p.is_file())
         deadline = time.monotonic() + 10
         while staged() < 20 * MiB and time.monotonic() < deadline:
             time.sleep(0.05)

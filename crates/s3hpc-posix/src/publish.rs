@@ -125,14 +125,20 @@ impl Inner {
             };
             let bucket = bucket.to_str().ok_or_else(|| io::Error::other("bucket name not UTF-8"))?;
             let mut cur = sys::open_dir_nofollow(&self.root_fd, bucket)?;
+            let bucket_owner = cur.metadata()?.uid();
             let mut internal = false;
-            for c in comps {
+            for (i, c) in comps.enumerate() {
                 let std::path::Component::Normal(name) = c else {
                     return Err(io::Error::other("bad internal path"));
                 };
                 let name = name.to_str().ok_or_else(|| io::Error::other("name not UTF-8"))?;
                 internal |= name == INTERNAL;
-                cur = if internal {
+                cur = if i == 0 && name == INTERNAL {
+                    // `BUCKET/.s3hpc` itself may be the bucket owner's: gateways before the
+                    // moat made it as the user under --identity posix. Everything below it must
+                    // be the gateway's.
+                    sys::owned_dir_by(&cur, name, mode, self.state.uid, bucket_owner)?
+                } else if internal {
                     sys::owned_dir(&cur, name, mode, self.state.uid)?
                 } else {
                     sys::open_dir_nofollow(&cur, name)?

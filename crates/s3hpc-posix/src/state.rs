@@ -128,7 +128,7 @@ impl Inner {
         let (ino, born) = match self.fs.metadata(bdir) {
             // The birth time too, where the file system keeps one: inode numbers are reused at
             // once on ext4 and tmpfs after an `rm -r` + `mkdir`.
-            Ok(md) if md.is_dir() => (md.ino(), md.created().ok().map(|t| to_ns(t)).unwrap_or(0)),
+            Ok(md) if md.is_dir() => (md.ino(), md.created().ok().map(to_ns).unwrap_or(0)),
             Ok(_) => return Err(Error::no_such_bucket(bucket)),
             Err(e) if is_missing(&e) => return Err(Error::no_such_bucket(bucket)),
             Err(e) => return Err(e.into()),

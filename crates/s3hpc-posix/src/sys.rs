@@ -608,6 +608,12 @@ pub fn open_dir_nofollow(dir: &File, name: &str) -> io::Result<File> {
 /// without following symlinks, and refused (PermissionDenied) unless it is a directory owned by
 /// `owner`. Its mode is set to `mode` (on the descriptor, never by path) when it differs.
 pub fn owned_dir(dir: &File, name: &str, mode: u32, owner: u32) -> io::Result<File> {
+    owned_dir_by(dir, name, mode, owner, owner)
+}
+
+/// As [`owned_dir`], also accepting a directory owned by `other` (whose mode is then left as it
+/// is: only `owner`'s is set).
+pub fn owned_dir_by(dir: &File, name: &str, mode: u32, owner: u32, other: u32) -> io::Result<File> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let c = CString::new(name).map_err(|_| bad_name())?;
     // SAFETY: valid dir fd and NUL-terminated name.
@@ -625,10 +631,10 @@ pub fn owned_dir(dir: &File, name: &str, mode: u32, owner: u32) -> io::Result<Fi
         }
     })?;
     let md = d.metadata()?;
-    if md.uid() != owner {
+    if md.uid() != owner && md.uid() != other {
         return Err(not_ours(name, &format!("is owned by uid {}, not {owner}", md.uid())));
     }
-    if md.mode() & 0o7777 != mode {
+    if md.uid() == owner && md.mode() & 0o7777 != mode {
         d.set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
     Ok(d)
