@@ -43,7 +43,8 @@ pub(crate) struct State {
     /// Held open: everything below is resolved from these (see the module doc).
     pub moat_fd: File,
     pub staging_fd: File,
-    /// The gateway's own uid (the owner every gateway directory must have).
+    /// The gateway's own uid as the root's file system sees it (the owner every gateway
+    /// directory must have; on NFS with root squash, nobody).
     pub uid: u32,
     /// Mode of the directories users create entries in through the store.
     pub shared_mode: u32,
@@ -61,8 +62,7 @@ pub(crate) struct State {
 impl State {
     /// Open (making what is missing) and verify the tree. Runs as the process.
     pub(crate) fn open(root: &Path, root_fd: &File, posix_identity: bool) -> io::Result<State> {
-        // SAFETY: plain getter.
-        let uid = unsafe { libc::geteuid() };
+        let uid = owner_as_seen(root)?;
         let moat_fd = sys::owned_dir(root_fd, MOAT, 0o700, uid)
             .map_err(|e| io::Error::new(e.kind(), format!("{}/{MOAT}: {e}", root.display())))?;
         let shared_mode = if posix_identity { 0o1777 } else { 0o700 };
@@ -100,6 +100,17 @@ impl State {
     pub(crate) fn uploads_dir(&self, bucket: &str) -> PathBuf {
         self.staging.join("uploads").join(bucket)
     }
+}
+
+/// The owner the root's file system gives files this process creates: its euid, or what the
+/// file system maps it to (root squash on NFS: nobody). Read from a probe file.
+fn owner_as_seen(root: &Path) -> io::Result<u32> {
+    let probe = root.join(format!(".s3hpc-owner.{}.{}.{}", sys::hostname(), std::process::id(), rand_hex(8)));
+    let f = fs::OpenOptions::new().write(true).create_new(true).open(&probe)?;
+    let uid = f.metadata().map(|m| m.uid());
+    drop(f);
+    let _ = fs::remove_file(&probe);
+    uid
 }
 
 fn to_ns(t: SystemTime) -> i64 {
