@@ -527,3 +527,20 @@ def test_state_of_a_bucket_removed_behind_the_gateway_is_not_inherited(tmp_path)
         assert code_of(lambda: c.get_bucket_cors(Bucket="reborn")) == "NoSuchCORSConfiguration"
     finally:
         srv.stop()
+
+
+def test_start_up_says_what_the_root_offers(tmp_path):
+    """One line at start: the root's file system, its xattrs, O_TMPFILE, RENAME_NOREPLACE, OFD
+    locks, and the lock mode the gateway will use."""
+    srv = Server(tmp_path / "root", extra=["--access-key", "PROBELINE00000000001", "--secret-key", "p/secret",
+                                           "--lock-mode", "flock", "--lock-timeout", "2.5"])
+    try:
+        assert wait_until(lambda: any("O_TMPFILE" in line for line in srv.output), 10)
+        line = next(line for line in srv.output if "O_TMPFILE" in line)
+        assert re.search(r"root \S+: \S+ \((local|shared by nodes)\), user xattrs ", line), line
+        assert "RENAME_NOREPLACE yes" in line and "OFD locks yes" in line, line
+        assert "lock mode flock (wait at most 2.5s)" in line, line
+        # Nothing of the probe is left behind.
+        assert not list((tmp_path / "root" / ".s3hpc" / "staging" / "tmp").iterdir())
+    finally:
+        srv.stop()

@@ -40,6 +40,8 @@ pub mod ident;
 pub mod keys;
 mod lock;
 mod meta;
+mod probe;
+pub use probe::RootReport;
 mod publish;
 mod rcache;
 mod read;

@@ -50,7 +50,7 @@ pub(crate) struct State {
     pub shared_mode: u32,
     /// `staging/tmp`, held open; with `--identity posix` each user's own directory in it, once
     /// made and verified (a user cannot remove or replace it: they cannot reach it).
-    tmp_fd: Arc<File>,
+    pub tmp_fd: Arc<File>,
     user_tmp: Mutex<HashMap<u32, Arc<File>>>,
     /// `locks/<bucket>` directories, once made and verified.
     lock_dirs: Mutex<HashMap<String, Arc<File>>>,

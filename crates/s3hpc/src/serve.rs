@@ -367,6 +367,24 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
             if posix_identity && store.meta_mode() == s3hpc_posix::MetaMode::Sidecar {
                 bail!("--identity posix needs a file system with user.* extended attributes under the root");
             }
+            // One line of what the root offers and what the gateway will do with it.
+            let report = store.probe_root();
+            println!(
+                "s3hpc: root {}: {report}; lock mode {} (wait at most {}s)",
+                args.root.display(),
+                args.lock_mode,
+                args.lock_timeout
+            );
+            if let Some(w) = &report.warning {
+                tracing::warn!("root {}: {w}", args.root.display());
+            }
+            if report.shared && lock_mode == s3hpc_posix::LockMode::Local {
+                tracing::warn!(
+                    "root {}: --lock-mode local on a file system other nodes may mount: gateways on other nodes \
+                     are not excluded",
+                    args.root.display()
+                );
+            }
             Arc::new(store)
         }
     })
