@@ -136,7 +136,7 @@ impl PosixStore {
                      with attribute-timeout=0,entry-timeout=0,negative-timeout=0 (docs/DEPLOY.md)"
                         .to_string(),
                 )
-            } else if t == "lustre" && !opts.iter().any(|o| *o == "flock") {
+            } else if t == "lustre" && !opts.contains(&"flock") {
                 Some("Lustre without -o flock: locks are node-local; mount with -o flock (docs/DEPLOY.md)".to_string())
             } else {
                 None
