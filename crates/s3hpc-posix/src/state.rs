@@ -149,7 +149,9 @@ impl Inner {
         if !create && st.validated.lock().unwrap_or_else(|e| e.into_inner()).get(bucket) == Some(&(ino, born)) {
             return Ok(Some(dir));
         }
-        let id = format!("{}:{ino}:{born}", self.root_dev);
+        // No device number: every node's mount of a network file system has its own, while
+        // inode numbers and birth times are the file system's and the same on every node.
+        let id = format!("{ino}:{born}");
         let found = self.as_gateway(|| -> Result<Option<PathBuf>> {
             // A directory without `id` is one being made (by another gateway, or left by a
             // crash in between): not used for reads, adopted by a write.
