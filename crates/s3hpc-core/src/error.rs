@@ -111,6 +111,7 @@ error_codes! {
     NoSuchObjectLockConfiguration => 404, "The specified object does not have a ObjectLock configuration";
     ObjectLockConfigurationNotFoundError => 404, "Object Lock configuration does not exist for this bucket";
     SlowDown => 503, "Please reduce your request rate.";
+    MalformedTrailerError => 400, "The request contained trailing data that was not well-formed or did not conform to our published schema.";
 }
 
 impl fmt::Display for ErrorCode {
