@@ -209,6 +209,9 @@ impl S3Op {
             GetObject | HeadObject | GetObjectAttributes => AclNeed::Object(Read),
             GetObjectAcl => AclNeed::Object(ReadAcp),
             PutObjectAcl => AclNeed::Object(WriteAcp),
+            // No single ACL permission maps to s3:GetObjectTagging; S3 lets a FULL_CONTROL
+            // grantee of the object read its tags (READ alone is not enough).
+            GetObjectTagging => AclNeed::Object(FullControl),
             _ => AclNeed::None,
         }
     }

@@ -336,7 +336,11 @@ impl Authorized {
         auth.check_expected_owner(c.headers.source_expected_bucket_owner.as_deref()).map_err(to_error)?;
         let ctx = versioned(Self::context(&c, S3Op::GetObject, bucket, Some(key)), S3Op::GetObject, version);
         let ctx = self.with_existing_tags(ctx, S3Op::GetObject, bucket, key, &auth).await;
-        authorize(S3Op::GetObject, &ctx, &auth, None).map_err(to_error)?;
+        // The source object's ACL record decides as for a GET (its owner, its READ or
+        // FULL_CONTROL grants); a version is judged without it, as in `check_with`.
+        let object_acl =
+            if !auth.ownership.acls_disabled() && !version { self.stored_object_acl(bucket, key).await? } else { None };
+        authorize(S3Op::GetObject, &ctx, &auth, object_acl.as_ref()).map_err(to_error)?;
         Ok(())
     }
 
@@ -395,6 +399,24 @@ impl Authorized {
     fn hide_missing(&self, e: Error, ctx: &Option<RequestContext>, auth: &BucketAuth) -> Error {
         match ctx {
             Some(ctx) if e.code == Code::NoSuchKey && !reveals_missing_key(ctx, auth) => denied(),
+            _ => e,
+        }
+    }
+
+    /// GET/HEAD refused (`e`, AccessDenied) of a key that is not there: S3 answers 404 NoSuchKey
+    /// to a caller who may list the bucket (a public-read bucket ACL, a policy granting
+    /// s3:ListBucket) even when nothing grants it s3:GetObject, since a missing object has no
+    /// ACL to decide; 403 otherwise. A request naming a version keeps its 403.
+    async fn denied_or_missing(&self, e: Error, op: S3Op, bucket: &str, key: &str, version: bool) -> Error {
+        if e.code != Code::AccessDenied || version {
+            return e;
+        }
+        let (Ok(c), Ok(auth)) = (caller(), self.bucket_auth(bucket).await) else { return e };
+        if !reveals_missing_key(&Self::context(&c, op, bucket, Some(key)), &auth) {
+            return e;
+        }
+        match self.inner.head_object(bucket, key, GetObjectRequest::default()).await {
+            Err(missing) if missing.code == Code::NoSuchKey => missing,
             _ => e,
         }
     }
@@ -689,7 +711,10 @@ impl Store for Authorized {
     async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
         let ver = req.version_id.is_some();
         let (_, auth, ctx) =
-            self.check_with(S3Op::GetObject, bucket, Some(key), |c| versioned(c, S3Op::GetObject, ver)).await?;
+            match self.check_with(S3Op::GetObject, bucket, Some(key), |c| versioned(c, S3Op::GetObject, ver)).await {
+                Ok(v) => v,
+                Err(e) => return Err(self.denied_or_missing(e, S3Op::GetObject, bucket, key, ver).await),
+            };
         let mut out = self.inner.get_object(bucket, key, req).await.map_err(|e| self.hide_missing(e, &ctx, &auth))?;
         self.filter_lock(&mut out.info, &ctx, bucket, key).await;
         Ok(out)
@@ -698,7 +723,10 @@ impl Store for Authorized {
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
         let ver = req.version_id.is_some();
         let (_, auth, ctx) =
-            self.check_with(S3Op::HeadObject, bucket, Some(key), |c| versioned(c, S3Op::HeadObject, ver)).await?;
+            match self.check_with(S3Op::HeadObject, bucket, Some(key), |c| versioned(c, S3Op::HeadObject, ver)).await {
+                Ok(v) => v,
+                Err(e) => return Err(self.denied_or_missing(e, S3Op::HeadObject, bucket, key, ver).await),
+            };
         let mut info = self.inner.head_object(bucket, key, req).await.map_err(|e| self.hide_missing(e, &ctx, &auth))?;
         self.filter_lock(&mut info, &ctx, bucket, key).await;
         Ok(info)

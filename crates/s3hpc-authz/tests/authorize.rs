@@ -393,7 +393,12 @@ fn operation_table() {
         (S3Op::PutBucketAcl, "s3:PutBucketAcl", "s3:PutBucketAcl", AclNeed::Bucket(Permission::WriteAcp)),
         (S3Op::GetObjectAcl, "s3:GetObjectAcl", "s3:GetObjectVersionAcl", AclNeed::Object(Permission::ReadAcp)),
         (S3Op::PutObjectAcl, "s3:PutObjectAcl", "s3:PutObjectVersionAcl", AclNeed::Object(Permission::WriteAcp)),
-        (S3Op::GetObjectTagging, "s3:GetObjectTagging", "s3:GetObjectVersionTagging", AclNeed::None),
+        (
+            S3Op::GetObjectTagging,
+            "s3:GetObjectTagging",
+            "s3:GetObjectVersionTagging",
+            AclNeed::Object(Permission::FullControl),
+        ),
         (S3Op::PutObjectTagging, "s3:PutObjectTagging", "s3:PutObjectVersionTagging", AclNeed::None),
         (S3Op::DeleteObjectTagging, "s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging", AclNeed::None),
         (S3Op::UploadPart, "s3:PutObject", "s3:PutObject", AclNeed::Bucket(Permission::Write)),

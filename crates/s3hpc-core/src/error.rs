@@ -42,7 +42,7 @@ error_codes! {
     AuthorizationHeaderMalformed => 400, "The authorization header is malformed.";
     AuthorizationQueryParametersError => 400, "Error parsing the X-Amz-Credential parameter.";
     BadDigest => 400, "The Content-MD5 or checksum you specified did not match what was received.";
-    BucketAlreadyExists => 409, "The requested bucket name is not available.";
+    BucketAlreadyExists => 409, "The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.";
     BucketAlreadyOwnedByYou => 409, "Your previous request to create the named bucket succeeded and you already own it.";
     BucketNotEmpty => 409, "The bucket you tried to delete is not empty.";
     EntityTooLarge => 400, "Your proposed upload exceeds the maximum allowed object size.";
@@ -50,12 +50,12 @@ error_codes! {
     ExpiredToken => 400, "The provided token has expired.";
     IncompleteBody => 400, "You did not provide the number of bytes specified by the Content-Length HTTP header.";
     InternalError => 500, "We encountered an internal error. Please try again.";
-    InvalidAccessKeyId => 403, "The AWS access key Id you provided does not exist in our records.";
+    InvalidAccessKeyId => 403, "The AWS Access Key Id you provided does not exist in our records.";
     InvalidArgument => 400, "Invalid Argument";
     InvalidBucketName => 400, "The specified bucket is not valid.";
     InvalidDigest => 400, "The Content-MD5 you specified is not valid.";
     InvalidObjectState => 403, "The operation is not valid for the current state of the object.";
-    InvalidPart => 400, "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.";
+    InvalidPart => 400, "One or more of the specified parts could not be found.  The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.";
     InvalidPartOrder => 400, "The list of parts was not in ascending order. Parts must be ordered by part number.";
     InvalidRange => 416, "The requested range is not satisfiable";
     InvalidRequest => 400, "Invalid Request";
@@ -69,11 +69,11 @@ error_codes! {
     MissingSecurityHeader => 400, "Your request is missing a required header.";
     NoSuchBucket => 404, "The specified bucket does not exist.";
     NoSuchKey => 404, "The specified key does not exist.";
-    NoSuchTagSet => 404, "The TagSet does not exist.";
-    NoSuchUpload => 404, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.";
+    NoSuchTagSet => 404, "The TagSet does not exist";
+    NoSuchUpload => 404, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.";
     NotImplemented => 501, "A header you provided implies functionality that is not implemented.";
     NotModified => 304, "Not Modified";
-    PreconditionFailed => 412, "At least one of the preconditions you specified did not hold.";
+    PreconditionFailed => 412, "At least one of the pre-conditions you specified did not hold";
     RequestTimeTooSkewed => 403, "The difference between the request time and the server's time is too large.";
     RequestTimeout => 400, "Your socket connection to the server was not read from or written to within the timeout period.";
     SignatureDoesNotMatch => 403, "The request signature we calculated does not match the signature you provided. Check your key and signing method.";
@@ -111,6 +111,7 @@ error_codes! {
     NoSuchObjectLockConfiguration => 404, "The specified object does not have a ObjectLock configuration";
     ObjectLockConfigurationNotFoundError => 404, "Object Lock configuration does not exist for this bucket";
     SlowDown => 503, "Please reduce your request rate.";
+    MalformedTrailerError => 400, "The request contained trailing data that was not well-formed or did not conform to our published schema.";
 }
 
 impl fmt::Display for ErrorCode {

@@ -42,6 +42,11 @@ fn wildcard(pattern: &str, s: &str) -> bool {
     }
 }
 
+/// A character of an HTTP header name (RFC 9110 `tchar`).
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
 impl CorsConfig {
     pub(crate) fn parse(data: &[u8]) -> Result<CorsConfig> {
         let root = xml::parse_tree(data)?;
@@ -73,6 +78,11 @@ impl CorsConfig {
             }
             if let Some(h) = headers.iter().find(|h| h.matches('*').count() > 1) {
                 return Err(invalid_request(format!("AllowedHeader \"{h}\" can not have more than one wildcard.")));
+            }
+            // AWS checks both lists for characters a header name (an RFC 9110 token) cannot
+            // hold and names the first offender as an AllowedHeader whichever list it is in.
+            if let Some(h) = headers.iter().chain(&expose).find(|h| !h.bytes().all(is_tchar)) {
+                return Err(invalid_request(format!("AllowedHeader \"{h}\" contains invalid character.")));
             }
             let id = r.child_text("ID").map(str::to_string);
             if id.as_ref().is_some_and(|i| i.chars().count() > 255) {

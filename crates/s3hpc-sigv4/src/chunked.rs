@@ -28,6 +28,12 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::new(ErrorCode::InvalidRequest, msg)
 }
 
+/// A trailer section that is not well-formed or lacks the announced trailer: AWS answers
+/// MalformedTrailerError with its fixed message for every such case.
+fn malformed_trailer() -> Error {
+    Error::code(ErrorCode::MalformedTrailerError)
+}
+
 fn bad_sig(msg: &str) -> Error {
     Error::new(ErrorCode::SignatureDoesNotMatch, msg)
 }
@@ -275,12 +281,12 @@ impl Decoder {
     }
 
     fn trailer_line(&mut self, line: &[u8]) -> Result<(), Error> {
-        let line = std::str::from_utf8(line).map_err(|_| invalid("aws-chunked trailer is not text"))?;
-        let (name, value) = line.split_once(':').ok_or_else(|| invalid("aws-chunked trailer line has no ':'"))?;
+        let line = std::str::from_utf8(line).map_err(|_| malformed_trailer())?;
+        let (name, value) = line.split_once(':').ok_or_else(malformed_trailer)?;
         let name = name.trim().to_ascii_lowercase();
         let value = value.trim().to_string();
         if name.is_empty() {
-            return Err(invalid("aws-chunked trailer has an empty name"));
+            return Err(malformed_trailer());
         }
         if name == "x-amz-trailer-signature" {
             if self.trailer_sig.replace(value).is_some() {
@@ -317,7 +323,7 @@ impl Decoder {
                 .iter()
                 .find(|(k, _)| *k == sink.name)
                 .map(|(_, v)| v.clone())
-                .ok_or_else(|| invalid(format!("the {} trailer was announced but not sent", sink.name)))?;
+                .ok_or_else(malformed_trailer)?;
             // A value set before (by an earlier attempt) is left alone; the backend compares.
             let _ = sink.value.set(v);
         }
@@ -330,10 +336,7 @@ impl Decoder {
             && let Some(n) = s.ctx.decoded_len
             && n != self.decoded
         {
-            return Err(Error::new(
-                ErrorCode::IncompleteBody,
-                format!("aws-chunked body decoded to {} bytes, x-amz-decoded-content-length is {n}", self.decoded),
-            ));
+            return Err(Error::code(ErrorCode::IncompleteBody));
         }
         Ok(())
     }
@@ -353,7 +356,7 @@ impl Decoder {
             State::Failed => Err(invalid("aws-chunked body already failed")),
             _ => {
                 self.state = State::Failed;
-                Err(Error::new(ErrorCode::IncompleteBody, "The aws-chunked request body ended early"))
+                Err(Error::code(ErrorCode::IncompleteBody))
             }
         }
     }

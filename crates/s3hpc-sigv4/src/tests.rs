@@ -558,12 +558,12 @@ async fn unsigned_trailer_decoding() {
         collect(verified_body(&v, pieces(body.clone(), &[1, 2, 3, 8195, 8197]), Some(sink.clone()))).await.unwrap();
     assert_eq!(out, data);
     assert_eq!(sink.value.get().map(String::as_str), Some("yZRlqg=="));
-    // Missing announced trailer.
+    // Missing announced trailer: AWS's MalformedTrailerError.
     let body2 = testing::unsigned_chunked_body(&data, 8192, &[]);
     let sink = TrailerSink { name: "x-amz-checksum-crc32c".into(), value: Default::default() };
     assert_eq!(
         collect(verified_body(&v, pieces(body2, &[]), Some(sink))).await.unwrap_err().code,
-        ErrorCode::InvalidRequest
+        ErrorCode::MalformedTrailerError
     );
     // Truncated inside the trailer line, inside data, before the zero chunk.
     for cut in [body.len() - 5, body.len() - 30, 100, 8192 + 8] {

@@ -284,6 +284,11 @@ pub(super) async fn object_body(
                 e
             }
         })?;
+        // A body that ended before the announced length (an aws-chunked body whose chunks add up
+        // to less than x-amz-decoded-content-length): AWS answers IncompleteBody.
+        if len != u64::MAX && (data.len() as u64) < len {
+            return Err(Error::code(ErrorCode::IncompleteBody));
+        }
         return Ok((Body::from(data), None));
     }
     let (body, permit) = body.upload_slot(&r.st.uploads).await?;
