@@ -9,9 +9,10 @@ Run on two volume setups (module parametrization):
             quick-read, io-cache, open-behind, write-behind, readdir-ahead, nl-cache; 1 s FUSE
             attribute/entry timeouts);
   coherent  `scripts/gluster-bed up --coherent`: those caches off, timeouts 0.
-Tests that fail today on a setup are marked xfail(strict=True) for that setup with the measured
-failure (see KNOWN): CI stays green while the failure is recorded, and a fix turns them into
-XPASS(strict) = failures, so the mark has to be removed with the fix.
+What holds is asserted outright in every setup. A failure that is still open on a setup, and
+shows in some runs and not in others, is listed in KNOWN with what was measured: when it shows,
+that test is an xfail carrying this run's numbers; when it does not, the test passes. Anything
+else that fails, fails.
 
 Skipped (with the reason) when GlusterFS is not installed (`apt-get install glusterfs-server
 glusterfs-client`, done by scripts/install-test-deps) or the bed cannot come up (no root, no FUSE).
@@ -35,31 +36,39 @@ from conftest import ACCESS_KEY, REPO, SECRET_KEY, Server, err_code, err_status,
 BED = REPO / "scripts" / "gluster-bed"
 STALE_WINDOW = 2.0  # seconds a node may answer from its caches after another node's change
 
-# (test name, setup) -> the measured failure; applied as xfail(strict=True).
-# Measured on main 8321824 and b27ac19 (GlusterFS 10.3, Debian 12, 1-brick volume), see docs/DEPLOY.md.
+# (test name, setup) -> a measured failure that is still open. Each test asserts outright what
+# holds (one winner, no 5xx, every PUT acknowledged), and only the part named here, which shows in
+# some runs and not in others, turns into an xfail (pytest.xfail) when it shows; a test not listed
+# here must pass whole.
+# Measured on main 8321824, b27ac19 and after (GlusterFS 10.3, Debian 12, 1-brick volume), see docs/DEPLOY.md.
 KNOWN: dict[tuple[str, str], str] = {
     ("test_if_match_race", "default"):
-        "exactly one winner in 4/4 rounds, but losers answer 404 NoSuchKey for a key that exists "
-        "(4 per round in the rounds started 0 or 0.3 s after both nodes read the base, none after "
-        "1.5 s: the node's stale dentry of the replaced file); a 6-round probe at 0.3 s also saw "
-        "12 losers answered 500 InternalError",
-    ("test_overwrite_then_get_other_node", "default"):
-        "GET through B answers 500 InternalError (Stale file handle, ESTALE not retried) for "
-        "~1.0 s after an overwrite through A, in 5/5 rounds (74 of ~80 GETs); then the new bytes",
-    ("test_delete_then_get_other_node", "default"):
-        "GET through B answers 500 InternalError (Stale file handle, ESTALE not retried) for "
-        "~1.0 s after a delete through A, in 5/5 rounds (76 of ~80 GETs); then 404",
+        "exactly one winner in every round, but a loser may answer 404 NoSuchKey for a key that exists "
+        "when the race starts within 0.3 s of both nodes reading the base (12 of 28 losers on 8321824; "
+        "1 of 28 once the key is looked up afresh under the lock): the condition is still "
+        "checked through a handle the node had cached",
     ("test_concurrent_versioned_puts", "default"):
-        "12 of 20 PUTs acknowledged, 8 answered 5xx, and 1 acknowledged VersionId is neither listed "
-        "nor readable (NoSuchVersion through both gateways): the retiring of the previous version "
-        "reads the node's stale caches under the lock (measured on b27ac19)",
+        "every PUT acknowledged with a VersionId (20/20, no 5xx, once ESTALE is retried), but 4 of 20 "
+        "acknowledged versions are neither listed nor readable (NoSuchVersion through both gateways): "
+        "retiring the previous version (a hard link into the versions area) still goes through this "
+        "node's cached view of the key",
 }
 
 
 def known_failure(request, mode):
+    """No-op kept for the tests' shape: known failures are decided at the end of each test by
+    `open_failure`."""
+
+
+def open_failure(request, mode, ok, measured):
+    """The part of a test that KNOWN lists for this setup: an xfail when it fails (with what was
+    measured now), a pass when it holds; for setups not listed, a failure when it fails."""
+    if ok:
+        return
     reason = KNOWN.get((request.node.originalname, mode))
     if reason:
-        request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
+        pytest.xfail(f"{reason}; this run: {measured}")
+    pytest.fail(measured)
 
 
 class Bed:
@@ -162,8 +171,8 @@ def test_if_match_race(bed, bucket, request):
     print(f"IF-MATCH {bed.mode}: {bad_rounds}/{rounds} rounds without exactly one winner "
           f"(winners per round {winners_hist}, pauses {PAUSES}), {wrong} losers answered other than "
           f"412/409, {fives} 5xx")
-    assert bad_rounds == 0 and fives == 0 and wrong == 0, \
-        f"winners per round {winners_hist}, {wrong} losers not 412/409, {fives} 5xx"
+    assert bad_rounds == 0 and fives == 0, f"winners per round {winners_hist}, {fives} 5xx"
+    open_failure(request, bed.mode, wrong == 0, f"{wrong} losers answered other than 412/409")
 
 
 def test_if_none_match_race(bed, bucket, request):
@@ -285,8 +294,9 @@ def test_concurrent_versioned_puts(bed, request):
     print(f"VERSIONED {bed.mode}: {len(acked)}/{rounds * 4} PUTs acknowledged, {nover} without VersionId, {fives} 5xx, "
           f"{len(unlisted)} acknowledged versions not listed, {len(unreadable)} failed version GETs "
           f"{unreadable[:4]}")
-    assert fives == 0 and nover == 0 and not unlisted and not unreadable, \
-        f"{fives}/{rounds * 4} PUTs 5xx, {len(unlisted)}/{len(acked)} acked not listed, unreadable {unreadable[:4]}"
+    assert fives == 0 and nover == 0, f"{fives}/{rounds * 4} PUTs 5xx, {nover} without a VersionId"
+    open_failure(request, bed.mode, not unlisted and not unreadable,
+                 f"{len(unlisted)}/{len(acked)} acknowledged versions not listed, unreadable {unreadable[:4]}")
 
 
 def test_bucket_config_shared(bed, request):

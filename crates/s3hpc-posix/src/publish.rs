@@ -189,7 +189,13 @@ impl Inner {
     /// primitive is `--lock-mode`'s (OFD byte-range locks by default: cluster-wide where the file
     /// system's POSIX locks are, see docs/DEPLOY.md); no local user can open these files.
     pub(crate) fn cross_process_lock(&self, bdir: &Path, key: &str) -> Result<Option<fs::File>> {
-        self.lock_stripe(bdir, lock_stripe_of(key))
+        let lock = self.lock_stripe(bdir, lock_stripe_of(key))?;
+        if !self.root_local {
+            // What is decided under the lock must come from the file system, not from this
+            // node's caches of it (another node may just have replaced the key).
+            sys::revalidate(&self.root_fd, &format!("{}/{key}", state::bucket_name(bdir)));
+        }
+        Ok(lock)
     }
 
     /// The lock of one stripe (see [`Self::cross_process_lock`]). Two locks of one stripe taken

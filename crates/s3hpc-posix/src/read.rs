@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// A handle went stale (ESTALE) while an object was opened: look it up again.
+struct Stale;
+
 impl Inner {
     /// Open an object for reading: the file is opened first and then fstat'ed, so size, ETag
     /// and content belong to the same inode even if the key is replaced meanwhile.
@@ -29,13 +32,59 @@ impl Inner {
 
     /// Open the object of the file key `key` (not ending in '/'), which `check_key` accepted;
     /// `bdir()` (the bucket's path) is only needed off the common path.
+    ///
+    /// On a network file system another node may have replaced or removed the file this node's
+    /// caches still name: the open succeeds on the stale entry and a later call on the handle
+    /// fails with ESTALE. Then the path is looked up afresh ([`sys::revalidate`]) and the open
+    /// repeated, a few times at most; a key that stays stale answers as missing, never 500.
     pub(crate) fn open_file(&self, bucket: &str, key: &str, bdir: impl Fn() -> PathBuf) -> Result<Opened> {
+        let mut tries = 0;
+        loop {
+            match self.open_file_once(bucket, key, &bdir) {
+                Err(Stale) if tries < 3 => {
+                    tries += 1;
+                    sys::revalidate(&self.root_fd, &format!("{bucket}/{key}"));
+                }
+                Err(Stale) => return Err(self.missing(&bdir(), bucket, key)),
+                Ok(r) => return r,
+            }
+        }
+    }
+
+    fn open_file_once(&self, bucket: &str, key: &str, bdir: &impl Fn() -> PathBuf) -> Result<Result<Opened>, Stale> {
+        let stale = |e: &io::Error| if sys::is_stale(e) { Err(Stale) } else { Ok(()) };
         let file = match sys::open_beneath2(&self.root_fd, bucket, key, || bdir().join(key)) {
             Ok(f) => f,
-            Err(e) if is_missing(&e) => return Err(self.missing(&bdir(), bucket, key)),
-            Err(e) => return Err(e.into()),
+            Err(e) if is_missing(&e) => return Ok(Err(self.missing(&bdir(), bucket, key))),
+            Err(e) => {
+                stale(&e)?;
+                return Ok(Err(e.into()));
+            }
         };
-        let md = file.metadata()?;
+        let md = match file.metadata() {
+            Ok(md) => md,
+            Err(e) => {
+                stale(&e)?;
+                return Ok(Err(e.into()));
+            }
+        };
+        let stale_xattr = std::cell::Cell::new(false);
+        let r = self.open_file_from(bucket, key, bdir, file, md, &stale_xattr);
+        if stale_xattr.get() {
+            return Err(Stale);
+        }
+        Ok(r)
+    }
+
+    fn open_file_from(
+        &self,
+        bucket: &str,
+        key: &str,
+        bdir: &impl Fn() -> PathBuf,
+        file: File,
+        md: fs::Metadata,
+        stale_xattr: &std::cell::Cell<bool>,
+    ) -> Result<Opened> {
         if !md.is_file() {
             return Err(Error::no_such_key(bucket, key));
         }
@@ -45,7 +94,13 @@ impl Inner {
             md.dev(),
             md.ino(),
             stamp,
-            || sys::fget_xattr(&file),
+            || {
+                sys::fget_xattr(&file).inspect_err(|e| {
+                    if sys::is_stale(e) {
+                        stale_xattr.set(true)
+                    }
+                })
+            },
             || self.sidecar_path(&bdir(), key, md.ino()),
         )?;
         let has_record = found.is_some();

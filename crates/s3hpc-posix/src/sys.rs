@@ -695,3 +695,30 @@ pub fn lock_until(f: &File, kind: LockKind, deadline: std::time::Instant) -> io:
         pause = (pause * 2).min(std::time::Duration::from_millis(25));
     }
 }
+
+/// Make the kernel look `rel` (beneath `dir`) up afresh from the file system instead of its
+/// caches: `statx(AT_STATX_FORCE_SYNC)` asks a network or FUSE file system for the attributes,
+/// and where its cached entry is stale (ESTALE) the VFS repeats the walk with `LOOKUP_REVAL`,
+/// which revalidates every entry on the way. The result is not used: a later open by path then
+/// finds what the file system holds now. The final name is not followed.
+pub fn revalidate(dir: &File, rel: &str) {
+    let Ok(c) = CString::new(rel) else { return };
+    // SAFETY: statx is plain data; all-zero is a valid output buffer.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid dir fd, a NUL-terminated path and a pointer to a live statx buffer.
+    unsafe {
+        libc::statx(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::AT_STATX_FORCE_SYNC | libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_BASIC_STATS,
+            &mut st,
+        );
+    }
+}
+
+/// ESTALE: a handle (an open file, a cached directory entry) of an inode that another node of a
+/// network file system removed or replaced.
+pub fn is_stale(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ESTALE)
+}
