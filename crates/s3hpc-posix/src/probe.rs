@@ -3,7 +3,7 @@
 //! `renameat2(RENAME_NOREPLACE)`, open-file-description locks; and, for file systems whose
 //! client caches are not coherent across nodes by default, what DEPLOY.md says to mount with.
 
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 
 use super::*;
 
@@ -105,16 +105,7 @@ impl PosixStore {
                 Err(_) => false,
             };
             let _ = sys::unlink_at(dir, &a);
-            let o_tmpfile = {
-                // SAFETY: an open directory descriptor and a NUL-terminated "."; the result is
-                // closed at once.
-                let fd = unsafe { libc::openat(dir.as_raw_fd(), c".".as_ptr(), libc::O_TMPFILE | libc::O_RDWR, 0o600) };
-                if fd >= 0 {
-                    // SAFETY: a fresh fd we own.
-                    drop(unsafe { File::from_raw_fd(fd) });
-                }
-                fd >= 0
-            };
+            let o_tmpfile = sys::open_at(dir, ".", libc::O_TMPFILE | libc::O_RDWR, 0o600).is_ok();
             let t = fs_type.as_str();
             let shared = t.starts_with("nfs")
                 || t.starts_with("fuse")

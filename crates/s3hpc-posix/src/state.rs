@@ -300,22 +300,7 @@ impl Inner {
                     d
                 }
             };
-            let name = std::ffi::CString::new(format!("{stripe:04x}")).map_err(io::Error::other)?;
-            use std::os::fd::{AsRawFd, FromRawFd};
-            // SAFETY: valid dir fd and NUL-terminated name.
-            let fd = unsafe {
-                libc::openat(
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                    libc::O_RDWR | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                    0o600 as libc::c_uint,
-                )
-            };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: a fresh fd we own.
-            Ok(unsafe { File::from_raw_fd(fd) })
+            sys::open_at(&dir, &format!("{stripe:04x}"), libc::O_RDWR | libc::O_CREAT | libc::O_NOFOLLOW, 0o600)
         })??;
         Ok(f)
     }
@@ -349,17 +334,7 @@ impl Inner {
         let Ok(old) = sys::open_dir_nofollow(&bfd, INTERNAL) else { return Ok(()) };
         let read = |dir: &File, name: &str| -> Option<Vec<u8>> {
             use std::io::Read;
-            let c = std::ffi::CString::new(name).ok()?;
-            use std::os::fd::{AsRawFd, FromRawFd};
-            // SAFETY: valid dir fd and NUL-terminated name.
-            let fd = unsafe {
-                libc::openat(dir.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            };
-            if fd < 0 {
-                return None;
-            }
-            // SAFETY: a fresh fd we own.
-            let mut f = unsafe { File::from_raw_fd(fd) };
+            let mut f = sys::open_at(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW, 0).ok()?;
             if !f.metadata().ok()?.is_file() {
                 return None;
             }

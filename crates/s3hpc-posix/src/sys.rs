@@ -483,11 +483,19 @@ pub fn fremove_xattr(f: &File) -> io::Result<()> {
 /// Create the new file `name` (mode 0644, read-write, `O_EXCL`, never through a symlink) in the
 /// open directory `dir`.
 pub fn create_at(dir: &File, name: &str) -> io::Result<File> {
+    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_NOCTTY;
+    open_at(dir, name, flags, 0o644)
+}
+
+/// `openat(dir, name, flags | O_CLOEXEC, mode)`: one name in an open directory, nothing else
+/// looked up by path.
+pub fn open_at(dir: &File, name: &str, flags: libc::c_int, mode: u32) -> io::Result<File> {
     use std::os::fd::FromRawFd;
-    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY;
     // SAFETY: valid dir fd, NUL-terminated name.
-    let fd = with_cname(name, |c| unsafe { libc::openat(dir.as_raw_fd(), c, flags, 0o644 as libc::c_uint) })
-        .ok_or_else(bad_name)?;
+    let fd = with_cname(name, |c| unsafe {
+        libc::openat(dir.as_raw_fd(), c, flags | libc::O_CLOEXEC, mode as libc::c_uint)
+    })
+    .ok_or_else(bad_name)?;
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -587,18 +595,11 @@ pub fn beneath_supported(dir: &File) -> bool {
 /// Open the directory `name` (one component) in `dir` without following a symlink anywhere
 /// (`openat2(RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)`, `O_NOFOLLOW` where openat2 is missing).
 pub fn open_dir_nofollow(dir: &File, name: &str) -> io::Result<File> {
-    use std::os::fd::FromRawFd;
     let c = CString::new(name).map_err(|_| bad_name())?;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
     match openat2_c(dir, c.as_ptr(), flags, libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_BENEATH) {
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG)) => {
-            // SAFETY: valid dir fd and NUL-terminated name.
-            let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags) };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: a fresh fd we own.
-            Ok(unsafe { File::from_raw_fd(fd) })
+            open_at(dir, name, flags, 0)
         }
         r => r,
     }
