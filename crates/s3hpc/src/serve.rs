@@ -71,6 +71,13 @@ pub struct ServeArgs {
     /// Longest wait for such a lock, in seconds; past it the request answers 503 SlowDown.
     #[arg(long, default_value_t = 10.0)]
     pub lock_timeout: f64,
+    /// On a root shared by nodes (network and parallel file systems, which raise no local
+    /// event for other nodes' changes): how long, in seconds, a listing of a large directory
+    /// may be served from this gateway's copy with its own changes applied before the directory
+    /// is read again, so other nodes' changes show in listings at most this late. 0: read
+    /// again after every change (exact, O(N) per change). Local roots are exact either way.
+    #[arg(long, default_value_t = 1.0)]
+    pub listing_staleness: f64,
     /// Base domain for virtual-host-style requests (BUCKET.DOMAIN); path style always works.
     #[arg(long)]
     pub domain: Option<String>,
@@ -346,6 +353,10 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
                 bail!("--lock-timeout {}: expected seconds between 0 and 86400", args.lock_timeout);
             }
             let lock_timeout = std::time::Duration::from_secs_f64(args.lock_timeout);
+            if !(args.listing_staleness >= 0.0 && args.listing_staleness <= 3600.0) {
+                bail!("--listing-staleness {}: expected seconds between 0 and 3600", args.listing_staleness);
+            }
+            let listing_staleness = std::time::Duration::from_secs_f64(args.listing_staleness);
             let opts = s3hpc_posix::PosixOptions {
                 durability,
                 etag_mode,
@@ -354,6 +365,7 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
                 umask,
                 lock_mode,
                 lock_timeout,
+                listing_staleness,
                 ..Default::default()
             };
             let store = s3hpc_posix::PosixStore::open(&args.root, opts)
