@@ -484,16 +484,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(a) => Some(tokio::net::TcpListener::bind(a).await.with_context(|| format!("--console-listen {a}"))?),
         None => None,
     };
-    let (metrics, admin) = match crate::admin::start(
-        &args.ops,
-        (args.backend == "posix").then(|| args.root.clone()),
-        console.is_some(),
-    )
-    .await?
-    {
-        Some((m, a)) => (Some(m), Some(a)),
-        None => (None, None),
-    };
+    let (metrics, admin) =
+        match crate::admin::start(&args.ops, (args.backend == "posix").then(|| args.root.clone()), console.is_some())
+            .await?
+        {
+            Some((m, a)) => (Some(m), Some(a)),
+            None => (None, None),
+        };
     let http_metrics = metrics.as_ref().map(|m| m.http.clone());
     let mut wire = Vec::new();
     // `tls://` binary listeners share the HTTPS certificate (reloaded with it on SIGHUP).

@@ -180,7 +180,9 @@ impl Console {
         let s = sessions.get_mut(&key)?;
         let now = Instant::now();
         let secret_ok = st.cfg.creds.secret_for(&s.access_key).is_some_and(|sk| sha256(sk.as_bytes()) == s.secret_fp);
-        if !secret_ok || now.duration_since(s.last) > self.opts.idle || now.duration_since(s.created) > self.opts.lifetime
+        if !secret_ok
+            || now.duration_since(s.last) > self.opts.idle
+            || now.duration_since(s.created) > self.opts.lifetime
         {
             sessions.remove(&key);
             return None;
@@ -290,9 +292,8 @@ async fn read_json(mut body: ReqBody) -> Result<serde_json::Value, Response<Resp
 }
 
 fn is_json(parts: &http::request::Parts) -> bool {
-    hdr(parts, "content-type").is_some_and(|t| {
-        t.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-    })
+    hdr(parts, "content-type")
+        .is_some_and(|t| t.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")))
 }
 
 /// Answer one request of the console's listener.
@@ -389,7 +390,11 @@ async fn login(st: &State, c: &Console, parts: &http::request::Parts, body: ReqB
         return json_error(StatusCode::FORBIDDEN, "InvalidLogin", "The access key or the secret key is wrong");
     }
     let Some((token, csrf)) = c.start_session(&ak, sk) else {
-        return json_error(StatusCode::SERVICE_UNAVAILABLE, "TooManySessions", "Too many console sessions; retry later");
+        return json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "TooManySessions",
+            "Too many console sessions; retry later",
+        );
     };
     let mut r = session_info(st, &Who { key: [0; 32], access_key: ak, csrf });
     r.headers_mut().insert(header::SET_COOKIE, cookie_header(st, &token, false));
@@ -508,7 +513,9 @@ async fn proxy(
     req.op = "Console";
     let mut resp = match c.session(st, &parts) {
         None => not_logged_in(),
-        Some(_) if !matches!(parts.method, Method::GET | Method::HEAD | Method::PUT | Method::POST | Method::DELETE) => {
+        Some(_)
+            if !matches!(parts.method, Method::GET | Method::HEAD | Method::PUT | Method::POST | Method::DELETE) =>
+        {
             json_error(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "Method not allowed")
         }
         Some(who) if !matches!(parts.method, Method::GET | Method::HEAD) && !csrf_ok(&parts, &who) => csrf_refused(),
@@ -533,7 +540,8 @@ async fn proxy(
                         let raw = target.split('?').next().unwrap_or("").rsplit('/').next().unwrap_or("");
                         let name = crate::util::decode_path(raw).unwrap_or_default();
                         let name = if name.is_empty() { "download".into() } else { name };
-                        let v = format!("attachment; filename*=UTF-8''{}", s3hpc_sigv4::encode::uri_encode(&name, false));
+                        let v =
+                            format!("attachment; filename*=UTF-8''{}", s3hpc_sigv4::encode::uri_encode(&name, false));
                         if let Ok(v) = HeaderValue::from_str(&v) {
                             r.headers_mut().insert(header::CONTENT_DISPOSITION, v);
                         }
