@@ -271,6 +271,21 @@ def test_a_rotated_key_ends_its_sessions(tmp_path):
         c.stop()
 
 
+def test_console_listen_in_the_config_files_serve_table(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    cfg = tmp_path / "s3hpc.toml"
+    cfg.write_text('[serve]\nconsole-listen = "127.0.0.1:0"\n\n' + users_toml())
+    srv = Server(root, ["--config", str(cfg)])
+    try:
+        assert wait_until(lambda: any("console on http://127.0.0.1:" in l for l in srv.output), 10), srv.output
+    finally:
+        srv.stop()
+    cfg.write_text('[serve]\nconsole-listen = 9001\n\n' + users_toml())
+    out = subprocess.run([srv.argv[0], "serve", str(root), "--config", str(cfg)], capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0 and "console-listen" in out.stderr and "HOST:PORT" in out.stderr, out.stderr
+
+
 def test_pages_carry_a_strict_content_security_policy(console):
     st, h, body = req(console, "GET", "/")
     assert st == 200 and b"/assets/app.js" in body
@@ -361,8 +376,9 @@ def drv():
 
 
 def wait(drv, cond, timeout=30):
+    from selenium.common.exceptions import NoAlertPresentException, NoSuchElementException
     from selenium.webdriver.support.ui import WebDriverWait
-    return WebDriverWait(drv, timeout).until(cond)
+    return WebDriverWait(drv, timeout, ignored_exceptions=(NoAlertPresentException, NoSuchElementException)).until(cond)
 
 
 def by_id(drv, i, timeout=30):
@@ -411,8 +427,12 @@ def test_browser_upload_browse_share_policy_logout(console, drv, tmp_path):
     data = os.urandom(20 * 1024 * 1024)
     f = tmp_path / "big input.bin"
     f.write_bytes(data)
-    by_id(drv, "upload-input").send_keys(str(f))
+    small = tmp_path / "notes.txt"
+    small.write_bytes(b"a small file, one PUT\n")
+    by_id(drv, "upload-input").send_keys(f"{f}\n{small}")
     wait(drv, lambda d: "done (3 parts)" in d.find_element(By.ID, "uploads").text, 120)
+    wait(drv, lambda d: "notes.txt (22 B) done" in d.find_element(By.ID, "uploads").text, 30)
+    assert s3.get_object(Bucket=bucket, Key="notes.txt")["Body"].read() == small.read_bytes()
     head = s3.head_object(Bucket=bucket, Key="big input.bin")
     assert head["ContentLength"] == len(data) and head["ETag"].endswith('-3"'), head
     assert hashlib.sha256(s3.get_object(Bucket=bucket, Key="big input.bin")["Body"].read()).digest() == hashlib.sha256(data).digest()
@@ -490,6 +510,20 @@ def test_browser_upload_browse_share_policy_logout(console, drv, tmp_path):
     drv.get(f"{console.url}/#/v/{bucket}/README.txt")
     wait(drv, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#versions tr[data-version]")) == 2)
     shot(drv, "versions")
+
+    # Delete: one object, then a folder with what is under it.
+    drv.get(f"{console.url}/#/b/{bucket}/")
+    row = wait(drv, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-key="notes.txt"]'))[0]
+    row.find_element(By.XPATH, ".//button[text()='delete']").click()
+    wait(drv, lambda d: d.switch_to.alert).accept()
+    wait(drv, lambda d: not d.find_elements(By.CSS_SELECTOR, 'tr[data-key="notes.txt"]'))
+    row = drv.find_element(By.CSS_SELECTOR, 'tr[data-prefix="runs/"]')
+    row.find_element(By.XPATH, ".//button[text()='delete']").click()
+    alert = wait(drv, lambda d: d.switch_to.alert)
+    assert "1 object(s)" in alert.text, alert.text
+    alert.accept()
+    wait(drv, lambda d: not d.find_elements(By.CSS_SELECTOR, 'tr[data-prefix="runs/"]'))
+    assert s3.list_objects_v2(Bucket=bucket, Prefix="runs/")["KeyCount"] == 0
 
     drv.get(f"{console.url}/#/")
     wait(drv, lambda d: d.find_elements(By.CSS_SELECTOR, f'tr[data-bucket="{bucket}"]'))
