@@ -545,6 +545,38 @@ def test_browser_upload_browse_share_policy_logout(console, drv, tmp_path):
 
 
 @browser
+def test_browser_upload_resumes_after_a_reload(console, drv, tmp_path):
+    """A multipart upload the page started (its id kept in the browser's localStorage) and that
+    was cut off goes on where it stopped when the same file is chosen again: here the first part
+    reached the gateway before the "reload"."""
+    s3 = console.s3(ALICE)
+    bucket = "resume-" + uuid.uuid4().hex[:6]
+    s3.create_bucket(Bucket=bucket)
+    data = os.urandom(20 * 1024 * 1024)
+    f = tmp_path / "resume.bin"
+    f.write_bytes(data)
+    os.utime(f, (1_790_000_000, 1_790_000_000))  # File.lastModified is then exactly this, in ms
+    up = s3.create_multipart_upload(Bucket=bucket, Key="resume.bin")["UploadId"]
+    s3.upload_part(Bucket=bucket, Key="resume.bin", UploadId=up, PartNumber=1, Body=data[:8 << 20])
+    browser_login(drv, console, ALICE)
+    text_in(drv, "who", "alice")
+    drv.get(f"{console.url}/#/b/{bucket}/")
+    by_id(drv, "objects")
+    drv.execute_script("localStorage.setItem(arguments[0], arguments[1])", f"s3hpc-upload:{bucket}/resume.bin",
+                       json.dumps({"uploadId": up, "size": len(data), "lastModified": 1_790_000_000_000,
+                                   "partSize": 8 << 20}))
+    by_id(drv, "upload-input").send_keys(str(f))
+    text_in(drv, "uploads", "done (3 parts, 1 already there)", 120)
+    head = s3.head_object(Bucket=bucket, Key="resume.bin")
+    assert head["ContentLength"] == len(data) and head["ETag"].endswith('-3"')
+    assert hashlib.sha256(s3.get_object(Bucket=bucket, Key="resume.bin")["Body"].read()).digest() == hashlib.sha256(data).digest()
+    assert not s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
+    assert drv.execute_script("return localStorage.length") == 0
+    s3.delete_object(Bucket=bucket, Key="resume.bin")
+    s3.delete_bucket(Bucket=bucket)
+
+
+@browser
 def test_browser_user_cannot_see_another_users_bucket(console, drv):
     from selenium.webdriver.common.by import By
 

@@ -4,7 +4,7 @@
 // secret never comes back to this page; state-changing requests carry the session's CSRF token.
 'use strict';
 
-const S = { csrf: null, me: null, pageSize: 100 };
+const S = { csrf: null, me: null, pageSize: 100, uploading: 0 };
 const PART_SIZE = 8 * 1024 * 1024;
 const MULTIPART_FROM = 16 * 1024 * 1024;
 const PARALLEL_PARTS = 4;
@@ -156,6 +156,7 @@ async function boot() {
     showLogin(); location.hash = '#/';
   }));
   window.addEventListener('hashchange', route);
+  window.addEventListener('beforeunload', (e) => { if (S.uploading) e.preventDefault(); });
   const r = await fetch('/api/session', { credentials: 'same-origin', cache: 'no-store' });
   if (r.ok) { loggedIn(await r.json()); route(); } else showLogin();
 }
@@ -367,33 +368,76 @@ async function upload(bucket, key, file, box) {
     await xhrPut(s3path(bucket, key), file, (n) => { bar.value = n; });
     done('done'); return;
   }
-  const { doc } = await s3('POST', bucket, key, 'uploads');
-  const uploadId = xmlText(doc, 'UploadId');
+  // Resumable: the upload id is kept in this browser (localStorage, per origin) until the upload
+  // completes; choosing the same file again (same size and date) after a reload or a network
+  // failure sends only the parts the gateway does not have yet (ListParts).
+  const rkey = `s3hpc-upload:${bucket}/${key}`;
   const parts = Math.ceil(file.size / PART_SIZE);
+  const have = new Map();
+  let uploadId = null;
+  let saved = null;
+  try { saved = JSON.parse(localStorage.getItem(rkey)); } catch (_) { saved = null; }
+  if (saved && saved.size === file.size && saved.lastModified === file.lastModified && saved.partSize === PART_SIZE) {
+    try {
+      let marker = null;
+      for (;;) {
+        const { doc } = await s3('GET', bucket, key, qs({ uploadId: saved.uploadId, 'part-number-marker': marker || undefined }));
+        for (const p of kids(doc, 'Part')) have.set(Number(xmlText(doc, 'PartNumber', p)), { etag: xmlText(doc, 'ETag', p), size: Number(xmlText(doc, 'Size', p)) });
+        if (xmlText(doc, 'IsTruncated') !== 'true') break;
+        marker = xmlText(doc, 'NextPartNumberMarker');
+      }
+      uploadId = saved.uploadId;
+    } catch (e) {
+      if (e.code === 'NotLoggedIn') throw e;
+      have.clear(); // gone (completed, aborted or expired): start again
+    }
+  }
+  if (!uploadId) {
+    const { doc } = await s3('POST', bucket, key, 'uploads');
+    uploadId = xmlText(doc, 'UploadId');
+    localStorage.setItem(rkey, JSON.stringify({ uploadId, size: file.size, lastModified: file.lastModified, partSize: PART_SIZE }));
+  }
   const sent = new Array(parts).fill(0);
   const etags = new Array(parts);
-  let next = 0;
+  const todo = [];
+  for (let i = 0; i < parts; i++) {
+    const len = Math.min(PART_SIZE, file.size - i * PART_SIZE);
+    const h = have.get(i + 1);
+    if (h && h.size === len && h.etag) { etags[i] = h.etag; sent[i] = len; } else todo.push(i);
+  }
+  const resumed = parts - todo.length;
+  bar.value = sent.reduce((a, b) => a + b, 0);
   const worker = async () => {
-    while (next < parts) {
-      const i = next++;
+    while (todo.length) {
+      const i = todo.shift();
       const blob = file.slice(i * PART_SIZE, Math.min(file.size, (i + 1) * PART_SIZE));
       etags[i] = await xhrPut(s3path(bucket, key, qs({ partNumber: i + 1, uploadId })), blob, (n) => {
         sent[i] = n; bar.value = sent.reduce((a, b) => a + b, 0);
       });
     }
   };
+  S.uploading++;
   try {
-    await Promise.all(Array.from({ length: Math.min(PARALLEL_PARTS, parts) }, worker));
+    await Promise.all(Array.from({ length: Math.min(PARALLEL_PARTS, Math.max(1, todo.length)) }, worker));
     const xml = '<CompleteMultipartUpload>' + etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${esc(e)}</ETag></Part>`).join('') + '</CompleteMultipartUpload>';
     const r = await call('POST', s3path(bucket, key, qs({ uploadId })), { body: xml, headers: { 'content-type': 'application/xml' } });
     const t = await r.text();
     const d = new DOMParser().parseFromString(t, 'application/xml');
     if (!r.ok || xmlText(d, 'Code')) throw new S3Error(r.status, xmlText(d, 'Code') || r.status, xmlText(d, 'Message') || t);
-    done(`done (${parts} parts)`);
+    localStorage.removeItem(rkey);
+    done(`done (${parts} parts${resumed ? `, ${resumed} already there` : ''})`);
   } catch (e) {
-    done('failed');
-    await call('DELETE', s3path(bucket, key, qs({ uploadId }))).catch(() => {});
+    if (e.status >= 400 && e.status < 500 && e.code !== 'NotLoggedIn') {
+      // Refused by S3: nothing to resume.
+      done('failed');
+      localStorage.removeItem(rkey);
+      await call('DELETE', s3path(bucket, key, qs({ uploadId }))).catch(() => {});
+    } else {
+      done('interrupted: choose the same file again to resume');
+    }
     throw e;
+  } finally {
+    S.uploading--;
   }
 }
 
