@@ -129,6 +129,16 @@ pub struct ServeArgs {
     /// Store calls per second at most of the lifecycle runner (listing pages, deletes, aborts).
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub lifecycle_ops: u32,
+    /// Serve the web console (docs/CONSOLE.md) on this address (`HOST:PORT`; port 0 picks one,
+    /// the bound URL is printed): log in with an access key and secret, browse, upload, share,
+    /// bucket settings. Over HTTPS with --tls-cert/--tls-key.
+    #[arg(long, value_name = "ADDR")]
+    pub console_listen: Option<String>,
+    /// Base URL of the S3 endpoint the console's share links (presigned URLs) point to, as
+    /// users reach it (`https://s3.example.org`). Default: the host name the console was
+    /// reached by, with the port of --listen.
+    #[arg(long, value_name = "URL")]
+    pub console_s3_url: Option<String>,
     /// Serve only the binary protocol (with --binary), no HTTP.
     #[arg(long, requires = "binary")]
     pub no_http: bool,
@@ -482,7 +492,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("listening on {}", args.listen))?,
         )
     };
-    let metrics = crate::admin::start(&args.ops, (args.backend == "posix").then(|| args.root.clone())).await?;
+    let console = match &args.console_listen {
+        Some(a) => Some(tokio::net::TcpListener::bind(a).await.with_context(|| format!("--console-listen {a}"))?),
+        None => None,
+    };
+    let (metrics, admin) =
+        match crate::admin::start(&args.ops, (args.backend == "posix").then(|| args.root.clone()), console.is_some())
+            .await?
+        {
+            Some((m, a)) => (Some(m), Some(a)),
+            None => (None, None),
+        };
     let http_metrics = metrics.as_ref().map(|m| m.http.clone());
     let mut wire = Vec::new();
     // `tls://` binary listeners share the HTTPS certificate (reloaded with it on SIGHUP).
@@ -506,6 +526,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if let Some(http) = &shown {
         writeln!(out, "s3hpc: listening on {http} (backend {}, root {})", args.backend, args.root.display())?;
+    }
+    if let Some(c) = &console {
+        writeln!(out, "s3hpc: console on {scheme}://{}", c.local_addr()?)?;
     }
     for w in &wire {
         writeln!(
@@ -570,7 +593,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let stop = stopped(stop_rx.clone());
         tasks.spawn(async move { w.run(stop).await.context("binary protocol server") });
     }
-    if let Some(listener) = listener {
+    let s3_port = listener.as_ref().map(|l| l.local_addr()).transpose()?.map(|a| a.port());
+    {
         let mut cfg = s3hpc_http::Config::new(store, (*creds).clone());
         cfg.region = args.region.clone();
         cfg.sigv2 = !args.no_sigv2;
@@ -588,8 +612,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         cfg.metrics = http_metrics;
         cfg.tls = tls.as_ref().map(|t| t.server_config()).transpose()?;
-        let stop = stopped(stop_rx.clone());
-        tasks.spawn(async move { s3hpc_http::serve(listener, cfg, stop).await.context("HTTP server") });
+        if let Some(console) = console {
+            let opts = s3hpc_http::console::ConsoleOptions {
+                s3_url: args.console_s3_url.clone(),
+                s3_port,
+                admin: admin.map(|a| a as Arc<dyn s3hpc_http::console::AdminView>),
+                ..Default::default()
+            };
+            let (cfg, stop) = (cfg.clone(), stopped(stop_rx.clone()));
+            tasks.spawn(async move { s3hpc_http::console::serve(console, cfg, opts, stop).await.context("console") });
+        }
+        if let Some(listener) = listener {
+            let stop = stopped(stop_rx.clone());
+            tasks.spawn(async move { s3hpc_http::serve(listener, cfg, stop).await.context("HTTP server") });
+        }
     }
     while let Some(r) = tasks.join_next().await {
         r??;
