@@ -92,6 +92,11 @@ LOADS = [  # (what, bench mixed arguments): 64 concurrent 1 MiB PUTs, then small
 ]
 
 
+# Seconds an idle gateway gets to give back what the load left in its heap (it trims after a
+# second with under 2% of a core busy).
+SETTLE_S = 5.0
+
+
 def status_kb(pid: int, field: str) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -118,8 +123,15 @@ def rss_under_load(root, threads: int, tmp_path) -> dict:
             r = json.loads(out.read_text())["results"][0]
             assert r["errors"] == 0, r["error_samples"]
             ops[what] = sum(ph["ops"] for ph in r["phases"] if ph["name"].startswith("mixed"))
-        return dict(idle=idle, peak=status_kb(g.proc.pid, "VmHWM") * 1024, ops=ops,
-                    tasks=len(os.listdir(f"/proc/{g.proc.pid}/task")))
+        peak = status_kb(g.proc.pid, "VmHWM") * 1024
+        tasks = len(os.listdir(f"/proc/{g.proc.pid}/task"))
+        # Idle again: the gateway hands freed heap memory back within a few seconds.
+        after = status_kb(g.proc.pid, "VmRSS") * 1024
+        deadline = time.monotonic() + SETTLE_S
+        while time.monotonic() < deadline and after - idle > (peak - idle) / 2:
+            time.sleep(0.25)
+            after = min(after, status_kb(g.proc.pid, "VmRSS") * 1024)
+        return dict(idle=idle, peak=peak, after=after, ops=ops, tasks=tasks)
     finally:
         g.stop()
 
