@@ -154,7 +154,7 @@ def test_gateway_rss_under_fixed_load_is_bounded_and_does_not_grow_with_cores(tm
         many = rss_under_load(root, 16, tmp_path)
     report = "; ".join(
         f"{t} threads: idle {m['idle'] / 1e6:.1f} MB, peak {m['peak'] / 1e6:.1f} MB (+{(m['peak'] - m['idle']) / 1e6:.1f}), "
-        f"{m['tasks']} threads, {m['after'] / 1e6:.1f} MB {SETTLE_S:.0f} s after, ops {m['ops']}"
+        f"{m['tasks']} threads, {m['after'] / 1e6:.1f} MB once idle (at most {SETTLE_S:.0f} s), ops {m['ops']}"
         for t, m in ((2, few), (16, many)))
     print(report)
     slots = 16  # --max-uploads by default: one per worker, at least 16
