@@ -142,8 +142,8 @@ def test_gateway_rss_under_fixed_load_is_bounded_and_does_not_grow_with_cores(tm
     follow it), and its RSS once idle again. Bounds from this run: each gateway's peak at most
     its own idle RSS + 1.5 x what its upload slots may hold (16 slots x 2 MiB: 48 MiB), the
     16-thread peak at most 1.4x the 2-thread one, and within 5 s of idle at most half of the
-    growth left. Measured (release build, 2 loaded cores): peaks of idle + 24-26 MB with 2
-    threads and + 30 MB with 16, 16-20 MB a second after the load. A change that doubles the
+    growth left. Measured (2 loaded cores): peaks of idle + 24-26 MB with 2 threads and + 26-33
+    MB with 16 (release and debug builds alike), 16-20 MB a second after the load. A change that doubles the
     peak (about 86 MB, + 73) fails the first bound: with the settings before issue 39 (16
     arenas, 128 upload slots: MALLOC_ARENA_MAX=16, --max-uploads 128) the 16-thread peak was
     75 MB (+63) and failed it. The build before the idle trim kept 30-40 MB after 5 s (fails the
