@@ -101,6 +101,11 @@ pub struct ServeArgs {
     /// 2 MiB while it streams; default one per worker thread, at least 16.
     #[arg(long)]
     pub max_uploads: Option<usize>,
+    /// Keep the heap memory freed after a busy spell. By default the gateway hands it back to
+    /// the system once it is idle (`malloc_trim` after a second with under 2% of a core busy),
+    /// so the RSS falls back after a burst of uploads instead of staying near its peak.
+    #[arg(long)]
+    pub no_idle_trim: bool,
     /// A CompleteMultipartUpload running longer than this (milliseconds) answers 200 at once and
     /// sends whitespace until its result or error document follows (as AWS does).
     #[arg(long, default_value_t = 1000, hide = true)]
@@ -418,15 +423,64 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!("could not raise the open-file limit to its hard limit: {e}");
     }
 
-    let workers = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    limit_malloc_arenas(malloc_arenas(workers));
+    limit_malloc_arenas(MALLOC_ARENAS);
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all().thread_name("s3hpc-serve");
     if let Some(n) = args.threads {
         rt.worker_threads(n.max(1));
     }
     let rt = rt.build()?;
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if !args.no_idle_trim {
+        rt.spawn(trim_when_idle());
+    }
     rt.block_on(serve(args))
+}
+
+/// The process's user + system CPU time so far, in microseconds.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn cpu_time_us() -> u64 {
+    // SAFETY: rusage is plain integers, for which all-zero bytes are a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage we own.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    us(ru.ru_utime) + us(ru.ru_stime)
+}
+
+/// Checked every this often: the CPU the gateway used since the last check tells busy from idle.
+const TRIM_TICK: Duration = Duration::from_secs(1);
+/// Less CPU than this per tick (2% of a core) is idle.
+const IDLE_CPU_US: u64 = 20_000;
+
+/// Give the heap memory freed after a busy spell back to the system once the gateway is idle.
+/// glibc keeps what was freed inside its arenas (only the top of each can shrink, and each
+/// worker's arena keeps its own), so without this the RSS stays near its peak after a burst of
+/// uploads. `malloc_trim(0)` releases every free page of every arena; it runs once per busy ->
+/// idle edge (a tick with less than [`IDLE_CPU_US`] of CPU after one with more), never under
+/// load, where it would only cost page faults when the memory is taken again.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+async fn trim_when_idle() {
+    let mut tick = tokio::time::interval(TRIM_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last = cpu_time_us();
+    let mut busy = false;
+    loop {
+        tick.tick().await;
+        let now = cpu_time_us();
+        let used = now.saturating_sub(last);
+        last = now;
+        if used >= IDLE_CPU_US {
+            busy = true;
+        } else if busy {
+            busy = false;
+            // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
+            let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+            last = cpu_time_us(); // the trim's own CPU is not work
+        }
+    }
 }
 
 /// Uploads admitted at once by default: one per worker (each admitted upload keeps a core busy
@@ -440,19 +494,19 @@ fn default_max_uploads(threads: Option<usize>) -> usize {
     workers.max(16)
 }
 
-/// glibc malloc arenas for `workers` worker threads: as many as the workers, 2 to 4. Each arena
-/// keeps what was freed in it, so RSS grew with the arena count (64 -> 50 MB from 8 to 4 arenas
-/// under the load above with 16 workers; 2 gave 50 too), while small allocations come from
-/// each thread's cache without taking an arena lock.
-fn malloc_arenas(workers: usize) -> usize {
-    workers.clamp(2, 4)
-}
+/// glibc malloc arenas, whatever the worker count. Each arena keeps what was freed in it, so
+/// RSS grew with the arena count: under 64 concurrent 1 MiB PUTs with 16 workers, 8 arenas
+/// held 64 MB, 4 (the worker count, capped at 4, until issue 39) 54-60 MB, 2 43-49 MB
+/// (docs/perf/scale.md, "Memory"). Small allocations come from each thread's cache without
+/// taking an arena lock; what takes one (bodies' 128 KiB pieces, larger headers and documents)
+/// is a few calls per request.
+const MALLOC_ARENAS: usize = 2;
 
 /// glibc gives each contending thread its own malloc arena (up to 8 per core), and each arena
 /// keeps what was freed in it. With dozens of blocking-pool threads writing uploads, that memory
 /// piles up: capping the arenas lowered peak RSS under 256 concurrent 1 MiB PUTs by about a
 /// fifth (docs/perf/http.md), and keeps it from growing with the core count
-/// ([`malloc_arenas`]). An explicit MALLOC_ARENA_MAX wins.
+/// ([`MALLOC_ARENAS`]). An explicit MALLOC_ARENA_MAX wins.
 fn limit_malloc_arenas(n: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
