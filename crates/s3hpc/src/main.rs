@@ -5,6 +5,8 @@ use clap::{Parser, Subcommand};
 mod admin;
 mod bench;
 mod config;
+mod credentials;
+mod keystore;
 mod logfmt;
 mod mount;
 mod serve;
@@ -25,6 +27,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Add, list, remove or rotate the accounts of a `serve --config` users file.
     User(user::UserArgs),
+    /// Create, list or revoke your own S3 access keys through the gateway's Unix socket.
+    Credentials(credentials::CredentialsArgs),
     /// Mount a bucket of any S3 store (HTTP, or the s3hpc binary protocol) as a directory (FUSE).
     Mount(mount::MountArgs),
 }
@@ -38,5 +42,6 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(args),
         Command::User(args) => user::run(args),
         Command::Mount(args) => mount::run(args),
+        Command::Credentials(args) => credentials::run(args),
     }
 }
