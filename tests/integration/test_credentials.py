@@ -297,6 +297,21 @@ def test_sts_session_credentials_work_with_boto3(bed):
     with pytest.raises(ClientError) as e:
         wrong.list_buckets()
     assert err_code(e.value) == "InvalidToken"
+    # Browser forms (POST object) need the token too: a form signed with the session's secret but
+    # without its token is refused; with it, it uploads.
+    import urllib3
+    http = urllib3.PoolManager()
+
+    def post(client):
+        p = client.generate_presigned_post("kalice-sts", "form-upload")
+        fields = [*p["fields"].items(), ("file", ("f.bin", b"form", "application/octet-stream"))]
+        body, ctype = urllib3.encode_multipart_formdata(fields)
+        return http.request("POST", p["url"], body=body, headers={"Content-Type": ctype}, retries=False)
+    r = post(none)
+    assert r.status == 403 and b"InvalidAccessKeyId" in r.data, r.data
+    r = post(s3)
+    assert r.status == 204, r.data
+    assert os.lstat(bed.root / "kalice-sts/form-upload").st_uid == bed.users[ALICE].pw_uid
     # Session credentials cannot make more sessions (as AWS).
     with pytest.raises(ClientError) as e:
         sts_client(bed.a.endpoint, c["AccessKeyId"], c["SecretAccessKey"], c["SessionToken"]).get_session_token()

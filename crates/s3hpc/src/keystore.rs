@@ -102,6 +102,14 @@ fn stamp(dir: &File) -> io::Result<Stamp> {
     Ok((m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec(), m.size()))
 }
 
+/// What a uid's keys act as.
+#[derive(Clone)]
+struct UserOf {
+    login: String,
+    identity: Identity,
+    account: Arc<Account>,
+}
+
 /// The key store of one gateway (see the module doc).
 pub struct KeyStore {
     dir: File,
@@ -111,7 +119,9 @@ pub struct KeyStore {
     keys: RwLock<HashMap<String, Arc<Record>>>,
     seen: Mutex<Option<Stamp>>,
     negative: Mutex<HashMap<String, Instant>>,
-    nss: Mutex<HashMap<u32, (Instant, Option<(String, Identity)>)>>,
+    /// Per uid, for [`NSS_TTL`]: login, identity and account (what every request signed by a
+    /// key of that uid needs, so it is worked out once a minute, not per request).
+    nss: Mutex<HashMap<u32, (Instant, Option<UserOf>)>>,
     last_sweep: Mutex<Instant>,
 }
 
@@ -266,17 +276,22 @@ impl KeyStore {
         Some(r)
     }
 
-    /// Name and identity of `uid` through NSS (getpwuid + getgrouplist), cached briefly.
-    fn nss(&self, uid: u32) -> Option<(String, Identity)> {
+    /// Name and identity of `uid` through NSS (getpwuid + getgrouplist), and its account,
+    /// cached for [`NSS_TTL`].
+    fn nss(&self, uid: u32) -> Option<UserOf> {
         let mut m = self.nss.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((t, v)) = m.get(&uid)
             && t.elapsed() < NSS_TTL
         {
             return v.clone();
         }
-        let v = user_of_uid(uid).and_then(|name| {
-            let (u, gid, groups) = crate::serve::lookup_login(&name).ok()?;
-            (u == uid).then(|| (name, Identity { uid, gid, groups }))
+        let v = user_of_uid(uid).and_then(|login| {
+            let (u, gid, groups) = crate::serve::lookup_login(&login).ok()?;
+            (u == uid).then(|| UserOf {
+                account: self.account_of(uid, &login),
+                login,
+                identity: Identity { uid, gid, groups },
+            })
         });
         if m.len() > 100_000 {
             m.clear();
@@ -346,9 +361,8 @@ impl KeySource for KeyStore {
         let r = self.get(access_key)?;
         let kind = match r.kind.as_str() {
             "user" => {
-                let uid = r.uid?;
-                let (login, identity) = self.nss(uid)?;
-                KeyKind::Account { account: self.account_of(uid, &login), identity: Some(identity) }
+                let u = self.nss(r.uid?)?;
+                KeyKind::Account { account: u.account, identity: Some(u.identity) }
             }
             "session" => KeyKind::Session { parent: r.parent.clone()?, token: r.token.clone()? },
             _ => return None,
@@ -367,8 +381,7 @@ impl KeySource for KeyStore {
         if !has {
             return None;
         }
-        let (login, _) = self.nss(uid)?;
-        Some(self.account_of(uid, &login))
+        self.nss(uid).map(|u| u.account)
     }
 
     fn issue_session(&self, parent: &str, expires: SystemTime) -> s3hpc_core::Result<Credentials> {
@@ -411,9 +424,10 @@ impl KeyAdmin for KeyStore {
                 "the description must be at most {MAX_DESCRIPTION} characters, without control characters"
             )));
         }
-        let (login, _) = self
+        let login = self
             .nss(uid)
-            .ok_or_else(|| Error::new(ErrorCode::AccessDenied, format!("uid {uid} has no user name (NSS)")))?;
+            .ok_or_else(|| Error::new(ErrorCode::AccessDenied, format!("uid {uid} has no user name (NSS)")))?
+            .login;
         gateway(|| self.refresh(false)).and_then(|r| r).map_err(internal)?;
         if self.live_keys_of(uid) >= self.opts.max_per_user {
             return Err(Error::new(
