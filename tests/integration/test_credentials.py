@@ -237,7 +237,9 @@ def test_keys_need_the_unix_socket_and_user_keys(bed):
 
 
 def test_a_peer_without_account_may_only_manage_keys(bed):
-    """A keys-only connection (no account has the uid) gets no store access."""
+    """A keys-only connection (no account has the uid) gets no store access. (Two layers refuse
+    here: the server's keys-only gate and S3 authorization, which has no caller; the gate alone
+    is tested in crates/s3hpc-wire/tests/keys.rs, behind a store that does not authorize.)"""
     u = bed.users[BOB]
     # Store access needs an account: over a raw connection without a key (as `s3hpc
     # credentials` makes), ListBuckets is refused while the connection itself is accepted.
