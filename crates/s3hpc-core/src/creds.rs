@@ -244,7 +244,10 @@ impl CredentialSet {
         match self.resolve(parent) {
             None => return Err(Error::code(ErrorCode::InvalidAccessKeyId)),
             Some(k) if k.session.is_some() => {
-                return Err(Error::new(ErrorCode::AccessDenied, "Cannot call GetSessionToken with session credentials"));
+                return Err(Error::new(
+                    ErrorCode::AccessDenied,
+                    "Cannot call GetSessionToken with session credentials",
+                ));
             }
             Some(_) => {}
         }

@@ -257,7 +257,9 @@ pub fn verify_service(
     payload_sha256: &str,
 ) -> Result<Verified, Error> {
     match header_str(parts, "authorization")? {
-        Some(a) if a.starts_with(ALGORITHM) => verify_header(parts, a, creds, now, accept, Some((service, payload_sha256))),
+        Some(a) if a.starts_with(ALGORITHM) => {
+            verify_header(parts, a, creds, now, accept, Some((service, payload_sha256)))
+        }
         Some(_) => Err(unsupported_mechanism()),
         None => Err(Error::new(ErrorCode::AccessDenied, "Access Denied: anonymous requests are not allowed")),
     }

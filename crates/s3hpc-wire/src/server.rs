@@ -1316,7 +1316,11 @@ async fn run(
 
 /// A self-service key operation for the Unix-socket peer `uid` (the file work on a blocking
 /// thread).
-async fn key_op(keys: Option<Arc<dyn s3hpc_core::creds::KeyAdmin>>, uid: Option<u32>, req: Request) -> Result<Enc, Error> {
+async fn key_op(
+    keys: Option<Arc<dyn s3hpc_core::creds::KeyAdmin>>,
+    uid: Option<u32>,
+    req: Request,
+) -> Result<Enc, Error> {
     let Some(keys) = keys else {
         return Err(Error::not_implemented("this server does not issue access keys (s3hpc serve --user-keys)"));
     };

@@ -50,7 +50,10 @@ async fn start(keys: Option<Arc<Keys>>, unix: bool) -> (s3hpc_wire::ServerHandle
     let store: DynStore = Arc::new(MemoryStore::new());
     store.create_bucket("data").await.unwrap();
     let opts = ServerOptions { keys: keys.map(|k| k as Arc<dyn KeyAdmin>), ..Default::default() };
-    let server = s3hpc_wire::bind(&url, store, Arc::new(CredentialSet::new([Credentials::new("KEY", "SECRET")])), opts).await.unwrap().spawn();
+    let server = s3hpc_wire::bind(&url, store, Arc::new(CredentialSet::new([Credentials::new("KEY", "SECRET")])), opts)
+        .await
+        .unwrap()
+        .spawn();
     (server, dir)
 }
 
@@ -69,11 +72,7 @@ async fn key_operations_are_for_the_kernel_named_uid_and_nothing_else() {
     assert_eq!(e.code, ErrorCode::AccessDenied);
     assert_eq!(
         *keys.calls.lock().unwrap(),
-        [
-            ("create Some(60s) laptop".to_string(), me),
-            ("list".to_string(), me),
-            ("revoke S3HPCOTHER".to_string(), me)
-        ]
+        [("create Some(60s) laptop".to_string(), me), ("list".to_string(), me), ("revoke S3HPCOTHER".to_string(), me)]
     );
     // The store is out of reach on that connection, even behind a store that would answer.
     let e = c.list_buckets().await.unwrap_err();

@@ -112,7 +112,11 @@ pub fn run(args: CredentialsArgs) -> anyhow::Result<()> {
             Action::List => {
                 let keys = c.list_access_keys().await.map_err(wire)?;
                 let mut out = std::io::stdout().lock();
-                writeln!(out, "{:<22} {:<16} {:>7}  {:<20}  {:<20}  DESCRIPTION", "ACCESS_KEY_ID", "USER", "UID", "CREATED", "EXPIRES")?;
+                writeln!(
+                    out,
+                    "{:<22} {:<16} {:>7}  {:<20}  {:<20}  DESCRIPTION",
+                    "ACCESS_KEY_ID", "USER", "UID", "CREATED", "EXPIRES"
+                )?;
                 for k in keys {
                     writeln!(
                         out,

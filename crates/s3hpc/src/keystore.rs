@@ -432,10 +432,7 @@ impl KeyAdmin for KeyStore {
         if self.live_keys_of(uid) >= self.opts.max_per_user {
             return Err(Error::new(
                 ErrorCode::InvalidRequest,
-                format!(
-                    "user {login} has {} access keys, the most allowed: revoke one first",
-                    self.opts.max_per_user
-                ),
+                format!("user {login} has {} access keys, the most allowed: revoke one first", self.opts.max_per_user),
             ));
         }
         let c = Credentials::generate();
@@ -481,7 +478,10 @@ impl KeyAdmin for KeyStore {
             None
         };
         let Some(r) = r.filter(|r| r.kind == "user") else {
-            return Err(Error::new(ErrorCode::InvalidAccessKeyId, format!("no access key {access_key} in the key store")));
+            return Err(Error::new(
+                ErrorCode::InvalidAccessKeyId,
+                format!("no access key {access_key} in the key store"),
+            ));
         };
         if r.uid != Some(uid) && !self.is_admin(uid) {
             return Err(Error::new(ErrorCode::AccessDenied, format!("access key {access_key} is not yours")));

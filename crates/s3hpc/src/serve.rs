@@ -515,7 +515,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .context("--default-object-ownership: BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter")?;
     let (inner, keys_dir) = open_store(&args)?;
     let key_store = open_key_store(&args, keys_dir, &creds)?;
-    let store: DynStore = Arc::new(s3hpc_authz::Authorized::new(inner, creds.clone()).with_default_ownership(ownership));
+    let store: DynStore =
+        Arc::new(s3hpc_authz::Authorized::new(inner, creds.clone()).with_default_ownership(ownership));
     let creds = Arc::new(creds);
     let tls = crate::admin::tls_files(&args.ops)?;
     if args.config.is_some() || tls.is_some() {

@@ -71,7 +71,9 @@ fn sts_error(e: &Error) -> (StatusCode, &'static str, String) {
         ErrorCode::InvalidAccessKeyId | ErrorCode::InvalidToken => {
             (s(403), "InvalidClientTokenId", "The security token included in the request is invalid.".into())
         }
-        ErrorCode::ExpiredToken => (s(400), "ExpiredToken", "The security token included in the request is expired".into()),
+        ErrorCode::ExpiredToken => {
+            (s(400), "ExpiredToken", "The security token included in the request is expired".into())
+        }
         ErrorCode::SignatureDoesNotMatch => (s(403), "SignatureDoesNotMatch", e.message.clone()),
         ErrorCode::AuthorizationHeaderMalformed => (s(400), "IncompleteSignature", e.message.clone()),
         ErrorCode::RequestTimeTooSkewed => (s(400), "RequestExpired", "Request has expired.".into()),
@@ -101,9 +103,8 @@ fn form(data: &[u8]) -> Vec<(String, String)> {
 }
 
 async fn run(st: &State, parts: &Parts, body: ReqBody, op: &mut &'static str) -> Result<String, Error> {
-    let data = Body::Stream(crate::body::incoming_stream(body, st.cfg.body_idle_timeout))
-        .collect_limited(MAX_FORM)
-        .await?;
+    let data =
+        Body::Stream(crate::body::incoming_stream(body, st.cfg.body_idle_timeout)).collect_limited(MAX_FORM).await?;
     let hash = s3hpc_sigv4::signer_sha256_hex(&data);
     let now = SystemTime::now();
     let v = s3hpc_sigv4::verify_service(parts, &st.cfg.creds, now, &st.accept, "sts", &hash)?;
@@ -159,7 +160,10 @@ async fn run(st: &State, parts: &Parts, body: ReqBody, op: &mut &'static str) ->
         "" => Err(Error::new(ErrorCode::InvalidRequest, "Missing Action")),
         other => Err(Error::new(
             ErrorCode::InvalidRequest,
-            format!("Could not find operation {other} for version {}", get("Version").unwrap_or("NO_VERSION_SPECIFIED")),
+            format!(
+                "Could not find operation {other} for version {}",
+                get("Version").unwrap_or("NO_VERSION_SPECIFIED")
+            ),
         )),
     }
 }
