@@ -299,6 +299,23 @@ def test_sts_session_credentials_work_with_boto3(bed):
     with pytest.raises(ClientError) as e:
         wrong.list_buckets()
     assert err_code(e.value) == "InvalidToken"
+    # Presigned URLs carry the token in their query (X-Amz-Security-Token).
+    import urllib3
+    # SigV2 ones (boto3's default here) as x-amz-security-token.
+    for v in ("s3v4", "s3"):
+        cfg_v = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version=v)
+        good_v = boto3.client("s3", endpoint_url=bed.a.endpoint, region_name="us-east-1", config=cfg_v,
+                              aws_access_key_id=c["AccessKeyId"], aws_secret_access_key=c["SecretAccessKey"],
+                              aws_session_token=c["SessionToken"])
+        bad_v = boto3.client("s3", endpoint_url=bed.a.endpoint, region_name="us-east-1", config=cfg_v,
+                             aws_access_key_id=c["AccessKeyId"], aws_secret_access_key=c["SecretAccessKey"],
+                             aws_session_token=c["SessionToken"][:-4] + "AAAA")
+        url = good_v.generate_presigned_url("get_object", Params={"Bucket": "kalice-sts", "Key": "job"})
+        assert "security-token=" in url.lower(), url
+        assert urllib3.PoolManager().request("GET", url, retries=False).data == b"batch", v
+        url = bad_v.generate_presigned_url("get_object", Params={"Bucket": "kalice-sts", "Key": "job"})
+        r = urllib3.PoolManager().request("GET", url, retries=False)
+        assert r.status == 400 and b"InvalidToken" in r.data, (v, r.data)
     # Browser forms (POST object) need the token too: a form signed with the session's secret but
     # without its token is refused; with it, it uploads.
     import urllib3
@@ -356,3 +373,26 @@ def test_sts_expired_session_and_bad_requests(bed):
     # The users file's keys may ask for sessions too.
     c2 = sts_client(bed.a.endpoint, *ADMIN).get_session_token()["Credentials"]
     assert c2["SessionToken"]
+
+
+def test_policies_name_self_service_accounts(bed):
+    """A key's account is its user's login: bucket policies may name it (the account exists)."""
+    import json
+    ak_a, sk_a = bed.create(ALICE)
+    ak_b, sk_b = bed.create(BOB)
+    a, b = make_client(bed.a.endpoint, ak_a, sk_a), make_client(bed.a.endpoint, ak_b, sk_b)
+    a.create_bucket(Bucket="kalice-shared")
+    a.put_object(Bucket="kalice-shared", Key="doc", Body=b"for bob")
+    (bed.root / "kalice-shared").chmod(0o755)
+    (bed.root / "kalice-shared/doc").chmod(0o644)
+    with pytest.raises(ClientError):
+        b.get_object(Bucket="kalice-shared", Key="doc")
+    policy = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{BOB}:root"}, "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::kalice-shared/*"}]}
+    a.put_bucket_policy(Bucket="kalice-shared", Policy=json.dumps(policy))
+    assert b.get_object(Bucket="kalice-shared", Key="doc")["Body"].read() == b"for bob"
+    policy["Statement"][0]["Principal"] = {"AWS": "arn:aws:iam::s3hpc-nobody-here:root"}
+    with pytest.raises(ClientError) as e:
+        a.put_bucket_policy(Bucket="kalice-shared", Policy=json.dumps(policy))
+    assert err_code(e.value) == "MalformedPolicy"

@@ -110,6 +110,10 @@ pub trait KeySource: Send + Sync + std::fmt::Debug {
     fn account_by_uid(&self, _uid: u32) -> Option<std::sync::Arc<crate::caller::Account>> {
         None
     }
+    /// Whether some live key of the source acts as the account with canonical id `id`.
+    fn account_exists(&self, _id: &str) -> bool {
+        false
+    }
     /// Store temporary credentials of `parent` valid until `expires`; returns them with their
     /// session token.
     fn issue_session(&self, parent: &str, expires: std::time::SystemTime) -> crate::Result<Credentials>;
@@ -281,10 +285,16 @@ impl CredentialSet {
     /// Whether some access key belongs to the account with canonical id `id`.
     pub fn account_exists(&self, id: &str) -> bool {
         let users = self.read();
-        users.users.keys().any(|k| match users.accounts.get(k) {
+        if users.users.keys().any(|k| match users.accounts.get(k) {
             Some(a) => a.id == id,
             None => k == id,
-        })
+        }) {
+            return true;
+        }
+        // Not under the lock: the source may ask this set.
+        let source = users.source.clone();
+        drop(users);
+        source.is_some_and(|s| s.account_exists(id))
     }
 
     /// The account whose POSIX uid is `uid`, if exactly one has it.

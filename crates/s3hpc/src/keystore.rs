@@ -384,6 +384,19 @@ impl KeySource for KeyStore {
         self.nss(uid).map(|u| u.account)
     }
 
+    fn account_exists(&self, id: &str) -> bool {
+        let now = SystemTime::now();
+        let uids: Vec<u32> = self
+            .keys
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|r| r.kind == "user" && !r.expired(now))
+            .filter_map(|r| r.uid)
+            .collect();
+        uids.into_iter().any(|uid| self.nss(uid).is_some_and(|u| u.account.id == id))
+    }
+
     fn issue_session(&self, parent: &str, expires: SystemTime) -> s3hpc_core::Result<Credentials> {
         let c = Credentials::generate();
         let token = format!("S3HPC{}{}", Credentials::generate().secret_key, Credentials::generate().secret_key);

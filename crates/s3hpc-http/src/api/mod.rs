@@ -263,13 +263,15 @@ fn session_token(parts: &Parts) -> Option<String> {
     if let Some(v) = parts.headers.get("x-amz-security-token") {
         return Some(String::from_utf8_lossy(v.as_bytes()).into_owned());
     }
+    // SigV4 URLs name it `X-Amz-Security-Token`, SigV2 ones (boto3) `x-amz-security-token`.
     let q = parts.uri.query()?;
-    if !q.contains("X-Amz-Security-Token=") {
+    if !q.contains("ecurity-") && !q.contains("ECURITY-") {
         return None;
     }
     q.split('&').find_map(|p| {
-        let v = p.strip_prefix("X-Amz-Security-Token=")?;
-        Some(String::from_utf8_lossy(&s3hpc_sigv4::encode::percent_decode(v)).into_owned())
+        let (k, v) = p.split_once('=')?;
+        k.eq_ignore_ascii_case("x-amz-security-token")
+            .then(|| String::from_utf8_lossy(&s3hpc_sigv4::encode::percent_decode(v)).into_owned())
     })
 }
 
