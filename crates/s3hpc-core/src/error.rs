@@ -112,6 +112,7 @@ error_codes! {
     ObjectLockConfigurationNotFoundError => 404, "Object Lock configuration does not exist for this bucket";
     SlowDown => 503, "Please reduce your request rate.";
     MalformedTrailerError => 400, "The request contained trailing data that was not well-formed or did not conform to our published schema.";
+    InvalidToken => 400, "The provided token is malformed or otherwise invalid.";
 }
 
 impl fmt::Display for ErrorCode {

@@ -122,6 +122,8 @@ pub struct Config {
     /// S3 does with CRC64NVME (the default); `None` computes nothing unasked
     /// (`s3hpc serve --default-checksum none`).
     pub default_checksum: Option<s3hpc_core::ChecksumAlgorithm>,
+    /// Shortest `DurationSeconds` STS GetSessionToken accepts (AWS: 900 seconds).
+    pub sts_min_duration: Duration,
 }
 
 impl Config {
@@ -147,6 +149,7 @@ impl Config {
             anonymous: false,
             anonymous_identity: None,
             default_checksum: Some(s3hpc_core::ChecksumAlgorithm::Crc64Nvme),
+            sts_min_duration: Duration::from_secs(900),
         }
     }
 }

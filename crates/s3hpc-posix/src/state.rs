@@ -10,6 +10,9 @@
 //!   buckets/<bucket>/          0700: id (the bucket directory's device:inode), created, tags,
 //!                              config/<name>, renames/
 //!   locks/<bucket>/<stripe>    0700: the cross-process lock files
+//!   credentials/<key>.json     0700 / 0600: self-service access keys and STS sessions
+//!                              (kept by the `s3hpc` binary's key store, from the held descriptor
+//!                              [`PosixStore::credentials_dir`] gives)
 //!   staging/                   0711 (--identity posix) or 0700
 //!     tmp/                     1777 / 0700: bodies being written (u<uid>/, 0700, the user's own)
 //!     uploads/<bucket>/<id>/   1777 / 0700: multipart staging (<id>/ 0700, the initiator's)
@@ -32,6 +35,8 @@ use super::*;
 
 /// The gateway's tree under the root.
 pub(crate) const MOAT: &str = ".s3hpc";
+/// The directory of the key store (`ROOT/.s3hpc/credentials`).
+const CREDENTIALS: &str = "credentials";
 /// The layout version written once the old per-bucket state was moved.
 const LAYOUT: &str = "2";
 
@@ -67,7 +72,7 @@ impl State {
             .map_err(|e| io::Error::new(e.kind(), format!("{}/{MOAT}: {e}", root.display())))?;
         let shared_mode = if posix_identity { 0o1777 } else { 0o700 };
         let staging_mode = if posix_identity { 0o711 } else { 0o700 };
-        for d in ["buckets", "locks"] {
+        for d in ["buckets", "locks", CREDENTIALS] {
             sys::owned_dir(&moat_fd, d, 0o700, uid)?;
         }
         let staging_fd = sys::owned_dir(&moat_fd, "staging", staging_mode, uid)?;
@@ -99,6 +104,16 @@ impl State {
     /// The staging directory of a bucket's multipart uploads.
     pub(crate) fn uploads_dir(&self, bucket: &str) -> PathBuf {
         self.staging.join("uploads").join(bucket)
+    }
+}
+
+impl PosixStore {
+    /// `ROOT/.s3hpc/credentials`, open and verified (a directory owned by the gateway, mode
+    /// 0700; made if missing), resolved from the held moat descriptor: the key store's area,
+    /// which no local user can reach. Opened as the gateway.
+    pub fn credentials_dir(&self) -> io::Result<File> {
+        let st = &self.inner.state;
+        ident::as_process(|| sys::owned_dir(&st.moat_fd, CREDENTIALS, 0o700, st.uid))?
     }
 }
 

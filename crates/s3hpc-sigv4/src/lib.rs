@@ -27,10 +27,11 @@ pub mod signer;
 pub mod sigv2;
 mod verify;
 
+pub use signer::sha256_hex as signer_sha256_hex;
 pub use signer::{
     EMPTY_SHA256, STREAMING_SIGNED, STREAMING_SIGNED_TRAILER, STREAMING_UNSIGNED_TRAILER, UNSIGNED_PAYLOAD,
 };
-pub use verify::{MAX_PRESIGN_EXPIRES, MAX_SKEW, is_anonymous};
+pub use verify::{MAX_PRESIGN_EXPIRES, MAX_SKEW, is_anonymous, verify_service};
 
 use encode::{amz_date, canonical_query_into, uri_encode};
 use signer::*;

@@ -38,6 +38,17 @@ pub fn derive_signing_key(secret: &str, date: &str, region: &str) -> [u8; 32] {
     hmac(&k, b"aws4_request")
 }
 
+/// The SigV4 signing key of another service (`sts`).
+pub fn derive_service_key(secret: &str, date: &str, region: &str, service: &str) -> [u8; 32] {
+    let mut k = Vec::with_capacity(4 + secret.len());
+    k.extend_from_slice(b"AWS4");
+    k.extend_from_slice(secret.as_bytes());
+    let k = hmac(&k, date.as_bytes());
+    let k = hmac(&k, region.as_bytes());
+    let k = hmac(&k, service.as_bytes());
+    hmac(&k, b"aws4_request")
+}
+
 struct KeyCacheEntry {
     secret: String,
     date: String,

@@ -30,7 +30,7 @@ struct Credential<'a> {
 
 /// Parse a credential scope; the error is AWS's wording of what is wrong (without the prefix
 /// that says which of header or query carried it).
-fn parse_credential(c: &str) -> Result<Credential<'_>, String> {
+fn parse_credential<'a>(c: &'a str, want_service: &str) -> Result<Credential<'a>, String> {
     const MALFORMED: &str =
         "the Credential is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".";
     // The access key itself never holds '/', so split from the right: the scope has 4 parts.
@@ -48,8 +48,8 @@ fn parse_credential(c: &str) -> Result<Credential<'_>, String> {
             "incorrect date format \"{date}\". This date in the credential must be in the format \"yyyyMMdd\"."
         ));
     }
-    if service != "s3" {
-        return Err(format!("incorrect service \"{service}\". This endpoint belongs to \"s3\"."));
+    if service != want_service {
+        return Err(format!("incorrect service \"{service}\". This endpoint belongs to \"{want_service}\"."));
     }
     if term != "aws4_request" {
         return Err(format!("incorrect terminal \"{term}\". This endpoint uses \"aws4_request\"."));
@@ -229,7 +229,7 @@ pub fn verify(
             }
             crate::sigv2::verify_header(parts, a, creds, now, accept)
         }
-        (Some(a), false) => verify_header(parts, a, creds, now, accept),
+        (Some(a), false) => verify_header(parts, a, creds, now, accept, None),
         (None, true) if presigned => verify_presigned(parts, query, creds, now, accept),
         (None, _) if presigned_v2 => {
             if !accept.sigv2 {
@@ -245,12 +245,33 @@ fn host_of(parts: &http::request::Parts) -> Option<&str> {
     parts.uri.authority().map(|a| a.as_str())
 }
 
+/// A header-signed request to another AWS service on this endpoint (STS: service `sts`), whose
+/// payload hash the caller computed from the body it read (`payload_sha256`, hex). Only the
+/// `Authorization` header is taken.
+pub fn verify_service(
+    parts: &http::request::Parts,
+    creds: &CredentialSet,
+    now: SystemTime,
+    accept: &Accept,
+    service: &str,
+    payload_sha256: &str,
+) -> Result<Verified, Error> {
+    match header_str(parts, "authorization")? {
+        Some(a) if a.starts_with(ALGORITHM) => {
+            verify_header(parts, a, creds, now, accept, Some((service, payload_sha256)))
+        }
+        Some(_) => Err(unsupported_mechanism()),
+        None => Err(Error::new(ErrorCode::AccessDenied, "Access Denied: anonymous requests are not allowed")),
+    }
+}
+
 fn verify_header(
     parts: &http::request::Parts,
     auth: &str,
     creds: &CredentialSet,
     now: SystemTime,
     accept: &Accept,
+    other_service: Option<(&str, &str)>,
 ) -> Result<Verified, Error> {
     let Some(rest) = auth.strip_prefix(ALGORITHM) else {
         return Err(malformed("The authorization header is malformed; unsupported algorithm."));
@@ -280,8 +301,9 @@ fn verify_header(
     let cred = cred.ok_or_else(|| malformed("The authorization header is malformed; missing Credential."))?;
     let signed = signed.ok_or_else(|| malformed("The authorization header is malformed; missing SignedHeaders."))?;
     let sig = sig.ok_or_else(|| malformed("The authorization header is malformed; missing Signature."))?;
-    let cred =
-        parse_credential(cred).map_err(|why| malformed(format!("The authorization header is malformed; {why}")))?;
+    let want_service = other_service.map_or("s3", |(s, _)| s);
+    let cred = parse_credential(cred, want_service)
+        .map_err(|why| malformed(format!("The authorization header is malformed; {why}")))?;
     if cred.region != accept.region {
         return Err(malformed(format!(
             "The authorization header is malformed; {}",
@@ -315,10 +337,23 @@ fn verify_header(
             .with("MaxAllowedSkewMilliseconds", MAX_SKEW.as_millis().to_string()));
     }
     check_unsigned_amz_headers(parts, &signed_list, None)?;
-    let content_sha = header_str(parts, "x-amz-content-sha256")?;
-    let payload = payload_mode(content_sha, false)?;
-    let key = signing_key(&secret, cred.date, cred.region);
-    let scope = scope(cred.date, cred.region);
+    let (content_sha, payload, key, scope) = match other_service {
+        None => {
+            let content_sha = header_str(parts, "x-amz-content-sha256")?;
+            (
+                content_sha,
+                payload_mode(content_sha, false)?,
+                signing_key(&secret, cred.date, cred.region),
+                scope(cred.date, cred.region),
+            )
+        }
+        Some((service, hash)) => (
+            Some(hash),
+            Payload::Sha256(hash.to_string()),
+            derive_service_key(&secret, cred.date, cred.region, service),
+            format!("{}/{}/{service}/aws4_request", cred.date, cred.region),
+        ),
+    };
     let input = CanonicalInput {
         method: parts.method.as_str(),
         raw_path: parts.uri.path(),
@@ -372,7 +407,7 @@ fn verify_presigned(
     if alg != ALGORITHM {
         return Err(query_error("X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\""));
     }
-    let cred = parse_credential(&cred_s)
+    let cred = parse_credential(&cred_s, "s3")
         .map_err(|why| query_error(format!("Error parsing the X-Amz-Credential parameter; {why}")))?;
     if cred.region != accept.region {
         return Err(query_error(format!(

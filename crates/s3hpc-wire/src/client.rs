@@ -195,6 +195,39 @@ impl WireClient {
         Dec::new(&r.payload[1..]).end()
     }
 
+    /// A new self-service access key for this process's user (Unix sockets: the server takes
+    /// the uid from the kernel). `lifetime`: `None` for the server's default.
+    pub async fn create_access_key(
+        &self,
+        lifetime: Option<Duration>,
+        description: &str,
+    ) -> Result<(Credentials, s3hpc_core::creds::AccessKeyInfo)> {
+        let req = Request::CreateAccessKey {
+            lifetime: lifetime.map(|d| d.as_secs().max(1)),
+            description: description.to_string(),
+        };
+        let r = self.call(req, None, None).await?;
+        let mut d = fields(&r);
+        let secret = d.str()?;
+        let info = d.key_info()?;
+        d.end()?;
+        Ok((Credentials::new(info.access_key.clone(), secret), info))
+    }
+
+    /// The keys this process's user may see (its own; an administrator's: all).
+    pub async fn list_access_keys(&self) -> Result<Vec<s3hpc_core::creds::AccessKeyInfo>> {
+        let r = self.call(Request::ListAccessKeys, None, None).await?;
+        let mut d = fields(&r);
+        let v = d.key_infos()?;
+        d.end()?;
+        Ok(v)
+    }
+
+    /// Revoke a key (this user's own; an administrator: any).
+    pub async fn revoke_access_key(&self, access_key: &str) -> Result<()> {
+        self.call_unit(Request::RevokeAccessKey { access_key: access_key.to_string() }).await
+    }
+
     /// A request answered with an optional document (bucket configurations, object ACLs).
     async fn call_doc(&self, req: Request) -> Result<Option<Vec<u8>>> {
         let r = self.call(req, None, None).await?;

@@ -506,6 +506,9 @@ pub mod op {
     pub const LIST_UPLOADS: u8 = 52;
     pub const COMPLETE_MULTIPART: u8 = 53;
     pub const ABORT_MULTIPART: u8 = 54;
+    pub const CREATE_ACCESS_KEY: u8 = 96;
+    pub const LIST_ACCESS_KEYS: u8 = 97;
+    pub const REVOKE_ACCESS_KEY: u8 = 98;
 }
 
 /// How the expected checksum of an upload travels.
@@ -605,6 +608,9 @@ impl Request {
             Request::ListUploads { .. } => "ListUploads",
             Request::CompleteMultipart { .. } => "CompleteMultipart",
             Request::AbortMultipart { .. } => "AbortMultipart",
+            Request::CreateAccessKey { .. } => "CreateAccessKey",
+            Request::ListAccessKeys => "ListAccessKeys",
+            Request::RevokeAccessKey { .. } => "RevokeAccessKey",
         }
     }
 }
@@ -769,6 +775,17 @@ pub enum Request {
         key: String,
         upload_id: String,
     },
+    /// A self-service key for the Unix-socket peer's uid (`s3hpc credentials create`).
+    CreateAccessKey {
+        /// Lifetime in seconds (`None`: the server's default).
+        lifetime: Option<u64>,
+        description: String,
+    },
+    /// The peer's keys (an administrator's: all).
+    ListAccessKeys,
+    RevokeAccessKey {
+        access_key: String,
+    },
 }
 
 /// GetObjectRequest in a comparable form.
@@ -885,6 +902,9 @@ impl Request {
             ListUploads { .. } => op::LIST_UPLOADS,
             CompleteMultipart { .. } => op::COMPLETE_MULTIPART,
             AbortMultipart { .. } => op::ABORT_MULTIPART,
+            CreateAccessKey { .. } => op::CREATE_ACCESS_KEY,
+            ListAccessKeys => op::LIST_ACCESS_KEYS,
+            RevokeAccessKey { .. } => op::REVOKE_ACCESS_KEY,
         }
     }
 
@@ -915,7 +935,9 @@ impl Request {
             | ListObjects { .. }
             | ListParts { .. }
             | ListUploads { .. }
-            | UploadPart { .. } => true,
+            | UploadPart { .. }
+            | ListAccessKeys
+            | RevokeAccessKey { .. } => true,
             PutObject { conditions, .. } => conditions.is_empty(),
             _ => false,
         }
@@ -1085,7 +1107,19 @@ impl Request {
                 e.str(key);
                 e.str(upload_id);
             }
+            CreateAccessKey { lifetime, description } => {
+                e.opt_var(*lifetime);
+                e.str(description);
+            }
+            ListAccessKeys => {}
+            RevokeAccessKey { access_key } => e.str(access_key),
         }
+    }
+
+    /// Whether this is a self-service key operation (answered for the peer's uid, not by the
+    /// store).
+    pub fn is_key_op(&self) -> bool {
+        matches!(self, Request::CreateAccessKey { .. } | Request::ListAccessKeys | Request::RevokeAccessKey { .. })
     }
 
     /// Decode opcode and fields; the decoder is left at the start of an inline body (if any).
@@ -1097,6 +1131,9 @@ impl Request {
             op::DELETE_BUCKET => DeleteBucket { bucket: d.str()? },
             op::HEAD_BUCKET => HeadBucket { bucket: d.str()? },
             op::LIST_BUCKETS => ListBuckets,
+            op::CREATE_ACCESS_KEY => CreateAccessKey { lifetime: d.opt_var()?, description: d.str()? },
+            op::LIST_ACCESS_KEYS => ListAccessKeys,
+            op::REVOKE_ACCESS_KEY => RevokeAccessKey { access_key: d.str()? },
             op::GET_BUCKET_TAGGING => GetBucketTagging { bucket: d.str()? },
             op::PUT_BUCKET_TAGGING => PutBucketTagging { bucket: d.str()?, tags: d.tags()? },
             op::DELETE_BUCKET_TAGGING => DeleteBucketTagging { bucket: d.str()? },
@@ -1224,6 +1261,14 @@ impl Request {
 // responses (the OK payloads; the first byte of a RESPONSE is 0 = ok, 1 = error)
 
 impl Enc {
+    pub fn key_info(&mut self, k: &s3hpc_core::creds::AccessKeyInfo) {
+        self.str(&k.access_key);
+        self.var(k.uid as u64);
+        self.str(&k.user);
+        self.str(&k.description);
+        self.time(k.created);
+        self.opt_time(k.expires);
+    }
     pub fn buckets(&mut self, b: &[BucketInfo]) {
         self.var(b.len() as u64);
         for b in b {
@@ -1298,6 +1343,24 @@ impl Enc {
 }
 
 impl Dec<'_> {
+    pub fn key_info(&mut self) -> Result<s3hpc_core::creds::AccessKeyInfo> {
+        Ok(s3hpc_core::creds::AccessKeyInfo {
+            access_key: self.str()?,
+            uid: self.var()?.min(u32::MAX as u64) as u32,
+            user: self.str()?,
+            description: self.str()?,
+            created: self.time()?,
+            expires: self.opt_time()?,
+        })
+    }
+    pub fn key_infos(&mut self) -> Result<Vec<s3hpc_core::creds::AccessKeyInfo>> {
+        let n = self.len(MAX_LIST, "key list")?;
+        let mut v = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            v.push(self.key_info()?);
+        }
+        Ok(v)
+    }
     pub fn buckets(&mut self) -> Result<Vec<BucketInfo>> {
         let n = self.len(usize::MAX >> 1, "bucket list")?;
         let mut v = Vec::with_capacity(n.min(1024));

@@ -62,6 +62,10 @@ pub struct ServerOptions {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Told of every request answered (metrics).
     pub observer: Option<Arc<dyn Observer>>,
+    /// Self-service keys (`s3hpc credentials`): on Unix sockets, a peer may create, list and
+    /// revoke keys of its own uid (SO_PEERCRED), and may connect without a key or account to do
+    /// only that. `None`: those operations answer `NotImplemented`.
+    pub keys: Option<Arc<dyn s3hpc_core::creds::KeyAdmin>>,
 }
 
 /// Sees every request the server answers: for metrics (`s3hpc serve --admin-listen`).
@@ -91,6 +95,7 @@ impl Default for ServerOptions {
             dedicated_threads: DEDICATED_THREADS,
             tls: None,
             observer: None,
+            keys: None,
         }
     }
 }
@@ -491,6 +496,17 @@ async fn handle_connection(
         Err(m) => Err(proto(m)),
     };
     let access_key = match auth {
+        // No account has the peer's uid, but it may manage its own keys: a connection that
+        // can do only that.
+        Err(e)
+            if e.code == ErrorCode::AccessDenied
+                && is_unix
+                && peer_uid.is_some()
+                && opts.keys.is_some()
+                && e.message.starts_with(NO_ACCOUNT) =>
+        {
+            String::new()
+        }
         Ok(ak) => ak,
         Err(e) => {
             let _ = w.write_all(&goaway(&e)).await;
@@ -528,6 +544,9 @@ async fn handle_connection(
         caller: creds
             .account_for(&access_key)
             .map(|a| Arc::new(s3hpc_core::caller::Caller { account: Some(a), secure, ..Default::default() })),
+        peer_uid: if is_unix { peer_uid } else { None },
+        keys: opts.keys.clone(),
+        keys_only: access_key.is_empty(),
     };
     let res = conn.run(&mut r).await;
     conn.ended = true;
@@ -552,6 +571,9 @@ async fn handle_connection(
     }
 }
 
+/// The start of the handshake's refusal when no account has the peer's uid.
+const NO_ACCOUNT: &str = "no account has the peer's uid ";
+
 fn check_auth(
     p: &[u8],
     nonce: &[u8; 32],
@@ -575,11 +597,16 @@ fn check_auth(
         };
         return creds
             .access_key_for_uid(uid)
-            .ok_or_else(|| Error::new(ErrorCode::AccessDenied, format!("no account has the peer's uid {uid}")));
+            .ok_or_else(|| Error::new(ErrorCode::AccessDenied, format!("{NO_ACCOUNT}{uid}")));
     }
-    let Some(secret) = creds.secret_for(&ak) else {
+    let Some(key) = creds.resolve(&ak) else {
         return Err(Error::code(ErrorCode::InvalidAccessKeyId));
     };
+    if key.session.is_some() {
+        // The handshake carries no session token: temporary credentials are for HTTP.
+        return Err(Error::new(ErrorCode::AccessDenied, "temporary (session) credentials are not accepted here"));
+    }
+    let secret = key.secret;
     if proof.is_empty() && trusted {
         return Ok(ak);
     }
@@ -615,6 +642,11 @@ struct Conn {
     ident: Option<s3hpc_core::identity::Identity>,
     /// Who the connection's requests are made by, for S3 authorization.
     caller: Option<Arc<s3hpc_core::caller::Caller>>,
+    /// The peer's uid (Unix sockets), for self-service key operations.
+    peer_uid: Option<u32>,
+    keys: Option<Arc<dyn s3hpc_core::creds::KeyAdmin>>,
+    /// Authenticated for key operations only (no account has the peer's uid).
+    keys_only: bool,
 }
 
 /// A quick request waiting in a connection's batch.
@@ -868,6 +900,29 @@ impl Conn {
             Body::Empty
         };
 
+        if req.is_key_op() || self.keys_only {
+            let (out, shared, id) = (self.out.clone(), self.shared.clone(), h.id);
+            let (keys, uid, keys_only) = (self.keys.clone(), self.peer_uid, self.keys_only);
+            tokio::spawn(async move {
+                let t0 = std::time::Instant::now();
+                let op = req.op_name();
+                let r = if req.is_key_op() {
+                    key_op(keys, uid, req).await
+                } else {
+                    debug_assert!(keys_only);
+                    Err(Error::new(
+                        ErrorCode::AccessDenied,
+                        "this connection may only manage access keys: no account has the peer's uid",
+                    ))
+                };
+                if let Some(obs) = shared.observer.as_deref() {
+                    obs.request(op, r.as_ref().err().map(|e| e.code), t0.elapsed());
+                }
+                let _ = respond_now(&out, id, r.map(|e| (e, Body::Empty)), false);
+                shared.finish(id);
+            });
+            return Ok(());
+        }
         if h.flags & (flag::BODY_STREAM | flag::BODY_FD) == 0 && quick(&req) && self.store.offloads_io() {
             self.batch.push(Job { id: h.id, req, body, credit });
             if self.batch.len() >= BATCH_MAX {
@@ -1252,8 +1307,51 @@ async fn run(
             e.put_output(&store.complete_multipart_upload_with(&bucket, &key, &upload_id, r).await?)
         }
         AbortMultipart { bucket, key, upload_id } => store.abort_multipart_upload(&bucket, &key, &upload_id).await?,
+        CreateAccessKey { .. } | ListAccessKeys | RevokeAccessKey { .. } => {
+            return Err(Error::new(ErrorCode::InternalError, "key operations do not reach the store"));
+        }
     }
     Ok((e, Body::Empty))
+}
+
+/// A self-service key operation for the Unix-socket peer `uid` (the file work on a blocking
+/// thread).
+async fn key_op(
+    keys: Option<Arc<dyn s3hpc_core::creds::KeyAdmin>>,
+    uid: Option<u32>,
+    req: Request,
+) -> Result<Enc, Error> {
+    let Some(keys) = keys else {
+        return Err(Error::not_implemented("this server does not issue access keys (s3hpc serve --user-keys)"));
+    };
+    let Some(uid) = uid else {
+        return Err(Error::new(
+            ErrorCode::AccessDenied,
+            "access keys are managed only over a Unix socket, where the kernel names the caller",
+        ));
+    };
+    tokio::task::spawn_blocking(move || {
+        let mut e = ok();
+        match req {
+            Request::CreateAccessKey { lifetime, description } => {
+                let (c, info) = keys.create(uid, lifetime.map(Duration::from_secs), &description)?;
+                e.str(&c.secret_key);
+                e.key_info(&info);
+            }
+            Request::ListAccessKeys => {
+                let v = keys.list(uid)?;
+                e.var(v.len() as u64);
+                for k in &v {
+                    e.key_info(k);
+                }
+            }
+            Request::RevokeAccessKey { access_key } => keys.revoke(uid, &access_key)?,
+            _ => return Err(Error::new(ErrorCode::InternalError, "not a key operation")),
+        }
+        Ok(e)
+    })
+    .await
+    .map_err(|e| Error::new(ErrorCode::InternalError, format!("key operation failed: {e}")))?
 }
 
 /// Send what needs no waiting: an error, a response without a body or with a small one inline,
@@ -1459,6 +1557,9 @@ fn fuzz_connection_with(data: &[u8], batches: bool, dedicated: bool) {
                 dedicated,
                 ident: None,
                 caller: None,
+                peer_uid: None,
+                keys: None,
+                keys_only: false,
             };
             let dec = FrameDecoder { max_data: limits.max_data_frame };
             let mut buf = BytesMut::from(data);

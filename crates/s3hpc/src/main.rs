@@ -5,6 +5,8 @@ use clap::{Parser, Subcommand};
 mod admin;
 mod bench;
 mod config;
+mod credentials;
+mod keystore;
 mod logfmt;
 mod mount;
 mod serve;
@@ -17,6 +19,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run the S3 gateway over a directory (default ./data on 127.0.0.1:9000).
@@ -25,6 +29,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Add, list, remove or rotate the accounts of a `serve --config` users file.
     User(user::UserArgs),
+    /// Create, list or revoke your own S3 access keys through the gateway's Unix socket.
+    Credentials(credentials::CredentialsArgs),
     /// Mount a bucket of any S3 store (HTTP, or the s3hpc binary protocol) as a directory (FUSE).
     Mount(mount::MountArgs),
 }
@@ -38,5 +44,6 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(args),
         Command::User(args) => user::run(args),
         Command::Mount(args) => mount::run(args),
+        Command::Credentials(args) => credentials::run(args),
     }
 }

@@ -144,6 +144,27 @@ pub struct ServeArgs {
     /// reached by, with the port of --listen.
     #[arg(long, value_name = "URL")]
     pub console_s3_url: Option<String>,
+    /// Self-service access keys: on the binary protocol's Unix sockets (`--binary unix://`) any
+    /// local user may create, list and revoke keys of their own (`s3hpc credentials`), the
+    /// kernel naming the caller (SO_PEERCRED). Posix backend only. See docs/CREDENTIALS.md.
+    #[arg(long)]
+    pub user_keys: bool,
+    /// uid that lists and revokes every user's keys (repeatable; root and the users file's
+    /// administrators always may).
+    #[arg(long = "user-keys-admin", value_name = "UID")]
+    pub user_keys_admin: Vec<u32>,
+    /// Lifetime of a key created without `--expires` (`30d`, `12h`, `90m`, `45s`).
+    #[arg(long, value_name = "DURATION", default_value = "30d")]
+    pub user_keys_lifetime: String,
+    /// Longest lifetime a key may be given.
+    #[arg(long, value_name = "DURATION", default_value = "365d")]
+    pub user_keys_max_lifetime: String,
+    /// Most live keys one user may hold.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub user_keys_max: usize,
+    /// Shortest DurationSeconds STS GetSessionToken accepts (AWS: 900; lower only for tests).
+    #[arg(long, value_name = "SECS", default_value_t = 900, hide = true)]
+    pub sts_min_duration: u64,
     /// Serve only the binary protocol (with --binary), no HTTP.
     #[arg(long, requires = "binary")]
     pub no_http: bool,
@@ -236,7 +257,7 @@ pub(crate) fn posix_identity(u: &User) -> anyhow::Result<Option<Identity>> {
 }
 
 /// uid, gid and groups of a login through NSS (getpwnam_r + getgrouplist).
-fn lookup_login(login: &str) -> anyhow::Result<(u32, u32, Vec<u32>)> {
+pub(crate) fn lookup_login(login: &str) -> anyhow::Result<(u32, u32, Vec<u32>)> {
     let name = std::ffi::CString::new(login).context("a login name with a NUL byte")?;
     // SAFETY: all-zero is a valid passwd; the buffer outlives the call and the returned
     // pointers are read only while it lives.
@@ -339,10 +360,11 @@ fn credentials(args: &ServeArgs) -> anyhow::Result<(CredentialSet, Option<Creden
     }
 }
 
-fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
+/// The store, and (posix backend) the key store's directory, held open.
+fn open_store(args: &ServeArgs) -> anyhow::Result<(DynStore, Option<std::fs::File>)> {
     Ok(match args.backend.as_str() {
-        "memory" => Arc::new(s3hpc_core::memory::MemoryStore::new()),
-        "noop" => Arc::new(s3hpc_core::noop::NoopStore::new(args.noop_object_size)),
+        "memory" => (Arc::new(s3hpc_core::memory::MemoryStore::new()), None),
+        "noop" => (Arc::new(s3hpc_core::noop::NoopStore::new(args.noop_object_size)), None),
         _ => {
             let durability = s3hpc_posix::Durability::parse(&args.durability)
                 .with_context(|| format!("--durability {}: expected strict, relaxed or none", args.durability))?;
@@ -412,9 +434,46 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
                     args.root.display()
                 );
             }
-            Arc::new(store)
+            let keys_dir = store
+                .credentials_dir()
+                .with_context(|| format!("{}/.s3hpc/credentials (the key store)", args.root.display()))?;
+            (Arc::new(store), Some(keys_dir))
         }
     })
+}
+
+/// The key store over the posix root's state area, answering the keys the users file does not
+/// list (and issuing STS sessions).
+fn open_key_store(
+    args: &ServeArgs,
+    dir: Option<std::fs::File>,
+    creds: &CredentialSet,
+) -> anyhow::Result<Option<Arc<crate::keystore::KeyStore>>> {
+    let Some(dir) = dir else {
+        if args.user_keys {
+            bail!("--user-keys needs the posix backend (the keys live in ROOT/.s3hpc/credentials)");
+        }
+        return Ok(None);
+    };
+    let dur = |flag: &str, v: &str| {
+        crate::keystore::parse_duration(v)
+            .filter(|d| !d.is_zero())
+            .with_context(|| format!("--{flag} {v}: expected a duration such as 30d, 12h, 90m or 45s"))
+    };
+    let opts = crate::keystore::KeyStoreOptions {
+        admins: args.user_keys_admin.clone(),
+        default_lifetime: dur("user-keys-lifetime", &args.user_keys_lifetime)?,
+        max_lifetime: dur("user-keys-max-lifetime", &args.user_keys_max_lifetime)?,
+        max_per_user: args.user_keys_max.max(1),
+    };
+    if opts.default_lifetime > opts.max_lifetime {
+        bail!("--user-keys-lifetime is longer than --user-keys-max-lifetime");
+    }
+    let ks = crate::keystore::KeyStore::open(dir, opts, creds.clone())
+        .with_context(|| format!("reading the key store {}/.s3hpc/credentials", args.root.display()))?;
+    ks.watch();
+    creds.set_source(ks.clone());
+    Ok(Some(ks))
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -530,8 +589,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // without an account (--access-key, the generated root key) are administrators.
     let ownership = s3hpc_authz::ObjectOwnership::parse(&args.default_object_ownership)
         .context("--default-object-ownership: BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter")?;
+    let (inner, keys_dir) = open_store(&args)?;
+    let key_store = open_key_store(&args, keys_dir, &creds)?;
     let store: DynStore =
-        Arc::new(s3hpc_authz::Authorized::new(open_store(&args)?, creds.clone()).with_default_ownership(ownership));
+        Arc::new(s3hpc_authz::Authorized::new(inner, creds.clone()).with_default_ownership(ownership));
     let creds = Arc::new(creds);
     let tls = crate::admin::tls_files(&args.ops)?;
     if args.config.is_some() || tls.is_some() {
@@ -567,11 +628,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             dedicated_threads: args.binary_threads,
             tls: wire_tls.clone(),
             observer: metrics.as_ref().map(|m| m.wire.clone() as Arc<dyn s3hpc_wire::Observer>),
+            keys: if args.user_keys {
+                key_store.clone().map(|k| k as Arc<dyn s3hpc_core::creds::KeyAdmin>)
+            } else {
+                None
+            },
             ..Default::default()
         };
         let server = s3hpc_wire::bind(url, store.clone(), creds.clone(), opts)
             .await
             .with_context(|| format!("binary protocol on {url}"))?;
+        if args.user_keys
+            && let Some(path) = url.strip_prefix("unix://")
+        {
+            // Every local user may come for keys of their own (the kernel names them; what
+            // they may do beyond that is what their account may).
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
+                .with_context(|| format!("--user-keys: opening {path} to local users"))?;
+        }
         wire.push(server);
     }
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -665,6 +740,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             cfg.anonymous_identity = Some(s3hpc_core::identity::Identity { uid: 65534, gid: 65534, groups: vec![] });
         }
         cfg.metrics = http_metrics;
+        cfg.sts_min_duration = Duration::from_secs(args.sts_min_duration);
         cfg.tls = tls.as_ref().map(|t| t.server_config()).transpose()?;
         if let Some(console) = console {
             let opts = s3hpc_http::console::ConsoleOptions {

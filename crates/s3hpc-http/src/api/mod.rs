@@ -50,6 +50,7 @@ mod post_object;
 mod rename;
 mod request;
 mod response;
+mod sts;
 mod tagging;
 mod versioning;
 mod website;
@@ -256,6 +257,24 @@ fn route(target: Target, method: &Method, q: &Query, headers: &http::HeaderMap) 
         .map(|r| r.3)
 }
 
+/// The session token a request carries: `x-amz-security-token`, or `X-Amz-Security-Token` in a
+/// presigned URL's query.
+fn session_token(parts: &Parts) -> Option<String> {
+    if let Some(v) = parts.headers.get("x-amz-security-token") {
+        return Some(String::from_utf8_lossy(v.as_bytes()).into_owned());
+    }
+    // SigV4 URLs name it `X-Amz-Security-Token`, SigV2 ones (boto3) `x-amz-security-token`.
+    let q = parts.uri.query()?;
+    if !q.contains("ecurity-") && !q.contains("ECURITY-") {
+        return None;
+    }
+    q.split('&').find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.eq_ignore_ascii_case("x-amz-security-token")
+            .then(|| String::from_utf8_lossy(&s3hpc_sigv4::encode::percent_decode(v)).into_owned())
+    })
+}
+
 /// A request being served.
 pub(crate) struct Req<'a> {
     st: &'a State,
@@ -286,6 +305,9 @@ pub(crate) async fn dispatch(
         return Err(Error::code(ErrorCode::RequestHeaderSectionTooLarge));
     }
     let (bucket, key) = bucket_and_key(st, parts)?;
+    if st.cfg.auth == Auth::SigV4 && sts::is_sts(parts, &bucket) {
+        return Ok(sts::handle(st, parts, body, rid, op).await);
+    }
     // A CORS preflight is unsigned (browsers send no credentials): answered before any auth.
     if parts.method == Method::OPTIONS && !bucket.is_empty() {
         *op = Op::PreflightCors.name();
@@ -325,6 +347,11 @@ pub(crate) async fn dispatch(
         }
         Auth::SigV4 => {
             let v = s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now(), &st.accept)?;
+            // Temporary credentials (STS) need their session token; a long-term key takes none.
+            let token = session_token(parts);
+            if token.is_some() || !st.cfg.creds.is_listed(&v.access_key) {
+                st.cfg.creds.check_session_token(&v.access_key, token.as_deref())?;
+            }
             // None: the key was removed by a reload between verifying and here.
             let (account, id) =
                 st.cfg.creds.account_and_identity(&v.access_key).ok_or(Error::code(ErrorCode::InvalidAccessKeyId))?;

@@ -248,6 +248,8 @@ fn verify_signature(
     if !s3hpc_sigv4::signer::sig_eq(&want, sig) {
         return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
     }
+    // Temporary credentials need their session token (the form's field), as in headers.
+    creds.check_session_token(ak, f.get("x-amz-security-token"))?;
     let (account, id) = creds.account_and_identity(ak).ok_or_else(unknown)?;
     Ok((Some(account), id))
 }
@@ -268,6 +270,7 @@ fn verify_signature_v2(
     if !s3hpc_sigv4::signer::sig_eq(&s3hpc_sigv4::sigv2::signature(&secret, policy.as_bytes()), sig.trim()) {
         return Err(Error::code(ErrorCode::SignatureDoesNotMatch));
     }
+    creds.check_session_token(ak, f.get("x-amz-security-token"))?;
     let (account, id) = creds.account_and_identity(ak).ok_or_else(unknown)?;
     Ok((Some(account), id))
 }

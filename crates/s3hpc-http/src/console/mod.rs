@@ -384,6 +384,17 @@ async fn login(st: &State, c: &Console, parts: &http::request::Parts, body: ReqB
     let ak = v.get("accessKey").and_then(|x| x.as_str()).unwrap_or("").trim().to_string();
     let sk = v.get("secretKey").and_then(|x| x.as_str()).unwrap_or("");
     let ok = st.cfg.creds.secret_for(&ak).is_some_and(|real| ct_eq(real.as_bytes(), sk.as_bytes()));
+    // Temporary credentials (STS sessions) are refused: their secret alone is not enough
+    // anywhere (requests must carry the session token), and a console session would outlive
+    // neither check. The console takes long-term keys.
+    let temporary = ok && st.cfg.creds.resolve(&ak).is_some_and(|k| k.session.is_some());
+    if temporary {
+        return json_error(
+            StatusCode::FORBIDDEN,
+            "InvalidLogin",
+            "Temporary credentials (STS sessions) cannot log in to the console: use a long-term access key",
+        );
+    }
     if !ok || ak.is_empty() || sk.is_empty() {
         // Slows guessing down; says nothing about which half was wrong.
         tokio::time::sleep(Duration::from_millis(300)).await;
