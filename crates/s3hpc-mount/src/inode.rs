@@ -42,6 +42,8 @@ pub struct Inode {
     pub local: Local,
     /// The ETag the kernel's page cache holds data of (set when the file is opened for reading).
     pub cached_etag: Option<String>,
+    /// The file system's own attributes, from the store (`--posix-attrs`, s3hpc's extension).
+    pub fs: Option<s3hpc_core::fsattr::FsAttr>,
 }
 
 impl Inode {
@@ -100,6 +102,7 @@ impl Table {
                 opens: 0,
                 local: Local::No,
                 cached_etag: None,
+                fs: None,
             },
         );
         Table {
@@ -209,6 +212,7 @@ impl Table {
             opens: 0,
             local: Local::No,
             cached_etag: None,
+            fs: None,
         }))
     }
 
@@ -233,6 +237,7 @@ impl Table {
             opens: 0,
             local,
             cached_etag: None,
+            fs: None,
         }))
     }
 

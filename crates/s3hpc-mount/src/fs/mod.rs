@@ -23,6 +23,7 @@ use crate::write::{Wait, WriteCtx, WriteError, Writer};
 
 mod dir;
 mod files;
+mod posix;
 mod rename_dir;
 
 use dir::{DirReply, DirState, entry_ino, kind_of};
@@ -90,7 +91,7 @@ impl Ctx {
             Kind::Dir => (FileType::Directory, self.opts.dir_mode, 2, 0),
             Kind::File => (FileType::RegularFile, self.opts.file_mode, 1, size),
         };
-        FileAttr {
+        let mut attr = FileAttr {
             ino: INodeNo(ino),
             size,
             blocks: size.div_ceil(512),
@@ -106,7 +107,11 @@ impl Ctx {
             rdev: 0,
             blksize: BLKSIZE,
             flags: 0,
+        };
+        if let Some(a) = i.fs.as_ref().filter(|_| self.posix()) {
+            posix::overlay(&mut attr, a, matches!(i.local, Local::Writing(_)));
         }
+        attr
     }
 
     /// The size of the file the write handle `fh` is writing (the end of what it accepted).
@@ -274,6 +279,7 @@ fn dummy_inode() -> Inode {
         opens: 0,
         local: Local::No,
         cached_etag: None,
+        fs: None,
     }
 }
 
@@ -371,7 +377,7 @@ impl Filesystem for S3Fs {
         let key = {
             let mut t = lock(&ctx.table);
             if let Some(ino) = t.child(parent.0, name)
-                && t.inodes[&ino].fresh(now)
+                && ctx.fresh(&t.inodes[&ino], now)
             {
                 ctx.reply_entry(&mut t, ino, reply);
                 return;
@@ -389,8 +395,13 @@ impl Filesystem for S3Fs {
         let (key, epoch) = key;
         let name = name.to_string();
         self.spawn(async move {
-            match ctx.remote_lookup(&key).await {
-                Ok(found) => {
+            let looked = if ctx.posix() {
+                ctx.posix_lookup(&key).await
+            } else {
+                ctx.remote_lookup(&key).await.map(|f| (f, None))
+            };
+            match looked {
+                Ok((found, fsattr)) => {
                     let mut t = lock(&ctx.table);
                     t.prune_negative(Instant::now());
                     if t.changed_since(parent.0, &name, epoch) {
@@ -403,7 +414,14 @@ impl Filesystem for S3Fs {
                         };
                     }
                     match t.install(parent.0, &name, found, ctx.until()) {
-                        Some(ino) => ctx.reply_entry(&mut t, ino, reply),
+                        Some(ino) => {
+                            if let Some(a) = fsattr
+                                && let Some(i) = t.inodes.get_mut(&ino)
+                            {
+                                ctx.keep_attr(i, a);
+                            }
+                            ctx.reply_entry(&mut t, ino, reply)
+                        }
                         None => ctx.reply_negative(reply),
                     }
                 }
@@ -424,12 +442,15 @@ impl Filesystem for S3Fs {
                 reply.error(Errno::ENOENT);
                 return;
             };
-            if i.fresh(Instant::now()) {
+            if ctx.fresh(i, Instant::now()) {
                 reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
                 return;
             }
             i.key.clone()
         };
+        if ctx.posix() {
+            return self.posix_getattr(ino, key, reply);
+        }
         self.spawn(async move {
             let r = ctx.head(&key).await;
             let mut t = lock(&ctx.table);
@@ -490,6 +511,11 @@ impl Filesystem for S3Fs {
             reply.error(Errno::ENOENT);
             return;
         };
+        if ctx.posix() && i.local == Local::No {
+            let key = i.key.clone();
+            drop(t);
+            return self.posix_setattr(ino, key, mode, uid, gid, size, atime, mtime, reply);
+        }
         let perm = if i.kind == Kind::Dir { ctx.opts.dir_mode } else { ctx.opts.file_mode };
         let local = i.local != Local::No;
         let same_time = |t: &Option<TimeOrNow>| match t {
@@ -531,7 +557,7 @@ impl Filesystem for S3Fs {
         reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
     }
 
-    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
+    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let ctx = self.ctx.clone();
         if ctx.opts.read_only {
             reply.error(Errno::EROFS);
@@ -541,6 +567,9 @@ impl Filesystem for S3Fs {
             reply.error(Errno::EINVAL);
             return;
         };
+        if ctx.posix() {
+            return self.posix_mkdir(parent, name, mode, umask, reply);
+        }
         if ctx.too_long(name) {
             reply.error(Errno::ENAMETOOLONG);
             return;
@@ -1155,6 +1184,38 @@ impl Filesystem for S3Fs {
         reply.ok();
     }
 
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        if !self.ctx.posix() {
+            return reply.error(Errno::EINVAL);
+        }
+        self.posix_readlink(ino, reply)
+    }
+
+    /// Symlinks and hard links exist only where the store keeps them (`--posix-attrs`): else
+    /// `EPERM`, as Mountpoint answers.
+    fn symlink(&self, _req: &Request, parent: INodeNo, link_name: &OsStr, target: &std::path::Path, reply: ReplyEntry) {
+        let Some(name) = valid_name(link_name) else {
+            return reply.error(Errno::EINVAL);
+        };
+        let Some(target) = target.to_str() else {
+            return reply.error(Errno::EINVAL);
+        };
+        if !self.ctx.posix() {
+            return reply.error(Errno::EPERM);
+        }
+        self.posix_symlink(parent, name, target.to_string(), reply)
+    }
+
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let Some(name) = valid_name(newname) else {
+            return reply.error(Errno::EINVAL);
+        };
+        if !self.ctx.posix() {
+            return reply.error(Errno::EPERM);
+        }
+        self.posix_link(ino, newparent, name, reply)
+    }
+
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         // An object store has no fixed size: report plenty, so tools that check space go on.
         let blocks = 1u64 << 40;
@@ -1215,7 +1276,7 @@ impl Filesystem for S3Fs {
         let key = {
             let t = lock(&ctx.table);
             if let Some(ino) = t.child(parent.0, name)
-                && t.inodes[&ino].fresh(now)
+                && ctx.fresh(&t.inodes[&ino], now)
             {
                 reply.error(Errno::EEXIST);
                 return;
