@@ -170,6 +170,10 @@ pub enum FsOp {
     /// Make the entry a hard link to the file `source` (a key of the same bucket; `linkat`
     /// without following a final symlink).
     Link(String),
+    /// Make the entry a special file (or an empty regular file) with `mode` (permission bits)
+    /// and, for a device, `rdev` (`mknodat`; EEXIST when the name is taken). Not a directory or
+    /// a symlink (EINVAL).
+    Mknod { kind: FsKind, mode: u32, rdev: u64 },
 }
 
 impl FsOp {
@@ -207,6 +211,7 @@ impl FsOp {
             }
             FsOp::Symlink(target) => format!("symlink {}", encode_text(target)),
             FsOp::Link(src) => format!("link {}", encode_text(src)),
+            FsOp::Mknod { kind, mode, rdev } => format!("mknod {} {mode} {rdev}", kind.as_str()),
         }
     }
 
@@ -218,6 +223,16 @@ impl FsOp {
             "getattr" if rest.is_empty() => FsOp::GetAttr,
             "symlink" => FsOp::Symlink(decode_text(rest).ok_or_else(bad)?),
             "link" => FsOp::Link(decode_text(rest).ok_or_else(bad)?),
+            "mknod" => {
+                let mut it = rest.split(' ');
+                let kind = it.next().and_then(FsKind::parse).ok_or_else(bad)?;
+                let mode = it.next().and_then(|m| m.parse().ok()).filter(|m| *m <= 0o7777).ok_or_else(bad)?;
+                let rdev = it.next().and_then(|r| r.parse().ok()).ok_or_else(bad)?;
+                if it.next().is_some() || matches!(kind, FsKind::Dir | FsKind::Symlink) {
+                    return Err(bad());
+                }
+                FsOp::Mknod { kind, mode, rdev }
+            }
             "setattr" => {
                 let mut a = SetFsAttr::default();
                 let time = |v: &str| if v == "now" { Some(SetTime::Now) } else { FsTime::parse(v).map(SetTime::At) };
@@ -438,6 +453,8 @@ mod tests {
             }),
             FsOp::Symlink("../a b/%c\u{e9}".into()),
             FsOp::Link("dir/file name".into()),
+            FsOp::Mknod { kind: FsKind::Fifo, mode: 0o644, rdev: 0 },
+            FsOp::Mknod { kind: FsKind::BlockDevice, mode: 0o600, rdev: (8 << 8) | 1 },
         ];
         for op in ops {
             let line = op.encode();
@@ -447,6 +464,9 @@ mod tests {
         for bad in [
             "",
             "getattr x",
+            "mknod dir 493 0",
+            "mknod fifo 493",
+            "mknod fifo 8192 0",
             "setattr mode=8192",
             "setattr mode",
             "setattr atime=1.5",

@@ -28,10 +28,13 @@ pub(super) struct MemAttr {
 
 pub(super) type SharedAttr = Arc<Mutex<MemAttr>>;
 
-/// A symlink: its target (data, never followed) and attributes.
+/// A symlink (its target: data, never followed) or a special file made by mknod, and its
+/// attributes.
 #[derive(Debug, Clone)]
 pub(super) struct MemLink {
+    kind: FsKind,
     target: String,
+    rdev: u64,
     attr: MemAttr,
 }
 
@@ -121,7 +124,13 @@ fn attr_of(b: &mut Bucket, p: &str) -> Result<FsAttr> {
         Entry::Symlink => {
             let l = &b.symlinks[p];
             let mtime = l.attr.mtime.unwrap_or(l.attr.ctime);
-            make(FsKind::Symlink, &l.attr, mtime, l.target.len() as u64, 1, Some(l.target.clone()))
+            if l.kind == FsKind::Symlink {
+                make(FsKind::Symlink, &l.attr, mtime, l.target.len() as u64, 1, Some(l.target.clone()))
+            } else {
+                let mut a = make(l.kind, &l.attr, mtime, 0, 1, None);
+                a.rdev = l.rdev;
+                a
+            }
         }
         Entry::File => {
             let shared = file_attr(b, p);
@@ -184,6 +193,12 @@ fn set_attr(b: &mut Bucket, p: &str, s: &SetFsAttr) -> Result<()> {
             let a = b.fs_dirs.entry(p.to_string()).or_insert_with(|| fresh(0o755, created));
             apply(a, s, now);
         }
+        Entry::Symlink if b.symlinks[p].kind != FsKind::Symlink => {
+            if s.size.is_some() {
+                return Err(fs_error(libc::EINVAL, &format!("truncate of the special file {p}")));
+            }
+            apply(&mut b.symlinks.get_mut(p).expect("found").attr, s, now);
+        }
         Entry::Symlink => {
             if s.mode.is_some() {
                 return Err(fs_error(libc::EOPNOTSUPP, &format!("chmod of the symlink {p}")));
@@ -244,7 +259,37 @@ impl State {
                 }
                 check_new(b, p)?;
                 let now = FsTime::now();
-                b.symlinks.insert(p.to_string(), MemLink { target, attr: fresh(0o777, now) });
+                let link = MemLink { kind: FsKind::Symlink, target, rdev: 0, attr: fresh(0o777, now) };
+                b.symlinks.insert(p.to_string(), link);
+            }
+            FsOp::Mknod { kind, mode, rdev } => {
+                if p.is_empty() {
+                    return Err(fs_error(libc::EEXIST, "the bucket's directory"));
+                }
+                check_new(b, p)?;
+                let now = FsTime::now();
+                if kind == FsKind::File {
+                    let info = crate::types::ObjectInfo {
+                        key: p.to_string(),
+                        size: 0,
+                        etag: crate::checksum::md5_hex(b""),
+                        last_modified: now.system_time(),
+                        meta: Default::default(),
+                        checksum: None,
+                        part_sizes: Vec::new(),
+                        part_checksums: Vec::new(),
+                        tag_count: 0,
+                        version_id: None,
+                        lock: Default::default(),
+                    };
+                    let attr = Arc::new(Mutex::new(fresh(mode, now)));
+                    let o = super::Object { data: bytes::Bytes::new(), info, tags: Vec::new(), fs: Some(attr) };
+                    b.objects.insert(p.to_string(), o);
+                } else {
+                    let rdev = if matches!(kind, FsKind::CharDevice | FsKind::BlockDevice) { rdev } else { 0 };
+                    let node = MemLink { kind, target: String::new(), rdev, attr: fresh(mode, now) };
+                    b.symlinks.insert(p.to_string(), node);
+                }
             }
             FsOp::Link(src) => {
                 let sp = entry_path(&src)?;

@@ -245,6 +245,38 @@ impl Inner {
                     return Err(fs_error(last_errno(), &format!("symlink {what}")));
                 }
             }
+            FsOp::Mknod { kind, mode, rdev } => {
+                if at.name.is_empty() {
+                    return Err(fs_error(libc::EEXIST, "the bucket's directory"));
+                }
+                let fmt = match kind {
+                    FsKind::File => libc::S_IFREG,
+                    FsKind::Fifo => libc::S_IFIFO,
+                    FsKind::Socket => libc::S_IFSOCK,
+                    FsKind::CharDevice => libc::S_IFCHR,
+                    FsKind::BlockDevice => libc::S_IFBLK,
+                    FsKind::Dir | FsKind::Symlink => {
+                        return Err(fs_error(libc::EINVAL, "mknod of a directory or symlink"));
+                    }
+                };
+                if !identity && *kind != FsKind::File {
+                    return Err(fs_error(
+                        libc::EPERM,
+                        &format!("mknod {what} (special files are made only under --identity posix)"),
+                    ));
+                }
+                exists(&at)?;
+                let n = cstr(&at.name)?;
+                // SAFETY: a valid descriptor and a NUL-terminated name.
+                let r = unsafe {
+                    libc::mknodat(at.dir.as_raw_fd(), n.as_ptr(), fmt | (mode & 0o777), *rdev as libc::dev_t)
+                };
+                if r != 0 {
+                    return Err(fs_error(last_errno(), &format!("mknod {what}")));
+                }
+                // The mode asked for, whatever the gateway's umask took away.
+                set_attr(&at, &SetFsAttr { mode: Some(*mode), ..Default::default() }, identity, &what)?;
+            }
             FsOp::Link(src) => {
                 if at.name.is_empty() {
                     return Err(fs_error(libc::EEXIST, "the bucket's directory"));

@@ -1184,6 +1184,26 @@ impl Filesystem for S3Fs {
         reply.ok();
     }
 
+    /// Special files exist only where the store keeps them (`--posix-attrs`): else `ENOSYS`.
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let Some(name) = valid_name(name) else {
+            return reply.error(Errno::EINVAL);
+        };
+        if !self.ctx.posix() {
+            return reply.error(Errno::ENOSYS);
+        }
+        self.posix_mknod(parent, name, mode, umask, rdev, reply)
+    }
+
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
         if !self.ctx.posix() {
             return reply.error(Errno::EINVAL);

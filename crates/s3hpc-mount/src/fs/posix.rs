@@ -257,6 +257,33 @@ impl super::S3Fs {
         });
     }
 
+    /// mknod in `--posix-attrs` mode: FIFOs, sockets, devices (as the store's file system
+    /// allows the account) and empty regular files, made in the store.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn posix_mknod(&self, parent: INodeNo, name: &str, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+        let ctx = self.ctx.clone();
+        let key = match ctx.key_in(parent.0, name) {
+            Ok(k) => k,
+            Err(e) => return reply.error(e),
+        };
+        let kind = match mode & libc::S_IFMT {
+            libc::S_IFREG | 0 => FsKind::File,
+            libc::S_IFIFO => FsKind::Fifo,
+            libc::S_IFSOCK => FsKind::Socket,
+            libc::S_IFCHR => FsKind::CharDevice,
+            libc::S_IFBLK => FsKind::BlockDevice,
+            _ => return reply.error(Errno::EINVAL),
+        };
+        let op = FsOp::Mknod { kind, mode: mode & !umask & 0o7777, rdev: u64::from(rdev) };
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.fs_op(&key, op).await {
+                Ok(a) => ctx.install_made(parent.0, &name, a, reply),
+                Err(e) => reply.error(errno(&e, "mknod", &key)),
+            }
+        });
+    }
+
     /// mkdir in `--posix-attrs` mode: the directory is made in the store at once (a directory
     /// object, which the gateway keeps as a directory), with the mode asked for.
     pub(super) fn posix_mkdir(&self, parent: INodeNo, name: &str, mode: u32, umask: u32, reply: ReplyEntry) {
