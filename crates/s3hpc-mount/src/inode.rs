@@ -139,6 +139,11 @@ impl Table {
             self.forgotten_below = cut;
         }
         self.changed.insert((parent, name.to_string()), self.epoch);
+        // The directory's own times changed (what `--posix-attrs` reports is then fetched
+        // again; other directories are always fresh).
+        if let Some(d) = self.inodes.get_mut(&parent) {
+            d.valid_until = Instant::now();
+        }
     }
 
     /// The key prefix of directory `ino`'s children ("" or ending with `/`).

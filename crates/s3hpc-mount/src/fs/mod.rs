@@ -69,8 +69,11 @@ impl Ctx {
         name.len() > self.opts.name_max
     }
 
+    /// How long the kernel may keep entries and attributes. With `--posix-attrs` it keeps none
+    /// (every stat comes here and is answered from the table while it is fresh): a change made
+    /// through one name (a link's ctime, a directory's times after an unlink) shows at once.
     fn ttl(&self) -> Duration {
-        self.opts.metadata_ttl
+        if self.posix() { Duration::ZERO } else { self.opts.metadata_ttl }
     }
 
     fn until(&self) -> Instant {
@@ -229,6 +232,15 @@ impl Ctx {
                 i.mtime = out.last_modified;
                 i.valid_until = Instant::now() + self.opts.metadata_ttl;
                 i.cached_etag = None;
+                if self.posix() {
+                    // A new file (or new bytes): its attributes are the store's, asked again.
+                    i.fs = None;
+                    i.valid_until = Instant::now();
+                    let parent = i.parent;
+                    if let Some(d) = t.inodes.get_mut(&parent) {
+                        d.valid_until = Instant::now();
+                    }
+                }
                 if closing || !appender {
                     t.make_remote(ino);
                 }
@@ -643,7 +655,12 @@ impl Filesystem for S3Fs {
         self.spawn(async move {
             match ctx.store.delete_object(&ctx.opts.bucket, &key).await {
                 Ok(()) => {
-                    lock(&ctx.table).remove_name(parent.0, &name, ctx.until());
+                    let mut t = lock(&ctx.table);
+                    t.remove_name(parent.0, &name, ctx.until());
+                    if ctx.posix() {
+                        posix::expire_linked(&mut t);
+                    }
+                    drop(t);
                     reply.ok();
                 }
                 Err(e) => reply.error(errno(&e, "unlink", &key)),
@@ -731,7 +748,18 @@ impl Filesystem for S3Fs {
             }
             match r {
                 Ok(()) => {
-                    lock(&ctx.table).rename(parent.0, &name, newparent.0, &newname, dst.clone(), ctx.until());
+                    let mut t = lock(&ctx.table);
+                    t.rename(parent.0, &name, newparent.0, &newname, dst.clone(), ctx.until());
+                    if ctx.posix() {
+                        // A rename changes the file's ctime, and a replaced file's link count.
+                        posix::expire_linked(&mut t);
+                        if let Some(ino) = t.child(newparent.0, &newname)
+                            && let Some(i) = t.inodes.get_mut(&ino)
+                        {
+                            i.valid_until = Instant::now();
+                        }
+                    }
+                    drop(t);
                     // Open readers of the file read it under its new name (as an open file
                     // survives a rename in POSIX).
                     rename_dir::rekey_readers(&ctx, &src, &dst, false);

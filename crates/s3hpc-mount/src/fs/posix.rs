@@ -175,8 +175,13 @@ impl super::S3Fs {
                         i.etag = String::new();
                         i.cached_etag = None;
                     }
+                    let linked = a.nlink > 1;
                     ctx.keep_attr(i, a);
-                    reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i))
+                    let attr = ctx.attr(ino.0, i);
+                    if linked {
+                        expire_linked(&mut t);
+                    }
+                    reply.attr(&ctx.ttl(), &attr)
                 }
                 Err(e) => reply.error(errno(&e, "setattr", &key)),
             }
@@ -246,9 +251,14 @@ impl super::S3Fs {
         self.spawn(async move {
             match ctx.fs_op(&key, FsOp::Link(src.clone())).await {
                 Ok(a) => {
-                    // The source's link count (and ctime) changed with it.
-                    if let Some(i) = lock(&ctx.table).inodes.get_mut(&ino.0) {
-                        ctx.keep_attr(i, a.clone());
+                    // The source's link count (and ctime) changed with it, and so did those of
+                    // its other names.
+                    {
+                        let mut t = lock(&ctx.table);
+                        expire_linked(&mut t);
+                        if let Some(i) = t.inodes.get_mut(&ino.0) {
+                            ctx.keep_attr(i, a.clone());
+                        }
                     }
                     ctx.install_made(newparent.0, &newname, a, reply)
                 }
@@ -310,6 +320,17 @@ impl super::S3Fs {
                 Err(e) => reply.error(errno(&e, "mkdir", &key)),
             }
         });
+    }
+}
+
+/// A file with several names changed through one of them: the attributes of every entry with
+/// several links are asked again (the mount does not know which names share a file).
+pub(super) fn expire_linked(t: &mut crate::inode::Table) {
+    let now = Instant::now();
+    for i in t.inodes.values_mut() {
+        if i.fs.as_ref().is_some_and(|a| a.nlink > 1) {
+            i.valid_until = now;
+        }
     }
 }
 
