@@ -7,16 +7,18 @@
 # For example, the build before a change against the build after it:
 #   git worktree add /tmp/old REV && (cd /tmp/old && CARGO_TARGET_DIR=/tmp/old-target cargo build --release -p s3hpc)
 #   bench/compare_builds.sh /tmp/old-target/release/s3hpc target/release/s3hpc
-# Env: SIZES (default 4KiB,1MiB), CONC (default 8).
+# Env: SIZES (default 4KiB,1MiB), CONC (default 8), SERVE_ARGS (extra `serve` arguments of both,
+# e.g. "--threads 16": the worker count of a 16-core host).
 set -euo pipefail
 OLD=$1 NEW=$2 DUR=${3:-3s}
 SIZES=${SIZES:-4KiB,1MiB}
 CONC=${CONC:-8}
+read -r -a SA <<<"${SERVE_ARGS:-}"
 R=$(mktemp -d /dev/shm/s3hpc-compare.XXXXXX)
 mkdir -p "$R/old" "$R/new"
-"$OLD" serve "$R/old" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret >"$R/old.log" 2>&1 &
+"$OLD" serve "$R/old" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret "${SA[@]}" >"$R/old.log" 2>&1 &
 P1=$!
-"$NEW" serve "$R/new" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret >"$R/new.log" 2>&1 &
+"$NEW" serve "$R/new" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret "${SA[@]}" >"$R/new.log" 2>&1 &
 P2=$!
 trap 'kill $P1 $P2 2>/dev/null; wait 2>/dev/null; rm -rf "$R"' EXIT
 for _ in $(seq 100); do

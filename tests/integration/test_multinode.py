@@ -1,25 +1,27 @@
-"""Two "nodes" sharing one distributed file system (issue 36): one GlusterFS volume mounted twice
-with the FUSE client by scripts/gluster-bed, one `s3hpc serve` per mount, same access keys. Unlike
-tests/integration/test_multigateway.py (all gateways on one kernel and one local file system, where
-caches and locks are coherent for free), each mount here has its own client caches (dentries,
-attributes, xattrs, pages), like two hosts of a cluster.
+"""Two "nodes" sharing one distributed file system (issue 36): one GlusterFS volume
+(scripts/gluster-bed) or one MooseFS file system (scripts/moosefs-bed) mounted twice with its FUSE
+client, one `s3hpc serve` per mount, same access keys. Unlike tests/integration/test_multigateway.py
+(all gateways on one kernel and one local file system, where caches and locks are coherent for
+free), each mount here has its own client caches (dentries, attributes, xattrs, pages), like two
+hosts of a cluster.
 
-Run on two volume setups (module parametrization):
-  default   the volume's default options and a plain FUSE mount (client caches on: md-cache,
-            quick-read, io-cache, open-behind, write-behind, readdir-ahead, nl-cache; 1 s FUSE
-            attribute/entry timeouts);
-  coherent  `scripts/gluster-bed up --coherent`: those caches off, timeouts 0.
+Run on four setups (module parametrization), each file system with:
+  default   its default options (GlusterFS: md-cache, quick-read, io-cache, open-behind,
+            write-behind, readdir-ahead, nl-cache on, 1 s FUSE attribute/entry timeouts;
+            MooseFS: mfsmount's attribute, entry, directory-entry and xattr caches);
+  coherent  the bed script's --coherent: those caches off, timeouts 0.
 What holds is asserted outright in every setup. A failure that is still open on a setup, and
 shows in some runs and not in others, is listed in KNOWN with what was measured: when it shows,
 that test is an xfail carrying this run's numbers; when it does not, the test passes. Anything
 else that fails, fails.
 
-Skipped (with the reason) when GlusterFS is not installed (`apt-get install glusterfs-server
-glusterfs-client`, done by scripts/install-test-deps) or the bed cannot come up (no root, no FUSE).
+Skipped (with the reason) when a file system is not installed (scripts/install-test-deps installs
+both from Debian) or its bed cannot come up (no root, no FUSE).
 Each test prints its counts (run with -s to see them).
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import threading
@@ -42,16 +44,10 @@ STALE_WINDOW = 2.0  # seconds a node may answer from its caches after another no
 # here must pass whole.
 # Measured on main 8321824, b27ac19 and after (GlusterFS 10.3, Debian 12, 1-brick volume), see docs/DEPLOY.md.
 KNOWN: dict[tuple[str, str], str] = {
-    ("test_if_match_race", "default"):
-        "exactly one winner in every round, but a loser may answer 404 NoSuchKey for a key that exists "
-        "when the race starts within 0.3 s of both nodes reading the base (12 of 28 losers on 8321824; "
-        "1 of 28 once the key is looked up afresh under the lock): the condition is still "
-        "checked through a handle the node had cached",
-    ("test_concurrent_versioned_puts", "default"):
-        "every PUT acknowledged with a VersionId (20/20, no 5xx, once ESTALE is retried), but 4 of 20 "
-        "acknowledged versions are neither listed nor readable (NoSuchVersion through both gateways): "
-        "retiring the previous version (a hard link into the versions area) still goes through this "
-        "node's cached view of the key",
+    # Empty now. Fixed on main after 105e76e: If-Match losers answering 404 (1-3 of 28 losers)
+    # and 4-5 of 20 acknowledged versions lost on the default setup: both came from this node's
+    # cached directory entry of the key, which a read of the key's directory now refreshes under
+    # the key's lock (sys::refresh_entry); with that read disabled both fail again.
 }
 
 
@@ -81,35 +77,49 @@ class Bed:
         return make_client(self.gateways[i].endpoint, max_pool_connections=16)
 
 
-@pytest.fixture(scope="module", params=["default", "coherent"])
+# The distributed file systems of the beds: (script, tools it needs, packages to install).
+FILE_SYSTEMS = {
+    "gluster": (BED, ("glusterd", "gluster", "mount.glusterfs"), "glusterfs-server glusterfs-client"),
+    "moosefs": (REPO / "scripts" / "moosefs-bed", ("mfsmaster", "mfschunkserver", "mfsmount"),
+                "moosefs-master moosefs-chunkserver moosefs-client"),
+}
+
+
+@pytest.fixture(scope="module", params=["gluster-default", "gluster-coherent", "moosefs-default", "moosefs-coherent"])
 def bed(request, tmp_path_factory):
-    missing = [t for t in ("glusterd", "gluster", "mount.glusterfs")
+    fs, options = request.param.split("-")
+    script, tools, packages = FILE_SYSTEMS[fs]
+    missing = [t for t in tools
                if not (shutil.which(t) or Path("/usr/sbin", t).exists() or Path("/sbin", t).exists())]
     if missing:
-        msg = f"GlusterFS not installed ({', '.join(missing)} missing): apt-get install glusterfs-server glusterfs-client"
+        msg = f"{fs} not installed ({', '.join(missing)} missing): apt-get install {packages}"
         print(msg)
         pytest.skip(msg)
-    base = tmp_path_factory.mktemp(f"gluster-{request.param}")
-    args = [str(BED), "up", str(base)] + (["--coherent"] if request.param == "coherent" else [])
+    base = tmp_path_factory.mktemp(request.param)
+    args = [str(script), "up", str(base)] + (["--coherent"] if options == "coherent" else [])
     t0 = time.monotonic()
     r = subprocess.run(args, capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
-        subprocess.run([str(BED), "down", str(base)], capture_output=True, timeout=120)
-        msg = f"GlusterFS test bed did not come up: {(r.stderr or r.stdout).strip()[-500:]}"
+        subprocess.run([str(script), "down", str(base)], capture_output=True, timeout=120)
+        msg = f"{fs} test bed did not come up: {(r.stderr or r.stdout).strip()[-500:]}"
         print(msg)
         pytest.skip(msg)
-    print(f"\ngluster bed ({request.param}) up in {time.monotonic() - t0:.1f}s: {r.stdout.split()}")
+    print(f"\n{fs} bed ({options}) up in {time.monotonic() - t0:.1f}s: {r.stdout.split()}")
     b = Bed(request.param, base)
     try:
         for mnt in r.stdout.split():
             b.gateways.append(Server(Path(mnt), ["--backend", "posix", "--durability", "none",
                                                  "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY]))
         print(b.gateways[0].output[:3])
+        # The start-up line names the file system as shared, and warns about its client caches.
+        startup = "".join(b.gateways[0].output)
+        kind = {"gluster": "fuse.glusterfs", "moosefs": "fuse.moosefs"}[fs]
+        assert f"{kind} (shared by nodes)" in startup and "(docs/DEPLOY.md)" in startup, startup[:2000]
         yield b
     finally:
         for g in b.gateways:
             g.stop()
-        subprocess.run([str(BED), "down", str(base)], capture_output=True, timeout=120)
+        subprocess.run([str(script), "down", str(base)], capture_output=True, timeout=120)
 
 
 @pytest.fixture
@@ -345,3 +355,196 @@ def test_double_complete_both_nodes(bed, bucket, request):
             bad.append(codes + [f"GET {gets}"])
     print(f"DOUBLE-COMPLETE {bed.mode}: {fives} 5xx, bad rounds {bad}")
     assert fives == 0 and not bad, f"{fives} 5xx; rounds {bad}"
+
+
+def test_rename_then_get_other_node(bed, bucket, request):
+    """RenameObject through A (source and destination read through B first), then through B: the
+    source answers 404 and the destination the moved bytes within the staleness window; never a
+    500, and never the source's bytes after it."""
+    a, b = bed.client(0), bed.client(1)
+    rounds, fives, late, stale_s = 4, 0, 0, []
+    for r in range(rounds):
+        src, dst = f"mv-src-{r}", f"mv-dst-{r}"
+        a.put_object(Bucket=bucket, Key=src, Body=b"moving")
+        a.put_object(Bucket=bucket, Key=dst, Body=b"old destination")
+        assert b.get_object(Bucket=bucket, Key=src)["Body"].read() == b"moving"
+        assert b.get_object(Bucket=bucket, Key=dst)["Body"].read() == b"old destination"
+        a.rename_object(Bucket=bucket, Key=dst, RenameSource=f"{bucket}/{src}")
+        seen_s, t_s = poll(lambda: b.get_object(Bucket=bucket, Key=src)["Body"].read(),
+                           lambda s, c, _: s == 404 and c == "NoSuchKey")
+        seen_d, t_d = poll(lambda: b.get_object(Bucket=bucket, Key=dst)["Body"].read(),
+                           lambda s, c, body: s == 200 and body == b"moving")
+        fives += sum(1 for x in seen_s + seen_d if x.startswith("5"))
+        late += t_s is None or t_d is None
+        stale_s.append((t_s and round(t_s, 2), t_d and round(t_d, 2)))
+        # Once fresh, stays fresh: the source never comes back.
+        assert status_of(lambda: b.head_object(Bucket=bucket, Key=src))[0] == 404
+        print(f"rename round {r}: source {sorted(set(seen_s))} -> 404 after {t_s}; destination "
+              f"{sorted(set(seen_d))} fresh after {t_d}")
+    print(f"RENAME {bed.mode}: {fives} 5xx, {late}/{rounds} not fresh within {STALE_WINDOW}s, seconds {stale_s}")
+    assert fives == 0 and late == 0, f"{fives} 5xx, {late}/{rounds} stale past {STALE_WINDOW}s ({stale_s})"
+
+
+def test_prune_then_put_other_node(bed, bucket, request):
+    """A deletes the only object under a prefix (its empty directories are pruned) right after B
+    read it; B then PUTs another key under that prefix at once: 200, and the object readable
+    through both gateways; never a 5xx (B's cached handles of the pruned directories are stale)."""
+    a, b = bed.client(0), bed.client(1)
+    rounds, fives, bad = 5, 0, []
+    for r in range(rounds):
+        old, new = f"pr-{r}/x/y/old", f"pr-{r}/x/y/new"
+        a.put_object(Bucket=bucket, Key=old, Body=b"old")
+        assert b.get_object(Bucket=bucket, Key=old)["Body"].read() == b"old"
+        a.delete_object(Bucket=bucket, Key=old)
+        s, c, msg = status_of(lambda: b.put_object(Bucket=bucket, Key=new, Body=b"new"))
+        fives += s >= 500
+        if s != 200:
+            bad.append(f"round {r}: PUT through B {s} {c} {msg if s >= 500 else ''}")
+            continue
+        for name, cl in (("A", a), ("B", b)):
+            seen, t = poll(lambda cl=cl: cl.get_object(Bucket=bucket, Key=new)["Body"].read(),
+                           lambda s_, c_, body: s_ == 200 and body == b"new")
+            fives += sum(1 for x in seen if x.startswith("5"))
+            if t is None:
+                bad.append(f"round {r}: GET through {name} {seen[-3:]}")
+    print(f"PRUNE-THEN-PUT {bed.mode}: {fives} 5xx, {bad}")
+    assert fives == 0 and not bad, f"{fives} 5xx; {bad}"
+
+
+def test_list_after_changes_other_node(bed, bucket, request):
+    """A changes a prefix (deletes half its keys, adds new ones) after B listed it: B's listing
+    equals the truth within the staleness window; never a 5xx."""
+    a, b = bed.client(0), bed.client(1)
+    keys = [f"ls/k{i:03d}" for i in range(20)]
+    for k in keys:
+        a.put_object(Bucket=bucket, Key=k, Body=b"x")
+    first = [o["Key"] for o in b.list_objects_v2(Bucket=bucket, Prefix="ls/").get("Contents", [])]
+    assert first == keys
+    for k in keys[::2]:
+        a.delete_object(Bucket=bucket, Key=k)
+    added = [f"ls/n{i:03d}" for i in range(5)]
+    for k in added:
+        a.put_object(Bucket=bucket, Key=k, Body=b"y")
+    truth = sorted(keys[1::2] + added)
+
+    def listed():
+        return [o["Key"] for o in b.list_objects_v2(Bucket=bucket, Prefix="ls/").get("Contents", [])]
+
+    seen, t = poll(listed, lambda s, c, got: s == 200 and got == truth)
+    fives = sum(1 for x in seen if x.startswith("5"))
+    print(f"LIST {bed.mode}: {len(seen)} listings, {fives} 5xx, equal to the truth after {t}")
+    assert fives == 0 and t is not None, f"{fives} 5xx; B lists the truth after {t} (last {seen[-1:]})"
+
+
+def test_writes_after_other_node_changes(bed, bucket, request):
+    """Writes through B right after A overwrote or deleted the key B had just read (B's cached
+    entries lead to the old inode): DELETE answers 204, tagging lands on the new object,
+    RenameObject moves the new bytes, CopyObject copies a whole object; never a 5xx."""
+    a, b = bed.client(0), bed.client(1)
+    fives, bad = 0, []
+
+    def seen_by_b(k):
+        """B reads the key (waiting out its caches' window for a key new to it)."""
+        seen, t = poll(lambda: b.head_object(Bucket=bucket, Key=k), lambda s, c, _: s == 200)
+        assert t is not None, f"B never saw {k}: {seen[-3:]}"
+
+    def check(what, fn):
+        nonlocal fives
+        s, c, msg = status_of(fn)
+        fives += s >= 500
+        if s not in (200, 204):
+            bad.append(f"{what}: {s} {c} {msg if s >= 500 else ''}")
+        return s
+
+    for r in range(3):
+        k = f"w-del/{r}"
+        a.put_object(Bucket=bucket, Key=k, Body=b"1")
+        seen_by_b(k)
+        a.put_object(Bucket=bucket, Key=k, Body=b"22")
+        check("delete after overwrite", lambda: b.delete_object(Bucket=bucket, Key=k))
+        k = f"w-deldel/{r}"
+        a.put_object(Bucket=bucket, Key=k, Body=b"1")
+        seen_by_b(k)
+        a.delete_object(Bucket=bucket, Key=k)
+        check("delete after delete", lambda: b.delete_object(Bucket=bucket, Key=k))
+        k = f"w-tag/{r}"
+        a.put_object(Bucket=bucket, Key=k, Body=b"1")
+        seen_by_b(k)
+        new_etag = a.put_object(Bucket=bucket, Key=k, Body=b"2")["ETag"]
+        tagset = {"TagSet": [{"Key": "round", "Value": str(r)}]}
+        if check("tagging after overwrite", lambda: b.put_object_tagging(Bucket=bucket, Key=k, Tagging=tagset)) == 200:
+            # Read back through B, the writer (A's xattr cache may hold the untagged record for
+            # its timeout, 30 s on MooseFS by default): the tags are on the new object, not on
+            # the inode B's cache named before the write took the key's lock.
+            h = b.head_object(Bucket=bucket, Key=k)
+            if h["ETag"] != new_etag or h.get("TagCount") != 1:
+                bad.append(f"tagging after overwrite: the object through B is {h['ETag']} with {h.get('TagCount')} tags")
+        k = f"w-mv/{r}"
+        a.put_object(Bucket=bucket, Key=k, Body=b"1")
+        seen_by_b(k)
+        a.put_object(Bucket=bucket, Key=k, Body=b"2")
+        if check("rename after overwrite", lambda: b.rename_object(Bucket=bucket, Key=k + "-moved",
+                                                                    RenameSource=f"{bucket}/{k}")) == 200:
+            got = a.get_object(Bucket=bucket, Key=k + "-moved")["Body"].read()
+            if got != b"2":
+                bad.append(f"rename after overwrite moved {got!r}, not the new bytes")
+        k = f"w-cp/{r}"
+        a.put_object(Bucket=bucket, Key=k, Body=b"1")
+        seen_by_b(k)
+        a.put_object(Bucket=bucket, Key=k, Body=b"2")
+        if check("copy after overwrite", lambda: b.copy_object(Bucket=bucket, Key=k + "-copy",
+                                                                CopySource=f"{bucket}/{k}")) == 200:
+            got = a.get_object(Bucket=bucket, Key=k + "-copy")["Body"].read()
+            if got not in (b"1", b"2"):
+                bad.append(f"copy after overwrite holds {got!r}")
+    print(f"WRITES {bed.mode}: {fives} 5xx, {bad}")
+    assert fives == 0 and not bad, f"{fives} 5xx; {bad}"
+
+
+def test_conformance_two_gateways(bed, request):
+    """The conformance suite (crates/s3hpc-conformance) with the two gateways as one store: every
+    request goes to the other gateway than the one before (a new connection each,
+    `S3Client::alternating`), so each case's write and the read after it cross nodes. On the
+    default setup a read may be served from the reading node's caches for up to the staleness
+    window, which the suite (read-after-write at once) does not allow: it needs the coherent
+    setup. Three cases change a bucket's configuration (versioning, object lock) and write at
+    once; each gateway reads a bucket's configuration at most once a second (docs/SEMANTICS.md,
+    as AWS propagates such changes eventually), so those three run through one gateway."""
+    exe = REPO / "target" / "debug" / "examples" / "conformance_remote"
+    if not exe.exists():
+        pytest.fail(f"{exe} missing: cargo build -p s3hpc --examples")
+    if not bed.mode.endswith("coherent"):
+        pytest.skip("read-after-write across nodes at once needs the coherent setup (docs/DEPLOY.md); "
+                    "the races and cross-node reads above cover the default one")
+    env = dict(os.environ, S3HPC_ACCESS_KEY=ACCESS_KEY, S3HPC_SECRET_KEY=SECRET_KEY)
+    config_cases = ["versioning_suspended", "version_tagging", "object_lock"]
+    both = ",".join(g.endpoint for g in bed.gateways)
+    for endpoints, cases in ((both, [f"-{c}" for c in config_cases]),
+                             (bed.gateways[0].endpoint, [f"+{c}" for c in config_cases])):
+        t0 = time.monotonic()
+        r = subprocess.run([str(exe), endpoints, *cases], capture_output=True, text=True, timeout=900, env=env)
+        out = r.stdout + r.stderr
+        print(f"CONFORMANCE {bed.mode} over {endpoints} {cases}: rc {r.returncode} in {time.monotonic() - t0:.0f}s")
+        if r.returncode == 0:
+            continue
+        # The names of the failed cases ("NAME: why" lines after "N conformance case(s) failed:").
+        failed = sorted({line.split(":", 1)[0].strip() for line in out.split("case(s) failed:", 1)[-1].splitlines()
+                         if ":" in line and line.split(":", 1)[0].strip().isidentifier()})
+        intermittent = CONFORMANCE_INTERMITTENT.get(bed.mode, lambda name: False)
+        if failed and all(intermittent(f) for f in failed):
+            pytest.xfail(f"intermittent on {bed.mode} (see CONFORMANCE_INTERMITTENT): {failed}; {out[-1500:]}")
+        pytest.fail(out[-4000:])
+
+
+# Conformance cases seen failing in some runs on a setup and not when run alone (20-50 runs
+# each); an xfail when only these fail, with the output. Measured after 105e76e. Still open.
+CONFORMANCE_INTERMITTENT = {
+    # 1 of about 50 runs, through one gateway: GetObjectTagging right after PutObjectTagging of
+    # the current version named by its id returned the previous tags.
+    "gluster-coherent": lambda name: name == "version_tagging",
+    # In 2 of 4 full runs one or two multipart cases failed: CompleteMultipartUpload through one
+    # gateway answered InvalidPart for a part uploaded (or copied) through the other a moment
+    # before, or HEAD of the completed object lacked its parts count (upload_part_copy,
+    # multipart_happy_path, multipart_checksum_types); each alone passed 20 of 20.
+    "moosefs-coherent": lambda name: "multipart" in name or "part" in name.split("_"),
+}

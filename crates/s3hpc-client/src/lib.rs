@@ -192,6 +192,18 @@ impl S3Client {
 
     /// A client with explicit TLS options (used by `https://` endpoints only).
     pub fn with_tls(cfg: ClientConfig, tls_opts: &TlsOptions) -> Result<S3Client> {
+        S3Client::build(cfg, tls_opts, 4096)
+    }
+
+    /// A client that opens a new connection for every request (none is kept alive), so a list
+    /// of endpoints takes turns per request instead of per connection: for tests that treat
+    /// several gateways on one shared root as one store (each request, even of one sequential
+    /// caller, goes to the next gateway). Slower; not for benchmarks.
+    pub fn alternating(cfg: ClientConfig) -> Result<S3Client> {
+        S3Client::build(cfg, &TlsOptions::from_env(), 0)
+    }
+
+    fn build(cfg: ClientConfig, tls_opts: &TlsOptions, idle_per_host: usize) -> Result<S3Client> {
         let mut list = cfg.endpoint.split(',').map(str::trim).filter(|e| !e.is_empty());
         let first = list.next().unwrap_or("");
         let uri: Uri =
@@ -247,7 +259,7 @@ impl S3Client {
             spread::Spread::new(conn, others)
         };
         let http = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(4096)
+            .pool_max_idle_per_host(idle_per_host)
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())

@@ -25,8 +25,12 @@ const _: () = assert!(MAX_BATCH <= 16, "the padding below assumes at most 16 pie
 /// Bodies are hashed in units of this size (equal lengths keep md5-many on its fast kernels);
 /// a piece's last part shorter than this is hashed on its own.
 pub const UNIT: usize = 64 << 10;
-/// Bytes a body may have queued and not yet hashed before its writer waits.
-pub const MAX_QUEUED: usize = 2 << 20;
+/// Bytes a body may have queued and not yet hashed before its writer waits: four units, so a
+/// worker always finds the body's next unit queued while the writer writes the one after. Every
+/// queued byte pins a body piece in memory, so this times the admitted uploads bounds what
+/// hashing holds back (2 MiB per body until issue 39: up to 32 MiB for 16 uploads where the
+/// hashing lags, as on a loaded host; docs/perf/scale.md, "Memory").
+pub const MAX_QUEUED: usize = 4 * UNIT;
 
 struct Body {
     /// `None` while a worker is hashing a piece of this body.

@@ -26,6 +26,7 @@ use tokio::net::TcpListener;
 mod api;
 pub mod body;
 mod conn;
+pub mod console;
 mod cors;
 mod form;
 pub mod lifecycle;
@@ -169,6 +170,8 @@ pub(crate) struct State {
     /// Shedding: connections idle since before this time ([`State::now_ms`]) close.
     pub(crate) shed: tokio::sync::watch::Sender<u64>,
     epoch: Instant,
+    /// Set on the web console's listener ([`console`]): its requests go to the console's router.
+    pub(crate) console: Option<Arc<console::Console>>,
 }
 
 impl State {
@@ -184,6 +187,7 @@ impl State {
             max_conns: cfg.max_connections.unwrap_or_else(default_max_connections).max(1),
             shed: tokio::sync::watch::channel(0).0,
             epoch: Instant::now(),
+            console: None,
             cfg,
             next_id: AtomicU64::new(1),
             id_seed,
@@ -263,6 +267,15 @@ pub async fn serve(listener: TcpListener, cfg: Config, shutdown: impl Future<Out
     {
         *w = Arc::downgrade(&state);
     }
+    serve_state(listener, state, shutdown).await
+}
+
+/// The accept loop of [`serve`] (and of the web console's listener, [`console::serve`]).
+pub(crate) async fn serve_state(
+    listener: TcpListener,
+    state: Arc<State>,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     let mut backoff = AcceptBackoff { delay: Duration::ZERO, failures: 0, last_log: None };
@@ -361,6 +374,19 @@ impl Drop for Request<'_> {
 }
 
 pub(crate) async fn handle(
+    state: &State,
+    parts: http::request::Parts,
+    body: ReqBody,
+    req: &mut Request<'_>,
+) -> Response<RespBody> {
+    if let Some(c) = &state.console {
+        return Box::pin(console::handle(state, c, parts, body, req)).await;
+    }
+    handle_s3(state, parts, body, req).await
+}
+
+/// One S3 request: dispatched, answered, its CORS and id headers added, logged.
+pub(crate) async fn handle_s3(
     state: &State,
     parts: http::request::Parts,
     body: ReqBody,

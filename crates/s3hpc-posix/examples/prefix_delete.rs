@@ -5,13 +5,15 @@
 //!
 //! ```text
 //! cargo build --release -p s3hpc-posix --example prefix_delete
-//! target/release/examples/prefix_delete [--dir DIR] [--n N] [--raw]
+//! target/release/examples/prefix_delete [--dir DIR] [--n N] [--raw] [--staleness SECS]
 //! strace -c -f target/release/examples/prefix_delete --n 1000     # getdents64 per phase
 //! ```
 //!
 //! `bench/prefix_delete.sh` runs N = 1,000 and 10,000 both ways, with and without strace.
 //! Keys are fixed width (`file.00000042`), so no key is a prefix of another and every listing
-//! returns nothing: the cost measured is finding that out. The store is embedded (`Inline` I/O,
+//! returns nothing: the cost measured is finding that out. `--staleness` sets the listing window
+//! (`s3hpc serve --listing-staleness`, default 1 s) used where DIR is on a file system shared by
+//! nodes (0: every delete reads the directory again). The store is embedded (`Inline` I/O,
 //! durability none), as the libs3 drop-in's `file://` target; HTTP and the binary protocol
 //! reach the same `list_objects`.
 
@@ -22,10 +24,11 @@ use bytes::Bytes;
 use s3hpc_core::{Body, ListObjectsRequest, PutObjectRequest, Store};
 use s3hpc_posix::{Durability, IoMode, PosixOptions, PosixStore};
 
-const USAGE: &str = "usage: prefix_delete [--dir DIR] [--n N] [--raw]";
+const USAGE: &str = "usage: prefix_delete [--dir DIR] [--n N] [--raw] [--staleness SECS]";
 
 fn main() {
     let (mut dir, mut n, mut raw) = (std::env::temp_dir(), 1000usize, false);
+    let mut staleness = PosixOptions::default().listing_staleness;
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < v.len() {
@@ -39,6 +42,11 @@ fn main() {
                 i += 1;
             }
             "--raw" => raw = true,
+            "--staleness" => {
+                let secs: f64 = v.get(i + 1).and_then(|s| s.parse().ok()).expect("--staleness SECS");
+                staleness = std::time::Duration::from_secs_f64(secs);
+                i += 1;
+            }
             other => {
                 eprintln!("unknown argument {other}\n{USAGE}");
                 std::process::exit(2);
@@ -47,7 +55,12 @@ fn main() {
         i += 1;
     }
     let root = dir.join(format!("prefix_delete.{}", std::process::id()));
-    let opts = PosixOptions { durability: Durability::None, io: IoMode::Inline, ..Default::default() };
+    let opts = PosixOptions {
+        durability: Durability::None,
+        io: IoMode::Inline,
+        listing_staleness: staleness,
+        ..Default::default()
+    };
     let s = PosixStore::open(&root, opts).expect("open store");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let keys: Vec<String> = (0..n).map(|i| format!("file.{i:08}")).collect();

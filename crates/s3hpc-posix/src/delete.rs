@@ -18,6 +18,12 @@ impl Inner {
     }
 
     pub(crate) fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        let r = self.delete_object_now(bucket, key);
+        self.cache.note_key(&self.root.join(bucket), key);
+        r
+    }
+
+    fn delete_object_now(&self, bucket: &str, key: &str) -> Result<()> {
         let dir = keys::check_key(key)?;
         names::check_bucket_name_for_access(bucket)?;
         // A file key below the bucket is read and removed relative to the directory the check

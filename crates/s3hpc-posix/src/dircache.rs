@@ -21,7 +21,13 @@
 //!   changes raise no local event; or no inotify). Valid while (device, inode, mtime, ctime,
 //!   size, nlink) is unchanged, and only cached once its ctime and mtime have settled (see
 //!   [`crate::walk::settled`]), so that a later change in the same timestamp tick cannot hide
-//!   behind an unchanged stamp. Each change, own ones included, means one more read.
+//!   behind an unchanged stamp. Each change means one more read, except with a **listing
+//!   window** (`--listing-staleness`, on roots shared by nodes): for that long after a full
+//!   read, a stamped list is served with this store's own changes applied (the names along
+//!   each written, deleted or renamed key's path, noted by [`DirCache::note_key`] when the
+//!   call returns, and looked up again like inotify's), so IOR's delete phase costs one read
+//!   of the directory per window instead of one per delete. Other nodes' changes show at the
+//!   next full read, at most the window later (their own client caches are no fresher).
 //!
 //! Before either is served, the directory is opened (`O_RDONLY|O_DIRECTORY`, beneath the root)
 //! as the calling thread's identity: under `--identity posix` a user who may not read the
@@ -57,6 +63,9 @@ const WATCH_MIN_SIZE: u64 = 4096;
 /// it again is cheaper than looking each up.
 const MAX_PENDING: usize = 4096;
 
+/// Names of a directory that changed (raw bytes, as events and notes carry them).
+type Names = Vec<Box<[u8]>>;
+
 /// What a stamped entry must still match (a watched one: device and inode only).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Stamp {
@@ -88,6 +97,11 @@ struct Cached {
     wd: Option<i32>,
     entries: Arc<Vec<Entry>>,
     used: u64,
+    /// When the directory was last read whole (before the read began).
+    read_ns: i64,
+    /// Stamped only: names this store changed since (see [`DirCache::note_key`]); `None`:
+    /// too many, read again.
+    noted: Option<Vec<Box<[u8]>>>,
 }
 
 /// An inotify watch: the names its directory's events mentioned since they were last looked
@@ -106,6 +120,8 @@ struct State {
     tick: u64,
     /// Large directories read without a watch: watched from their next read on.
     hints: HashSet<PathBuf>,
+    /// Stamped directories being read whole right now: (readers, names noted meanwhile).
+    reading: HashMap<PathBuf, (usize, Names)>,
 }
 
 /// Bounded LRU of sorted directory listings (see the module documentation).
@@ -119,6 +135,8 @@ pub struct DirCache {
     notify: OnceLock<Option<OwnedFd>>,
     hits: AtomicU64,
     scans: AtomicU64,
+    /// The listing window in nanoseconds (0: none; see the module documentation).
+    window_ns: AtomicU64,
 }
 
 fn now_ns() -> i64 {
@@ -194,6 +212,45 @@ impl DirCache {
             notify: OnceLock::new(),
             hits: AtomicU64::new(0),
             scans: AtomicU64::new(0),
+            window_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Serve stamped lists with this store's own changes applied for `window` after each full
+    /// read (zero: read again after every change; see the module documentation).
+    pub fn set_window(&self, window: std::time::Duration) {
+        self.window_ns.store(window.as_nanos().min(i64::MAX as u128) as u64, AtOrd::Relaxed);
+    }
+
+    /// This store changed the names along `key`'s path in the bucket directory `bdir` (created,
+    /// replaced, deleted or renamed the key, and made or pruned the directories above it).
+    /// Called after the change, before the call that made it returns. Only stamped lists need
+    /// it (watched ones hear of every change from inotify), and only with a window.
+    pub fn note_key(&self, bdir: &Path, key: &str) {
+        if self.window_ns.load(AtOrd::Relaxed) == 0 {
+            return;
+        }
+        let mut st = self.lock();
+        if st.map.is_empty() && st.reading.is_empty() {
+            return;
+        }
+        let mut dir = bdir.to_path_buf();
+        for name in key.split('/').filter(|c| !c.is_empty()) {
+            if let Some((_, v)) = st.reading.get_mut(&dir) {
+                v.push(name.as_bytes().into());
+            }
+            if let Some(c) = st.map.get_mut(&dir)
+                && c.wd.is_none()
+            {
+                let limit = c.entries.len() + MAX_PENDING;
+                if let Some(v) = &mut c.noted {
+                    v.push(name.as_bytes().into());
+                    if v.len() > limit {
+                        c.noted = None;
+                    }
+                }
+            }
+            dir.push(name);
         }
     }
 
@@ -238,13 +295,29 @@ impl DirCache {
             let tick = st.tick;
             let mut was_large = false;
             if let Some(c) = st.map.get(dir) {
+                // Stamped, within the listing window of its last full read: current as far as
+                // this store's own changes go (others' show at the next full read).
+                let in_window = c.wd.is_none()
+                    && (c.stamp.dev, c.stamp.ino) == (stamp.dev, stamp.ino)
+                    && c.noted.is_some()
+                    && now.saturating_sub(c.read_ns) < self.window_ns.load(AtOrd::Relaxed) as i64;
+                // Past it, a journaled list (kept unsettled) is current only if nothing changed
+                // since its read and its stamp had settled when it was read. Its stamp stays the
+                // one of its read: a change by another node within the window shows then.
+                let local = || self.local_dev == Some(stamp.dev);
+                let journaled_ok =
+                    settled(c.stamp.ctime_ns, c.read_ns, local) && settled(c.stamp.mtime_ns, c.read_ns, local);
                 let (wd, fresh) = match c.wd {
                     Some(wd) => (Some(wd), (c.stamp.dev, c.stamp.ino) == (stamp.dev, stamp.ino)),
-                    None => (None, c.stamp == stamp),
+                    None => (None, (c.stamp == stamp && journaled_ok) || in_window),
                 };
                 let changed = match wd {
                     Some(wd) if fresh => st.wds.get_mut(&wd).and_then(|s| s.changed.as_mut().map(std::mem::take)),
-                    _ => fresh.then(Vec::new),
+                    None if fresh => {
+                        let c = st.map.get_mut(dir).expect("looked up above");
+                        Some(c.noted.as_mut().map(std::mem::take).unwrap_or_default())
+                    }
+                    _ => None,
                 };
                 if let Some(changed) = changed {
                     let c = st.map.get_mut(dir).expect("looked up above");
@@ -262,18 +335,39 @@ impl DirCache {
                 self.evict(&mut st, dir);
             }
             let hinted = st.hints.remove(dir);
-            if watchable && (was_large || hinted || stamp.size > WATCH_MIN_SIZE) {
+            let wd = if watchable && (was_large || hinted || stamp.size > WATCH_MIN_SIZE) {
                 self.add_watch(&mut st, &d)
             } else {
                 None
+            };
+            if wd.is_none() && self.window_ns.load(AtOrd::Relaxed) > 0 {
+                // Own changes made while the directory is read are looked up after it.
+                st.reading.entry(dir.to_path_buf()).or_default().0 += 1;
             }
+            wd
+        };
+        let journaled = wd.is_none() && self.window_ns.load(AtOrd::Relaxed) > 0;
+        // Names this store changed while the directory was read (`None`: not journaled).
+        let during = |st: &mut State| -> Option<Vec<Box<[u8]>>> {
+            if !journaled {
+                return None;
+            }
+            let (n, v) = st.reading.get_mut(dir)?;
+            *n -= 1;
+            let names = if *n == 0 { std::mem::take(v) } else { v.clone() };
+            if *n == 0 {
+                st.reading.remove(dir);
+            }
+            Some(names)
         };
         self.scans.fetch_add(1, AtOrd::Relaxed);
         let listed = match fs.read_dir_of(&d) {
             Ok(l) => l,
             Err(e) => {
+                let mut st = self.lock();
+                during(&mut st);
                 if let Some(wd) = wd {
-                    self.unwatch(&mut self.lock(), wd);
+                    self.unwatch(&mut st, wd);
                 }
                 return Err(e);
             }
@@ -305,6 +399,7 @@ impl DirCache {
 
         let mut st = self.lock();
         self.drain(&mut st);
+        let noted = during(&mut st);
         let keep = match wd {
             Some(wd) => {
                 // Names changed while the directory was read (some may be in `v` already).
@@ -324,6 +419,9 @@ impl DirCache {
             }
             // Both times: the ctime is always the time of the last change, a whole-second mtime
             // tells of coarse timestamps (the ctime then is coarse too, except after utimes).
+            // With a listing window: kept at once (it is read again within the window anyway),
+            // with the own changes made during the read looked up.
+            None if noted.is_some() => large && refresh(&mut v, noted.as_deref().unwrap_or_default(), fs, &d, dir),
             None => {
                 let local = || self.local_dev == Some(stamp.dev);
                 large && settled(stamp.ctime_ns, now, local) && settled(stamp.mtime_ns, now, local)
@@ -345,7 +443,8 @@ impl DirCache {
         let tick = st.tick;
         self.evict(&mut st, dir);
         st.names += v.len();
-        st.map.insert(dir.to_path_buf(), Cached { stamp, wd, entries: v.clone(), used: tick });
+        let noted = wd.is_none().then(Vec::new);
+        st.map.insert(dir.to_path_buf(), Cached { stamp, wd, entries: v.clone(), used: tick, read_ns: now, noted });
         while st.map.len() > CACHE_MAX_DIRS || st.names > CACHE_MAX_NAMES {
             let Some(oldest) = st.map.iter().min_by_key(|(_, c)| c.used).map(|(k, _)| k.clone()) else { break };
             self.evict(&mut st, &oldest);
@@ -540,6 +639,58 @@ mod tests {
             assert_eq!(names(&c.read_sorted(&fs, &d).unwrap()), fresh(&d), "round {round}");
         }
         assert_eq!(c.stats(), (1, 5), "each change: read again");
+    }
+
+    /// With a listing window (roots shared by nodes): the store's own changes, noted, are
+    /// applied to the stamped list without reading the directory again; a change nobody noted
+    /// (another node's) shows once the window has passed, never later.
+    #[test]
+    fn window_applies_own_changes_and_bounds_others() {
+        let (_t, d, fs, dev) = setup(300);
+        let c = DirCache::new(Some(dev));
+        c.set_watch(false);
+        c.set_window(Duration::from_millis(600));
+        let bdir = d.parent().unwrap().to_path_buf();
+        // Kept at once, though just changed (it is read again within the window anyway).
+        assert_eq!(names(&c.read_sorted(&fs, &d).unwrap()), fresh(&d));
+        assert_eq!((c.len(), c.stats()), (1, (0, 1)));
+        for i in 0..20 {
+            // IOR's delete phase: delete one, list.
+            std::fs::remove_file(d.join(format!("f{i:05}"))).unwrap();
+            c.note_key(&bdir, &format!("b/f{i:05}"));
+            assert_eq!(names(&c.read_sorted(&fs, &d).unwrap()), fresh(&d), "delete {i}");
+        }
+        // A new subdirectory made for a deeper key: noted along the key's path.
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::fs::write(d.join("sub/x"), b"").unwrap();
+        c.note_key(&bdir, "b/sub/x");
+        assert_eq!(names(&c.read_sorted(&fs, &d).unwrap()), fresh(&d));
+        assert_eq!(c.stats(), (21, 1), "own changes applied, the directory read once");
+        // Another node's change (not noted): may be missed within the window...
+        std::fs::write(d.join("other-node"), b"").unwrap();
+        let within = names(&c.read_sorted(&fs, &d).unwrap());
+        assert!(!within.contains(&"other-node".to_string()), "served from the list within the window");
+        // ...and shows once it has passed.
+        std::thread::sleep(Duration::from_millis(650));
+        assert_eq!(names(&c.read_sorted(&fs, &d).unwrap()), fresh(&d));
+        assert_eq!(c.stats().1, 2, "read again after the window");
+        // Past the window with no change since the read: served (the stamp was settled)...
+        std::thread::sleep(Duration::from_millis(700));
+        c.read_sorted(&fs, &d).unwrap();
+        // ...but a change after the read, even a noted one, means one more read.
+        std::thread::sleep(Duration::from_millis(700));
+        std::fs::write(d.join("late"), b"").unwrap();
+        c.note_key(&bdir, "b/late");
+        assert_eq!(names(&c.read_sorted(&fs, &d).unwrap()), fresh(&d));
+        // Without a window: every change is one more read (the stamped rule as before).
+        c.set_window(Duration::ZERO);
+        let reads = c.stats().1;
+        std::thread::sleep(Duration::from_millis(250));
+        c.read_sorted(&fs, &d).unwrap();
+        std::fs::remove_file(d.join("late")).unwrap();
+        c.note_key(&bdir, "b/late");
+        assert_eq!(names(&c.read_sorted(&fs, &d).unwrap()), fresh(&d));
+        assert!(c.stats().1 > reads, "read again");
     }
 
     #[test]

@@ -147,6 +147,10 @@ pub struct PosixOptions {
     pub lock_mode: LockMode,
     /// The longest a request waits for a cross-process lock before it answers 503 SlowDown.
     pub lock_timeout: Duration,
+    /// On a root shared by nodes: how long after a full read a large directory's listing is
+    /// served with this store's own changes applied (`--listing-staleness`; see `dircache`).
+    /// Zero: read again after every change. Unused on local roots (inotify keeps them exact).
+    pub listing_staleness: Duration,
 }
 
 /// How conditional writes, versioned writes, completes and renames exclude each other across
@@ -190,6 +194,7 @@ impl Default for PosixOptions {
             umask: 0o077,
             lock_mode: LockMode::default(),
             lock_timeout: Duration::from_secs(10),
+            listing_staleness: Duration::from_secs(1),
         }
     }
 }
@@ -543,6 +548,9 @@ impl PosixStore {
             locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             vstate: Default::default(),
         };
+        if !root_local {
+            inner.cache.set_window(inner.opts.listing_staleness);
+        }
         inner.migrate_old_layout();
         inner.cleanup_stale();
         Ok(PosixStore { inner: Arc::new(inner) })
@@ -589,6 +597,13 @@ impl PosixStore {
     #[doc(hidden)]
     pub fn set_listing_watch(&self, on: bool) {
         self.inner.cache.set_watch(on);
+    }
+
+    /// The listing window of stamped directories (`--listing-staleness`, set at open on roots
+    /// shared by nodes): for tests and benchmarks of that rule on a local root.
+    #[doc(hidden)]
+    pub fn set_listing_window(&self, window: Duration) {
+        self.inner.cache.set_window(window);
     }
 
     /// Run blocking file-system work: on the blocking pool (Offload) or right here (Inline).

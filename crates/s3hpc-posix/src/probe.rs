@@ -54,7 +54,13 @@ fn mount_of(path: &Path) -> (String, String) {
         }
         let mp = f[4].replace("\\040", " ");
         if path.starts_with(&mp) && best.as_ref().is_none_or(|b| mp.len() >= b.0) {
-            best = Some((mp.len(), f[dash + 1].to_string(), format!("{},{}", f[5], f[dash + 3])));
+            // FUSE file systems without a subtype show as plain `fuse`: name MooseFS by its
+            // source (`mfs#HOST:PORT`, its `#` escaped as `\043` in mountinfo).
+            let t = match (f[dash + 1], f[dash + 2]) {
+                ("fuse", src) if src.starts_with("mfs#") || src.starts_with("mfs\\043") => "fuse.moosefs".to_string(),
+                (t, _) => t.to_string(),
+            };
+            best = Some((mp.len(), t, format!("{},{}", f[5], f[dash + 3])));
         }
     }
     best.map(|(_, t, o)| (t, o)).unwrap_or(("unknown".into(), String::new()))
@@ -125,6 +131,13 @@ impl PosixStore {
                     "GlusterFS over FUSE: the client caches are per node; for several gateways turn off \
                      md-cache, quick-read, io-cache, open-behind, write-behind, readdir-ahead and nl-cache and mount \
                      with attribute-timeout=0,entry-timeout=0,negative-timeout=0 (docs/DEPLOY.md)"
+                        .to_string(),
+                )
+            } else if t == "fuse.moosefs" {
+                Some(
+                    "MooseFS: mfsmount caches attributes, directory entries and xattrs per node (xattrs 30 s by \
+                     default); for several gateways mount with mfsattrcacheto=0, mfsentrycacheto=0, \
+                     mfsdirentrycacheto=0, mfsnegentrycacheto=0, mfsxattrcacheto=0 (docs/DEPLOY.md)"
                         .to_string(),
                 )
             } else if t == "lustre" && !opts.contains(&"flock") {

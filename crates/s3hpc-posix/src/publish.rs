@@ -190,12 +190,32 @@ impl Inner {
     /// system's POSIX locks are, see docs/DEPLOY.md); no local user can open these files.
     pub(crate) fn cross_process_lock(&self, bdir: &Path, key: &str) -> Result<Option<fs::File>> {
         let lock = self.lock_stripe(bdir, lock_stripe_of(key))?;
-        if !self.root_local {
-            // What is decided under the lock must come from the file system, not from this
-            // node's caches of it (another node may just have replaced the key).
-            sys::revalidate(&self.root_fd, &format!("{}/{key}", state::bucket_name(bdir)));
-        }
+        self.refresh_key(bdir, key);
         Ok(lock)
+    }
+
+    /// What is decided under a key's lock must come from the file system, not from this node's
+    /// caches of it: on a root shared by nodes (see `probe`), another node may just have replaced
+    /// or removed the key, and this node's cached directory entry would still lead to the old
+    /// inode (see [`sys::refresh_entry`]). Called with the key's lock held; nothing to do on a
+    /// local file system, whose caches are the file system.
+    pub(crate) fn refresh_key(&self, bdir: &Path, key: &str) {
+        if self.root_local {
+            return;
+        }
+        let bucket = state::bucket_name(bdir);
+        let trimmed = key.strip_suffix('/').unwrap_or(key);
+        let (dir, name) = match trimmed.rfind('/') {
+            Some(i) => (format!("{bucket}/{}", &trimmed[..i]), &trimmed[i + 1..]),
+            None => (bucket.to_string(), trimmed),
+        };
+        let r = self.as_gateway(|| sys::refresh_entry(&self.root_fd, &dir, name));
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) | Err(e) => tracing::debug!(key, "directory entry not refreshed: {e}"),
+        }
+        // The attributes too (size, times, link count), past the client's attribute cache.
+        sys::revalidate(&self.root_fd, &format!("{bucket}/{key}"));
     }
 
     /// The lock of one stripe (see [`Self::cross_process_lock`]). Two locks of one stripe taken
@@ -304,7 +324,16 @@ impl Inner {
                 None => io::Error::from_raw_os_error(libc::ENOENT),
             };
             match e.raw_os_error() {
-                Some(libc::ENOENT) => {
+                // ESTALE: the directory we held is one another node removed (it pruned the
+                // prefix empty) while this node's cached entries still led to it. Looking its
+                // path up afresh drops those entries (the kernel retries a path walk that meets
+                // ESTALE from the root, see `sys::revalidate`); then it is made again below.
+                Some(libc::ENOENT) | Some(libc::ESTALE) => {
+                    if e.raw_os_error() == Some(libc::ESTALE)
+                        && let Some(dir) = dst.parent().and_then(|p| p.strip_prefix(&self.root).ok())
+                    {
+                        sys::revalidate(&self.root_fd, &dir.to_string_lossy());
+                    }
                     if !sys::exists_at(&t.dir, &t.name) {
                         return Err(Error::internal("temp file vanished before publish (removed as stale?)"));
                     }
@@ -401,6 +430,7 @@ impl Inner {
             if r.is_err() && self.mode == MetaMode::Sidecar {
                 let _ = self.fs.remove_file(&sidecar());
             }
+            self.cache.note_key(bdir, key);
             r?;
             if let Some(old) = old {
                 reaper::release(old);
@@ -491,6 +521,7 @@ impl Inner {
         rec.mtime_ns = now_ns();
         rec.ino = md.ino();
         rec.inline = (!data.is_empty()).then_some(data);
+        self.cache.note_key(bdir, key);
         self.set_record(Target::Path(&path), &self.sidecar_path(bdir, key, md.ino()), &rec)?;
         self.sync_dir(&path);
         if let Some(p) = path.parent() {

@@ -16,11 +16,23 @@ impl Inner {
         let mut stripes: Vec<u64> = keys.iter().map(|k| lock_stripe_of(k)).collect();
         stripes.sort_unstable();
         stripes.dedup();
-        stripes.into_iter().map(|s| self.lock_stripe(bdir, s)).collect()
+        let locks = stripes.into_iter().map(|s| self.lock_stripe(bdir, s)).collect::<Result<Vec<_>>>()?;
+        for k in keys {
+            self.refresh_key(bdir, k);
+        }
+        Ok(locks)
     }
 
     /// RenameObject within `bucket`, on the calling thread.
     pub(crate) fn rename_object(&self, bucket: &str, src: &str, dst: &str, req: &RenameObjectRequest) -> Result<()> {
+        let r = self.rename_object_now(bucket, src, dst, req);
+        let bdir = self.root.join(bucket);
+        self.cache.note_key(&bdir, src);
+        self.cache.note_key(&bdir, dst);
+        r
+    }
+
+    fn rename_object_now(&self, bucket: &str, src: &str, dst: &str, req: &RenameObjectRequest) -> Result<()> {
         let _skp = keys::parse_key(src)?;
         let dkp = keys::parse_key(dst)?;
         check_rename_keys(src, dst)?;

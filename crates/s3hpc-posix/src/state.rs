@@ -300,7 +300,7 @@ impl Inner {
                     d
                 }
             };
-            sys::open_at(&dir, &format!("{stripe:04x}"), libc::O_RDWR | libc::O_CREAT | libc::O_NOFOLLOW, 0o600)
+            sys::open_or_create_at(&dir, &format!("{stripe:04x}"), 0o600)
         })??;
         Ok(f)
     }

@@ -487,6 +487,28 @@ pub fn create_at(dir: &File, name: &str) -> io::Result<File> {
     open_at(dir, name, flags, 0o644)
 }
 
+/// Open the file `name` in `dir` read-write, creating it (mode `mode`) when missing, so that a
+/// creator racing on another node never turns into an error: on network file systems a plain
+/// `O_CREAT` open can fail with EEXIST when another client created the name a moment before
+/// (measured on MooseFS with two gateways taking a new lock file at once). The file is opened
+/// without `O_CREAT` first (the common case: one call), made with `O_EXCL` only when missing, and
+/// opened again when that create loses. Never follows a symlink.
+pub fn open_or_create_at(dir: &File, name: &str, mode: u32) -> io::Result<File> {
+    let base = libc::O_RDWR | libc::O_NOFOLLOW;
+    let mut lost = None;
+    for _ in 0..4 {
+        match open_at(dir, name, base, 0) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            r => return r,
+        }
+        match open_at(dir, name, base | libc::O_CREAT | libc::O_EXCL, mode) {
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => lost = Some(e),
+            r => return r,
+        }
+    }
+    Err(lost.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EEXIST)))
+}
+
 /// `openat(dir, name, flags | O_CLOEXEC, mode)`: one name in an open directory, nothing else
 /// looked up by path.
 pub fn open_at(dir: &File, name: &str, flags: libc::c_int, mode: u32) -> io::Result<File> {
@@ -703,23 +725,67 @@ pub fn lock_until(f: &File, kind: LockKind, deadline: std::time::Instant) -> io:
 /// which revalidates every entry on the way. The result is not used: a later open by path then
 /// finds what the file system holds now. The final name is not followed.
 pub fn revalidate(dir: &File, rel: &str) {
-    let Ok(c) = CString::new(rel) else { return };
-    // SAFETY: statx is plain data; all-zero is a valid output buffer.
-    let mut st: libc::statx = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid dir fd, a NUL-terminated path and a pointer to a live statx buffer.
-    unsafe {
-        libc::statx(
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            libc::AT_STATX_FORCE_SYNC | libc::AT_SYMLINK_NOFOLLOW,
-            libc::STATX_BASIC_STATS,
-            &mut st,
-        );
+    let _ = rustix::fs::statx(
+        dir,
+        rel,
+        rustix::fs::AtFlags::STATX_FORCE_SYNC | rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        rustix::fs::StatxFlags::BASIC_STATS,
+    );
+}
+
+/// Make this node's directory entry of `name` in the directory `dir_rel` (beneath `root`)
+/// the file system's current one, on file systems whose clients cache entries (FUSE network
+/// file systems such as GlusterFS, NFS): a path lookup there may follow an entry another node
+/// replaced a moment ago to the old inode, which still answers when it lives on under another
+/// name (a retired version), so neither a lookup nor a forced `statx` notices. Reading the
+/// directory does: each entry the server returns (READDIRPLUS) replaces a cached entry that
+/// names another inode. The read stops at `name`; a missing name costs the whole directory.
+/// A missing directory is nothing to refresh; an open that meets a stale handle is retried
+/// from the root by the kernel itself (LOOKUP_REVAL). No symlink is followed (ELOOP: an
+/// error). Local file systems never need this.
+pub fn refresh_entry(root: &File, dir_rel: &str, name: &str) -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let rel = if dir_rel.is_empty() { "." } else { dir_rel };
+    let d =
+        match rustix::fs::openat2(root, rel, flags, Mode::empty(), ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS) {
+            Ok(d) => d,
+            Err(e) if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::NOTDIR => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+    let mut dir = rustix::fs::Dir::read_from(&d)?;
+    while let Some(e) = dir.read() {
+        if e?.file_name().to_bytes() == name.as_bytes() {
+            break;
+        }
     }
+    Ok(())
 }
 
 /// ESTALE: a handle (an open file, a cached directory entry) of an inode that another node of a
 /// network file system removed or replaced.
 pub fn is_stale(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ESTALE)
+}
+
+#[cfg(test)]
+mod open_or_create_tests {
+    use super::*;
+
+    #[test]
+    fn creates_once_then_opens_and_never_follows_a_symlink() {
+        use std::io::{Read, Write};
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let d = File::open(t.path()).unwrap();
+        let mut f = open_or_create_at(&d, "lk", 0o600).unwrap();
+        assert_eq!(f.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        f.write_all(b"kept").unwrap();
+        // Present: opened, not truncated nor made again.
+        let mut s = String::new();
+        open_or_create_at(&d, "lk", 0o644).unwrap().read_to_string(&mut s).unwrap();
+        assert_eq!(s, "kept");
+        std::os::unix::fs::symlink(t.path().join("lk"), t.path().join("ln")).unwrap();
+        assert_eq!(open_or_create_at(&d, "ln", 0o600).unwrap_err().raw_os_error(), Some(libc::ELOOP));
+    }
 }

@@ -212,6 +212,18 @@ impl Inner {
         vid: Option<&str>,
         bypass: bool,
     ) -> Result<DeleteObjectOutput> {
+        let r = self.delete_version_now(bucket, key, vid, bypass);
+        self.cache.note_key(&self.root.join(bucket), key);
+        r
+    }
+
+    fn delete_version_now(
+        &self,
+        bucket: &str,
+        key: &str,
+        vid: Option<&str>,
+        bypass: bool,
+    ) -> Result<DeleteObjectOutput> {
         let kp = keys::parse_key(key)?;
         let bdir = self.bucket_dir(bucket)?;
         if let Some(v) = vid {

@@ -373,15 +373,39 @@ async fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &str, head_
 }
 
 /// Start the admin listener when `--admin-listen` is given: bind it, print its address, serve it
-/// in the background, and return the metrics the HTTP front end records into.
-pub async fn start(ops: &OpsArgs, root: Option<PathBuf>) -> anyhow::Result<Option<Metrics>> {
-    let Some(addr) = &ops.admin_listen else { return Ok(None) };
-    let listener = bind(addr).await?;
+/// in the background, and return the metrics the HTTP front end records into. With `console`
+/// (`--console-listen`) the metrics and health are kept even without the listener, for the
+/// console's administrator page.
+pub async fn start(
+    ops: &OpsArgs,
+    root: Option<PathBuf>,
+    console: bool,
+) -> anyhow::Result<Option<(Metrics, Arc<Admin>)>> {
+    if ops.admin_listen.is_none() && !console {
+        return Ok(None);
+    }
     let metrics = Metrics { http: s3hpc_http::HttpMetrics::new(), wire: Arc::new(WireMetrics::new()) };
     let admin = Arc::new(Admin::new(&metrics, Readiness::new(root.clone(), Duration::from_secs(5)), root));
-    println!("s3hpc: admin on http://{} (/metrics, /health/live, /health/ready)", listener.local_addr()?);
-    tokio::spawn(run(listener, admin));
-    Ok(Some(metrics))
+    if let Some(addr) = &ops.admin_listen {
+        let listener = bind(addr).await?;
+        println!("s3hpc: admin on http://{} (/metrics, /health/live, /health/ready)", listener.local_addr()?);
+        tokio::spawn(run(listener, admin.clone()));
+    }
+    Ok(Some((metrics, admin)))
+}
+
+/// The console's administrator page reads the same health check and metrics as the listener.
+impl s3hpc_http::console::AdminView for Admin {
+    fn health(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
+        Box::pin(self.ready.check())
+    }
+
+    fn metrics(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = String> + Send + '_>> {
+        Box::pin(async move {
+            self.count_uploads().await;
+            self.metrics_text()
+        })
+    }
 }
 
 /// The TLS files of `--tls-cert` / `--tls-key`, loaded (both or neither).

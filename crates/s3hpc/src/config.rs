@@ -32,7 +32,7 @@ fn serve_table(path: &Path) -> anyhow::Result<Option<toml::Table>> {
 }
 
 /// Settings whose value is a listening address (`HOST:PORT`).
-const ADDRESSES: &[&str] = &["listen", "admin-listen"];
+const ADDRESSES: &[&str] = &["listen", "admin-listen", "console-listen"];
 
 /// An address setting must be a `HOST:PORT` string: a bare number (`listen = 9630`) or a string
 /// without a port is refused here, naming the key, rather than failing at bind time.

@@ -71,6 +71,13 @@ pub struct ServeArgs {
     /// Longest wait for such a lock, in seconds; past it the request answers 503 SlowDown.
     #[arg(long, default_value_t = 10.0)]
     pub lock_timeout: f64,
+    /// On a root shared by nodes (network and parallel file systems, which raise no local
+    /// event for other nodes' changes): how long, in seconds, a listing of a large directory
+    /// may be served from this gateway's copy with its own changes applied before the directory
+    /// is read again, so other nodes' changes show in listings at most this late. 0: read
+    /// again after every change (exact, O(N) per change). Local roots are exact either way.
+    #[arg(long, default_value_t = 1.0)]
+    pub listing_staleness: f64,
     /// Base domain for virtual-host-style requests (BUCKET.DOMAIN); path style always works.
     #[arg(long)]
     pub domain: Option<String>,
@@ -94,6 +101,11 @@ pub struct ServeArgs {
     /// 2 MiB while it streams; default one per worker thread, at least 16.
     #[arg(long)]
     pub max_uploads: Option<usize>,
+    /// Keep the heap memory freed after a busy spell. By default the gateway hands it back to
+    /// the system once it is idle (`malloc_trim` after a second with under 2% of a core busy),
+    /// so the RSS falls back after a burst of uploads instead of staying near its peak.
+    #[arg(long)]
+    pub no_idle_trim: bool,
     /// A CompleteMultipartUpload running longer than this (milliseconds) answers 200 at once and
     /// sends whitespace until its result or error document follows (as AWS does).
     #[arg(long, default_value_t = 1000, hide = true)]
@@ -122,6 +134,16 @@ pub struct ServeArgs {
     /// Store calls per second at most of the lifecycle runner (listing pages, deletes, aborts).
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub lifecycle_ops: u32,
+    /// Serve the web console (docs/CONSOLE.md) on this address (`HOST:PORT`; port 0 picks one,
+    /// the bound URL is printed): log in with an access key and secret, browse, upload, share,
+    /// bucket settings. Over HTTPS with --tls-cert/--tls-key.
+    #[arg(long, value_name = "ADDR")]
+    pub console_listen: Option<String>,
+    /// Base URL of the S3 endpoint the console's share links (presigned URLs) point to, as
+    /// users reach it (`https://s3.example.org`). Default: the host name the console was
+    /// reached by, with the port of --listen.
+    #[arg(long, value_name = "URL")]
+    pub console_s3_url: Option<String>,
     /// Serve only the binary protocol (with --binary), no HTTP.
     #[arg(long, requires = "binary")]
     pub no_http: bool,
@@ -346,6 +368,10 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
                 bail!("--lock-timeout {}: expected seconds between 0 and 86400", args.lock_timeout);
             }
             let lock_timeout = std::time::Duration::from_secs_f64(args.lock_timeout);
+            if !(args.listing_staleness >= 0.0 && args.listing_staleness <= 3600.0) {
+                bail!("--listing-staleness {}: expected seconds between 0 and 3600", args.listing_staleness);
+            }
+            let listing_staleness = std::time::Duration::from_secs_f64(args.listing_staleness);
             let opts = s3hpc_posix::PosixOptions {
                 durability,
                 etag_mode,
@@ -354,6 +380,7 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<DynStore> {
                 umask,
                 lock_mode,
                 lock_timeout,
+                listing_staleness,
                 ..Default::default()
             };
             let store = s3hpc_posix::PosixStore::open(&args.root, opts)
@@ -396,15 +423,64 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!("could not raise the open-file limit to its hard limit: {e}");
     }
 
-    let workers = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    limit_malloc_arenas(malloc_arenas(workers));
+    limit_malloc_arenas(MALLOC_ARENAS);
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all().thread_name("s3hpc-serve");
     if let Some(n) = args.threads {
         rt.worker_threads(n.max(1));
     }
     let rt = rt.build()?;
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if !args.no_idle_trim {
+        rt.spawn(trim_when_idle());
+    }
     rt.block_on(serve(args))
+}
+
+/// The process's user + system CPU time so far, in microseconds.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn cpu_time_us() -> u64 {
+    // SAFETY: rusage is plain integers, for which all-zero bytes are a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage we own.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    us(ru.ru_utime) + us(ru.ru_stime)
+}
+
+/// Checked every this often: the CPU the gateway used since the last check tells busy from idle.
+const TRIM_TICK: Duration = Duration::from_secs(1);
+/// Less CPU than this per tick (2% of a core) is idle.
+const IDLE_CPU_US: u64 = 20_000;
+
+/// Give the heap memory freed after a busy spell back to the system once the gateway is idle.
+/// glibc keeps what was freed inside its arenas (only the top of each can shrink, and each
+/// worker's arena keeps its own), so without this the RSS stays near its peak after a burst of
+/// uploads. `malloc_trim(0)` releases every free page of every arena; it runs once per busy ->
+/// idle edge (a tick with less than [`IDLE_CPU_US`] of CPU after one with more), never under
+/// load, where it would only cost page faults when the memory is taken again.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+async fn trim_when_idle() {
+    let mut tick = tokio::time::interval(TRIM_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last = cpu_time_us();
+    let mut busy = false;
+    loop {
+        tick.tick().await;
+        let now = cpu_time_us();
+        let used = now.saturating_sub(last);
+        last = now;
+        if used >= IDLE_CPU_US {
+            busy = true;
+        } else if busy {
+            busy = false;
+            // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
+            let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+            last = cpu_time_us(); // the trim's own CPU is not work
+        }
+    }
 }
 
 /// Uploads admitted at once by default: one per worker (each admitted upload keeps a core busy
@@ -418,19 +494,19 @@ fn default_max_uploads(threads: Option<usize>) -> usize {
     workers.max(16)
 }
 
-/// glibc malloc arenas for `workers` worker threads: as many as the workers, 2 to 4. Each arena
-/// keeps what was freed in it, so RSS grew with the arena count (64 -> 50 MB from 8 to 4 arenas
-/// under the load above with 16 workers; 2 gave 50 too), while small allocations come from
-/// each thread's cache without taking an arena lock.
-fn malloc_arenas(workers: usize) -> usize {
-    workers.clamp(2, 4)
-}
+/// glibc malloc arenas, whatever the worker count. Each arena keeps what was freed in it, so
+/// RSS grew with the arena count: under 64 concurrent 1 MiB PUTs with 16 workers, 8 arenas
+/// held 64 MB, 4 (the worker count, capped at 4, until issue 39) 54-60 MB, 2 43-49 MB
+/// (docs/perf/scale.md, "Memory"). Small allocations come from each thread's cache without
+/// taking an arena lock; what takes one (bodies' 128 KiB pieces, larger headers and documents)
+/// is a few calls per request.
+const MALLOC_ARENAS: usize = 2;
 
 /// glibc gives each contending thread its own malloc arena (up to 8 per core), and each arena
 /// keeps what was freed in it. With dozens of blocking-pool threads writing uploads, that memory
 /// piles up: capping the arenas lowered peak RSS under 256 concurrent 1 MiB PUTs by about a
 /// fifth (docs/perf/http.md), and keeps it from growing with the core count
-/// ([`malloc_arenas`]). An explicit MALLOC_ARENA_MAX wins.
+/// ([`MALLOC_ARENAS`]). An explicit MALLOC_ARENA_MAX wins.
 fn limit_malloc_arenas(n: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
@@ -470,7 +546,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("listening on {}", args.listen))?,
         )
     };
-    let metrics = crate::admin::start(&args.ops, (args.backend == "posix").then(|| args.root.clone())).await?;
+    let console = match &args.console_listen {
+        Some(a) => Some(tokio::net::TcpListener::bind(a).await.with_context(|| format!("--console-listen {a}"))?),
+        None => None,
+    };
+    let (metrics, admin) =
+        match crate::admin::start(&args.ops, (args.backend == "posix").then(|| args.root.clone()), console.is_some())
+            .await?
+        {
+            Some((m, a)) => (Some(m), Some(a)),
+            None => (None, None),
+        };
     let http_metrics = metrics.as_ref().map(|m| m.http.clone());
     let mut wire = Vec::new();
     // `tls://` binary listeners share the HTTPS certificate (reloaded with it on SIGHUP).
@@ -494,6 +580,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if let Some(http) = &shown {
         writeln!(out, "s3hpc: listening on {http} (backend {}, root {})", args.backend, args.root.display())?;
+    }
+    if let Some(c) = &console {
+        writeln!(out, "s3hpc: console on {scheme}://{}", c.local_addr()?)?;
     }
     for w in &wire {
         writeln!(
@@ -558,7 +647,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let stop = stopped(stop_rx.clone());
         tasks.spawn(async move { w.run(stop).await.context("binary protocol server") });
     }
-    if let Some(listener) = listener {
+    let s3_port = listener.as_ref().map(|l| l.local_addr()).transpose()?.map(|a| a.port());
+    {
         let mut cfg = s3hpc_http::Config::new(store, (*creds).clone());
         cfg.region = args.region.clone();
         cfg.sigv2 = !args.no_sigv2;
@@ -576,8 +666,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         cfg.metrics = http_metrics;
         cfg.tls = tls.as_ref().map(|t| t.server_config()).transpose()?;
-        let stop = stopped(stop_rx.clone());
-        tasks.spawn(async move { s3hpc_http::serve(listener, cfg, stop).await.context("HTTP server") });
+        if let Some(console) = console {
+            let opts = s3hpc_http::console::ConsoleOptions {
+                s3_url: args.console_s3_url.clone(),
+                s3_port,
+                admin: admin.map(|a| a as Arc<dyn s3hpc_http::console::AdminView>),
+                ..Default::default()
+            };
+            let (cfg, stop) = (cfg.clone(), stopped(stop_rx.clone()));
+            tasks.spawn(async move { s3hpc_http::console::serve(console, cfg, opts, stop).await.context("console") });
+        }
+        if let Some(listener) = listener {
+            let stop = stopped(stop_rx.clone());
+            tasks.spawn(async move { s3hpc_http::serve(listener, cfg, stop).await.context("HTTP server") });
+        }
     }
     while let Some(r) = tasks.join_next().await {
         r??;

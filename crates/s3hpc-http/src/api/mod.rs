@@ -303,7 +303,17 @@ pub(crate) async fn dispatch(
         && !bucket.is_empty()
         && parts.uri.query().is_none_or(str::is_empty)
         && s3hpc_sigv4::is_anonymous(parts);
+    // The web console's requests (crate::console) were authenticated by its session: they act as
+    // its account, exactly as a request signed with that account's key.
+    let pre = parts.extensions.get::<crate::console::Preauth>();
     let (verified, caller, id) = match st.cfg.auth {
+        _ if pre.is_some() => {
+            let ak = pre.map(|p| p.access_key.clone()).unwrap_or_default();
+            let (account, id) =
+                st.cfg.creds.account_and_identity(&ak).ok_or(Error::code(ErrorCode::InvalidAccessKeyId))?;
+            let v = Verified { access_key: ak, payload: s3hpc_sigv4::Payload::Unsigned, chunk_ctx: None };
+            (Some(v), Some(caller(st, parts, Some(account))), id)
+        }
         Auth::SigV4 if form_post => (None, None, None),
         Auth::SigV4 if st.cfg.anonymous && s3hpc_sigv4::is_anonymous(parts) => {
             // Nothing verifies an unsigned request's aws-chunked framing, so it is refused
