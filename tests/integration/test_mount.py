@@ -981,3 +981,95 @@ def test_listing_across_a_rename_brings_no_ghost(gw, bkt, tmp_path, transport):
         assert not os.path.exists(d / "z-c") and (d / "z-d").read_bytes() == b"c"
     finally:
         m.close()
+
+
+@pytest.fixture(scope="module")
+def rootgw(tmp_path_factory):
+    """A gateway under `--identity posix` whose account acts as root (uid 0): the file system
+    decides what the mount's requests may do, and root may give files away."""
+    root = tmp_path_factory.mktemp("posixroot")
+    sock = tmp_path_factory.mktemp("posixsock") / "s3hpc.sock"
+    cfg = tmp_path_factory.mktemp("posixcfg") / "users.toml"
+    cfg.write_text(f'[[users]]\naccess_key = "{ACCESS_KEY}"\nsecret_key = "{SECRET_KEY}"\nuid = 0\ngid = 0\ngroups = [0]\n')
+    srv = Server(root, ["--backend", "posix", "--identity", "posix", "--umask", "022", "--config", str(cfg),
+                        "--binary", f"unix://{sock}", "--durability", "none"])
+    srv.sock = sock
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("transport", ["http", "unix"])
+def test_posix_attrs_are_the_file_systems(gw, bkt, tmp_path, transport):
+    """issue 38: with --posix-attrs, on an s3hpc gateway over POSIX, chmod, utimes, truncate and
+    mkdir act on the gateway's files and stat shows the files' own mode, owner and times (before:
+    EPERM, modes from the options). Without --identity posix the gateway refuses what would lend
+    its own rights (chown, symlinks: EPERM)."""
+    root = Path(gw.root) / bkt
+    (root / "f").write_bytes(b"hello world")
+    os.chmod(root / "f", 0o640)
+    m = Mount(endpoint_of(gw, transport), bkt, tmp_path / "mnt", "--posix-attrs", "--allow-delete",
+              log=tmp_path / "mount.log")
+    try:
+        f = m.path / "f"
+        st = os.stat(f)
+        assert (st.st_mode & 0o7777, st.st_uid, st.st_size) == (0o640, os.stat(root / "f").st_uid, 11)
+        os.chmod(f, 0o604)
+        assert os.stat(root / "f").st_mode & 0o7777 == 0o604 and os.stat(f).st_mode & 0o7777 == 0o604
+        os.utime(f, ns=(1_000_000_123_456_789, 1_500_000_000_987_654_321))
+        assert os.stat(root / "f").st_mtime_ns == 1_500_000_000_987_654_321
+        assert (os.stat(f).st_atime_ns, os.stat(f).st_mtime_ns) == (1_000_000_123_456_789, 1_500_000_000_987_654_321)
+        os.truncate(f, 5)
+        assert (root / "f").read_bytes() == b"hello" and f.read_bytes() == b"hello"
+        os.mkdir(m.path / "d", 0o711)
+        assert os.stat(root / "d").st_mode & 0o7777 == 0o711 and os.stat(m.path / "d").st_mode & 0o7777 == 0o711
+        with pytest.raises(PermissionError):
+            os.chown(f, 12345, -1)
+        with pytest.raises(PermissionError):
+            os.symlink("f", m.path / "l")
+        assert not os.path.lexists(root / "l")
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("transport", ["http", "unix"])
+def test_posix_attrs_symlinks_links_and_owners(rootgw, tmp_path, transport):
+    """issue 38: with --posix-attrs under --identity posix, symlinks and hard links are made on
+    the gateway's file system (a symlink's target is kept as given and never followed by the
+    gateway), and chown is honoured as the kernel allows the account (here root's)."""
+    s3 = make_client(rootgw.endpoint)
+    bkt = "pa-" + uuid.uuid4().hex[:12]
+    s3.create_bucket(Bucket=bkt)
+    root = Path(rootgw.root) / bkt
+    (root / "f").write_bytes(b"data")
+    m = Mount(endpoint_of(rootgw, transport), bkt, tmp_path / "mnt", "--posix-attrs", "--allow-delete",
+              log=tmp_path / "mount.log")
+    try:
+        p = m.path
+        os.symlink("f", p / "l")
+        assert os.readlink(root / "l") == "f" and os.readlink(p / "l") == "f"
+        assert (p / "l").read_bytes() == b"data"  # the kernel follows it, through the mount
+        os.symlink("/etc/passwd", p / "abs")
+        assert os.readlink(p / "abs") == "/etc/passwd" and os.lstat(p / "abs").st_size == len("/etc/passwd")
+        os.link(p / "f", p / "h")
+        assert os.stat(root / "f").st_ino == os.stat(root / "h").st_ino
+        assert os.stat(p / "h").st_nlink == 2 and (p / "h").read_bytes() == b"data"
+        os.chown(p / "f", 65534, 65534)
+        assert (os.stat(root / "f").st_uid, os.stat(root / "f").st_gid) == (65534, 65534)
+        assert os.stat(p / "f").st_uid == 65534
+        os.unlink(p / "l")
+        assert not os.path.lexists(root / "l") and (root / "f").exists()
+    finally:
+        m.close()
+
+
+def test_posix_attrs_refused_where_the_store_has_none(versitygw, tmp_path):
+    """--posix-attrs needs the extension: against another S3 server the mount says so and fails
+    (no silent fallback to the options' modes)."""
+    b = "pa-" + uuid.uuid4().hex[:8]
+    make_client(versitygw).create_bucket(Bucket=b)
+    d = tmp_path / "mnt"
+    d.mkdir()
+    r = subprocess.run([s3hpc_bin(), "mount", b, str(d), "--endpoint", versitygw, "--posix-attrs"],
+                       capture_output=True, text=True, env=env(), timeout=60)
+    assert r.returncode != 0 and "does not offer s3hpc's file-system extension" in r.stderr, r.stderr
+    assert not is_mounted(d)

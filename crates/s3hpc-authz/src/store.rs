@@ -851,6 +851,18 @@ impl Store for Authorized {
         self.inner.append_object(bucket, key, offset, req, body).await
     }
 
+    async fn fs(&self, bucket: &str, key: &str, op: s3hpc_core::fsattr::FsOp) -> Result<s3hpc_core::fsattr::FsAttr> {
+        // s3hpc's file-system extension: reading attributes is a HEAD, changing them (or making
+        // a symlink or a hard link there) a PUT of the key; a hard link also reads its source.
+        // The file system then decides as the request's identity (--identity posix).
+        if let s3hpc_core::fsattr::FsOp::Link(src) = &op {
+            self.check_source(bucket, src).await?;
+        }
+        let s3op = if op.writes() { S3Op::PutObject } else { S3Op::HeadObject };
+        self.check(s3op, bucket, Some(key)).await?;
+        self.inner.fs(bucket, key, op).await
+    }
+
     async fn get_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         let (_, auth, ctx) = self.check_with(S3Op::GetObjectAcl, bucket, Some(key), |c| c).await?;
         self.inner

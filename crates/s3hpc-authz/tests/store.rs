@@ -383,3 +383,35 @@ async fn version_tagging_needs_the_version_actions() {
     .await;
     assert_eq!(w.inner.get_object_tagging("abkt", "k", None).await.unwrap().tags, Vec::new());
 }
+
+/// s3hpc's file-system extension: reading attributes needs read access to the key (HEAD),
+/// changing them, a symlink or a hard link there write access (PUT), a link also read access
+/// to its source.
+#[tokio::test]
+async fn fs_operations_are_authorized_as_head_and_put() {
+    use s3hpc_core::fsattr::{FsOp, SetFsAttr};
+    let w = world();
+    let s = &*w.store;
+    let chmod = || FsOp::SetAttr(SetFsAttr { mode: Some(0o600), ..Default::default() });
+    as_(who("alice"), async {
+        s.create_bucket("abkt").await.unwrap();
+        put(s, "abkt", "k").await.unwrap();
+        s.put_bucket_config("abkt", "policy", Some(PUBLIC_READ.into())).await.unwrap();
+        assert_eq!(s.fs("abkt", "k", chmod()).await.unwrap().mode, 0o600);
+    })
+    .await;
+    as_(who("bob"), async {
+        assert_eq!(s.fs("abkt", "k", FsOp::GetAttr).await.unwrap().mode, 0o600);
+        assert_eq!(code(s.fs("abkt", "k", chmod()).await), ErrorCode::AccessDenied);
+        assert_eq!(code(s.fs("abkt", "l", FsOp::Symlink("k".into())).await), ErrorCode::AccessDenied);
+        assert_eq!(code(s.fs("abkt", "h", FsOp::Link("k".into())).await), ErrorCode::AccessDenied);
+    })
+    .await;
+    as_(anon(), async {
+        assert_eq!(code(s.fs("abkt", "k", chmod()).await), ErrorCode::AccessDenied);
+    })
+    .await;
+    // Nothing changed behind the refusals.
+    assert_eq!(w.inner.fs("abkt", "k", FsOp::GetAttr).await.unwrap().mode, 0o600);
+    assert!(w.inner.fs("abkt", "l", FsOp::GetAttr).await.is_err());
+}

@@ -1202,6 +1202,23 @@ impl Store for S3Client {
         self.send_empty(r).await.map(|_| ())
     }
 
+    /// s3hpc's file-system extension: `POST /bucket/key?s3hpc-fs` with the operation in
+    /// `x-s3hpc-fs`, the attributes back in `x-s3hpc-fs-attr`; sent only to s3hpc gateways
+    /// (`NotImplemented` elsewhere, and from gateways that predate it).
+    async fn fs(&self, bucket: &str, key: &str, op: s3hpc_core::fsattr::FsOp) -> Result<s3hpc_core::fsattr::FsAttr> {
+        if !self.is_s3hpc(bucket).await {
+            return Err(Error::not_implemented("file-system attributes: this server is not s3hpc"));
+        }
+        let key = (!key.is_empty()).then_some(key);
+        let r = Req::new(Method::POST, Some(bucket), key).q("s3hpc-fs", None).h("x-s3hpc-fs", &op.encode())?;
+        let h = self.send_empty(r).await?;
+        let line = h
+            .get("x-s3hpc-fs-attr")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| Error::not_implemented("file-system attributes: the server answered none"))?;
+        s3hpc_core::fsattr::FsAttr::parse(line)
+    }
+
     /// An s3hpc gateway (it names itself in `Server`) and AWS's directory buckets (`--x-s3`)
     /// honour the write offset and RenameObject; other servers may ignore both (versitygw
     /// replaces the object with the appended bytes, and takes a rename for an empty PutObject).

@@ -100,6 +100,7 @@ cases!(
     versions_part_copy,
     version_tagging,
     object_lock,
+    fs_attributes,
 );
 
 /// Run every case; panic with the list of failures.
@@ -278,6 +279,9 @@ async fn list_all(
 
 mod prefix;
 use prefix::rename_prefix;
+mod fs;
+use fs::fs_attributes;
+pub use fs::lacks_fs;
 mod version_tags;
 use version_tags::version_tagging;
 

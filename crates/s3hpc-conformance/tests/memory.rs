@@ -21,6 +21,13 @@ async fn memory_has_rename_and_append() {
     let s: s3hpc_core::DynStore = Arc::new(MemoryStore::new());
     assert!(!s3hpc_conformance::lacks_rename(&s).await);
     assert!(!s3hpc_conformance::lacks_append(&s).await);
+    assert!(!s3hpc_conformance::lacks_fs(&s).await);
+}
+
+/// Only s3hpc's file-system extension, for a quick run.
+#[tokio::test]
+async fn memory_fs_attributes() {
+    s3hpc_conformance::run_selected(Arc::new(MemoryStore::new()), Caps::default(), |n| n == "fs_attributes").await;
 }
 
 #[test]

@@ -39,6 +39,8 @@ pub enum Op {
     RenameObject,
     /// PutObject with a write offset.
     AppendObject,
+    /// s3hpc's file-system extension (`Store::fs`).
+    Fs,
 }
 
 /// Runs before each operation of a [`HookedStore`]; an `Err` is returned to the caller instead
@@ -203,6 +205,10 @@ impl<H: Hook> Store for HookedStore<H> {
     ) -> Result<PutObjectOutput> {
         self.hook.before(Op::AppendObject, bucket, key).await?;
         self.inner.append_object(bucket, key, offset, req, body).await
+    }
+    async fn fs(&self, bucket: &str, key: &str, op: crate::fsattr::FsOp) -> Result<crate::fsattr::FsAttr> {
+        self.hook.before(Op::Fs, bucket, key).await?;
+        self.inner.fs(bucket, key, op).await
     }
     async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging> {
         self.hook.before(Op::GetObjectTagging, bucket, key).await?;

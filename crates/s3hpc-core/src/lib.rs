@@ -8,6 +8,7 @@ pub mod caller;
 pub mod checksum;
 pub mod creds;
 pub mod error;
+pub mod fsattr;
 pub mod hooked;
 pub mod identity;
 pub mod io;

@@ -27,7 +27,12 @@ struct Object {
     data: Bytes,
     info: ObjectInfo,
     tags: Tags,
+    /// File-system attributes, once `Store::fs` touched the object (shared by hard links).
+    fs: Option<fs::SharedAttr>,
 }
+
+#[path = "memory_fs.rs"]
+mod fs;
 
 struct Bucket {
     created: SystemTime,
@@ -38,6 +43,9 @@ struct Bucket {
     /// a key has no current object and its newest entry here is a marker, that marker is the
     /// key's current version.
     versions: BTreeMap<String, Vec<Noncurrent>>,
+    /// `Store::fs`: symlinks, and the attributes of directories that were changed.
+    symlinks: BTreeMap<String, fs::MemLink>,
+    fs_dirs: BTreeMap<String, fs::MemAttr>,
 }
 
 enum Noncurrent {
@@ -186,7 +194,10 @@ impl Bucket {
         }
         let Some(vid) = vid else {
             let Some(state) = self.versioning() else {
-                self.objects.remove(key);
+                // A symlink made by `Store::fs` goes as a file system's unlink removes it.
+                if self.objects.remove(key).is_none() {
+                    self.symlinks.remove(key);
+                }
                 return Ok(DeleteObjectOutput::default());
             };
             let mvid = (state == VersioningState::Enabled).then(crate::versions::new_version_id);
@@ -398,6 +409,8 @@ impl Store for MemoryStore {
                     tags: None,
                     configs: BTreeMap::new(),
                     versions: BTreeMap::new(),
+                    symlinks: BTreeMap::new(),
+                    fs_dirs: BTreeMap::new(),
                 },
             );
             Ok(())
@@ -407,7 +420,7 @@ impl Store for MemoryStore {
     async fn delete_bucket(&self, bucket: &str) -> Result<()> {
         self.with(|st| {
             let b = st.bucket(bucket)?;
-            if !b.objects.is_empty() || !b.versions.is_empty() {
+            if !b.objects.is_empty() || !b.versions.is_empty() || !b.symlinks.is_empty() {
                 return Err(Error::code(ErrorCode::BucketNotEmpty).with_bucket(bucket));
             }
             st.buckets.remove(bucket);
@@ -488,7 +501,7 @@ impl Store for MemoryStore {
                 version_id: None,
                 lock,
             };
-            let version_id = st.bucket_mut(bucket)?.publish(key, Object { data, info, tags: req.tags });
+            let version_id = st.bucket_mut(bucket)?.publish(key, Object { data, info, tags: req.tags, fs: None });
             Ok(PutObjectOutput { etag: d.etag, checksum: d.checksum, size: d.size, last_modified: now, version_id })
         })
     }
@@ -676,7 +689,7 @@ impl Store for MemoryStore {
                 lock,
             };
             let size = info.size;
-            let version_id = st.bucket_mut(dst_bucket)?.publish(dst_key, Object { data, info, tags });
+            let version_id = st.bucket_mut(dst_bucket)?.publish(dst_key, Object { data, info, tags, fs: None });
             Ok(PutObjectOutput { etag, checksum, size, last_modified: now, version_id })
         })
     }
@@ -756,7 +769,7 @@ impl Store for MemoryStore {
                     version_id: None,
                     lock: ObjectLock::default(),
                 };
-                b.objects.insert(key.to_string(), Object { data, info, tags: req.tags });
+                b.objects.insert(key.to_string(), Object { data, info, tags: req.tags, fs: None });
                 return Ok(PutObjectOutput {
                     etag: d.etag,
                     checksum: d.checksum,
@@ -783,6 +796,10 @@ impl Store for MemoryStore {
             o.data = whole;
             Ok(PutObjectOutput { etag, checksum: cks, size: o.info.size, last_modified: now, version_id: None })
         })
+    }
+
+    async fn fs(&self, bucket: &str, key: &str, op: crate::fsattr::FsOp) -> Result<crate::fsattr::FsAttr> {
+        self.with(|st| st.fs(bucket, key, op))
     }
 
     async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging> {
@@ -1017,7 +1034,7 @@ impl Store for MemoryStore {
             };
             let size = info.size;
             let version_id =
-                st.bucket_mut(bucket)?.publish(key, Object { data: data.freeze(), info, tags: u.req.tags });
+                st.bucket_mut(bucket)?.publish(key, Object { data: data.freeze(), info, tags: u.req.tags, fs: None });
             let out = PutObjectOutput { etag, checksum, size, last_modified: now, version_id };
             let done = crate::multipart::CompletedUpload::new(key, &chosen, &out);
             st.completed.insert(upload_id.to_string(), (bucket.to_string(), done));

@@ -296,6 +296,16 @@ pub trait Store: Send + Sync + 'static {
         Err(Error::not_implemented("PutObject with a write offset (append) is not implemented by this store"))
     }
 
+    /// s3hpc's file-system extension ([`crate::fsattr`]): on a store that keeps objects as files,
+    /// get or change the entry `key` names as the file system has it (mode, owner, times, size,
+    /// symlinks, hard links), and answer its attributes afterwards. The file system decides as it
+    /// would for the caller (under `--identity posix`, as the request's account). Errors carry
+    /// their errno ([`crate::fsattr::errno_of`]). The default answers `NotImplemented`, for
+    /// stores without files (and clients of servers that do not offer it).
+    async fn fs(&self, _bucket: &str, _key: &str, _op: crate::fsattr::FsOp) -> Result<crate::fsattr::FsAttr> {
+        Err(Error::not_implemented("file-system attributes (s3hpc's extension) are not implemented by this store"))
+    }
+
     /// GetObjectAcl: the object's access control list as an S3 `AccessControlPolicy` document,
     /// or `None` (the default, for stores that do not authorize: the front end's one user has
     /// FULL_CONTROL) once the object is known to exist.

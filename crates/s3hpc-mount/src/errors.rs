@@ -8,6 +8,10 @@ use s3hpc_core::{Error, ErrorCode};
 /// cannot tell the user what went wrong.
 pub fn errno(e: &Error, what: &str, key: &str) -> Errno {
     use ErrorCode::*;
+    // s3hpc's file-system extension says which errno the file system answered.
+    if let Some(n) = s3hpc_core::fsattr::errno_of(e) {
+        return Errno::from_i32(n);
+    }
     let errno = match e.code {
         NoSuchKey | NoSuchBucket | NoSuchUpload => Errno::ENOENT,
         AccessDenied | InvalidAccessKeyId | SignatureDoesNotMatch | ExpiredToken | RequestTimeTooSkewed => {

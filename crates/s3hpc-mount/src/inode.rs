@@ -42,6 +42,8 @@ pub struct Inode {
     pub local: Local,
     /// The ETag the kernel's page cache holds data of (set when the file is opened for reading).
     pub cached_etag: Option<String>,
+    /// The file system's own attributes, from the store (`--posix-attrs`, s3hpc's extension).
+    pub fs: Option<s3hpc_core::fsattr::FsAttr>,
 }
 
 impl Inode {
@@ -100,6 +102,7 @@ impl Table {
                 opens: 0,
                 local: Local::No,
                 cached_etag: None,
+                fs: None,
             },
         );
         Table {
@@ -136,6 +139,11 @@ impl Table {
             self.forgotten_below = cut;
         }
         self.changed.insert((parent, name.to_string()), self.epoch);
+        // The directory's own times changed (what `--posix-attrs` reports is then fetched
+        // again; other directories are always fresh).
+        if let Some(d) = self.inodes.get_mut(&parent) {
+            d.valid_until = Instant::now();
+        }
     }
 
     /// The key prefix of directory `ino`'s children ("" or ending with `/`).
@@ -209,6 +217,7 @@ impl Table {
             opens: 0,
             local: Local::No,
             cached_etag: None,
+            fs: None,
         }))
     }
 
@@ -233,6 +242,7 @@ impl Table {
             opens: 0,
             local,
             cached_etag: None,
+            fs: None,
         }))
     }
 

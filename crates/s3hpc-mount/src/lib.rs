@@ -64,6 +64,10 @@ pub struct MountOptions {
     /// (the whole key); an s3hpc gateway over POSIX stores every component as a file name,
     /// where the file system allows 255 (see [`probe_name_max`]).
     pub name_max: usize,
+    /// Give files the file system's own mode, owner, times and size, and make symlinks and
+    /// hard links, through s3hpc's file-system extension (`--posix-attrs`; the store must offer
+    /// it, see [`probe_posix_attrs`]).
+    pub posix_attrs: bool,
 }
 
 impl MountOptions {
@@ -91,6 +95,7 @@ impl MountOptions {
             allow_root: false,
             auto_unmount: false,
             name_max: S3_NAME_MAX,
+            posix_attrs: false,
         }
     }
 
@@ -152,6 +157,18 @@ pub async fn probe_name_max(store: &dyn s3hpc_core::Store, bucket: &str, prefix:
     match store.get_object(bucket, &key, s3hpc_core::GetObjectRequest::default()).await {
         Err(e) if e.code == s3hpc_core::ErrorCode::KeyTooLongError => POSIX_NAME_MAX,
         _ => S3_NAME_MAX,
+    }
+}
+
+/// Whether the store offers s3hpc's file-system extension (`Store::fs`) in `bucket`: a
+/// getattr of a name that need not exist, answered with anything but NotImplemented (an s3hpc
+/// gateway over POSIX, over HTTP or the binary protocol; other stores and older gateways answer
+/// NotImplemented).
+pub async fn probe_posix_attrs(store: &dyn s3hpc_core::Store, bucket: &str, prefix: &str) -> bool {
+    let key = format!("{prefix}.s3hpc-mount-probe");
+    match store.fs(bucket, &key, s3hpc_core::fsattr::FsOp::GetAttr).await {
+        Err(e) => e.code != s3hpc_core::ErrorCode::NotImplemented,
+        Ok(_) => true,
     }
 }
 

@@ -32,6 +32,7 @@ use s3hpc_core::{
 use s3hpc_core::{DeleteObjectOutput, ListVersionsPage, ListVersionsRequest, MAX_KEYS};
 
 mod acl;
+mod attrs;
 mod beneath;
 mod delete;
 mod dircache;
@@ -1069,6 +1070,12 @@ impl Store for PosixStore {
         }
         let (b, k) = (bucket.to_string(), key.to_string());
         self.run(move |s| s.head_object_v(&b, &k, &req)).await
+    }
+
+    /// s3hpc's file-system extension: see `attrs`.
+    async fn fs(&self, bucket: &str, key: &str, op: s3hpc_core::fsattr::FsOp) -> Result<s3hpc_core::fsattr::FsAttr> {
+        let (b, k) = (bucket.to_string(), key.to_string());
+        self.run(move |s| s.fs_op(&b, &k, op)).await
     }
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {

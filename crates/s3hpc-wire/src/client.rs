@@ -1066,6 +1066,15 @@ impl Store for WireClient {
     async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
         self.call_unit(Request::PutBucketConfig { bucket: bucket.into(), name: name.into(), doc }).await
     }
+    async fn fs(&self, bucket: &str, key: &str, op: s3hpc_core::fsattr::FsOp) -> Result<s3hpc_core::fsattr::FsAttr> {
+        let req = Request::Fs { bucket: bucket.into(), key: key.into(), op: op.encode() };
+        let r = self.call(req, None, None).await?;
+        let mut d = fields(&r);
+        let attr = d.str()?;
+        d.end()?;
+        s3hpc_core::fsattr::FsAttr::parse(&attr)
+    }
+
     async fn get_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         self.call_doc(Request::GetObjectAcl { bucket: bucket.into(), key: key.into() }).await
     }

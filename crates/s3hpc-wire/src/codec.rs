@@ -498,6 +498,8 @@ pub mod op {
     pub const APPEND_OBJECT: u8 = 25;
     pub const GET_OBJECT_ACL: u8 = 26;
     pub const PUT_OBJECT_ACL: u8 = 27;
+    /// s3hpc's file-system extension (`Store::fs`): bucket, key, the operation as its text line.
+    pub const FS: u8 = 28;
     pub const LIST_OBJECTS: u8 = 32;
     pub const CREATE_MULTIPART: u8 = 48;
     pub const UPLOAD_PART: u8 = 49;
@@ -597,6 +599,7 @@ impl Request {
             Request::CopyObject { .. } => "CopyObject",
             Request::RenameObject { .. } => "RenameObject",
             Request::AppendObject { .. } => "AppendObject",
+            Request::Fs { .. } => "Fs",
             Request::GetObjectTagging { .. } => "GetObjectTagging",
             Request::PutObjectTagging { .. } => "PutObjectTagging",
             Request::DeleteObjectTagging { .. } => "DeleteObjectTagging",
@@ -694,6 +697,13 @@ pub enum Request {
         source_conditions: Conditions,
         conditions: Conditions,
         client_token: Option<String>,
+    },
+    /// s3hpc's file-system extension (`Store::fs`): the operation as `FsOp::encode` writes it;
+    /// the answer is the attributes as `FsAttr::encode` writes them (one string).
+    Fs {
+        bucket: String,
+        key: String,
+        op: String,
     },
     /// PutObject with a write offset (append).
     AppendObject {
@@ -891,6 +901,7 @@ impl Request {
             CopyObject { .. } => op::COPY_OBJECT,
             RenameObject { .. } => op::RENAME_OBJECT,
             AppendObject { .. } => op::APPEND_OBJECT,
+            Fs { .. } => op::FS,
             GetObjectTagging { .. } => op::GET_OBJECT_TAGGING,
             PutObjectTagging { .. } => op::PUT_OBJECT_TAGGING,
             DeleteObjectTagging { .. } => op::DELETE_OBJECT_TAGGING,
@@ -939,6 +950,7 @@ impl Request {
             | ListAccessKeys
             | RevokeAccessKey { .. } => true,
             PutObject { conditions, .. } => conditions.is_empty(),
+            Fs { op, .. } => op == "getattr",
             _ => false,
         }
     }
@@ -1019,6 +1031,11 @@ impl Request {
                 e.str(bucket);
                 e.str(key);
                 e.tags(tags);
+            }
+            Fs { bucket, key, op } => {
+                e.str(bucket);
+                e.str(key);
+                e.str(op);
             }
             RenameObject { bucket, src_key, dst_key, source_conditions, conditions, client_token } => {
                 e.str(bucket);
@@ -1166,6 +1183,7 @@ impl Request {
                 };
                 CopyObject { src_bucket, src_key, dst_bucket, dst_key, req }
             }
+            op::FS => Fs { bucket: d.str()?, key: d.str()?, op: d.str()? },
             op::RENAME_OBJECT => RenameObject {
                 bucket: d.str()?,
                 src_key: d.str()?,
@@ -1508,6 +1526,7 @@ mod tests {
         roundtrip(Request::PutBucketConfig { bucket: "b".into(), name: "policy".into(), doc: Some(b"{}".to_vec()) });
         roundtrip(Request::PutBucketConfig { bucket: "b".into(), name: "acl".into(), doc: None });
         roundtrip(Request::GetObjectAcl { bucket: "b".into(), key: "k".into() });
+        roundtrip(Request::Fs { bucket: "b".into(), key: "d/k".into(), op: "setattr mode=420".into() });
         roundtrip(Request::PutObjectAcl { bucket: "b".into(), key: "k".into(), doc: Some(b"<x/>".to_vec()) });
         roundtrip(Request::RenameObject {
             bucket: "b".into(),

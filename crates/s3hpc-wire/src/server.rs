@@ -1212,6 +1212,10 @@ async fn run(
         GetBucketConfig { bucket, name } => e.opt_bytes(store.get_bucket_config(&bucket, &name).await?.as_deref()),
         PutBucketConfig { bucket, name, doc } => store.put_bucket_config(&bucket, &name, doc).await?,
         GetObjectAcl { bucket, key } => e.opt_bytes(store.get_object_acl(&bucket, &key).await?.as_deref()),
+        Fs { bucket, key, op } => {
+            let op = s3hpc_core::fsattr::FsOp::parse(&op)?;
+            e.str(&store.fs(&bucket, &key, op).await?.encode())
+        }
         PutObjectAcl { bucket, key, doc } => store.put_object_acl(&bucket, &key, doc).await?,
         PutObject { bucket, key, meta, tags, conditions, upload } => {
             let r = PutObjectRequest {

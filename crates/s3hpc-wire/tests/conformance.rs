@@ -40,6 +40,7 @@ async fn run_io(unix: bool, memory: bool, io: s3hpc_posix::IoMode) {
     // The rename and append cases pass over stores without them: these must run here.
     assert!(!s3hpc_conformance::lacks_rename(&client).await, "RenameObject over the binary protocol");
     assert!(!s3hpc_conformance::lacks_append(&client).await, "append over the binary protocol");
+    assert!(!s3hpc_conformance::lacks_fs(&client).await, "s3hpc's file-system extension over the binary protocol");
     run_all(client, caps).await;
     r.server.shutdown().await.unwrap();
 }

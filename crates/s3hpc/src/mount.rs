@@ -71,6 +71,12 @@ pub struct MountArgs {
     /// elsewhere).
     #[arg(long)]
     pub name_max: Option<usize>,
+    /// The file system's own semantics where the store is an s3hpc gateway over POSIX (s3hpc's
+    /// file-system extension): modes, owners and times are the files' own and chmod, chown,
+    /// utimes and truncate change them; symlinks, hard links and mkdir are made there. The
+    /// mount fails when the store does not offer the extension. See docs/MOUNT.md.
+    #[arg(long)]
+    pub posix_attrs: bool,
     /// Largest prefetch window of a sequential reader.
     #[arg(long, default_value = "64MiB", value_parser = parse_size)]
     pub read_window: u64,
@@ -143,6 +149,7 @@ impl MountArgs {
         if let Some(n) = self.name_max {
             o.name_max = n;
         }
+        o.posix_attrs = self.posix_attrs;
         for opt in self.options.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
             match opt {
                 "allow_other" => o.allow_other = true,
@@ -280,6 +287,12 @@ fn mount_and_wait(args: &MountArgs, mut opts: s3hpc_mount::MountOptions, child: 
         })?;
         if args.name_max.is_none() {
             opts.name_max = s3hpc_mount::probe_name_max(&*store, &args.bucket, &opts.prefix).await;
+        }
+        if opts.posix_attrs && !s3hpc_mount::probe_posix_attrs(&*store, &args.bucket, &opts.prefix).await {
+            anyhow::bail!(
+                "--posix-attrs: {} does not offer s3hpc's file-system extension (an s3hpc gateway over POSIX does)",
+                args.endpoint
+            );
         }
         anyhow::Ok(store)
     })?;

@@ -139,6 +139,7 @@ async fn conformance_through_gateway_binary() {
     // The rename and append cases pass over stores without them: these must run here.
     assert!(!s3hpc_conformance::lacks_rename(&store).await, "RenameObject through HTTP");
     assert!(!s3hpc_conformance::lacks_append(&store).await, "append through HTTP");
+    assert!(!s3hpc_conformance::lacks_fs(&store).await, "s3hpc's file-system extension through HTTP");
     s3hpc_conformance::run_all(store, caps).await;
 }
 
@@ -149,6 +150,7 @@ async fn conformance_through_gateway_binary_posix() {
     let store: DynStore = Arc::new(client(&server.addr));
     assert!(!s3hpc_conformance::lacks_rename(&store).await, "RenameObject through HTTP on posix");
     assert!(!s3hpc_conformance::lacks_append(&store).await, "append through HTTP on posix");
+    assert!(!s3hpc_conformance::lacks_fs(&store).await, "s3hpc's file-system extension through HTTP");
     s3hpc_conformance::run_all(store, s3hpc_conformance::Caps::default()).await;
 }
 

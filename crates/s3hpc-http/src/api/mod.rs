@@ -40,6 +40,7 @@ mod bucket;
 mod copy;
 pub(crate) mod cors;
 mod delete;
+mod fs;
 mod lifecycle;
 mod list;
 mod multipart;
@@ -109,7 +110,7 @@ operations! {
     ListObjects, ListObjectsV2, ListObjectVersions, ListMultipartUploads, ListParts,
     GetBucketVersioning, PutBucketVersioning,
     HeadObject, GetObject, GetObjectAttributes, GetObjectAcl,
-    PutObject, CopyObject, RenameObject,
+    PutObject, CopyObject, RenameObject, Fs,
     DeleteObject, DeleteObjects,
     GetObjectTagging, PutObjectTagging, DeleteObjectTagging,
     CreateMultipartUpload, UploadPart, UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload,
@@ -198,6 +199,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Bucket,  Delete, Unsupported,                                  Op::DeleteBucketConfig),
     (Bucket,  Delete, Always,                                       Op::DeleteBucket),
     (Bucket,  Post,   Query("delete"),                              Op::DeleteObjects),
+    (Bucket,  Post,   Query("s3hpc-fs"),                            Op::Fs),
     (Bucket,  Post,   Always,                                       Op::PostObject),
 
     (Object,  Head,   Always,                                       Op::HeadObject),
@@ -227,6 +229,7 @@ const ROUTES: &[(Target, M, When, Op)] = &[
     (Object,  Delete, Always,                                       Op::DeleteObject),
     (Object,  Post,   Query("uploads"),                             Op::CreateMultipartUpload),
     (Object,  Post,   Query("uploadId"),                            Op::CompleteMultipartUpload),
+    (Object,  Post,   Query("s3hpc-fs"),                            Op::Fs),
     (Object,  Post,   Always,                                       Op::UnsupportedObjectPost),
 ];
 
@@ -558,6 +561,7 @@ async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         Op::PutObject => Box::pin(object_put::put_object(r, body)).await,
         Op::CopyObject => Box::pin(copy::copy_object(r)).await,
         Op::RenameObject => Box::pin(rename::rename_object(r)).await,
+        Op::Fs => Box::pin(fs::fs(r)).await,
         Op::DeleteObject => Box::pin(delete::delete_object(r)).await,
         Op::DeleteObjects => Box::pin(delete::delete_objects(r, body)).await,
         Op::GetObjectTagging => Box::pin(tagging::get_object_tagging(r)).await,

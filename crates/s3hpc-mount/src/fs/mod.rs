@@ -23,6 +23,7 @@ use crate::write::{Wait, WriteCtx, WriteError, Writer};
 
 mod dir;
 mod files;
+mod posix;
 mod rename_dir;
 
 use dir::{DirReply, DirState, entry_ino, kind_of};
@@ -68,8 +69,11 @@ impl Ctx {
         name.len() > self.opts.name_max
     }
 
+    /// How long the kernel may keep entries and attributes. With `--posix-attrs` it keeps none
+    /// (every stat comes here and is answered from the table while it is fresh): a change made
+    /// through one name (a link's ctime, a directory's times after an unlink) shows at once.
     fn ttl(&self) -> Duration {
-        self.opts.metadata_ttl
+        if self.posix() { Duration::ZERO } else { self.opts.metadata_ttl }
     }
 
     fn until(&self) -> Instant {
@@ -90,7 +94,7 @@ impl Ctx {
             Kind::Dir => (FileType::Directory, self.opts.dir_mode, 2, 0),
             Kind::File => (FileType::RegularFile, self.opts.file_mode, 1, size),
         };
-        FileAttr {
+        let mut attr = FileAttr {
             ino: INodeNo(ino),
             size,
             blocks: size.div_ceil(512),
@@ -106,7 +110,11 @@ impl Ctx {
             rdev: 0,
             blksize: BLKSIZE,
             flags: 0,
+        };
+        if let Some(a) = i.fs.as_ref().filter(|_| self.posix()) {
+            posix::overlay(&mut attr, a, matches!(i.local, Local::Writing(_)));
         }
+        attr
     }
 
     /// The size of the file the write handle `fh` is writing (the end of what it accepted).
@@ -224,6 +232,15 @@ impl Ctx {
                 i.mtime = out.last_modified;
                 i.valid_until = Instant::now() + self.opts.metadata_ttl;
                 i.cached_etag = None;
+                if self.posix() {
+                    // A new file (or new bytes): its attributes are the store's, asked again.
+                    i.fs = None;
+                    i.valid_until = Instant::now();
+                    let parent = i.parent;
+                    if let Some(d) = t.inodes.get_mut(&parent) {
+                        d.valid_until = Instant::now();
+                    }
+                }
                 if closing || !appender {
                     t.make_remote(ino);
                 }
@@ -274,6 +291,7 @@ fn dummy_inode() -> Inode {
         opens: 0,
         local: Local::No,
         cached_etag: None,
+        fs: None,
     }
 }
 
@@ -371,7 +389,7 @@ impl Filesystem for S3Fs {
         let key = {
             let mut t = lock(&ctx.table);
             if let Some(ino) = t.child(parent.0, name)
-                && t.inodes[&ino].fresh(now)
+                && ctx.fresh(&t.inodes[&ino], now)
             {
                 ctx.reply_entry(&mut t, ino, reply);
                 return;
@@ -389,8 +407,13 @@ impl Filesystem for S3Fs {
         let (key, epoch) = key;
         let name = name.to_string();
         self.spawn(async move {
-            match ctx.remote_lookup(&key).await {
-                Ok(found) => {
+            let looked = if ctx.posix() {
+                ctx.posix_lookup(&key).await
+            } else {
+                ctx.remote_lookup(&key).await.map(|f| (f, None))
+            };
+            match looked {
+                Ok((found, fsattr)) => {
                     let mut t = lock(&ctx.table);
                     t.prune_negative(Instant::now());
                     if t.changed_since(parent.0, &name, epoch) {
@@ -403,7 +426,14 @@ impl Filesystem for S3Fs {
                         };
                     }
                     match t.install(parent.0, &name, found, ctx.until()) {
-                        Some(ino) => ctx.reply_entry(&mut t, ino, reply),
+                        Some(ino) => {
+                            if let Some(a) = fsattr
+                                && let Some(i) = t.inodes.get_mut(&ino)
+                            {
+                                ctx.keep_attr(i, a);
+                            }
+                            ctx.reply_entry(&mut t, ino, reply)
+                        }
                         None => ctx.reply_negative(reply),
                     }
                 }
@@ -424,12 +454,15 @@ impl Filesystem for S3Fs {
                 reply.error(Errno::ENOENT);
                 return;
             };
-            if i.fresh(Instant::now()) {
+            if ctx.fresh(i, Instant::now()) {
                 reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
                 return;
             }
             i.key.clone()
         };
+        if ctx.posix() {
+            return self.posix_getattr(ino, key, reply);
+        }
         self.spawn(async move {
             let r = ctx.head(&key).await;
             let mut t = lock(&ctx.table);
@@ -490,6 +523,11 @@ impl Filesystem for S3Fs {
             reply.error(Errno::ENOENT);
             return;
         };
+        if ctx.posix() && i.local == Local::No {
+            let key = i.key.clone();
+            drop(t);
+            return self.posix_setattr(ino, key, mode, uid, gid, size, atime, mtime, reply);
+        }
         let perm = if i.kind == Kind::Dir { ctx.opts.dir_mode } else { ctx.opts.file_mode };
         let local = i.local != Local::No;
         let same_time = |t: &Option<TimeOrNow>| match t {
@@ -531,7 +569,7 @@ impl Filesystem for S3Fs {
         reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
     }
 
-    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
+    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let ctx = self.ctx.clone();
         if ctx.opts.read_only {
             reply.error(Errno::EROFS);
@@ -541,6 +579,9 @@ impl Filesystem for S3Fs {
             reply.error(Errno::EINVAL);
             return;
         };
+        if ctx.posix() {
+            return self.posix_mkdir(parent, name, mode, umask, reply);
+        }
         if ctx.too_long(name) {
             reply.error(Errno::ENAMETOOLONG);
             return;
@@ -614,7 +655,12 @@ impl Filesystem for S3Fs {
         self.spawn(async move {
             match ctx.store.delete_object(&ctx.opts.bucket, &key).await {
                 Ok(()) => {
-                    lock(&ctx.table).remove_name(parent.0, &name, ctx.until());
+                    let mut t = lock(&ctx.table);
+                    t.remove_name(parent.0, &name, ctx.until());
+                    if ctx.posix() {
+                        posix::expire_linked(&mut t);
+                    }
+                    drop(t);
                     reply.ok();
                 }
                 Err(e) => reply.error(errno(&e, "unlink", &key)),
@@ -702,7 +748,18 @@ impl Filesystem for S3Fs {
             }
             match r {
                 Ok(()) => {
-                    lock(&ctx.table).rename(parent.0, &name, newparent.0, &newname, dst.clone(), ctx.until());
+                    let mut t = lock(&ctx.table);
+                    t.rename(parent.0, &name, newparent.0, &newname, dst.clone(), ctx.until());
+                    if ctx.posix() {
+                        // A rename changes the file's ctime, and a replaced file's link count.
+                        posix::expire_linked(&mut t);
+                        if let Some(ino) = t.child(newparent.0, &newname)
+                            && let Some(i) = t.inodes.get_mut(&ino)
+                        {
+                            i.valid_until = Instant::now();
+                        }
+                    }
+                    drop(t);
                     // Open readers of the file read it under its new name (as an open file
                     // survives a rename in POSIX).
                     rename_dir::rekey_readers(&ctx, &src, &dst, false);
@@ -1155,6 +1212,58 @@ impl Filesystem for S3Fs {
         reply.ok();
     }
 
+    /// Special files exist only where the store keeps them (`--posix-attrs`): else `ENOSYS`.
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let Some(name) = valid_name(name) else {
+            return reply.error(Errno::EINVAL);
+        };
+        if !self.ctx.posix() {
+            return reply.error(Errno::ENOSYS);
+        }
+        self.posix_mknod(parent, name, mode, umask, rdev, reply)
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        if !self.ctx.posix() {
+            return reply.error(Errno::EINVAL);
+        }
+        self.posix_readlink(ino, reply)
+    }
+
+    /// Symlinks and hard links exist only where the store keeps them (`--posix-attrs`): else
+    /// `EPERM`, as Mountpoint answers.
+    fn symlink(&self, _req: &Request, parent: INodeNo, link_name: &OsStr, target: &std::path::Path, reply: ReplyEntry) {
+        let Some(name) = valid_name(link_name) else {
+            return reply.error(Errno::EINVAL);
+        };
+        let Some(target) = target.to_str() else {
+            return reply.error(Errno::EINVAL);
+        };
+        if !self.ctx.posix() {
+            return reply.error(Errno::EPERM);
+        }
+        self.posix_symlink(parent, name, target.to_string(), reply)
+    }
+
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let Some(name) = valid_name(newname) else {
+            return reply.error(Errno::EINVAL);
+        };
+        if !self.ctx.posix() {
+            return reply.error(Errno::EPERM);
+        }
+        self.posix_link(ino, newparent, name, reply)
+    }
+
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         // An object store has no fixed size: report plenty, so tools that check space go on.
         let blocks = 1u64 << 40;
@@ -1215,7 +1324,7 @@ impl Filesystem for S3Fs {
         let key = {
             let t = lock(&ctx.table);
             if let Some(ino) = t.child(parent.0, name)
-                && t.inodes[&ino].fresh(now)
+                && ctx.fresh(&t.inodes[&ino], now)
             {
                 reply.error(Errno::EEXIST);
                 return;

@@ -1,0 +1,353 @@
+//! `--posix-attrs`: the file system's own semantics where the store is an s3hpc gateway over
+//! POSIX, through s3hpc's file-system extension (`Store::fs`, `s3hpc_core::fsattr`). Entries
+//! carry the attributes the store reports (`Inode::fs`): mode, owner, times, size, link count
+//! and kind (symlinks); chmod, chown, utimes and truncate change them there; symlink, readlink,
+//! link and mkdir act there. What the store refuses comes back with the errno the file system
+//! gave.
+
+use std::time::Instant;
+
+use fuser::{Errno, FileType, INodeNo, ReplyAttr, ReplyData, ReplyEntry, TimeOrNow};
+use s3hpc_core::fsattr::{FsAttr, FsKind, FsOp, FsTime, SetFsAttr, SetTime, errno_of};
+use s3hpc_core::{Body, Error, PutObjectRequest};
+
+use super::{Ctx, lock};
+use crate::errors::errno;
+use crate::inode::{Found, Inode, Kind, Local};
+
+fn set_time(t: Option<TimeOrNow>) -> Option<SetTime> {
+    t.map(|t| match t {
+        TimeOrNow::Now => SetTime::Now,
+        TimeOrNow::SpecificTime(at) => SetTime::At(FsTime::of(at)),
+    })
+}
+
+pub(super) fn file_type(a: &FsAttr) -> FileType {
+    match a.kind {
+        FsKind::Dir => FileType::Directory,
+        FsKind::Symlink => FileType::Symlink,
+        FsKind::Fifo => FileType::NamedPipe,
+        FsKind::Socket => FileType::Socket,
+        FsKind::CharDevice => FileType::CharDevice,
+        FsKind::BlockDevice => FileType::BlockDevice,
+        FsKind::File => FileType::RegularFile,
+    }
+}
+
+impl Ctx {
+    pub(super) fn posix(&self) -> bool {
+        self.opts.posix_attrs
+    }
+
+    /// Whether `i`'s attributes may be answered without asking the store: in `--posix-attrs`
+    /// mode an entry of the store (directories too) needs the store's attributes, fetched
+    /// within the TTL.
+    pub(super) fn fresh(&self, i: &Inode, now: Instant) -> bool {
+        if self.posix() && i.local == Local::No {
+            return i.fs.is_some() && now < i.valid_until;
+        }
+        i.fresh(now)
+    }
+
+    pub(super) async fn fs_op(&self, key: &str, op: FsOp) -> Result<FsAttr, Error> {
+        self.store.fs(&self.opts.bucket, key, op).await
+    }
+
+    /// A lookup in `--posix-attrs` mode: the entry's attributes (one request) and, for a regular
+    /// file, its object (the two LISTs of `remote_lookup`, for the ETag that reads check).
+    pub(super) async fn posix_lookup(&self, key: &str) -> Result<(Found, Option<FsAttr>), Error> {
+        let (remote, attr) = tokio::join!(self.remote_lookup(key), self.fs_op(key, FsOp::GetAttr));
+        match attr {
+            Ok(a) => {
+                let found = match a.kind {
+                    FsKind::Dir => Found::Dir,
+                    FsKind::File => match remote? {
+                        f @ Found::File { .. } => f,
+                        _ => Found::File { size: a.size, etag: String::new(), mtime: a.mtime.system_time() },
+                    },
+                    // Symlinks and special files: no object behind them.
+                    _ => Found::File { size: a.size, etag: String::new(), mtime: a.mtime.system_time() },
+                };
+                Ok((found, Some(a)))
+            }
+            Err(e) if errno_of(&e) == Some(libc::ENOENT) => Ok((Found::Nothing, None)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Record the store's attributes of inode `ino`.
+    pub(super) fn keep_attr(&self, i: &mut Inode, a: FsAttr) {
+        if i.local == Local::No {
+            i.size = a.size;
+            i.mtime = a.mtime.system_time();
+        }
+        i.fs = Some(a);
+        i.valid_until = self.until();
+    }
+
+    /// A new entry `name` in `parent` that now exists in the store with attributes `a`.
+    fn install_made(&self, parent: u64, name: &str, a: FsAttr, reply: ReplyEntry) {
+        let mut t = lock(&self.table);
+        let kind = if a.kind == FsKind::Dir { Kind::Dir } else { Kind::File };
+        let Some(ino) = t.insert_local(parent, name, kind, Local::No) else {
+            return reply.error(Errno::ENOENT);
+        };
+        t.make_remote(ino);
+        let i = t.inodes.get_mut(&ino).expect("just inserted");
+        self.keep_attr(i, a);
+        self.reply_entry(&mut t, ino, reply);
+    }
+
+    /// The key of `name` in directory `parent`, or the errno.
+    fn key_in(&self, parent: u64, name: &str) -> Result<String, Errno> {
+        if self.opts.read_only {
+            return Err(Errno::EROFS);
+        }
+        if self.too_long(name) {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let t = lock(&self.table);
+        let pfx = t.dir_prefix(parent).ok_or(Errno::ENOTDIR)?;
+        Ok(format!("{pfx}{name}"))
+    }
+}
+
+impl super::S3Fs {
+    /// getattr in `--posix-attrs` mode, when the attributes are stale.
+    pub(super) fn posix_getattr(&self, ino: INodeNo, key: String, reply: ReplyAttr) {
+        let ctx = self.ctx.clone();
+        self.spawn(async move {
+            let r = ctx.fs_op(&key, FsOp::GetAttr).await;
+            let mut t = lock(&ctx.table);
+            let Some(i) = t.inodes.get_mut(&ino.0) else {
+                return reply.error(Errno::ENOENT);
+            };
+            if i.key != key {
+                return reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
+            }
+            match r {
+                Ok(a) => {
+                    ctx.keep_attr(i, a);
+                    reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i))
+                }
+                Err(e) => reply.error(errno(&e, "stat", &key)),
+            }
+        });
+    }
+
+    /// setattr of an entry of the store in `--posix-attrs` mode: chown, chmod, truncate, utimes
+    /// as the store's file system does them.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn posix_setattr(
+        &self,
+        ino: INodeNo,
+        key: String,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        reply: ReplyAttr,
+    ) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            return reply.error(Errno::EROFS);
+        }
+        let set = SetFsAttr {
+            mode: mode.map(|m| m & 0o7777),
+            uid,
+            gid,
+            size,
+            atime: set_time(atime),
+            mtime: set_time(mtime),
+        };
+        self.spawn(async move {
+            let r = ctx.fs_op(&key, FsOp::SetAttr(set)).await;
+            let mut t = lock(&ctx.table);
+            let Some(i) = t.inodes.get_mut(&ino.0) else {
+                return reply.error(Errno::ENOENT);
+            };
+            match r {
+                Ok(a) => {
+                    if size.is_some() {
+                        // The bytes changed: the page cache of the old ones is not theirs.
+                        i.etag = String::new();
+                        i.cached_etag = None;
+                    }
+                    let linked = a.nlink > 1;
+                    ctx.keep_attr(i, a);
+                    let attr = ctx.attr(ino.0, i);
+                    if linked {
+                        expire_linked(&mut t);
+                    }
+                    reply.attr(&ctx.ttl(), &attr)
+                }
+                Err(e) => reply.error(errno(&e, "setattr", &key)),
+            }
+        });
+    }
+
+    pub(super) fn posix_readlink(&self, ino: INodeNo, reply: ReplyData) {
+        let ctx = self.ctx.clone();
+        let key = {
+            let t = lock(&ctx.table);
+            let Some(i) = t.inodes.get(&ino.0) else {
+                return reply.error(Errno::ENOENT);
+            };
+            if let Some(target) = i.fs.as_ref().and_then(|a| a.target.clone())
+                && ctx.fresh(i, Instant::now())
+            {
+                return reply.data(target.as_bytes());
+            }
+            i.key.clone()
+        };
+        self.spawn(async move {
+            match ctx.fs_op(&key, FsOp::GetAttr).await {
+                Ok(a) => match a.target.clone() {
+                    Some(target) => {
+                        if let Some(i) = lock(&ctx.table).inodes.get_mut(&ino.0) {
+                            ctx.keep_attr(i, a);
+                        }
+                        reply.data(target.as_bytes())
+                    }
+                    None => reply.error(Errno::EINVAL),
+                },
+                Err(e) => reply.error(errno(&e, "readlink", &key)),
+            }
+        });
+    }
+
+    pub(super) fn posix_symlink(&self, parent: INodeNo, name: &str, target: String, reply: ReplyEntry) {
+        let ctx = self.ctx.clone();
+        let key = match ctx.key_in(parent.0, name) {
+            Ok(k) => k,
+            Err(e) => return reply.error(e),
+        };
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.fs_op(&key, FsOp::Symlink(target)).await {
+                Ok(a) => ctx.install_made(parent.0, &name, a, reply),
+                Err(e) => reply.error(errno(&e, "symlink", &key)),
+            }
+        });
+    }
+
+    pub(super) fn posix_link(&self, ino: INodeNo, newparent: INodeNo, newname: &str, reply: ReplyEntry) {
+        let ctx = self.ctx.clone();
+        let key = match ctx.key_in(newparent.0, newname) {
+            Ok(k) => k,
+            Err(e) => return reply.error(e),
+        };
+        let src = {
+            let t = lock(&ctx.table);
+            match t.inodes.get(&ino.0) {
+                Some(i) if i.local == Local::No => i.key.clone(),
+                Some(_) => return reply.error(Errno::EPERM),
+                None => return reply.error(Errno::ENOENT),
+            }
+        };
+        let newname = newname.to_string();
+        self.spawn(async move {
+            match ctx.fs_op(&key, FsOp::Link(src.clone())).await {
+                Ok(a) => {
+                    // The source's link count (and ctime) changed with it, and so did those of
+                    // its other names.
+                    {
+                        let mut t = lock(&ctx.table);
+                        expire_linked(&mut t);
+                        if let Some(i) = t.inodes.get_mut(&ino.0) {
+                            ctx.keep_attr(i, a.clone());
+                        }
+                    }
+                    ctx.install_made(newparent.0, &newname, a, reply)
+                }
+                Err(e) => reply.error(errno(&e, "link", &key)),
+            }
+        });
+    }
+
+    /// mknod in `--posix-attrs` mode: FIFOs, sockets, devices (as the store's file system
+    /// allows the account) and empty regular files, made in the store.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn posix_mknod(&self, parent: INodeNo, name: &str, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+        let ctx = self.ctx.clone();
+        let key = match ctx.key_in(parent.0, name) {
+            Ok(k) => k,
+            Err(e) => return reply.error(e),
+        };
+        let kind = match mode & libc::S_IFMT {
+            libc::S_IFREG | 0 => FsKind::File,
+            libc::S_IFIFO => FsKind::Fifo,
+            libc::S_IFSOCK => FsKind::Socket,
+            libc::S_IFCHR => FsKind::CharDevice,
+            libc::S_IFBLK => FsKind::BlockDevice,
+            _ => return reply.error(Errno::EINVAL),
+        };
+        let op = FsOp::Mknod { kind, mode: mode & !umask & 0o7777, rdev: u64::from(rdev) };
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.fs_op(&key, op).await {
+                Ok(a) => ctx.install_made(parent.0, &name, a, reply),
+                Err(e) => reply.error(errno(&e, "mknod", &key)),
+            }
+        });
+    }
+
+    /// mkdir in `--posix-attrs` mode: the directory is made in the store at once (a directory
+    /// object, which the gateway keeps as a directory), with the mode asked for.
+    pub(super) fn posix_mkdir(&self, parent: INodeNo, name: &str, mode: u32, umask: u32, reply: ReplyEntry) {
+        let ctx = self.ctx.clone();
+        let key = match ctx.key_in(parent.0, name) {
+            Ok(k) => k,
+            Err(e) => return reply.error(e),
+        };
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.fs_op(&key, FsOp::GetAttr).await {
+                Ok(_) => return reply.error(Errno::EEXIST),
+                Err(e) if errno_of(&e) == Some(libc::ENOENT) => {}
+                Err(e) => return reply.error(errno(&e, "mkdir", &key)),
+            }
+            let dir_key = format!("{key}/");
+            let put = ctx.store.put_object(&ctx.opts.bucket, &dir_key, PutObjectRequest::default(), Body::Empty);
+            if let Err(e) = put.await {
+                return reply.error(errno(&e, "mkdir", &key));
+            }
+            let set = SetFsAttr { mode: Some(mode & !umask & 0o7777), ..Default::default() };
+            match ctx.fs_op(&key, FsOp::SetAttr(set)).await {
+                Ok(a) => ctx.install_made(parent.0, &name, a, reply),
+                Err(e) => reply.error(errno(&e, "mkdir", &key)),
+            }
+        });
+    }
+}
+
+/// A file with several names changed through one of them: the attributes of every entry with
+/// several links are asked again (the mount does not know which names share a file).
+pub(super) fn expire_linked(t: &mut crate::inode::Table) {
+    let now = Instant::now();
+    for i in t.inodes.values_mut() {
+        if i.fs.as_ref().is_some_and(|a| a.nlink > 1) {
+            i.valid_until = now;
+        }
+    }
+}
+
+/// The attributes the kernel gets for `i` in `--posix-attrs` mode, from the store's.
+pub(super) fn overlay(attr: &mut fuser::FileAttr, a: &FsAttr, writing: bool) {
+    attr.kind = file_type(a);
+    attr.perm = a.mode as u16;
+    attr.uid = a.uid;
+    attr.gid = a.gid;
+    attr.nlink = a.nlink;
+    attr.rdev = a.rdev as u32;
+    if !writing {
+        attr.size = a.size;
+        attr.blocks = a.size.div_ceil(512);
+        attr.mtime = a.mtime.system_time();
+    }
+    attr.atime = a.atime.system_time();
+    attr.ctime = a.ctime.system_time();
+    attr.crtime = attr.ctime;
+}

@@ -1,0 +1,300 @@
+//! `Store::fs` on the posix backend: the file system's own attributes of the entry a key names
+//! (mode, owner, times, size, symlinks, hard links; see `s3hpc_core::fsattr`).
+//!
+//! Containment: the entry is reached from the bucket's directory one component at a time, each
+//! opened `O_PATH | O_DIRECTORY | O_NOFOLLOW` relative to the one before, so no symlink is ever
+//! followed on the way (a symlink there is `ELOOP`, as `RESOLVE_NO_SYMLINKS` answers) and `..`
+//! or `.s3hpc` never appear (the key is checked first). The final name is acted on with the
+//! `*at` calls that do not follow it (`fstatat` and `fchownat` with `AT_SYMLINK_NOFOLLOW`,
+//! `utimensat` likewise, `linkat` without `AT_SYMLINK_FOLLOW`, `open(O_NOFOLLOW)` for truncate;
+//! chmod goes through an `O_PATH | O_NOFOLLOW` descriptor checked not to be a symlink). A
+//! symlink's target is data: stored and read back, never resolved here.
+//!
+//! Permissions are the kernel's: the work runs as the request's identity under `--identity
+//! posix` (`PosixStore::run`), so chown is honoured only as far as the kernel allows that
+//! account. Without `--identity posix` the gateway would act with its own rights for every
+//! client: there owners cannot be changed, set-id bits cannot be set, and symlinks cannot be made
+//! (reads follow symlinks that stay beneath the root, so one made through S3 could read another
+//! bucket's files), each refused with `EPERM`.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd};
+
+use s3hpc_core::fsattr::{FsAttr, FsKind, FsOp, FsTime, SetFsAttr, SetTime, entry_path, fs_error};
+use s3hpc_core::{Error, ErrorCode, Result, names};
+
+use crate::Inner;
+
+fn cstr(s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| fs_error(libc::EINVAL, "a name with a NUL byte"))
+}
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// `openat(dir, name, flags)`.
+fn open_at(dir: &File, name: &str, flags: libc::c_int) -> std::result::Result<File, i32> {
+    let c = CString::new(name).map_err(|_| libc::EINVAL)?;
+    // SAFETY: a valid descriptor and a NUL-terminated name.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC) };
+    // SAFETY: a fresh descriptor we own.
+    if fd >= 0 { Ok(unsafe { File::from_raw_fd(fd) }) } else { Err(last_errno()) }
+}
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)` (`name` empty: `dir` itself).
+fn lstat_at(dir: &File, name: &str) -> std::result::Result<libc::stat, i32> {
+    let c = CString::new(name).map_err(|_| libc::EINVAL)?;
+    // SAFETY: all-zero is a valid `struct stat`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let flags = libc::AT_SYMLINK_NOFOLLOW | if name.is_empty() { libc::AT_EMPTY_PATH } else { 0 };
+    // SAFETY: a valid descriptor, a NUL-terminated name and a live stat buffer.
+    let r = unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), &mut st, flags) };
+    if r == 0 { Ok(st) } else { Err(last_errno()) }
+}
+
+/// The directory `name` in `dir`, as an `O_PATH` handle, never through a symlink.
+fn open_dir(dir: &File, name: &str) -> std::result::Result<File, i32> {
+    match open_at(dir, name, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW) {
+        // O_NOFOLLOW with O_DIRECTORY reports a symlink as "not a directory": say ELOOP, as a
+        // resolution that refuses symlinks does.
+        Err(libc::ENOTDIR) if lstat_at(dir, name).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK) => {
+            Err(libc::ELOOP)
+        }
+        r => r,
+    }
+}
+
+/// An entry reached without following symlinks: its directory and its name in it (empty for
+/// the bucket's own directory, which `dir` then is).
+struct At {
+    dir: File,
+    name: String,
+}
+
+fn time_of(sec: i64, nsec: i64) -> FsTime {
+    FsTime { sec, nsec: nsec.clamp(0, 999_999_999) as u32 }
+}
+
+fn attr_of(at: &At) -> std::result::Result<FsAttr, i32> {
+    let st = lstat_at(&at.dir, &at.name)?;
+    let kind = FsKind::of_mode(st.st_mode);
+    let target = if kind == FsKind::Symlink { Some(read_link(at)?) } else { None };
+    Ok(FsAttr {
+        kind,
+        mode: st.st_mode & 0o7777,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        size: st.st_size as u64,
+        nlink: st.st_nlink as u32,
+        atime: time_of(st.st_atime, st.st_atime_nsec),
+        mtime: time_of(st.st_mtime, st.st_mtime_nsec),
+        ctime: time_of(st.st_ctime, st.st_ctime_nsec),
+        rdev: st.st_rdev,
+        target,
+    })
+}
+
+fn read_link(at: &At) -> std::result::Result<String, i32> {
+    let c = CString::new(at.name.as_str()).map_err(|_| libc::EINVAL)?;
+    let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+    // SAFETY: a valid descriptor, a NUL-terminated name and a buffer of the given length.
+    let n = unsafe { libc::readlinkat(at.dir.as_raw_fd(), c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(last_errno());
+    }
+    buf.truncate(n as usize);
+    // A target that is not UTF-8 (made by a POSIX user) is shown lossily.
+    Ok(String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+fn timespec(t: &Option<SetTime>) -> libc::timespec {
+    match t {
+        None => libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
+        Some(SetTime::Now) => libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW },
+        Some(SetTime::At(t)) => libc::timespec { tv_sec: t.sec, tv_nsec: t.nsec as i64 },
+    }
+}
+
+fn set_attr(at: &At, s: &SetFsAttr, identity: bool, what: &str) -> Result<()> {
+    let err = |e: i32, op: &str| fs_error(e, &format!("{op} of {what}"));
+    let name = cstr(&at.name)?;
+    let empty = if at.name.is_empty() { libc::AT_EMPTY_PATH } else { 0 };
+    let st = lstat_at(&at.dir, &at.name).map_err(|e| err(e, "stat"))?;
+    if s.uid.is_some() || s.gid.is_some() {
+        let uid = s.uid.filter(|u| *u != st.st_uid);
+        let gid = s.gid.filter(|g| *g != st.st_gid);
+        if !identity && (uid.is_some() || gid.is_some()) {
+            return Err(err(libc::EPERM, "chown (owners are kept only under --identity posix)"));
+        }
+        let (u, g) = (s.uid.unwrap_or(u32::MAX), s.gid.unwrap_or(u32::MAX));
+        // SAFETY: a valid descriptor and a NUL-terminated name; -1 leaves an id as it is.
+        let r = unsafe { libc::fchownat(at.dir.as_raw_fd(), name.as_ptr(), u, g, libc::AT_SYMLINK_NOFOLLOW | empty) };
+        if r != 0 {
+            return Err(err(last_errno(), "chown"));
+        }
+    }
+    if let Some(mode) = s.mode {
+        if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+            return Err(err(libc::EOPNOTSUPP, "chmod of a symlink"));
+        }
+        if !identity && mode & (libc::S_ISUID | libc::S_ISGID) != 0 && st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            return Err(err(libc::EPERM, "chmod with set-id bits (only under --identity posix)"));
+        }
+        // The entry itself, not following a symlink swapped in since the stat: an O_PATH
+        // descriptor, checked, then chmod through its /proc link (as glibc's lchmod does).
+        let f = if at.name.is_empty() {
+            open_at(&at.dir, ".", libc::O_PATH | libc::O_NOFOLLOW)
+        } else {
+            open_at(&at.dir, &at.name, libc::O_PATH | libc::O_NOFOLLOW)
+        }
+        .map_err(|e| err(e, "chmod"))?;
+        // SAFETY: all-zero is a valid `struct stat`; a valid descriptor.
+        let mut fst: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(f.as_raw_fd(), &mut fst) } != 0 {
+            return Err(err(last_errno(), "chmod"));
+        }
+        if fst.st_mode & libc::S_IFMT == libc::S_IFLNK {
+            return Err(err(libc::EOPNOTSUPP, "chmod of a symlink"));
+        }
+        let proc = cstr(&format!("/proc/self/fd/{}", f.as_raw_fd()))?;
+        // SAFETY: a NUL-terminated path.
+        if unsafe { libc::chmod(proc.as_ptr(), mode as libc::mode_t) } != 0 {
+            return Err(err(last_errno(), "chmod"));
+        }
+    }
+    if let Some(size) = s.size {
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => return Err(err(libc::EISDIR, "truncate")),
+            libc::S_IFLNK => return Err(err(libc::ELOOP, "truncate")),
+            libc::S_IFREG => {}
+            _ => return Err(err(libc::EINVAL, "truncate")),
+        }
+        let f = open_at(&at.dir, &at.name, libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .map_err(|e| err(e, "truncate"))?;
+        f.set_len(size).map_err(|e| err(e.raw_os_error().unwrap_or(libc::EIO), "truncate"))?;
+    }
+    if s.atime.is_some() || s.mtime.is_some() {
+        let times = [timespec(&s.atime), timespec(&s.mtime)];
+        // SAFETY: a valid descriptor, a NUL-terminated name and two timespecs.
+        let r = unsafe {
+            libc::utimensat(at.dir.as_raw_fd(), name.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW | empty)
+        };
+        if r != 0 {
+            return Err(err(last_errno(), "utimensat"));
+        }
+    }
+    Ok(())
+}
+
+impl Inner {
+    /// The entry `p` (an entry path, see `fsattr::entry_path`) of `bucket`, reached without
+    /// following symlinks.
+    fn fs_entry(&self, bucket: &str, key: &str, p: &str) -> Result<At> {
+        names::check_bucket_name_for_access(bucket)?;
+        let bdir = open_dir(&self.root_fd, bucket).map_err(|e| match e {
+            libc::ENOENT | libc::ENOTDIR | libc::ELOOP => Error::no_such_bucket(bucket),
+            e => fs_error(e, &format!("the bucket {bucket}")),
+        })?;
+        if p.is_empty() {
+            return Ok(At { dir: bdir, name: String::new() });
+        }
+        crate::keys::check_key(p).map_err(|e| match e.code {
+            ErrorCode::KeyTooLongError => fs_error(libc::ENAMETOOLONG, &format!("the key {key:?}")),
+            _ => fs_error(libc::EINVAL, &format!("the key {key:?} ({})", e.message)),
+        })?;
+        let (parents, name) = p.rsplit_once('/').unwrap_or(("", p));
+        let mut dir = bdir;
+        for c in parents.split('/').filter(|c| !c.is_empty()) {
+            dir = open_dir(&dir, c).map_err(|e| fs_error(e, &format!("the directory {c:?} of {key:?}")))?;
+        }
+        Ok(At { dir, name: name.to_string() })
+    }
+
+    /// `Store::fs` (runs as the request's identity, see `PosixStore::run`).
+    pub(crate) fn fs_op(&self, bucket: &str, key: &str, op: FsOp) -> Result<FsAttr> {
+        let p = entry_path(key)?;
+        let at = self.fs_entry(bucket, key, p)?;
+        let identity = self.opts.posix_identity;
+        let what = format!("{key:?}");
+        let exists = |at: &At| match lstat_at(&at.dir, &at.name) {
+            Ok(_) => Err(fs_error(libc::EEXIST, &format!("{what} exists"))),
+            Err(_) => Ok(()),
+        };
+        match &op {
+            FsOp::GetAttr => {}
+            FsOp::SetAttr(s) => set_attr(&at, s, identity, &what)?,
+            FsOp::Symlink(target) => {
+                if at.name.is_empty() {
+                    return Err(fs_error(libc::EEXIST, "the bucket's directory"));
+                }
+                if !identity {
+                    return Err(fs_error(
+                        libc::EPERM,
+                        &format!("symlink {what} (symlinks are made only under --identity posix: reads follow them)"),
+                    ));
+                }
+                exists(&at)?;
+                let (t, n) = (cstr(target)?, cstr(&at.name)?);
+                if target.is_empty() {
+                    return Err(fs_error(libc::ENOENT, "a symlink to an empty target"));
+                }
+                // SAFETY: NUL-terminated strings and a valid descriptor.
+                if unsafe { libc::symlinkat(t.as_ptr(), at.dir.as_raw_fd(), n.as_ptr()) } != 0 {
+                    return Err(fs_error(last_errno(), &format!("symlink {what}")));
+                }
+            }
+            FsOp::Mknod { kind, mode, rdev } => {
+                if at.name.is_empty() {
+                    return Err(fs_error(libc::EEXIST, "the bucket's directory"));
+                }
+                let fmt = match kind {
+                    FsKind::File => libc::S_IFREG,
+                    FsKind::Fifo => libc::S_IFIFO,
+                    FsKind::Socket => libc::S_IFSOCK,
+                    FsKind::CharDevice => libc::S_IFCHR,
+                    FsKind::BlockDevice => libc::S_IFBLK,
+                    FsKind::Dir | FsKind::Symlink => {
+                        return Err(fs_error(libc::EINVAL, "mknod of a directory or symlink"));
+                    }
+                };
+                if !identity && *kind != FsKind::File {
+                    return Err(fs_error(
+                        libc::EPERM,
+                        &format!("mknod {what} (special files are made only under --identity posix)"),
+                    ));
+                }
+                exists(&at)?;
+                let n = cstr(&at.name)?;
+                // SAFETY: a valid descriptor and a NUL-terminated name.
+                let r = unsafe {
+                    libc::mknodat(at.dir.as_raw_fd(), n.as_ptr(), fmt | (mode & 0o777), *rdev as libc::dev_t)
+                };
+                if r != 0 {
+                    return Err(fs_error(last_errno(), &format!("mknod {what}")));
+                }
+                // The mode asked for, whatever the gateway's umask took away.
+                set_attr(&at, &SetFsAttr { mode: Some(*mode), ..Default::default() }, identity, &what)?;
+            }
+            FsOp::Link(src) => {
+                if at.name.is_empty() {
+                    return Err(fs_error(libc::EEXIST, "the bucket's directory"));
+                }
+                let sp = entry_path(src)?;
+                let from = self.fs_entry(bucket, src, sp)?;
+                if from.name.is_empty() {
+                    return Err(fs_error(libc::EPERM, "a hard link to the bucket's directory"));
+                }
+                let (s, n) = (cstr(&from.name)?, cstr(&at.name)?);
+                // SAFETY: valid descriptors and NUL-terminated names; flags 0: a final symlink
+                // is linked itself, not followed.
+                let r = unsafe { libc::linkat(from.dir.as_raw_fd(), s.as_ptr(), at.dir.as_raw_fd(), n.as_ptr(), 0) };
+                if r != 0 {
+                    return Err(fs_error(last_errno(), &format!("link {what} to {src:?}")));
+                }
+            }
+        }
+        attr_of(&at).map_err(|e| fs_error(e, &format!("stat of {what}")))
+    }
+}
