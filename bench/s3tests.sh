@@ -141,7 +141,7 @@ if "$S3TESTS_PY" -c "import pytest_timeout" 2>/dev/null; then TIMEOUT_ARGS=(--ti
 cd "$SUITE"
 set +e
 S3TEST_CONF="$WORK/s3tests.conf" S3TESTS_RESULTS="$OUT/results.json" PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" \
-  "$S3TESTS_PY" -m pytest -p s3tests_score -q -rf --no-header --durations=20 -o cache_dir="$WORK/.pytest_cache" \
+  "$S3TESTS_PY" -m pytest -p s3tests_score -q -rf --no-header --tb=native --durations=20 -o cache_dir="$WORK/.pytest_cache" \
   ${TIMEOUT_ARGS[@]+"${TIMEOUT_ARGS[@]}"} -m "not ($EXCLUDE)" \
   s3tests/functional/test_s3.py s3tests/functional/test_headers.py \
   ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"} >"$OUT/pytest.log" 2>&1

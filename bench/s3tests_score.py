@@ -3,7 +3,8 @@ prints the two scores the script reports. Loaded with `-p s3tests_score` (PYTHON
 
 core: a test of s3tests/functional/test_s3.py that carries no pytest marker at all (no feature
       marker such as lifecycle/versioning/bucket_policy, no fails_on_* marker): the plain S3 API.
-all:  every test the script selected (see bench/s3tests.sh for the -m expression).
+all:  every test the script selected (see bench/s3tests.sh for the -m expression); the cases
+      ceph marks fails_on_aws (AWS itself answers otherwise) are counted apart as well.
 """
 import json
 import os
@@ -12,6 +13,7 @@ import pytest
 
 _results = {}
 _core = set()
+_not_aws = set()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -47,6 +49,8 @@ def pytest_collection_modifyitems(session, config, items):
         marks = {m.name for m in it.iter_markers()} - {"parametrize", "usefixtures", "filterwarnings"}
         if not marks and "/test_s3.py::" in it.nodeid:
             _core.add(it.nodeid)
+        if "fails_on_aws" in marks:
+            _not_aws.add(it.nodeid)
 
 
 def pytest_runtest_logreport(report):
@@ -63,7 +67,10 @@ def pytest_sessionfinish(session, exitstatus):
     allp = sum(1 for o in _results.values() if o == "passed")
     core = [n for n in _results if n in _core]
     corep = sum(1 for n in core if _results[n] == "passed")
-    line = f"s3-tests score: core {corep}/{len(core)}, all {allp}/{len(_results)}"
+    aws = [n for n in _results if n not in _not_aws]
+    awsp = sum(1 for n in aws if _results[n] == "passed")
+    line = (f"s3-tests score: core {corep}/{len(core)}, all {allp}/{len(_results)}"
+            f" (of which not fails_on_aws: {awsp}/{len(aws)})")
     out = os.environ.get("S3TESTS_RESULTS")
     if out:
         with open(out, "w") as f:
