@@ -6,6 +6,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from conftest import err_code, err_status, make_client
+from test_authz import gw  # noqa: F401  (the fixture)
+from test_parity_acl import _acls_on
 
 
 def _v2(server):
@@ -28,3 +30,34 @@ def test_sigv2_date_with_a_wrong_weekday_is_judged_by_its_time(server, bucket, d
         c.put_object(Bucket=bucket, Key="k", Body=b"x")
     assert (err_status(e.value), err_code(e.value)) == (403, "RequestTimeTooSkewed")
     assert "The difference between the request time and the current time is too large." in str(e.value)
+
+
+def test_acl_that_takes_grants_from_the_owner_is_kept(gw):  # noqa: F811
+    """s3-tests test_object_acl_write and test_bucket_acl_revoke_all: an ACL document that
+    gives the owner only WRITE, or no grant at all, is stored as sent (it was taken for the
+    default private ACL and GetObjectAcl/GetBucketAcl showed FULL_CONTROL again). The owner keeps
+    READ_ACP/WRITE_ACP and can put the old ACL back, as on S3. With ACLs disabled such a
+    document is 400 AccessControlListNotSupported (only the owner's FULL_CONTROL is accepted)."""
+    _, c = gw
+    a = c["alice"]
+    _acls_on(a, "suite-acl-write")
+    a.put_object(Bucket="suite-acl-write", Key="foo", Body=b"bar")
+    got = a.get_object_acl(Bucket="suite-acl-write", Key="foo")
+    policy = {"Owner": got["Owner"], "Grants": got["Grants"]}
+    policy["Grants"][0]["Permission"] = "WRITE"
+    a.put_object_acl(Bucket="suite-acl-write", Key="foo", AccessControlPolicy=policy)
+    grants = a.get_object_acl(Bucket="suite-acl-write", Key="foo")["Grants"]
+    assert [(g["Grantee"]["ID"], g["Permission"]) for g in grants] == [("alice-id", "WRITE")]
+    # The bucket ACL with every grant revoked, then restored.
+    old = a.get_bucket_acl(Bucket="suite-acl-write")
+    a.put_bucket_acl(Bucket="suite-acl-write", AccessControlPolicy={"Owner": old["Owner"], "Grants": []})
+    assert a.get_bucket_acl(Bucket="suite-acl-write")["Grants"] == []
+    a.put_bucket_acl(Bucket="suite-acl-write", AccessControlPolicy={"Owner": old["Owner"], "Grants": old["Grants"]})
+    assert a.get_bucket_acl(Bucket="suite-acl-write")["Grants"] == old["Grants"]
+    # ACLs disabled (the default): no grant at all is not the owner's FULL_CONTROL.
+    a.create_bucket(Bucket="suite-acl-enforced")
+    owner = a.get_bucket_acl(Bucket="suite-acl-enforced")["Owner"]
+    with pytest.raises(ClientError) as e:
+        a.put_bucket_acl(Bucket="suite-acl-enforced", AccessControlPolicy={"Owner": owner, "Grants": []})
+    assert (err_status(e.value), err_code(e.value)) == (400, "AccessControlListNotSupported")
+    assert "The bucket does not allow ACLs" in str(e.value)

@@ -89,7 +89,7 @@ fn upload_acl_config(upload_id: &str) -> String {
 
 /// What an object without an ACL record has: the bucket owner's, private.
 fn is_default_acl(acl: &Acl, auth: &BucketAuth) -> bool {
-    acl.owner.id == auth.owner().id && acl.only_owner(&acl.owner.id)
+    acl.owner.id == auth.owner().id && acl.is_private_of(&acl.owner.id)
 }
 
 fn principal(c: &Caller) -> Principal {
