@@ -61,3 +61,20 @@ def test_acl_that_takes_grants_from_the_owner_is_kept(gw):  # noqa: F811
         a.put_bucket_acl(Bucket="suite-acl-enforced", AccessControlPolicy={"Owner": owner, "Grants": []})
     assert (err_status(e.value), err_code(e.value)) == (400, "AccessControlListNotSupported")
     assert "The bucket does not allow ACLs" in str(e.value)
+
+
+def test_grants_by_id_show_the_accounts_display_name(gw):  # noqa: F811
+    """s3-tests test_bucket_acl_grant_userid_* and test_{bucket,object}_header_acl_grants: a grant
+    made by canonical id (x-amz-grant-*: id=...) is shown with the account's DisplayName, as the
+    owner's grant is; an account without a name has none."""
+    _, c = gw
+    a = c["alice"]
+    _acls_on(a, "suite-acl-names")
+    a.put_bucket_acl(Bucket="suite-acl-names", GrantFullControl='id="alice-id"', GrantRead='id="bob-id"')
+    grants = {g["Grantee"]["ID"]: g["Grantee"] for g in a.get_bucket_acl(Bucket="suite-acl-names")["Grants"]}
+    assert grants["alice-id"].get("DisplayName") == "alice"
+    assert "DisplayName" not in grants["bob-id"]
+    a.put_object(Bucket="suite-acl-names", Key="k", Body=b"x", GrantFullControl='id="alice-id"',
+                 GrantReadACP='id="bob-id"')
+    grants = {g["Grantee"]["ID"]: g["Grantee"] for g in a.get_object_acl(Bucket="suite-acl-names", Key="k")["Grants"]}
+    assert grants["alice-id"].get("DisplayName") == "alice"

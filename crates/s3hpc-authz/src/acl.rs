@@ -184,6 +184,17 @@ impl Acl {
             })
     }
 
+    /// This ACL with the display name of each account grantee that was granted by id alone
+    /// (`x-amz-grant-*: id=...`, a document without DisplayName), as S3 shows it.
+    pub fn with_names(mut self, name_of: impl Fn(&str) -> Option<String>) -> Acl {
+        for g in &mut self.grants {
+            if let Grantee::CanonicalUser { id, display_name: dn @ None } = &mut g.grantee {
+                *dn = name_of(id);
+            }
+        }
+        self
+    }
+
     /// The AccessControlPolicy document (GetBucketAcl / GetObjectAcl answer).
     pub fn to_xml(&self) -> String {
         let mut s = String::with_capacity(256 + 200 * self.grants.len());

@@ -604,7 +604,7 @@ impl Store for Authorized {
                 )
                 .into(),
             ),
-            "acl" => Some(auth.effective_bucket_acl().to_xml().into()),
+            "acl" => Some(auth.effective_bucket_acl().with_names(|id| self.accounts.account_name(id)).to_xml().into()),
             "ownershipControls" if auth.ownership_controls_deleted => {
                 return Err(Error::code(Code::OwnershipControlsNotFoundError).with_bucket(bucket));
             }
@@ -858,7 +858,8 @@ impl Store for Authorized {
             .await
             .map_err(|e| self.hide_missing(e, &ctx, &auth))?;
         let stored = if auth.ownership.acls_disabled() { None } else { self.stored_object_acl(bucket, key).await? };
-        Ok(Some(auth.effective_object_acl(stored.as_ref()).to_xml().into_bytes()))
+        let acl = auth.effective_object_acl(stored.as_ref()).with_names(|id| self.accounts.account_name(id));
+        Ok(Some(acl.to_xml().into_bytes()))
     }
 
     async fn put_object_acl(&self, bucket: &str, key: &str, doc: Option<Vec<u8>>) -> Result<()> {
