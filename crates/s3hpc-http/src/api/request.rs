@@ -321,8 +321,8 @@ fn anonymous_body(r: &Req<'_>, body: ReqBody, len: u64) -> Body {
     use futures::StreamExt;
     let slots = r.st.uploads.clone();
     let idle = r.st.cfg.body_idle_timeout;
-    let lazy = futures::stream::once(async move { body.upload_slot(&slots).await }).flat_map(
-        move |got| -> ByteStream {
+    let lazy =
+        futures::stream::once(async move { body.upload_slot(&slots).await }).flat_map(move |got| -> ByteStream {
             match got {
                 Ok((b, permit)) => {
                     let mut seen = 0u64;
@@ -338,8 +338,7 @@ fn anonymous_body(r: &Req<'_>, body: ReqBody, len: u64) -> Body {
                 }
                 Err(e) => Box::pin(futures::stream::iter([Err(std::io::Error::from(e))])),
             }
-        },
-    );
+        });
     Body::Stream(Box::pin(lazy))
 }
 
