@@ -29,7 +29,7 @@ fn color(i: usize) -> RGBColor {
     }
     let k = i - C.len();
     let hue = (0.11 + k as f64 * 0.381_966) % 1.0;
-    let light = if k % 2 == 0 { 0.38 } else { 0.55 };
+    let light = if k.is_multiple_of(2) { 0.38 } else { 0.55 };
     let c = HSLColor(hue, 0.7, light).to_rgba();
     RGBColor(c.0, c.1, c.2)
 }
