@@ -78,3 +78,16 @@ def test_grants_by_id_show_the_accounts_display_name(gw):  # noqa: F811
                  GrantReadACP='id="bob-id"')
     grants = {g["Grantee"]["ID"]: g["Grantee"] for g in a.get_object_acl(Bucket="suite-acl-names", Key="k")["Grants"]}
     assert grants["alice-id"].get("DisplayName") == "alice"
+
+
+def test_delete_objects_with_bypass_in_a_bucket_without_lock_is_refused_whole(s3, bucket):
+    """ceph/s3-tests issue 493 (its teardown): DeleteObjects with x-amz-bypass-governance-retention
+    in a bucket without Object Lock is one 400 InvalidArgument for the request, as on AWS, not
+    an <Error> per key; nothing is deleted."""
+    s3.put_object(Bucket=bucket, Key="asdf", Body=b"str")
+    with pytest.raises(ClientError) as e:
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "asdf", "VersionId": "null"}], "Quiet": True},
+                          BypassGovernanceRetention=True)
+    assert (err_status(e.value), err_code(e.value)) == (400, "InvalidArgument")
+    assert "x-amz-bypass-governance-retention is only applicable to Object Lock enabled buckets." in str(e.value)
+    assert s3.get_object(Bucket=bucket, Key="asdf")["Body"].read() == b"str"
