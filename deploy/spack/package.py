@@ -21,8 +21,9 @@ class S3hpc(Package):
     variant("mpi", default=False, description="s3hpc bench runs ranks under MPI (mpirun)")
 
     depends_on("rust@1.95:", type="build")
-    # `s3hpc mount` runs fusermount3 (it does not link libfuse).
-    depends_on("fuse@3:", type="run")
+    # `s3hpc mount` runs fusermount3 (it does not link libfuse); Spack names FUSE `libfuse`
+    # (there is no `fuse` package, so a `fuse@3:` dependency constrained nothing).
+    depends_on("libfuse@3:", type="run")
     depends_on("mpi", when="+mpi")
 
     def install(self, spec, prefix):

@@ -173,6 +173,28 @@ impl Acl {
         self.grants.iter().all(|g| matches!(&g.grantee, Grantee::CanonicalUser { id, .. } if id == owner_id))
     }
 
+    /// Whether this is the private ACL of `owner_id`: FULL_CONTROL to the owner and nothing else
+    /// (what S3 accepts where ACLs are disabled, and what an object without an ACL record has).
+    /// An ACL that takes grants away from the owner (none at all, or only WRITE) is not.
+    pub fn is_private_of(&self, owner_id: &str) -> bool {
+        !self.grants.is_empty()
+            && self.grants.iter().all(|g| {
+                g.permission == Permission::FullControl
+                    && matches!(&g.grantee, Grantee::CanonicalUser { id, .. } if id == owner_id)
+            })
+    }
+
+    /// This ACL with the display name of each account grantee that was granted by id alone
+    /// (`x-amz-grant-*: id=...`, a document without DisplayName), as S3 shows it.
+    pub fn with_names(mut self, name_of: impl Fn(&str) -> Option<String>) -> Acl {
+        for g in &mut self.grants {
+            if let Grantee::CanonicalUser { id, display_name: dn @ None } = &mut g.grantee {
+                *dn = name_of(id);
+            }
+        }
+        self
+    }
+
     /// The AccessControlPolicy document (GetBucketAcl / GetObjectAcl answer).
     pub fn to_xml(&self) -> String {
         let mut s = String::with_capacity(256 + 200 * self.grants.len());

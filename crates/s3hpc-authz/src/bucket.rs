@@ -100,7 +100,7 @@ impl BucketAuth {
         let mut b = BucketAuth::new(owner_of(creator));
         b.ownership = ownership.unwrap_or_default();
         let acl = b.acl_from_request(requested)?;
-        if b.ownership.acls_disabled() && !acl.only_owner(&b.owner().id) {
+        if b.ownership.acls_disabled() && !acl.is_private_of(&b.owner().id) {
             return Err(invalid_acl_with_ownership());
         }
         b.acl = acl;
@@ -206,7 +206,7 @@ impl BucketAuth {
             }
             None => self.acl_from_request(requested)?,
         };
-        if self.ownership.acls_disabled() && !acl.only_owner(&self.owner().id) {
+        if self.ownership.acls_disabled() && !acl.is_private_of(&self.owner().id) {
             return Err(AuthzError::acl_not_supported());
         }
         if self.pab().block_public_acls && acl.is_public() {

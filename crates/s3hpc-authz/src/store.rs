@@ -89,7 +89,7 @@ fn upload_acl_config(upload_id: &str) -> String {
 
 /// What an object without an ACL record has: the bucket owner's, private.
 fn is_default_acl(acl: &Acl, auth: &BucketAuth) -> bool {
-    acl.owner.id == auth.owner().id && acl.only_owner(&acl.owner.id)
+    acl.owner.id == auth.owner().id && acl.is_private_of(&acl.owner.id)
 }
 
 fn principal(c: &Caller) -> Principal {
@@ -604,7 +604,7 @@ impl Store for Authorized {
                 )
                 .into(),
             ),
-            "acl" => Some(auth.effective_bucket_acl().to_xml().into()),
+            "acl" => Some(auth.effective_bucket_acl().with_names(|id| self.accounts.account_name(id)).to_xml().into()),
             "ownershipControls" if auth.ownership_controls_deleted => {
                 return Err(Error::code(Code::OwnershipControlsNotFoundError).with_bucket(bucket));
             }
@@ -870,7 +870,8 @@ impl Store for Authorized {
             .await
             .map_err(|e| self.hide_missing(e, &ctx, &auth))?;
         let stored = if auth.ownership.acls_disabled() { None } else { self.stored_object_acl(bucket, key).await? };
-        Ok(Some(auth.effective_object_acl(stored.as_ref()).to_xml().into_bytes()))
+        let acl = auth.effective_object_acl(stored.as_ref()).with_names(|id| self.accounts.account_name(id));
+        Ok(Some(acl.to_xml().into_bytes()))
     }
 
     async fn put_object_acl(&self, bucket: &str, key: &str, doc: Option<Vec<u8>>) -> Result<()> {

@@ -11,6 +11,8 @@ use crate::stats::BenchRun;
 
 type Series = (String, Vec<(f64, f64)>);
 
+/// Series colour `i`: the 8 of the common palette, then further hues (golden-angle steps, two
+/// lightnesses) so that no two of a chart's series share a colour.
 fn color(i: usize) -> RGBColor {
     const C: [RGBColor; 8] = [
         RGBColor(31, 119, 180),
@@ -22,7 +24,30 @@ fn color(i: usize) -> RGBColor {
         RGBColor(227, 119, 194),
         RGBColor(127, 127, 127),
     ];
-    C[i % C.len()]
+    if i < C.len() {
+        return C[i];
+    }
+    let k = i - C.len();
+    let hue = (0.11 + k as f64 * 0.381_966) % 1.0;
+    let light = if k.is_multiple_of(2) { 0.38 } else { 0.55 };
+    let c = HSLColor(hue, 0.7, light).to_rgba();
+    RGBColor(c.0, c.1, c.2)
+}
+
+/// A tick label for an axis of whole numbers (concurrency): the number at whole ticks, nothing
+/// between them (rounding 1.5 and 2.5 printed `1 2 2 2 3`).
+fn int_label(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-6 { format!("{x:.0}") } else { String::new() }
+}
+
+/// Object sizes are drawn on a log2 axis (x = log2(size)), labelled at whole powers of two: the
+/// sizes a sweep measures (4KiB, 1MiB, ...), not a log10 axis's 9.8KiB, 97.7KiB, ...
+fn size_label(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-6 && (0.0..64.0).contains(&x) {
+        fmt_size(1u64 << (x.round() as u32))
+    } else {
+        String::new()
+    }
 }
 
 /// A line chart; `log_x`/`log_y` choose logarithmic axes.
@@ -60,6 +85,13 @@ fn line_chart(
                 ((a - span * 0.05).min(0.0f64.max(a - span * 0.05)), b + span * 0.1)
             }
         };
+        // A logarithmic axis over less than a decade has no labelled powers of ten and crams
+        // its minor labels together: such an axis is drawn linear.
+        let log_x = log_x && x1 / x0.max(1e-3) >= 10.0;
+        let log_y = log_y && y1 / y0.max(1e-3) >= 10.0;
+        // A linear axis gets about one label per unit for short ranges (concurrency, log2 size),
+        // so whole values are tick positions.
+        let x_labels = if log_x { 10 } else { ((x1 - x0).ceil() as usize + 1).clamp(2, 12) };
         let (x0, x1) = pad(x0, x1, log_x);
         let (y0, y1) = pad(y0.min(if log_y { y0 } else { 0.0 }), y1, log_y);
         let mut cb = ChartBuilder::on(&root);
@@ -71,6 +103,8 @@ fn line_chart(
                     .configure_mesh()
                     .x_desc(x_desc)
                     .y_desc(y_desc)
+                    .x_labels(x_labels)
+                    .y_labels(8)
                     .x_label_formatter(&|x| x_fmt(*x))
                     .draw()
                     .map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -128,7 +162,7 @@ pub fn write_report(run: &BenchRun, dir: &Path) -> anyhow::Result<Vec<String>> {
                 .phases
                 .iter()
                 .filter(|p| p.name == op && p.object_size > 0)
-                .map(|p| (p.object_size as f64, p.mib_per_sec.max(1e-3)))
+                .map(|p| ((p.object_size as f64).log2(), p.mib_per_sec.max(1e-3)))
                 .collect();
             if pts.len() >= 2 {
                 if op != "head" {
@@ -138,17 +172,16 @@ pub fn write_report(run: &BenchRun, dir: &Path) -> anyhow::Result<Vec<String>> {
                     .phases
                     .iter()
                     .filter(|p| p.name == op && p.object_size > 0)
-                    .map(|p| (p.object_size as f64, p.ops_per_sec.max(1e-3)))
+                    .map(|p| ((p.object_size as f64).log2(), p.ops_per_sec.max(1e-3)))
                     .collect();
                 ops_s.push((format!("{} {op}", r.target), o));
             }
         }
     }
-    let size_fmt = |x: f64| fmt_size(x.round() as u64);
     if !tput.is_empty() {
-        let svg = line_chart("Throughput vs object size", "object size", "MiB/s", &tput, true, true, &size_fmt)?;
+        let svg = line_chart("Throughput vs object size", "object size", "MiB/s", &tput, false, true, &size_label)?;
         save("throughput.svg".into(), "Throughput vs object size".into(), svg)?;
-        let svg = line_chart("Operations/s vs object size", "object size", "ops/s", &ops_s, true, true, &size_fmt)?;
+        let svg = line_chart("Operations/s vs object size", "object size", "ops/s", &ops_s, false, true, &size_label)?;
         save("ops.svg".into(), "Operations per second vs object size".into(), svg)?;
     }
 
@@ -177,13 +210,12 @@ pub fn write_report(run: &BenchRun, dir: &Path) -> anyhow::Result<Vec<String>> {
             rate.push((r.target.clone(), pts));
         }
     }
-    let int_fmt = |x: f64| format!("{x:.0}");
     if !st.is_empty() {
-        let svg = line_chart("Speedtest rounds", "concurrency", "MiB/s", &st, false, false, &int_fmt)?;
+        let svg = line_chart("Speedtest rounds", "concurrency", "MiB/s", &st, false, false, &int_label)?;
         save("speedtest.svg".into(), "Speedtest: throughput per round".into(), svg)?;
     }
     if !rate.is_empty() {
-        let svg = line_chart("Request rate", "concurrency", "ops/s", &rate, true, true, &int_fmt)?;
+        let svg = line_chart("Request rate", "concurrency", "ops/s", &rate, true, true, &int_label)?;
         save("rate.svg".into(), "Request rate vs concurrency".into(), svg)?;
     }
 
@@ -286,4 +318,60 @@ pub fn write_report(run: &BenchRun, dir: &Path) -> anyhow::Result<Vec<String>> {
     let mut files: Vec<String> = charts.into_iter().map(|c| c.0).collect();
     files.push("index.html".into());
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text of every `<text>` element of an SVG.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn concurrency_axis_labels_whole_numbers_once() {
+        let s: Vec<Series> = vec![("t put".into(), vec![(1.0, 10.0), (2.0, 20.0), (3.0, 25.0)])];
+        let svg = line_chart("Speedtest rounds", "concurrency", "MiB/s", &s, false, false, &int_label).unwrap();
+        let t = texts(&svg);
+        for n in ["1", "2", "3"] {
+            assert_eq!(t.iter().filter(|x| x.as_str() == n).count(), 1, "label {n} once: {t:?}");
+        }
+    }
+
+    #[test]
+    fn size_axis_shows_the_measured_sizes() {
+        let pts = [4096u64, 65536, 1 << 20, 16 << 20].map(|b| ((b as f64).log2(), b as f64 / 1000.0)).to_vec();
+        let s: Vec<Series> = vec![("t put".into(), pts)];
+        let svg = line_chart("Throughput", "object size", "MiB/s", &s, false, true, &size_label).unwrap();
+        let t = texts(&svg);
+        for want in ["4KiB", "64KiB", "1MiB", "16MiB"] {
+            assert!(t.iter().any(|x| x == want), "{want} in {t:?}");
+        }
+        assert!(!t.iter().any(|x| x.ends_with("iB") && x.contains('.')), "no fractional sizes: {t:?}");
+    }
+
+    #[test]
+    fn latency_axis_under_a_decade_has_few_distinct_labels() {
+        let s: Vec<Series> = vec![("t".into(), (0..7).map(|i| (i as f64, 1500.0 + 60.0 * i as f64)).collect())];
+        let svg = line_chart("Latency", "percentile", "latency (us)", &s, false, true, &|_| String::new()).unwrap();
+        let y: Vec<String> = texts(&svg).into_iter().filter(|x| x.parse::<f64>().is_ok()).collect();
+        let mut uniq = y.clone();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), y.len(), "repeated y labels: {y:?}");
+        assert!((3..=10).contains(&y.len()), "y labels: {y:?}");
+    }
+
+    #[test]
+    fn series_colours_do_not_repeat() {
+        let c: Vec<(u8, u8, u8)> = (0..24).map(|i| (color(i).0, color(i).1, color(i).2)).collect();
+        let mut u = c.clone();
+        u.sort();
+        u.dedup();
+        assert_eq!(u.len(), c.len(), "{c:?}");
+    }
 }

@@ -297,6 +297,12 @@ impl CredentialSet {
         source.is_some_and(|s| s.account_exists(id))
     }
 
+    /// The display name of the account with canonical id `id`, if it has one.
+    pub fn account_name(&self, id: &str) -> Option<String> {
+        let users = self.read();
+        users.accounts.values().find(|a| a.id == id).and_then(|a| a.name.clone())
+    }
+
     /// The account whose POSIX uid is `uid`, if exactly one has it.
     pub fn account_by_uid(&self, uid: u32) -> Option<std::sync::Arc<crate::caller::Account>> {
         self.access_key_for_uid(uid)

@@ -74,7 +74,7 @@ error_codes! {
     NotImplemented => 501, "A header you provided implies functionality that is not implemented.";
     NotModified => 304, "Not Modified";
     PreconditionFailed => 412, "At least one of the pre-conditions you specified did not hold";
-    RequestTimeTooSkewed => 403, "The difference between the request time and the server's time is too large.";
+    RequestTimeTooSkewed => 403, "The difference between the request time and the current time is too large.";
     RequestTimeout => 400, "Your socket connection to the server was not read from or written to within the timeout period.";
     SignatureDoesNotMatch => 403, "The request signature we calculated does not match the signature you provided. Check your key and signing method.";
     XAmzContentSHA256Mismatch => 400, "The provided 'x-amz-content-sha256' header does not match what was computed.";

@@ -282,6 +282,24 @@ fn parse_date(d: &str) -> Option<SystemTime> {
         .ok()
         .or_else(|| d.strip_suffix("+0000").and_then(|b| httpdate::parse_http_date(&format!("{b}GMT")).ok()))
         .or_else(|| parse_amz_date(d))
+        .or_else(|| parse_date_any_weekday(d))
+}
+
+/// An RFC 1123 date whose weekday does not match its date ("Tue, 07 Jul 2010 ..."): S3 reads
+/// the date and ignores the weekday, so such a request is judged by its time (a skewed one is
+/// RequestTimeTooSkewed, not refused as undated).
+fn parse_date_any_weekday(d: &str) -> Option<SystemTime> {
+    let (_, rest) = d.split_once(", ")?;
+    let f: Vec<&str> = rest.split(' ').collect();
+    let [day, mon, year, time, "GMT"] = f[..] else { return None };
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let m = MONTHS.iter().position(|x| *x == mon)? + 1;
+    let t: Vec<&str> = time.split(':').collect();
+    let [h, mi, se] = t[..] else { return None };
+    if day.len() != 2 || year.len() != 4 || [h, mi, se].iter().any(|x| x.len() != 2) {
+        return None;
+    }
+    parse_amz_date(&format!("{year}{m:02}{day}T{h}{mi}{se}Z"))
 }
 
 /// `Authorization: AWS AKID:signature`.

@@ -35,6 +35,14 @@ pub(super) async fn delete_objects(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         .buffered(16)
         .collect()
         .await;
+    // The bypass header in a bucket without Object Lock refuses every key alike (nothing was
+    // deleted): S3 refuses the whole request, 400 InvalidArgument.
+    let bypass = s3hpc_core::lock::bypass_without_lock();
+    if let Some((_, _, Err(e))) =
+        results.iter().find(|(_, _, res)| matches!(res, Err(e) if e.code == bypass.code && e.message == bypass.message))
+    {
+        return Err(e.clone());
+    }
     let mut s = String::from(DECL);
     s.push_str(&format!("<DeleteResult xmlns=\"{NS}\">"));
     for (key, version, res) in results {

@@ -276,6 +276,9 @@ pub(super) async fn object_body(
     sink: Option<TrailerSink>,
     len: u64,
 ) -> Result<(Body, Option<tokio::sync::OwnedSemaphorePermit>)> {
+    if r.verified.is_none() && sink.is_none() {
+        return Ok((anonymous_body(r, body, len), None));
+    }
     if len <= SMALL_BODY {
         let data = Body::Stream(body_stream(r, body, sink)).collect_limited(len as usize).await.map_err(|e| {
             if e.code == ErrorCode::MaxMessageLengthExceeded {
@@ -308,6 +311,35 @@ pub(super) async fn object_body(
         Ok(chunk)
     });
     Ok((Body::Stream(Box::pin(capped)), Some(permit)))
+}
+
+/// The body of an anonymous upload, read only when the store asks for it: the store decides
+/// whether anyone may write there first, so a refused request is answered (403) without a
+/// `100 Continue` and without reading a byte, as S3 does. The upload slot is taken at the
+/// first read and held until the body ends.
+fn anonymous_body(r: &Req<'_>, body: ReqBody, len: u64) -> Body {
+    use futures::StreamExt;
+    let slots = r.st.uploads.clone();
+    let idle = r.st.cfg.body_idle_timeout;
+    let lazy =
+        futures::stream::once(async move { body.upload_slot(&slots).await }).flat_map(move |got| -> ByteStream {
+            match got {
+                Ok((b, permit)) => {
+                    let mut seen = 0u64;
+                    Box::pin(incoming_stream(b, idle).map(move |item| {
+                        let _held = &permit;
+                        let chunk = item?;
+                        seen += chunk.len() as u64;
+                        if len == u64::MAX && seen > MAX_PUT_SIZE {
+                            return Err(std::io::Error::from(Error::code(ErrorCode::EntityTooLarge)));
+                        }
+                        Ok(chunk)
+                    }))
+                }
+                Err(e) => Box::pin(futures::stream::iter([Err(std::io::Error::from(e))])),
+            }
+        });
+    Body::Stream(Box::pin(lazy))
 }
 
 /// Read a small request body (XML documents), verifying Content-MD5 and checksum headers or
