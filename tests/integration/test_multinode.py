@@ -518,8 +518,11 @@ def test_conformance_two_gateways(bed, request):
                     "the races and cross-node reads above cover the default one")
     env = dict(os.environ, S3HPC_ACCESS_KEY=ACCESS_KEY, S3HPC_SECRET_KEY=SECRET_KEY)
     config_cases = ["versioning_suspended", "version_tagging", "object_lock"]
+    # MooseFS keeps file times in whole seconds: the fs extension's nanosecond utimes case
+    # cannot hold there (a property of the file system, not of the gateways).
+    not_here = ["fs_attributes"] if bed.mode.startswith("moosefs") else []
     both = ",".join(g.endpoint for g in bed.gateways)
-    for endpoints, cases in ((both, [f"-{c}" for c in config_cases]),
+    for endpoints, cases in ((both, [f"-{c}" for c in config_cases + not_here]),
                              (bed.gateways[0].endpoint, [f"+{c}" for c in config_cases])):
         t0 = time.monotonic()
         r = subprocess.run([str(exe), endpoints, *cases], capture_output=True, text=True, timeout=900, env=env)
@@ -542,7 +545,7 @@ CONFORMANCE_INTERMITTENT = {
     # 1 of about 50 runs, through one gateway: GetObjectTagging right after PutObjectTagging of
     # the current version named by its id returned the previous tags.
     "gluster-coherent": lambda name: name == "version_tagging",
-    # In 2 of 4 full runs one or two multipart cases failed: CompleteMultipartUpload through one
+    # In 3 of 6 full runs one or two multipart cases failed: CompleteMultipartUpload through one
     # gateway answered InvalidPart for a part uploaded (or copied) through the other a moment
     # before, or HEAD of the completed object lacked its parts count (upload_part_copy,
     # multipart_happy_path, multipart_checksum_types); each alone passed 20 of 20.
