@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -21,6 +22,15 @@ ACCESS_KEY = "itestAccessKey01"
 SECRET_KEY = "itestSecretKey01/with+specials"
 REGION = "us-east-1"
 REPO = Path(__file__).resolve().parents[2]
+
+
+def ensure_user(login: str) -> pwd.struct_passwd:
+    """A real Unix user (made with useradd, no home, no shell) for tests where identities matter."""
+    try:
+        return pwd.getpwnam(login)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", login], check=True)
+        return pwd.getpwnam(login)
 
 
 def s3hpc_bin() -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import grp
 import os
-import pwd
 import re
 import shutil
 import subprocess
@@ -19,21 +18,13 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import Server, err_code, err_status, make_client, s3hpc_bin
+from conftest import Server, err_code, err_status, ensure_user, make_client, s3hpc_bin, wait_until
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
                                 reason="needs root and useradd to create the test users")
 
 ALICE, BOB = "s3hpc-kalice", "s3hpc-kbob"
 ADMIN = ("CREDSADMIN0000000001", "admin/secret+creds")
-
-
-def ensure_user(login: str) -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(login)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", login], check=True)
-        return pwd.getpwnam(login)
 
 
 class Bed:
@@ -404,16 +395,13 @@ def test_console_refuses_sts_session_credentials(bed):
     every S3 request must carry) cannot log in, while the key that asked for it can."""
     import json
     import re
-    import time
     import urllib.request
     import urllib.error
     ak, sk = bed.create(ALICE)
     c = sts_client(bed.a.endpoint, ak, sk).get_session_token(DurationSeconds=900)["Credentials"]
     srv = Server(bed.root, extra=[*bed.common, "--console-listen", "127.0.0.1:0"])
     try:
-        t0 = time.monotonic()
-        while not any("console on" in line for line in srv.output) and time.monotonic() - t0 < 10:
-            time.sleep(0.05)
+        assert wait_until(lambda: any("console on" in line for line in srv.output), 10), "".join(srv.output)
         url = re.search(r"console on (https?://\S+)", "".join(srv.output)).group(1)
 
         def login(key, secret):

@@ -13,7 +13,6 @@ import fcntl
 import grp
 import json
 import os
-import pwd
 import re
 import shutil
 import subprocess
@@ -27,7 +26,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import Server, err_code, make_client, wait_until
+from conftest import Server, err_code, ensure_user, make_client, wait_until
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
                                 reason="needs root and useradd to create the test users")
@@ -36,14 +35,6 @@ USERS = {"s3hpc-alice": ("HOSTILEALICE00000001", "secret/alice+hostile"),
          "s3hpc-mallory": ("HOSTILEMALLORY000001", "secret/mallory+hostile")}
 EVE = "s3hpc-eve"
 TEAM = "s3hpc-team"
-
-
-def ensure_user(login: str) -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(login)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", login], check=True)
-        return pwd.getpwnam(login)
 
 
 def ensure_team(members):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import tempfile
@@ -14,21 +13,13 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import Server, err_code, make_client, s3hpc_bin
+from conftest import Server, err_code, ensure_user, make_client, s3hpc_bin
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
                                 reason="needs root and useradd to create the test users")
 
 USERS = {"s3hpc-ia": ("IDENTITYUSERA0000001", "secret/a+identity"),
          "s3hpc-ib": ("IDENTITYUSERB0000001", "secret/b+identity")}
-
-
-def ensure_user(login: str) -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(login)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", login], check=True)
-        return pwd.getpwnam(login)
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,17 @@ impl Inner {
 
     pub(crate) fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         let r = self.delete_object_now(bucket, key);
-        self.cache.note_key(&self.root.join(bucket), key);
+        self.note_changed(bucket, key);
         r
+    }
+
+    /// This store changed the names along `key` in `bucket` (see `DirCache::note_key`); the
+    /// bucket's path is built only where own changes are noted (roots shared by nodes), so
+    /// local roots pay nothing per request.
+    pub(crate) fn note_changed(&self, bucket: &str, key: &str) {
+        if self.cache.journaling() {
+            self.cache.note_key(&self.root.join(bucket), key);
+        }
     }
 
     fn delete_object_now(&self, bucket: &str, key: &str) -> Result<()> {

@@ -222,12 +222,17 @@ impl DirCache {
         self.window_ns.store(window.as_nanos().min(i64::MAX as u128) as u64, AtOrd::Relaxed);
     }
 
+    /// Whether own changes are noted (a listing window is set: roots shared by nodes).
+    pub fn journaling(&self) -> bool {
+        self.window_ns.load(AtOrd::Relaxed) != 0
+    }
+
     /// This store changed the names along `key`'s path in the bucket directory `bdir` (created,
     /// replaced, deleted or renamed the key, and made or pruned the directories above it).
     /// Called after the change, before the call that made it returns. Only stamped lists need
     /// it (watched ones hear of every change from inotify), and only with a window.
     pub fn note_key(&self, bdir: &Path, key: &str) {
-        if self.window_ns.load(AtOrd::Relaxed) == 0 {
+        if !self.journaling() {
             return;
         }
         let mut st = self.lock();

@@ -26,9 +26,8 @@ impl Inner {
     /// RenameObject within `bucket`, on the calling thread.
     pub(crate) fn rename_object(&self, bucket: &str, src: &str, dst: &str, req: &RenameObjectRequest) -> Result<()> {
         let r = self.rename_object_now(bucket, src, dst, req);
-        let bdir = self.root.join(bucket);
-        self.cache.note_key(&bdir, src);
-        self.cache.note_key(&bdir, dst);
+        self.note_changed(bucket, src);
+        self.note_changed(bucket, dst);
         r
     }
 

@@ -213,7 +213,7 @@ impl Inner {
         bypass: bool,
     ) -> Result<DeleteObjectOutput> {
         let r = self.delete_version_now(bucket, key, vid, bypass);
-        self.cache.note_key(&self.root.join(bucket), key);
+        self.note_changed(bucket, key);
         r
     }
 
