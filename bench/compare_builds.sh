@@ -16,17 +16,12 @@ CONC=${CONC:-8}
 read -r -a SA <<<"${SERVE_ARGS:-}"
 R=$(mktemp -d /dev/shm/s3hpc-compare.XXXXXX)
 mkdir -p "$R/old" "$R/new"
-"$OLD" serve "$R/old" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret "${SA[@]}" >"$R/old.log" 2>&1 &
-P1=$!
-"$NEW" serve "$R/new" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret "${SA[@]}" >"$R/new.log" 2>&1 &
-P2=$!
-trap 'kill $P1 $P2 2>/dev/null; wait 2>/dev/null; rm -rf "$R"' EXIT
-for _ in $(seq 100); do
-  grep -q "listening on" "$R/old.log" && grep -q "listening on" "$R/new.log" && break
-  sleep 0.1
-done
-A=$(grep -o "http://127.0.0.1:[0-9]*" "$R/old.log" | head -1)
-B=$(grep -o "http://127.0.0.1:[0-9]*" "$R/new.log" | head -1)
+. "$(dirname "$0")/lib.sh"
+trap 'bench_stop; rm -rf "$R"' EXIT
+gw_start "$R/old.log" "$OLD" "$R/old" --durability none --access-key AK --secret-key SKsecret ${SA[@]+"${SA[@]}"}
+A=$GW_URL
+gw_start "$R/new.log" "$NEW" "$R/new" --durability none --access-key AK --secret-key SKsecret ${SA[@]+"${SA[@]}"}
+B=$GW_URL
 echo "old: $A   new: $B"
 "$NEW" bench sweep -t "$A" -t "$B" --access-key AK --secret-key SKsecret --sizes "$SIZES" --duration "$DUR" \
   -c "$CONC" --bucket compare-one -q

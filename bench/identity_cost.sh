@@ -32,30 +32,12 @@ access_key = "$AK"
 secret_key = "$SK"
 user = "$USER_NAME"
 TOML
-start() { # mode logfile -> prints the endpoint
-  local log=$2
-  if [ "$1" = posix ]; then
-    "$S3HPC_BIN" serve "$ROOT/served" --listen 127.0.0.1:0 --durability none --identity posix \
-      --config "$ROOT/users.toml" >"$log" 2>&1 &
-  else
-    "$S3HPC_BIN" serve "$ROOT/served" --listen 127.0.0.1:0 --durability none \
-      --access-key "$AK" --secret-key "$SK" >"$log" 2>&1 &
-  fi
-  echo $! >"$log.pid"
-  for _ in $(seq 100); do
-    grep -q "listening on" "$log" && break
-    sleep 0.1
-  done
-  grep -o "http://127.0.0.1:[0-9]*" "$log" | head -1
-}
-GW=$(start gateway "$ROOT/gateway.log")
-PX=$(start posix "$ROOT/posix.log")
-cleanup() {
-  kill "$(cat "$ROOT/gateway.log.pid")" "$(cat "$ROOT/posix.log.pid")" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$ROOT"
-}
-trap cleanup EXIT
+. bench/lib.sh
+trap 'bench_stop; rm -rf "$ROOT"' EXIT
+gw_start "$ROOT/gateway.log" "$S3HPC_BIN" "$ROOT/served" --durability none --access-key "$AK" --secret-key "$SK"
+GW=$GW_URL
+gw_start "$ROOT/posix.log" "$S3HPC_BIN" "$ROOT/served" --durability none --identity posix --config "$ROOT/users.toml"
+PX=$GW_URL
 echo "gateway mode: $GW   posix mode: $PX   (same root, same key)"
 for r in $(seq "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then order=("$GW" "$PX"); else order=("$PX" "$GW"); fi

@@ -31,28 +31,12 @@ SOCK="$ROOT/s3hpc.sock"
 AK=putboundAccessKey
 SK=putboundSecretKey
 LOG="$ROOT/serve.log"
-"${pin[@]}" "$S3HPC_BIN" serve "$ROOT/served" --listen 127.0.0.1:0 --durability none --etag "$ETAG" \
-  --binary "unix://$SOCK" --access-key "$AK" --secret-key "$SK" >"$LOG" 2>&1 &
-SERVER=$!
-cleanup() {
-  kill "$SERVER" 2>/dev/null || true
-  wait "$SERVER" 2>/dev/null || true
-  rm -rf "$ROOT"
-}
-trap cleanup EXIT
-
-# The listening address is printed once the gateway is up.
-ADDR=
-for _ in $(seq 100); do
-  ADDR=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$LOG" | head -1 || true)
-  if [ -n "$ADDR" ] && [ -S "$SOCK" ]; then break; fi
-  sleep 0.1
-done
-if [ -z "$ADDR" ] || [ ! -S "$SOCK" ]; then
-  echo "the gateway did not start:" >&2
-  cat "$LOG" >&2
-  exit 1
-fi
+. bench/lib.sh
+trap 'bench_stop; rm -rf "$ROOT"' EXIT
+GW_WRAP=(${pin[@]+"${pin[@]}"})
+gw_start "$LOG" "$S3HPC_BIN" "$ROOT/served" --durability none --etag "$ETAG" \
+  --binary "unix://$SOCK" --access-key "$AK" --secret-key "$SK"
+ADDR=$GW_URL
 
 echo "4 KiB PUT, etag $ETAG, CPUs ${CPUS:-unpinned}, ${SECS}s per target"
 for c in $CONC; do

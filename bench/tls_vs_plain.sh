@@ -19,19 +19,13 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=12
 printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$R/ext"
 openssl x509 -req -in "$R/cert.csr" -CA "$R/ca.pem" -CAkey "$R/ca.key" -CAcreateserial -days 1 \
   -extfile "$R/ext" -out "$R/cert.pem" 2>/dev/null
-"$BIN" serve "$R/plain" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret >"$R/plain.log" 2>&1 &
-P1=$!
-"$BIN" serve "$R/tls" --listen 127.0.0.1:0 --durability none --access-key AK --secret-key SKsecret \
-  --tls-cert "$R/cert.pem" --tls-key "$R/key.pem" --binary tcp://127.0.0.1:0 --binary tls://127.0.0.1:0 \
-  >"$R/tls.log" 2>&1 &
-P2=$!
-trap 'kill $P1 $P2 2>/dev/null; wait 2>/dev/null; rm -rf "$R"' EXIT
-for _ in $(seq 100); do
-  grep -q "listening on" "$R/plain.log" && grep -q "listening on" "$R/tls.log" && break
-  sleep 0.1
-done
-A=$(grep -o "http://127.0.0.1:[0-9]*" "$R/plain.log" | head -1)
-B=$(grep -o "https://127.0.0.1:[0-9]*" "$R/tls.log" | head -1)
+. "$(dirname "$0")/lib.sh"
+trap 'bench_stop; rm -rf "$R"' EXIT
+gw_start "$R/plain.log" "$BIN" "$R/plain" --durability none --access-key AK --secret-key SKsecret
+A=$GW_URL
+gw_start "$R/tls.log" "$BIN" "$R/tls" --durability none --access-key AK --secret-key SKsecret \
+  --tls-cert "$R/cert.pem" --tls-key "$R/key.pem" --binary tcp://127.0.0.1:0 --binary tls://127.0.0.1:0
+B=$GW_URL
 C=$(grep -o "tcp://127.0.0.1:[0-9]*" "$R/tls.log" | head -1)
 D=$(grep -o "tls://127.0.0.1:[0-9]*" "$R/tls.log" | head -1)
 echo "plain: $A   tls: $B   binary plain: $C   binary tls: $D"
