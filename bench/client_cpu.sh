@@ -28,11 +28,11 @@ BYTES=$(python3 -c "
 s='$SIZE'.lower(); u={'k':1<<10,'kib':1<<10,'m':1<<20,'mib':1<<20,'b':1,'':1}
 n=s.rstrip('kimb'); print(int(float(n)*u[s[len(n):]]))")
 
-"$B" serve "$W/srv" --backend noop --noop-object-size "$BYTES" --listen 127.0.0.1:0 \
-    --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" >"$W/srv.out" 2>&1 &
-SPID=$!; PIDS+=("$SPID")
-for _ in $(seq 100); do grep -q 'listening on' "$W/srv.out" && break; sleep 0.1; done
-GW=$(grep -o 'http://127.0.0.1:[0-9]*' "$W/srv.out" | head -1)
+. "$REPO/bench/lib.sh"
+gw_start "$W/srv.out" "$B" "$W/srv" --backend noop --noop-object-size "$BYTES" \
+    --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY"
+SPID=$GW_PID; PIDS+=("$SPID")
+GW=$GW_URL
 
 ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo $t; }
 

@@ -39,6 +39,7 @@ export AWS_ACCESS_KEY_ID=rssLoadKey AWS_SECRET_ACCESS_KEY=rss-load-secret-012345
 P=''
 stop() { if [ -n "$P" ]; then kill "$P" 2>/dev/null || true; wait "$P" 2>/dev/null || true; fi; P=''; }
 trap 'stop; rm -rf "$W"' EXIT
+. "$(dirname "$0")/lib.sh"   # wait_port
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 kb() { awk -v f="$1:" '$1 == f {print $2}' "/proc/$P/status"; }
 
@@ -70,7 +71,7 @@ measure() { # label
              --keep-alive posix "$W/root" >"$W/log" 2>&1 & ;;
   esac
   P=$!
-  for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+  wait_port "$port"
   sleep 1
   local idle put mix small hwm1 hwm2 hwm3 rss settled tasks
   idle=$(kb VmRSS)

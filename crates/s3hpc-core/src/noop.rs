@@ -1,6 +1,10 @@
 //! The `noop` backend: reads and discards PUT bodies, answers reads from one fixed object held in
-//! memory. It measures the front end and the client without storage cost; it stores nothing.
+//! memory. It measures the front end and the client without storage cost; it stores no objects.
+//! Bucket configuration documents (owner, ACL, policy: what S3 authorization reads) are kept in
+//! memory, so a gateway on it authorizes requests as on any other backend.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
@@ -17,6 +21,8 @@ pub struct NoopStore {
     object: Bytes,
     etag: String,
     started: SystemTime,
+    /// (bucket, document name) -> document.
+    configs: Mutex<HashMap<(String, String), Vec<u8>>>,
 }
 
 impl NoopStore {
@@ -24,7 +30,7 @@ impl NoopStore {
     pub fn new(object_size: usize) -> Self {
         let object = Bytes::from(vec![0u8; object_size]);
         let etag = crate::checksum::md5_hex(&object);
-        NoopStore { object, etag, started: SystemTime::now() }
+        NoopStore { object, etag, started: SystemTime::now(), configs: Mutex::default() }
     }
 
     fn info(&self, key: &str) -> ObjectInfo {
@@ -85,7 +91,21 @@ impl Store for NoopStore {
     async fn create_bucket(&self, bucket: &str) -> Result<()> {
         crate::names::validate_bucket_name(bucket)
     }
-    async fn delete_bucket(&self, _bucket: &str) -> Result<()> {
+    async fn delete_bucket(&self, bucket: &str) -> Result<()> {
+        self.configs.lock().unwrap_or_else(|e| e.into_inner()).retain(|(b, _), _| b != bucket);
+        Ok(())
+    }
+    async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
+        let m = self.configs.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(m.get(&(bucket.to_string(), name.to_string())).cloned())
+    }
+    async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
+        let mut m = self.configs.lock().unwrap_or_else(|e| e.into_inner());
+        let k = (bucket.to_string(), name.to_string());
+        match doc {
+            Some(d) => m.insert(k, d),
+            None => m.remove(&k),
+        };
         Ok(())
     }
     async fn head_bucket(&self, _bucket: &str) -> Result<()> {
