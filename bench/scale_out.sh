@@ -5,7 +5,7 @@
 #
 #   bench/scale_out.sh --bin PATH --out FILE [--gateways 1,2,4] [--gateway-cores LIST]
 #       [--gateway-cores-each K] [--client-cores LIST] [--duration 5s] [--conc-per-gateway 16]
-#       [--root DIR] [--ops head4k,get4k,put4k,get1m,put1m] [--serve-args "..."]
+#       [--root DIR] [--ops head4k,get4k,put4k,get1m,put1m] [--serve-args "..."] [--warp PATH]
 #
 # This 2-core machine:  bench/scale_out.sh --bin target/release/s3hpc --gateways 1 \
 #                           --gateway-cores 0 --client-cores 1 --out /tmp/scale.md
@@ -22,6 +22,11 @@
 # after the phase). Peak RSS = each gateway's VmHWM after its N's runs (the largest shown).
 # The root (default: a fresh directory under /dev/shm) is removed at the end; everything started
 # is stopped on exit. Needs python3 and taskset (without taskset it runs unpinned and says so).
+# --warp PATH: each row is also run with MinIO's warp (stat/get/put, --host-select roundrobin over
+# the same gateways, same concurrency, pinned to the same client cores) right after `s3hpc bench`,
+# so the client CPU per request of both load generators is compared in one run. warp's window is
+# from its "Benchmark starting" line to its "Saving benchmark data" line; its ops are its reported
+# average obj/s times that window (its uploads before the window are not counted).
 # --budget SECONDS (default 330): no further N is started once it is spent, so an unattended run
 # ends in time; the table says which N were skipped.
 set -euo pipefail
@@ -60,6 +65,7 @@ def ap():
     p.add_argument("--root", default=None, help="the shared root (default: fresh under /dev/shm)")
     p.add_argument("--ops", default=",".join(OPS), help="operations: " + ",".join(OPS))
     p.add_argument("--serve-args", default="", help="extra `s3hpc serve` arguments")
+    p.add_argument("--warp", default=None, help="also run each row with this warp binary (client CPU compared)")
     p.add_argument("--budget", type=float, default=330, help="start no further N after this many seconds")
     return p.parse_args(sys.argv[1:])
 
@@ -197,9 +203,69 @@ def run_op(a, gws, name, n, bucket, wdir):
     srv_cpu = sum(s[-1][1] - at(s, t0) for s in srv) / TCK
     cli_cpu = (csamp[-1][1] - at(csamp, t0)) / TCK
     return dict(n=n, op=name, label=label, size=size, conc=conc, ops=ph["ops"], errors=r["errors"],
-                seconds=secs, ops_s=ph["ops"] / secs, mb_s=ph["bytes"] / secs / 1e6,
+                client="bench", seconds=secs, ops_s=ph["ops"] / secs, mb_s=ph["bytes"] / secs / 1e6,
                 client_us=1e6 * cli_cpu / max(ph["ops"], 1), server_us=1e6 * srv_cpu / max(ph["ops"], 1),
                 client_busy=cli_cpu / secs, server_busy=srv_cpu / secs)
+
+
+WARP_OP = {"head": "stat", "get": "get", "put": "put"}
+
+
+def run_warp(a, gws, name, n, wdir):
+    """One row driven by warp instead of `s3hpc bench`: same gateways, concurrency, client cores."""
+    import threading
+    op, size, label = OPS[name]
+    conc = a.conc_per_gateway * n
+    objects = max(conc, 256) if size <= 65536 else conc
+    hosts = ",".join(e.split("://", 1)[1] for e in gws.endpoints)
+    argv = [*pinned(a.client_cores), a.warp, "--no-color", WARP_OP[op], "--host", hosts, "--host-select", "roundrobin",
+            "--access-key", KEY, "--secret-key", SECRET, "--obj.size", str(size), "--duration", a.duration,
+            "--concurrent", str(conc), "--bucket", f"warp-{n}-{name}-{os.getpid()}", "--noclear",
+            "--benchdata", os.path.join(wdir, f"warp-{name}-{n}")]
+    if op != "put":
+        argv += ["--objects", str(objects)]
+    env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
+    cli = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, errors="replace", env=env, cwd=wdir)
+    marks, lines = {}, []
+
+    def read():
+        for line in cli.stdout:
+            lines.append(line)
+            for m in ("Benchmark starting", "Saving benchmark data"):
+                if m in line and m not in marks:
+                    marks[m] = time.monotonic()
+    th = threading.Thread(target=read, daemon=True)
+    th.start()
+    srv = [[(time.monotonic(), ticks(p))] for p in gws.pids]
+    csamp = [(time.monotonic(), 0)]
+    deadline = time.monotonic() + parse_secs(a.duration) + 120
+    while cli.poll() is None:
+        now = time.monotonic()
+        try:
+            csamp.append((now, ticks(cli.pid)))
+        except (OSError, ValueError, IndexError):
+            pass
+        for sm, p in zip(srv, gws.pids):
+            sm.append((now, ticks(p)))
+        if now > deadline:
+            cli.kill()
+        time.sleep(0.01)
+    th.join(5)
+    out = "".join(lines)
+    t0, t1 = marks.get("Benchmark starting"), marks.get("Saving benchmark data")
+    sec = re.search(r"Operation: " + WARP_OP[op].upper() + r".*?Average: [^\n]*?([\d.]+) obj/s", out, re.S)
+    if cli.returncode != 0 or t0 is None or t1 is None or not sec:
+        sys.exit(f"warp failed ({cli.returncode}): {' '.join(argv)}\n{out[-3000:]}")
+    secs = parse_secs(a.duration)
+    ops = float(sec.group(1)) * secs
+    srv_cpu = sum(at(sm, t1) - at(sm, t0) for sm in srv) / TCK
+    cli_cpu = (at(csamp, t1) - at(csamp, t0)) / TCK
+    win = t1 - t0
+    return dict(n=n, op=name, label=label, client="warp", size=size, conc=conc, ops=ops, errors=0,
+                seconds=secs, ops_s=ops / secs, mb_s=0.0 if op == "head" else ops * size / secs / 1e6,
+                client_us=1e6 * cli_cpu / max(ops, 1), server_us=1e6 * srv_cpu / max(ops, 1),
+                client_busy=cli_cpu / win, server_busy=srv_cpu / win)
 
 
 def main():
@@ -236,12 +302,16 @@ def main():
             bucket = f"scale-{n}-{os.getpid()}"
             try:
                 for o in ops:
-                    row = run_op(a, gws, o, n, bucket, wdir)
-                    rows.append(row)
-                    print(f"N={n} {row['label']:<11} {row['ops_s']:10.0f} ops/s {row['mb_s']:9.1f} MB/s  "
-                          f"client {row['client_us']:6.1f} us/req ({row['client_busy']:.2f} cores)  "
-                          f"server {row['server_us']:6.1f} us/req ({row['server_busy']:.2f} cores)  "
-                          f"errors {row['errors']}", file=sys.stderr, flush=True)
+                    rows_o = [run_op(a, gws, o, n, bucket, wdir)]
+                    if a.warp:
+                        rows_o.append(run_warp(a, gws, o, n, wdir))
+                    for row in rows_o:
+                        rows.append(row)
+                        print(f"N={n} {row['client']:<5} {row['label']:<11} {row['ops_s']:10.0f} ops/s "
+                              f"{row['mb_s']:9.1f} MB/s  "
+                              f"client {row['client_us']:6.1f} us/req ({row['client_busy']:.2f} cores)  "
+                              f"server {row['server_us']:6.1f} us/req ({row['server_busy']:.2f} cores)  "
+                              f"errors {row['errors']}", file=sys.stderr, flush=True)
                 rss[n] = dict(idle=idle, hwm=[status_kb(p, "VmHWM") for p in gws.pids],
                               pins=gws.pins)
             finally:
@@ -251,7 +321,7 @@ def main():
         if made_root:
             shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(wdir, ignore_errors=True)
-    base = {r["op"]: r["ops_s"] for r in rows if r["n"] == counts[0]}
+    base = {(r["op"], r["client"]): r["ops_s"] for r in rows if r["n"] == counts[0]}
     n0 = counts[0]
     host = os.uname()
     cpu = ""
@@ -266,11 +336,13 @@ def main():
            f"client on cores {a.client_cores}; {a.duration} per row, {a.conc_per_gateway} requests in flight per gateway; "
            f"`{os.path.basename(a.bin)} {subprocess.run([a.bin, '--version'], capture_output=True, text=True).stdout.strip()}`",
            "",
-           f"| N | op | ops/s | MB/s | vs N x (N={n0}) | client us/req (cores busy) | server us/req (cores busy) | errors |",
-           "|---:|---|---:|---:|---:|---:|---:|---:|"]
+           f"| N | op | load client | ops/s | MB/s | vs N x (N={n0}) | client us/req (cores busy) | server us/req (cores busy) | errors |",
+           "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        ratio = r["ops_s"] / (base[r["op"]] * r["n"] / n0) if base.get(r["op"]) else 0
-        out.append(f"| {r['n']} | {r['label']} | {r['ops_s']:.0f} | {r['mb_s']:.1f} | {ratio:.2f} | "
+        b = base.get((r["op"], r["client"]))
+        ratio = r["ops_s"] / (b * r["n"] / n0) if b else 0
+        name = "s3hpc bench" if r["client"] == "bench" else "warp"
+        out.append(f"| {r['n']} | {r['label']} | {name} | {r['ops_s']:.0f} | {r['mb_s']:.1f} | {ratio:.2f} | "
                    f"{r['client_us']:.1f} ({r['client_busy']:.2f}) | {r['server_us']:.1f} ({r['server_busy']:.2f}) | {r['errors']} |")
     out += ["", "| N | gateway idle RSS (MB) | gateway peak RSS, VmHWM (MB) |", "|---:|---|---|"]
     for n, v in rss.items():
