@@ -114,13 +114,17 @@ impl Inner {
         }
     }
 
-    /// May a record of a file with this ctime be cached? Only once a later change would get a
-    /// later ctime (see `walk::settled` for the windows).
+    /// May a record of a file with this ctime be cached? Only on the root's own local file
+    /// system, and only once a later change would get a later ctime (see `walk::settled` for the
+    /// window). Never on shared or network roots (SEMANTICS, "What holds across nodes"): another
+    /// node's change need not move the ctime this node sees in time, and a GlusterFS client's
+    /// ctime does not move on an xattr change at all, so a cached record would outlive a tagging
+    /// or object-lock change, even this gateway's own (`test_tagging_of_a_settled_object`).
     pub(crate) fn settled(&self, dev: u64, ctime_ns: i64) -> bool {
-        if self.ctime_exact && dev == self.root_dev {
-            return true;
+        if dev != self.root_dev || !self.root_local {
+            return false;
         }
-        walk::settled(ctime_ns, now_ns(), || dev == self.root_dev && self.root_local)
+        self.ctime_exact || walk::settled(ctime_ns, now_ns(), || true)
     }
 
     /// The valid record of a regular file from the cache, or read with `xattr` (cached when it
