@@ -497,23 +497,41 @@ impl Authorized {
     }
 }
 
+/// Every method written out, none taken from the trait's defaults (the rule on [`Store`]): a
+/// method added to the trait fails `clippy` here until this wrapper says what it does with it.
+/// What is deliberately not forwarded says why where it is written; the test
+/// `every_operation_is_forwarded` checks the rest reach the wrapped store.
 #[async_trait]
+#[deny(clippy::missing_trait_methods)]
 impl Store for Authorized {
-    fn offloads_io(&self) -> bool {
-        self.inner.offloads_io()
-    }
+    // ---- capabilities: the wrapped store's (they say how it works, not what it holds) ----
 
-    fn offloads_in_place(&self) -> bool {
-        self.inner.offloads_in_place()
-    }
-
-    fn keeps_body_bytes(&self) -> bool {
-        self.inner.keeps_body_bytes()
+    fn capabilities(&self) -> s3hpc_core::Capabilities {
+        self.inner.capabilities()
     }
 
     fn body_buffer(&self, len: usize) -> Option<s3hpc_core::BodyBuffer> {
         self.inner.body_buffer(len)
     }
+
+    async fn appends(&self, bucket: &str) -> bool {
+        self.inner.appends(bucket).await
+    }
+
+    // ---- fast paths: deliberately NOT forwarded ----
+
+    /// `None`, never the wrapped store's fast path: that would answer GET without the
+    /// authorization of [`get_object`](Store::get_object), so the caller takes `get_object`.
+    fn get_object_inline(&self, _bucket: &str, _key: &str, _req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
+        None
+    }
+
+    /// `None`, as [`get_object_inline`](Store::get_object_inline): HEAD is authorized too.
+    fn head_object_inline(&self, _bucket: &str, _key: &str, _req: &GetObjectRequest) -> Option<Result<ObjectInfo>> {
+        None
+    }
+
+    // ---- operations ----
 
     async fn create_bucket(&self, bucket: &str) -> Result<()> {
         let c = caller()?;
@@ -668,6 +686,8 @@ impl Store for Authorized {
     /// The bucket owner; an object's or an upload's owner is the account that wrote it where
     /// ACLs are enabled (its ACL record's owner; none kept: the bucket owner, as
     /// [`BucketAuth::effective_object_acl`] shows it), the bucket owner where they are disabled.
+    /// Deliberately not forwarded: owners are this store's records (S3's accounts), which the
+    /// wrapped store does not know.
     async fn owner(&self, bucket: &str, of: Owned<'_>) -> Result<Option<OwnerInfo>> {
         let auth = self.bucket_auth(bucket).await?;
         let written_by = match of {
@@ -835,10 +855,6 @@ impl Store for Authorized {
         self.inner.rename_object(bucket, src_key, dst_key, req).await
     }
 
-    async fn appends(&self, bucket: &str) -> bool {
-        self.inner.appends(bucket).await
-    }
-
     async fn append_object(
         &self,
         bucket: &str,
@@ -863,6 +879,9 @@ impl Store for Authorized {
         self.inner.fs(bucket, key, op).await
     }
 
+    /// The ACL as S3 shows it. The wrapped store's `get_object_acl` is asked for the record
+    /// ([`Self::stored_object_acl`]) only where ACLs are enabled: with them disabled the ACL is
+    /// the bucket owner's FULL_CONTROL and no record is read (nor written by `put_object_acl`).
     async fn get_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         let (_, auth, ctx) = self.check_with(S3Op::GetObjectAcl, bucket, Some(key), |c| c).await?;
         self.inner
@@ -978,6 +997,21 @@ impl Store for Authorized {
     async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
         self.check(S3Op::ListMultipartUploads, bucket, None).await?;
         self.inner.list_multipart_uploads(bucket, req).await
+    }
+
+    /// The shorthand, through this store's [`complete_multipart_upload_with`] (authorized there).
+    ///
+    /// [`complete_multipart_upload_with`]: Store::complete_multipart_upload_with
+    async fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: Vec<CompletePart>,
+        conditions: Conditions,
+    ) -> Result<PutObjectOutput> {
+        let req = CompleteMultipartRequest { parts, conditions, ..Default::default() };
+        self.complete_multipart_upload_with(bucket, key, upload_id, req).await
     }
 
     async fn complete_multipart_upload_with(

@@ -35,9 +35,12 @@ fn op_name(op: Op) -> Option<&'static str> {
         Op::CreateBucket => "create-bucket",
         Op::PutObject => "put",
         Op::GetObject => "get",
-        Op::HeadObject => "head",
-        Op::DeleteObject => "delete",
-        Op::ListObjects => "list",
+        // The object lock reads were told to hooks as HEAD before every store operation had
+        // its own name; faults still count them as one.
+        Op::HeadObject | Op::GetObjectRetention | Op::GetObjectLegalHold => "head",
+        // S3's DELETE is `delete_object_version` (the current version when none is named).
+        Op::DeleteObject | Op::DeleteObjectVersion => "delete",
+        Op::ListObjects | Op::ListObjectVersions => "list",
         _ => return None,
     })
 }

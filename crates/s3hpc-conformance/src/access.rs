@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use s3hpc_core::caller::{self, Account, Caller};
+use s3hpc_core::layer::{Call, Layer, OpFuture};
 use s3hpc_core::*;
 
 /// The accounts the cases use: (access key, secret, canonical id, admin).
@@ -285,130 +285,35 @@ impl AsCaller {
         let (_, _, id, admin) = ACCOUNTS[i];
         AsCaller::store(inner, Caller::account(Arc::new(Account { id: id.into(), name: None, admin, uid: None })))
     }
+}
 
-    async fn run<T>(&self, f: impl std::future::Future<Output = T>) -> T {
-        caller::scope(Some(self.caller.clone()), f).await
+/// A [`Layer`]: every operation is forwarded inside the caller's scope (the fast paths are
+/// not: the scope is the future's).
+impl Layer for AsCaller {
+    fn inner(&self) -> &dyn Store {
+        &*self.inner
+    }
+
+    fn around<'a, T: Send + 'a>(&'a self, _call: Call<'a>, inner: OpFuture<'a, T>) -> OpFuture<'a, T> {
+        Box::pin(caller::scope(Some(self.caller.clone()), inner))
     }
 }
 
-#[async_trait]
-impl Store for AsCaller {
-    async fn create_bucket(&self, bucket: &str) -> Result<()> {
-        self.run(self.inner.create_bucket(bucket)).await
-    }
-    async fn delete_bucket(&self, bucket: &str) -> Result<()> {
-        self.run(self.inner.delete_bucket(bucket)).await
-    }
-    async fn head_bucket(&self, bucket: &str) -> Result<()> {
-        self.run(self.inner.head_bucket(bucket)).await
-    }
-    async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
-        self.run(self.inner.list_buckets()).await
-    }
-    async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
-        self.run(self.inner.get_bucket_config(bucket, name)).await
-    }
-    async fn put_bucket_config(&self, bucket: &str, name: &str, doc: Option<Vec<u8>>) -> Result<()> {
-        self.run(self.inner.put_bucket_config(bucket, name, doc)).await
-    }
-    async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
-        self.run(self.inner.get_bucket_tagging(bucket)).await
-    }
-    async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
-        self.run(self.inner.put_bucket_tagging(bucket, tags)).await
-    }
-    async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
-        self.run(self.inner.delete_bucket_tagging(bucket)).await
-    }
-    async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
-        self.run(self.inner.put_object(bucket, key, req, body)).await
-    }
-    async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
-        self.run(self.inner.get_object(bucket, key, req)).await
-    }
-    async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
-        self.run(self.inner.head_object(bucket, key, req)).await
-    }
-    async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
-        self.run(self.inner.delete_object(bucket, key)).await
-    }
-    async fn copy_object(
-        &self,
-        src_bucket: &str,
-        src_key: &str,
-        dst_bucket: &str,
-        dst_key: &str,
-        req: CopyObjectRequest,
-    ) -> Result<PutObjectOutput> {
-        self.run(self.inner.copy_object(src_bucket, src_key, dst_bucket, dst_key, req)).await
-    }
-    async fn rename_object(&self, bucket: &str, src: &str, dst: &str, req: RenameObjectRequest) -> Result<()> {
-        self.run(self.inner.rename_object(bucket, src, dst, req)).await
-    }
-    async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging> {
-        self.run(self.inner.get_object_tagging(bucket, key, version_id)).await
-    }
-    async fn put_object_tagging(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<&str>,
-        tags: Tags,
-    ) -> Result<Option<String>> {
-        self.run(self.inner.put_object_tagging(bucket, key, version_id, tags)).await
-    }
-    async fn delete_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<String>> {
-        self.run(self.inner.delete_object_tagging(bucket, key, version_id)).await
-    }
-    async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
-        self.run(self.inner.list_objects(bucket, req)).await
-    }
-    async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
-        self.run(self.inner.create_multipart_upload(bucket, key, req)).await
-    }
-    async fn upload_part(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        req: UploadPartRequest,
-        body: Body,
-    ) -> Result<PartInfo> {
-        self.run(self.inner.upload_part(bucket, key, upload_id, part_number, req, body)).await
-    }
-    async fn upload_part_copy(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        src: PartCopySource,
-    ) -> Result<PartInfo> {
-        self.run(self.inner.upload_part_copy(bucket, key, upload_id, part_number, src)).await
-    }
-    async fn list_parts(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        req: ListPartsRequest,
-    ) -> Result<ListPartsPage> {
-        self.run(self.inner.list_parts(bucket, key, upload_id, req)).await
-    }
-    async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
-        self.run(self.inner.list_multipart_uploads(bucket, req)).await
-    }
-    async fn complete_multipart_upload_with(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        req: CompleteMultipartRequest,
-    ) -> Result<PutObjectOutput> {
-        self.run(self.inner.complete_multipart_upload_with(bucket, key, upload_id, req)).await
-    }
-    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
-        self.run(self.inner.abort_multipart_upload(bucket, key, upload_id)).await
+#[cfg(test)]
+mod tests {
+    use s3hpc_core::forwarding::{self, Recorder};
+
+    use super::*;
+
+    /// Every operation reaches the wrapped store, in the caller's scope; the fast paths do not
+    /// (they would run outside it).
+    #[tokio::test]
+    async fn every_operation_is_forwarded_as_the_caller() {
+        let rec = Arc::new(Recorder::new());
+        let s = AsCaller::account(rec.clone(), 0);
+        assert_eq!(
+            forwarding::not_forwarded(&*s, &rec).await,
+            [forwarding::GET_OBJECT_INLINE, forwarding::HEAD_OBJECT_INLINE]
+        );
     }
 }

@@ -1,56 +1,26 @@
-//! A store that delegates to another and runs a hook before each operation: the one place that
-//! forwards every [`Store`] method, for wrappers that inject faults, delays or hangs (the bench's
-//! fault injection, tests that hold a request "in flight" inside a server).
+//! A store that delegates to another and runs a hook before each operation, for wrappers that
+//! inject faults, delays or hangs (the bench's fault injection, tests that hold a request "in
+//! flight" inside a server). A [`Layer`]: every operation is forwarded by construction.
 
 use async_trait::async_trait;
 
-use crate::store::{DynStore, Store};
-use crate::types::*;
-use crate::{Body, Result};
+use crate::Result;
+use crate::layer::{Call, Layer, OpFuture};
+use crate::store::{Capabilities, DynStore, Store};
 
-/// A [`Store`] operation, as seen by a [`Hook`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
-    CreateBucket,
-    DeleteBucket,
-    HeadBucket,
-    ListBuckets,
-    GetBucketTagging,
-    PutBucketTagging,
-    DeleteBucketTagging,
-    PutObject,
-    GetObject,
-    HeadObject,
-    DeleteObject,
-    /// The bucket and key given to the hook are the destination's.
-    CopyObject,
-    GetObjectTagging,
-    PutObjectTagging,
-    DeleteObjectTagging,
-    ListObjects,
-    CreateMultipartUpload,
-    UploadPart,
-    UploadPartCopy,
-    ListParts,
-    ListMultipartUploads,
-    CompleteMultipartUpload,
-    AbortMultipartUpload,
-    /// The key given to the hook is the destination's.
-    RenameObject,
-    /// PutObject with a write offset.
-    AppendObject,
-    /// s3hpc's file-system extension (`Store::fs`).
-    Fs,
-}
+/// A [`Store`] operation, as a [`Hook`] is told it (the one operation list, [`StoreOp`]).
+pub use crate::store::StoreOp as Op;
 
 /// Runs before each operation of a [`HookedStore`]; an `Err` is returned to the caller instead
-/// of calling the inner store. `bucket` and `key` are empty where the operation has none.
+/// of calling the inner store. `bucket` and `key` are empty where the operation has none
+/// ([`Call`]).
 #[async_trait]
 pub trait Hook: Send + Sync + 'static {
     async fn before(&self, op: Op, bucket: &str, key: &str) -> Result<()>;
 }
 
-/// `inner` with `hook` run before every operation.
+/// `inner` with `hook` run before every operation: a [`Layer`], so every operation is hooked
+/// and forwarded. The fast paths (`get_object_inline`) are not: a hook is asynchronous.
 pub struct HookedStore<H> {
     inner: DynStore,
     hook: H,
@@ -62,7 +32,7 @@ impl<H: Hook> HookedStore<H> {
         HookedStore { inner, hook, offloads_io: false }
     }
 
-    /// Report [`Store::offloads_io`] as `true`, so servers run the wrapped store's quick
+    /// Report [`Capabilities::offloads_io`] as `true`, so servers run the wrapped store's quick
     /// requests in batches on blocking-pool threads (hooks then run there too). Off by default:
     /// a hook that holds one request would also hold the requests batched after it.
     pub fn offloading_io(mut self) -> HookedStore<H> {
@@ -75,217 +45,22 @@ impl<H: Hook> HookedStore<H> {
     }
 }
 
-#[async_trait]
-impl<H: Hook> Store for HookedStore<H> {
-    fn offloads_io(&self) -> bool {
-        self.offloads_io
+impl<H: Hook> Layer for HookedStore<H> {
+    fn inner(&self) -> &dyn Store {
+        &*self.inner
     }
-    fn keeps_body_bytes(&self) -> bool {
-        self.inner.keeps_body_bytes()
+
+    fn around<'a, T: Send + 'a>(&'a self, call: Call<'a>, inner: OpFuture<'a, T>) -> OpFuture<'a, T> {
+        Box::pin(async move {
+            self.hook.before(call.op, call.bucket, call.key).await?;
+            inner.await
+        })
     }
-    fn body_buffer(&self, len: usize) -> Option<crate::BodyBuffer> {
-        self.inner.body_buffer(len)
-    }
-    async fn create_bucket(&self, bucket: &str) -> Result<()> {
-        self.hook.before(Op::CreateBucket, bucket, "").await?;
-        self.inner.create_bucket(bucket).await
-    }
-    async fn delete_bucket(&self, bucket: &str) -> Result<()> {
-        self.hook.before(Op::DeleteBucket, bucket, "").await?;
-        self.inner.delete_bucket(bucket).await
-    }
-    async fn head_bucket(&self, bucket: &str) -> Result<()> {
-        self.hook.before(Op::HeadBucket, bucket, "").await?;
-        self.inner.head_bucket(bucket).await
-    }
-    async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
-        self.hook.before(Op::ListBuckets, "", "").await?;
-        self.inner.list_buckets().await
-    }
-    async fn owner(&self, bucket: &str, of: Owned<'_>) -> Result<Option<OwnerInfo>> {
-        self.inner.owner(bucket, of).await
-    }
-    async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
-        self.hook.before(Op::GetBucketTagging, bucket, "").await?;
-        self.inner.get_bucket_tagging(bucket).await
-    }
-    async fn put_bucket_tagging(&self, bucket: &str, tags: Tags) -> Result<()> {
-        self.hook.before(Op::PutBucketTagging, bucket, "").await?;
-        self.inner.put_bucket_tagging(bucket, tags).await
-    }
-    async fn delete_bucket_tagging(&self, bucket: &str) -> Result<()> {
-        self.hook.before(Op::DeleteBucketTagging, bucket, "").await?;
-        self.inner.delete_bucket_tagging(bucket).await
-    }
-    async fn put_object(&self, bucket: &str, key: &str, req: PutObjectRequest, body: Body) -> Result<PutObjectOutput> {
-        self.hook.before(Op::PutObject, bucket, key).await?;
-        self.inner.put_object(bucket, key, req, body).await
-    }
-    async fn get_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<GetObjectOutput> {
-        self.hook.before(Op::GetObject, bucket, key).await?;
-        self.inner.get_object(bucket, key, req).await
-    }
-    async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo> {
-        self.hook.before(Op::HeadObject, bucket, key).await?;
-        self.inner.head_object(bucket, key, req).await
-    }
-    async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
-        self.hook.before(Op::DeleteObject, bucket, key).await?;
-        self.inner.delete_object(bucket, key).await
-    }
-    async fn delete_object_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<&str>,
-    ) -> Result<crate::DeleteObjectOutput> {
-        self.hook.before(Op::DeleteObject, bucket, key).await?;
-        self.inner.delete_object_version(bucket, key, version_id).await
-    }
-    async fn get_object_retention(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<&str>,
-    ) -> Result<Option<crate::Retention>> {
-        self.hook.before(Op::HeadObject, bucket, key).await?;
-        self.inner.get_object_retention(bucket, key, version_id).await
-    }
-    async fn get_object_legal_hold(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<bool>> {
-        self.hook.before(Op::HeadObject, bucket, key).await?;
-        self.inner.get_object_legal_hold(bucket, key, version_id).await
-    }
-    async fn put_object_retention(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<&str>,
-        retention: Option<crate::Retention>,
-    ) -> Result<()> {
-        self.hook.before(Op::PutObjectTagging, bucket, key).await?;
-        self.inner.put_object_retention(bucket, key, version_id, retention).await
-    }
-    async fn put_object_legal_hold(&self, bucket: &str, key: &str, version_id: Option<&str>, on: bool) -> Result<()> {
-        self.hook.before(Op::PutObjectTagging, bucket, key).await?;
-        self.inner.put_object_legal_hold(bucket, key, version_id, on).await
-    }
-    async fn list_object_versions(
-        &self,
-        bucket: &str,
-        req: crate::ListVersionsRequest,
-    ) -> Result<crate::ListVersionsPage> {
-        self.hook.before(Op::ListObjects, bucket, "").await?;
-        self.inner.list_object_versions(bucket, req).await
-    }
-    async fn copy_object(
-        &self,
-        src_bucket: &str,
-        src_key: &str,
-        dst_bucket: &str,
-        dst_key: &str,
-        req: CopyObjectRequest,
-    ) -> Result<PutObjectOutput> {
-        self.hook.before(Op::CopyObject, dst_bucket, dst_key).await?;
-        self.inner.copy_object(src_bucket, src_key, dst_bucket, dst_key, req).await
-    }
-    async fn rename_object(&self, bucket: &str, src_key: &str, dst_key: &str, req: RenameObjectRequest) -> Result<()> {
-        self.hook.before(Op::RenameObject, bucket, dst_key).await?;
-        self.inner.rename_object(bucket, src_key, dst_key, req).await
-    }
-    async fn appends(&self, bucket: &str) -> bool {
-        self.inner.appends(bucket).await
-    }
-    async fn append_object(
-        &self,
-        bucket: &str,
-        key: &str,
-        offset: u64,
-        req: PutObjectRequest,
-        body: Body,
-    ) -> Result<PutObjectOutput> {
-        self.hook.before(Op::AppendObject, bucket, key).await?;
-        self.inner.append_object(bucket, key, offset, req, body).await
-    }
-    async fn fs(&self, bucket: &str, key: &str, op: crate::fsattr::FsOp) -> Result<crate::fsattr::FsAttr> {
-        self.hook.before(Op::Fs, bucket, key).await?;
-        self.inner.fs(bucket, key, op).await
-    }
-    async fn get_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<ObjectTagging> {
-        self.hook.before(Op::GetObjectTagging, bucket, key).await?;
-        self.inner.get_object_tagging(bucket, key, version_id).await
-    }
-    async fn put_object_tagging(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<&str>,
-        tags: Tags,
-    ) -> Result<Option<String>> {
-        self.hook.before(Op::PutObjectTagging, bucket, key).await?;
-        self.inner.put_object_tagging(bucket, key, version_id, tags).await
-    }
-    async fn delete_object_tagging(&self, bucket: &str, key: &str, version_id: Option<&str>) -> Result<Option<String>> {
-        self.hook.before(Op::DeleteObjectTagging, bucket, key).await?;
-        self.inner.delete_object_tagging(bucket, key, version_id).await
-    }
-    async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
-        self.hook.before(Op::ListObjects, bucket, "").await?;
-        self.inner.list_objects(bucket, req).await
-    }
-    async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
-        self.hook.before(Op::CreateMultipartUpload, bucket, key).await?;
-        self.inner.create_multipart_upload(bucket, key, req).await
-    }
-    async fn upload_part(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        req: UploadPartRequest,
-        body: Body,
-    ) -> Result<PartInfo> {
-        self.hook.before(Op::UploadPart, bucket, key).await?;
-        self.inner.upload_part(bucket, key, upload_id, part_number, req, body).await
-    }
-    async fn upload_part_copy(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        src: PartCopySource,
-    ) -> Result<PartInfo> {
-        self.hook.before(Op::UploadPartCopy, bucket, key).await?;
-        self.inner.upload_part_copy(bucket, key, upload_id, part_number, src).await
-    }
-    async fn list_parts(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        req: ListPartsRequest,
-    ) -> Result<ListPartsPage> {
-        self.hook.before(Op::ListParts, bucket, key).await?;
-        self.inner.list_parts(bucket, key, upload_id, req).await
-    }
-    async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
-        self.hook.before(Op::ListMultipartUploads, bucket, "").await?;
-        self.inner.list_multipart_uploads(bucket, req).await
-    }
-    async fn complete_multipart_upload_with(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        req: CompleteMultipartRequest,
-    ) -> Result<PutObjectOutput> {
-        self.hook.before(Op::CompleteMultipartUpload, bucket, key).await?;
-        self.inner.complete_multipart_upload_with(bucket, key, upload_id, req).await
-    }
-    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
-        self.hook.before(Op::AbortMultipartUpload, bucket, key).await?;
-        self.inner.abort_multipart_upload(bucket, key, upload_id).await
+
+    /// Batching is this wrapper's choice ([`HookedStore::offloading_io`]), not the wrapped
+    /// store's: a hook may hold a request, and in place would hold the worker too.
+    fn capabilities_over(&self, inner: Capabilities) -> Capabilities {
+        Capabilities { offloads_io: self.offloads_io, offloads_in_place: false, ..inner }
     }
 }
 
@@ -296,7 +71,8 @@ mod tests {
 
     use super::*;
     use crate::memory::MemoryStore;
-    use crate::{Error, ErrorCode};
+    use crate::types::*;
+    use crate::{Body, Error, ErrorCode};
 
     /// Refuses HEAD of key `no`; counts every call.
     struct Refuse(AtomicUsize);
@@ -323,5 +99,43 @@ mod tests {
         let e = s.head_object("bkt", "no", GetObjectRequest::default()).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::AccessDenied);
         assert_eq!(s.hook().0.load(Ordering::Relaxed), 5);
+    }
+
+    /// Every operation reaches the wrapped store; what the wrapper keeps to itself is its own
+    /// batching choice and the fast paths (a hook cannot run on them).
+    #[tokio::test]
+    async fn every_operation_is_forwarded() {
+        use crate::forwarding::{self, Recorder};
+        let rec = Arc::new(Recorder::new());
+        let s = HookedStore::new(rec.clone(), Refuse(AtomicUsize::new(0)));
+        assert_eq!(
+            forwarding::not_forwarded(&s, &rec).await,
+            [forwarding::CAPABILITIES, forwarding::GET_OBJECT_INLINE, forwarding::HEAD_OBJECT_INLINE]
+        );
+        let c = s.capabilities();
+        assert!(!c.offloads_io && !c.offloads_in_place && !c.keeps_body_bytes, "{c:?}");
+        assert!(s.offloading_io().capabilities().offloads_io);
+    }
+
+    /// Bucket configurations and object ACLs go through the hook to the wrapped store (they
+    /// used to fall to the trait's defaults: NotImplemented).
+    #[tokio::test]
+    async fn bucket_configuration_and_object_acls_are_forwarded() {
+        struct Seen(std::sync::Mutex<Vec<Op>>);
+        #[async_trait]
+        impl Hook for Seen {
+            async fn before(&self, op: Op, _bucket: &str, _key: &str) -> Result<()> {
+                self.0.lock().unwrap().push(op);
+                Ok(())
+            }
+        }
+        let s = HookedStore::new(Arc::new(MemoryStore::new()), Seen(Default::default()));
+        s.create_bucket("bkt").await.unwrap();
+        s.put_object("bkt", "k", PutObjectRequest::default(), Body::from("x")).await.unwrap();
+        s.put_bucket_config("bkt", "cors", Some(b"<CORSConfiguration/>".to_vec())).await.unwrap();
+        assert_eq!(s.get_bucket_config("bkt", "cors").await.unwrap().as_deref(), Some(&b"<CORSConfiguration/>"[..]));
+        assert_eq!(s.get_object_acl("bkt", "k").await.unwrap(), None);
+        let seen = s.hook().0.lock().unwrap().clone();
+        assert_eq!(seen, [Op::CreateBucket, Op::PutObject, Op::PutBucketConfig, Op::GetBucketConfig, Op::GetObjectAcl]);
     }
 }

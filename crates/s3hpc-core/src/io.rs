@@ -5,7 +5,7 @@
 //! that may block (a blocking-pool thread running a batch of small requests) marks the thread
 //! with [`blocking_here`]; inside it such stores run the work at once on the calling thread,
 //! saving the two thread hand-offs per call. Stores that may do this say so with
-//! [`Store::offloads_io`](crate::Store::offloads_io).
+//! [`Capabilities::offloads_io`](crate::Capabilities::offloads_io).
 
 use std::cell::Cell;
 

@@ -85,8 +85,8 @@ impl Default for NoopStore {
 
 #[async_trait]
 impl Store for NoopStore {
-    fn keeps_body_bytes(&self) -> bool {
-        false
+    fn capabilities(&self) -> crate::Capabilities {
+        crate::Capabilities { keeps_body_bytes: false, ..crate::Capabilities::DEFAULT }
     }
     async fn create_bucket(&self, bucket: &str) -> Result<()> {
         crate::names::validate_bucket_name(bucket)

@@ -1,6 +1,7 @@
 //! The Store seam: S3 semantics as an async trait. Backends (posix, memory, noop) implement it;
 //! front ends (HTTP, binary protocol, C ABI) call it; clients (HTTP, binary) implement it too,
-//! so the benchmark and the C library run unchanged against any of them.
+//! so the benchmark and the C library run unchanged against any of them. Wrappers (authorization,
+//! hooks, a caller's scope) implement it over another store: see [`crate::layer`].
 
 use std::sync::Arc;
 
@@ -11,8 +12,146 @@ use crate::error::{Error, Result};
 use crate::lock::Retention;
 use crate::types::*;
 
+/// How a store works, as a front end needs to know to call it well: never what it holds, never
+/// an answer to a request (see [`Store`] for the rule). One value per store, the same for
+/// every caller and every call; a front end may read it once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Whether this store's calls do blocking file-system work that it would otherwise hand to
+    /// a blocking pool, and that it runs on the calling thread inside
+    /// [`io::blocking_here`](crate::io::blocking_here). A server may then run a batch of small
+    /// requests on one blocking-pool thread (one hand-off for the batch instead of two per
+    /// call), or on a connection's own thread, polling the store's futures there with a plain
+    /// executor: inside `blocking_here` such a store's calls must finish without waiting on a
+    /// Tokio runtime (no timers, no runtime I/O). `false` for stores that never block or that
+    /// wait on the network.
+    pub offloads_io: bool,
+    /// With [`offloads_io`](Self::offloads_io): the store runs that work on the calling worker
+    /// inside `block_in_place` (multi-thread runtimes) rather than on the pool, so a server may
+    /// run its batches the same way, without a hand-off on the request's path.
+    pub offloads_in_place: bool,
+    /// Whether the store may still hold a [`Body::Bytes`] it was given (or a part of it) after
+    /// `put_object`/`upload_part` returned, as the memory backend does (the bytes become the
+    /// object). A front end that only lends the bytes for the duration of the call (the binary
+    /// protocol server's shared upload buffers) copies them first when this is `true`; stores
+    /// that write the bytes somewhere and drop them say `false`.
+    pub keeps_body_bytes: bool,
+}
+
+impl Capabilities {
+    /// What a store that says nothing about itself has: no blocking work of its own, and it may
+    /// keep body bytes (the answer that is always safe).
+    pub const DEFAULT: Capabilities =
+        Capabilities { offloads_io: false, offloads_in_place: false, keeps_body_bytes: true };
+}
+
+impl Default for Capabilities {
+    fn default() -> Capabilities {
+        Capabilities::DEFAULT
+    }
+}
+
+macro_rules! store_ops {
+    ($($(#[$doc:meta])* $op:ident),* $(,)?) => {
+        /// One operation of the [`Store`] trait (one method, by its name in CamelCase): what a
+        /// wrapper ([`crate::layer::Layer`], a [`crate::hooked::Hook`]) is told a call is.
+        /// Not an S3 API request (one of those may make several store calls, or none) and not a
+        /// binary-protocol opcode.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum StoreOp { $($(#[$doc])* $op),* }
+
+        impl StoreOp {
+            /// Every operation, in the trait's order.
+            pub const ALL: &'static [StoreOp] = &[$(StoreOp::$op),*];
+
+            /// The name, as written above (`PutObject`).
+            pub fn name(self) -> &'static str {
+                match self { $(StoreOp::$op => stringify!($op)),* }
+            }
+        }
+    };
+}
+
+store_ops! {
+    CreateBucket,
+    DeleteBucket,
+    HeadBucket,
+    ListBuckets,
+    GetBucketConfig,
+    PutBucketConfig,
+    BucketOwnerUid,
+    /// [`Store::owner`].
+    Owner,
+    GetBucketTagging,
+    PutBucketTagging,
+    DeleteBucketTagging,
+    PutObject,
+    GetObject,
+    HeadObject,
+    DeleteObject,
+    DeleteObjectVersion,
+    GetObjectRetention,
+    GetObjectLegalHold,
+    PutObjectRetention,
+    PutObjectLegalHold,
+    ListObjectVersions,
+    /// The bucket and key a wrapper is told are the destination's.
+    CopyObject,
+    /// The key a wrapper is told is the destination's.
+    RenameObject,
+    /// PutObject with a write offset.
+    AppendObject,
+    /// s3hpc's file-system extension ([`Store::fs`]).
+    Fs,
+    GetObjectAcl,
+    PutObjectAcl,
+    GetObjectTagging,
+    PutObjectTagging,
+    DeleteObjectTagging,
+    ListObjects,
+    CreateMultipartUpload,
+    UploadPart,
+    UploadPartCopy,
+    ListParts,
+    ListMultipartUploads,
+    /// [`Store::complete_multipart_upload_with`] (and the shorthand
+    /// [`Store::complete_multipart_upload`]).
+    CompleteMultipartUpload,
+    AbortMultipartUpload,
+}
+
+/// The seam every backend, front end and wrapper shares. Its methods are of three kinds, and a
+/// new method must say which it is (the section it is written in):
+///
+/// - **Operations**: a method is an operation when its answer depends on what the store holds,
+///   or it changes what the store holds, or a caller may be refused it: the S3 operations,
+///   s3hpc's extensions ([`fs`](Self::fs), [`append_object`](Self::append_object),
+///   [`rename_object`](Self::rename_object)) and the owner queries listings make. Each has a
+///   [`StoreOp`]. A wrapper that adds something to calls (authorization, a hook, a caller's
+///   scope) must see every operation: write it as a [`crate::layer::Layer`] (which forwards
+///   every operation through one function), or implement every method (no defaults taken:
+///   `#[deny(clippy::missing_trait_methods)]` on the impl); the test in
+///   [`crate::forwarding`] calls each operation through each wrapper. Defaults answer for
+///   stores without the feature (`NotImplemented`, or the feature's meaning without it, as
+///   versioning's `null` version).
+/// - **Capabilities**: how the store works, never what it holds: the same answer for every
+///   caller and every state of the data (per bucket at most), never refused, never an answer
+///   to a request; a front end reads them to choose how to call the operations (batching,
+///   copying, which memory to write a body into, whether to try an append). They are the
+///   [`Capabilities`] value, [`body_buffer`](Self::body_buffer) and
+///   [`appends`](Self::appends). A wrapper passes them on or states its own.
+/// - **Fast paths**: an operation answered by another road ([`get_object_inline`],
+///   [`head_object_inline`]: on the calling thread, without a future). They answer with data,
+///   so they count as their operation: a wrapper that adds anything to GET or HEAD must
+///   answer `None` (the caller then takes the ordinary road, through the wrapper) and say so
+///   where it does.
+///
+/// [`get_object_inline`]: Self::get_object_inline
+/// [`head_object_inline`]: Self::head_object_inline
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    // ======== operations ========
+
     // ---- buckets ----
 
     /// Create a bucket. `BucketAlreadyOwnedByYou` if it exists, `InvalidBucketName` if the name
@@ -74,56 +213,6 @@ pub trait Store: Send + Sync + 'static {
     /// Metadata of an object, conditions evaluated. `req.range` / `req.part_number` are
     /// validated (InvalidRange) but no body is produced.
     async fn head_object(&self, bucket: &str, key: &str, req: GetObjectRequest) -> Result<ObjectInfo>;
-
-    /// [`get_object`](Self::get_object) completed on the calling thread, for callers that wait
-    /// for the answer anyway (the C library): `Some` when the store answers without waiting on
-    /// anything asynchronous (an in-process store whose I/O runs inline), saving the future and
-    /// the runtime; `None` (the default) to use `get_object`.
-    fn get_object_inline(&self, _bucket: &str, _key: &str, _req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
-        None
-    }
-
-    /// [`head_object`](Self::head_object) on the calling thread, as
-    /// [`get_object_inline`](Self::get_object_inline).
-    fn head_object_inline(&self, _bucket: &str, _key: &str, _req: &GetObjectRequest) -> Option<Result<ObjectInfo>> {
-        None
-    }
-
-    /// Whether this store's calls do blocking file-system work that it would otherwise hand to a
-    /// blocking pool, and that it runs on the calling thread inside
-    /// [`io::blocking_here`](crate::io::blocking_here). A server may then run a batch of small
-    /// requests on one blocking-pool thread (one hand-off for the batch instead of two per
-    /// call), or on a connection's own thread, polling the store's futures there with a plain
-    /// executor: inside `blocking_here` such a store's calls must finish without waiting on a
-    /// Tokio runtime (no timers, no runtime I/O). `false` (the default) for stores that never
-    /// block or that wait on the network.
-    fn offloads_io(&self) -> bool {
-        false
-    }
-
-    /// With [`offloads_io`](Self::offloads_io): the store runs that work on the calling worker
-    /// inside `block_in_place` (multi-thread runtimes) rather than on the pool, so a server may
-    /// run its batches the same way, without a hand-off on the request's path.
-    fn offloads_in_place(&self) -> bool {
-        false
-    }
-
-    /// Whether the store may still hold a [`Body::Bytes`] it was given (or a part of it) after
-    /// `put_object`/`upload_part` returned, as the memory backend does (the bytes become the
-    /// object). A front end that only lends the bytes for the duration of the call (the binary
-    /// protocol server's shared upload buffers) copies them first when this is `true`, the
-    /// default; stores that write the bytes somewhere and drop them say `false`.
-    fn keeps_body_bytes(&self) -> bool {
-        true
-    }
-
-    /// Memory for a PUT or UploadPart body of `len` bytes that this store takes without copying
-    /// it: the binary-protocol client lends an upload slot, memory its server has mapped, so a
-    /// body written there is never copied on its way to the server's store. `None` (the
-    /// default, and when the store has no such memory to spare): use any memory.
-    fn body_buffer(&self, _len: usize) -> Option<crate::BodyBuffer> {
-        None
-    }
 
     /// Delete an object; deleting a missing key succeeds (S3 is idempotent here).
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()>;
@@ -271,15 +360,6 @@ pub trait Store: Send + Sync + 'static {
         Err(Error::not_implemented("RenameObject is not implemented by this store"))
     }
 
-    /// Whether `append_object` (and `rename_object`) work in `bucket`: a probe for clients that
-    /// must choose before their first append (the mount decides at open whether a file can be
-    /// appended to). An S3 server that ignores the write offset would replace the object with
-    /// the appended bytes, so a client store answers true only for servers known to honour it
-    /// (and refuses both calls elsewhere). Default: false.
-    async fn appends(&self, _bucket: &str) -> bool {
-        false
-    }
-
     /// Append (PutObject with `x-amz-write-offset-bytes`): add `body` to the end of `key` when
     /// `offset` equals its current size (0 with no object creates it), else
     /// `InvalidWriteOffset`. The new ETag and checksum describe the whole object. Appenders of
@@ -404,6 +484,46 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<PutObjectOutput>;
 
     async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()>;
+
+    // ======== capabilities ========
+
+    /// How this store works ([`Capabilities`]); [`Capabilities::DEFAULT`] unless it says more.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::DEFAULT
+    }
+
+    /// Memory for a PUT or UploadPart body of `len` bytes that this store takes without copying
+    /// it: the binary-protocol client lends an upload slot, memory its server has mapped, so a
+    /// body written there is never copied on its way to the server's store. `None` (the
+    /// default, and when the store has no such memory to spare): use any memory.
+    fn body_buffer(&self, _len: usize) -> Option<crate::BodyBuffer> {
+        None
+    }
+
+    /// Whether `append_object` (and `rename_object`) work in `bucket`: a probe for clients that
+    /// must choose before their first append (the mount decides at open whether a file can be
+    /// appended to). An S3 server that ignores the write offset would replace the object with
+    /// the appended bytes, so a client store answers true only for servers known to honour it
+    /// (and refuses both calls elsewhere). Default: false.
+    async fn appends(&self, _bucket: &str) -> bool {
+        false
+    }
+
+    // ======== fast paths ========
+
+    /// [`get_object`](Self::get_object) completed on the calling thread, for callers that wait
+    /// for the answer anyway (the C library): `Some` when the store answers without waiting on
+    /// anything asynchronous (an in-process store whose I/O runs inline), saving the future and
+    /// the runtime; `None` (the default) to use `get_object`.
+    fn get_object_inline(&self, _bucket: &str, _key: &str, _req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {
+        None
+    }
+
+    /// [`head_object`](Self::head_object) on the calling thread, as
+    /// [`get_object_inline`](Self::get_object_inline).
+    fn head_object_inline(&self, _bucket: &str, _key: &str, _req: &GetObjectRequest) -> Option<Result<ObjectInfo>> {
+        None
+    }
 }
 
 /// A shared, dynamically chosen store.

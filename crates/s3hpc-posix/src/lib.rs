@@ -22,7 +22,7 @@ use futures::StreamExt;
 use s3hpc_core::checksum::{self, BodyDigester, Digests, EtagMode};
 use s3hpc_core::lock::{Retention, bypass_requested as lock_bypass};
 use s3hpc_core::multipart::{check_part_number, completion_checksum, resolve_checksum_type, validate_completion};
-use s3hpc_core::{Body, Error, ErrorCode, Result, Store, md5lanes, names};
+use s3hpc_core::{Body, Capabilities, Error, ErrorCode, Result, Store, md5lanes, names};
 use s3hpc_core::{
     BucketInfo, CompleteMultipartRequest, Conditions, CopyObjectRequest, CreateMultipartRequest, Directive,
     GetObjectOutput, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage, ListPartsRequest,
@@ -1043,16 +1043,12 @@ impl Store for PosixStore {
         self.run(move |s| s.get_object_v(&b, &k, &req)).await
     }
 
-    fn offloads_io(&self) -> bool {
-        self.inner.opts.io != IoMode::Inline
-    }
-
-    fn offloads_in_place(&self) -> bool {
-        self.inner.opts.io == IoMode::InPlace
-    }
-
-    fn keeps_body_bytes(&self) -> bool {
-        false
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            offloads_io: self.inner.opts.io != IoMode::Inline,
+            offloads_in_place: self.inner.opts.io == IoMode::InPlace,
+            keeps_body_bytes: false,
+        }
     }
 
     fn get_object_inline(&self, bucket: &str, key: &str, req: &GetObjectRequest) -> Option<Result<GetObjectOutput>> {

@@ -54,7 +54,7 @@ pub struct ServerOptions {
     /// Connections served each on a thread of its own (running its own single-threaded Tokio
     /// runtime) rather than on the shared runtime; further connections share the runtime. On its
     /// own thread a connection reads, runs its quick requests (stores that
-    /// [offload their I/O](s3hpc_core::Store::offloads_io)) and writes their responses with no
+    /// [offload their I/O](s3hpc_core::Capabilities::offloads_io)) and writes their responses with no
     /// hand-off between threads. 0: every connection on the shared runtime.
     pub dedicated_threads: usize,
     /// The TLS configuration of `tls://` listeners (certificate resolver and versions; see
@@ -632,7 +632,7 @@ struct Conn {
     /// that (the task was cancelled: server shutdown), the socket is torn down at once.
     ended: bool,
     /// Quick requests decoded since the last read, run together on one thread (only for stores
-    /// that [offload their I/O](s3hpc_core::Store::offloads_io)).
+    /// that [offload their I/O](s3hpc_core::Capabilities::offloads_io)).
     batch: Vec<Job>,
     /// The connection has a thread of its own ([`ServerOptions::dedicated_threads`]): batches
     /// run right here.
@@ -923,7 +923,7 @@ impl Conn {
             });
             return Ok(());
         }
-        if h.flags & (flag::BODY_STREAM | flag::BODY_FD) == 0 && quick(&req) && self.store.offloads_io() {
+        if h.flags & (flag::BODY_STREAM | flag::BODY_FD) == 0 && quick(&req) && self.store.capabilities().offloads_io {
             self.batch.push(Job { id: h.id, req, body, credit });
             if self.batch.len() >= BATCH_MAX {
                 self.flush_batch();
@@ -943,7 +943,9 @@ impl Conn {
                     slot_body => {
                         // The slot is lent until the answer: a store that may keep the bytes gets a copy.
                         let body = match slot_body {
-                            Some(Ok(b)) if store.keeps_body_bytes() => Body::from(Bytes::copy_from_slice(&b)),
+                            Some(Ok(b)) if store.capabilities().keeps_body_bytes => {
+                                Body::from(Bytes::copy_from_slice(&b))
+                            }
                             Some(Ok(b)) => Body::from(b),
                             _ => body,
                         };
@@ -1007,8 +1009,8 @@ impl Conn {
             (self.store.clone(), self.out.clone(), self.shared.clone(), self.limits, self.fd_ok);
         let (ident, caller) = (self.ident.clone(), self.caller.clone());
         let rt = tokio::runtime::Handle::current();
-        let in_place =
-            self.store.offloads_in_place() && rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+        let in_place = self.store.capabilities().offloads_in_place
+            && rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
         // On the connection's own thread (inside its runtime, which must not be re-entered) the
         // store's futures are polled to completion by a plain executor: a store that offloads
         // its I/O does it synchronously inside `blocking_here` and never waits on this runtime.

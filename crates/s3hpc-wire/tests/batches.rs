@@ -34,7 +34,7 @@ impl Hook for Boom {
 async fn panicking_request_fails_alone(unix: bool) {
     let mem = Arc::new(MemoryStore::new());
     let store = Arc::new(HookedStore::new(mem, Boom).offloading_io());
-    assert!(store.offloads_io());
+    assert!(store.capabilities().offloads_io);
     // Over TCP the connection shares the server's runtime and batches go to the blocking pool;
     // over the Unix socket it has a thread of its own and batches run there.
     let dedicated_threads = if unix { 1 } else { 0 };
@@ -96,7 +96,7 @@ async fn large_responses_of_batched_gets_stream_within_credit_on_the_shared_runt
 async fn large_responses_stream_within_credit(dedicated_threads: usize) {
     let dir = tempfile::tempdir().unwrap();
     let posix = s3hpc_posix::PosixStore::open(dir.path(), s3hpc_posix::PosixOptions::default()).unwrap();
-    assert!(posix.offloads_io());
+    assert!(posix.capabilities().offloads_io);
     let opts =
         ServerOptions { max_data_frame: 16 << 10, initial_window: 64 << 10, dedicated_threads, ..Default::default() };
     let r = common::start(Arc::new(posix), false, opts).await;
