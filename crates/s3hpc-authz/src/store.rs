@@ -195,8 +195,14 @@ impl Authorized {
         if let Some(ip) = c.source_ip {
             ctx = ctx.with_source_ip(ip);
         }
-        if let Some(acl) = header(c, "x-amz-acl") {
-            ctx = ctx.with_key("s3:x-amz-acl", acl);
+        if !c.headers.acl.is_empty() {
+            ctx = ctx.with_acl_headers(&acl_headers(c));
+        }
+        if let Some(o) = &c.headers.object_ownership {
+            ctx = ctx.with_key("s3:x-amz-object-ownership", o.as_str());
+        }
+        for (name, v) in &c.headers.condition_keys {
+            ctx = ctx.with_key(&format!("s3:{name}"), v.as_str());
         }
         ctx
     }

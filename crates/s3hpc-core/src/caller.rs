@@ -35,6 +35,10 @@ pub struct CallerHeaders {
     pub object_ownership: Option<String>,
     /// `x-amz-bypass-governance-retention: true` (see [`crate::lock::bypass_requested`]).
     pub bypass_governance_retention: bool,
+    /// Further headers that are bucket-policy condition keys `s3:<name>`
+    /// (`x-amz-copy-source`, `x-amz-metadata-directive`, `x-amz-storage-class`, ...), as
+    /// `(name, value)` with lower-case names; `x-amz-copy-source` as `bucket/key`, decoded.
+    pub condition_keys: Vec<(String, String)>,
 }
 
 /// The caller of one request.

@@ -446,6 +446,15 @@ fn caller(
         "x-amz-grant-write-acp",
         "x-amz-grant-full-control",
     ];
+    // Headers a bucket policy can test as condition keys `s3:<name>` (x-amz-copy-source apart;
+    // not x-amz-content-sha256, which every signed request carries: no copy per request).
+    const POLICY_KEYS: [&str; 5] = [
+        "x-amz-metadata-directive",
+        "x-amz-storage-class",
+        "x-amz-server-side-encryption",
+        "x-amz-server-side-encryption-aws-kms-key-id",
+        "x-amz-website-redirect-location",
+    ];
     let mut acl: [Option<&str>; 6] = [None; 6];
     let mut headers = CallerHeaders::default();
     let mut bypass = None;
@@ -469,9 +478,18 @@ fn caller(
             "x-amz-bypass-governance-retention" => {
                 bypass.get_or_insert(v.trim().eq_ignore_ascii_case("true"));
             }
+            // The source as a policy's `s3:x-amz-copy-source` names it: `bucket/key`, decoded,
+            // without the leading '/' or a `?versionId=`.
+            "x-amz-copy-source" => {
+                let path = v.split_once("?versionId=").map_or(v, |(p, _)| p);
+                let path = crate::util::decode_path(path).map_or_else(|| path.to_owned(), |p| p.into_owned());
+                headers.condition_keys.push((n.to_owned(), path.trim_start_matches('/').to_owned()));
+            }
             _ => {
                 if let Some(i) = ACL.iter().position(|a| *a == n) {
                     acl[i].get_or_insert(v);
+                } else if POLICY_KEYS.contains(&n) {
+                    headers.condition_keys.push((n.to_owned(), v.trim().to_owned()));
                 }
             }
         }

@@ -98,9 +98,10 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
         }
     }
     for (k, v) in &meta.user {
-        if let (Ok(n), Ok(v)) =
-            (header::HeaderName::from_bytes(format!("x-amz-meta-{k}").as_bytes()), HeaderValue::from_str(v))
-        {
+        if let (Ok(n), Ok(v)) = (
+            header::HeaderName::from_bytes(format!("x-amz-meta-{k}").as_bytes()),
+            HeaderValue::from_str(&meta_header(v)),
+        ) {
             hm.append(n, v);
         }
     }

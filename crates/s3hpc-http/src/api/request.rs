@@ -78,20 +78,90 @@ pub(super) fn object_meta(h: &HeaderMap) -> Result<ObjectMeta> {
     for (k, v) in h {
         if let Some(name) = k.as_str().strip_prefix("x-amz-meta-") {
             // Repeated headers of one name are combined, comma-separated, as AWS does.
-            let v = String::from_utf8_lossy(v.as_bytes());
+            let v = meta_value(v.as_bytes());
             match meta.user.get_mut(name) {
                 Some(prev) => {
                     prev.push(',');
                     prev.push_str(&v);
                 }
                 None => {
-                    meta.user.insert(name.to_string(), v.into_owned());
+                    meta.user.insert(name.to_string(), v);
                 }
             }
         }
     }
     names::validate_meta(&meta)?;
     Ok(meta)
+}
+
+/// A user-metadata header value as S3 stores it: RFC 2047 encoded-words (`=?UTF-8?B?...?=`,
+/// `=?ISO-8859-1?Q?...?=`; a value made only of them) decoded (AWS: "Values of such headers are
+/// character decoded as per RFC 2047 before storing"); raw bytes outside US-ASCII as UTF-8 (what
+/// SDKs send, and AWS returns them as the same text), or, when they are not UTF-8, as
+/// ISO-8859-1 (HTTP's reading of header bytes) rather than replaced. [`meta_header`] is the
+/// way back.
+pub(super) fn meta_value(raw: &[u8]) -> String {
+    let Ok(text) = std::str::from_utf8(raw) else {
+        return raw.iter().map(|&b| b as char).collect();
+    };
+    if !text.is_ascii() {
+        return text.to_owned();
+    }
+    if text.contains("=?") {
+        let words: Option<Vec<String>> = text.split_ascii_whitespace().map(decode_encoded_word).collect();
+        if let Some(words) = words.filter(|w| !w.is_empty()) {
+            return words.concat();
+        }
+    }
+    text.to_owned()
+}
+
+/// One RFC 2047 encoded-word `=?charset?B|Q?text?=` (charset UTF-8, US-ASCII or ISO-8859-1).
+fn decode_encoded_word(w: &str) -> Option<String> {
+    use base64::Engine as _;
+    let inner = w.strip_prefix("=?")?.strip_suffix("?=")?;
+    let mut it = inner.splitn(3, '?');
+    let (charset, enc, text) = (it.next()?, it.next()?, it.next()?);
+    let bytes = match enc {
+        "B" | "b" => base64::engine::general_purpose::STANDARD.decode(text).ok()?,
+        "Q" | "q" => {
+            let (mut out, b) = (Vec::with_capacity(text.len()), text.as_bytes());
+            let mut i = 0;
+            while i < b.len() {
+                match b[i] {
+                    b'_' => out.push(b' '),
+                    b'=' => {
+                        let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                        out.push(u8::from_str_radix(hex, 16).ok()?);
+                        i += 2;
+                    }
+                    c => out.push(c),
+                }
+                i += 1;
+            }
+            out
+        }
+        _ => return None,
+    };
+    if charset.eq_ignore_ascii_case("utf-8") || charset.eq_ignore_ascii_case("us-ascii") {
+        String::from_utf8(bytes).ok()
+    } else if charset.eq_ignore_ascii_case("iso-8859-1") {
+        Some(bytes.iter().map(|&b| b as char).collect())
+    } else {
+        None
+    }
+}
+
+/// A stored user-metadata value as S3 returns it: unchanged when it is printable US-ASCII, else
+/// one RFC 2047 encoded-word over its UTF-8 bytes (`=?UTF-8?B?...?=`), as AWS makes non-ASCII
+/// values "mail-safe before returning".
+pub(super) fn meta_header(v: &str) -> std::borrow::Cow<'_, str> {
+    use base64::Engine as _;
+    if v.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+        std::borrow::Cow::Borrowed(v)
+    } else {
+        std::borrow::Cow::Owned(format!("=?UTF-8?B?{}?=", base64::engine::general_purpose::STANDARD.encode(v)))
+    }
 }
 
 pub(super) fn tags_header(h: &HeaderMap) -> Result<Tags> {
@@ -406,4 +476,24 @@ pub(super) fn part_number(r: &Req) -> Result<u32> {
             sent.unwrap_or_default(),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{meta_header, meta_value};
+
+    #[test]
+    fn metadata_values_as_s3_stores_and_returns_them() {
+        // Bytes that are not UTF-8 are read as ISO-8859-1, not replaced.
+        assert_eq!(meta_value(b"caf\xe9"), "caf\u{e9}");
+        assert_eq!(meta_value("caf\u{e9}".as_bytes()), "caf\u{e9}");
+        assert_eq!(meta_value(b"=?UTF-8?B?Y2Fmw6k=?="), "caf\u{e9}");
+        assert_eq!(meta_value(b"=?iso-8859-1?q?caf=E9_x?="), "caf\u{e9} x");
+        // Not only encoded-words, or a malformed one: kept as sent.
+        assert_eq!(meta_value(b"a =?UTF-8?B?Y2Fmw6k=?="), "a =?UTF-8?B?Y2Fmw6k=?=");
+        assert_eq!(meta_value(b"=?UTF-8?Q?caf=E?="), "=?UTF-8?Q?caf=E?=");
+        assert_eq!(meta_header("plain"), "plain");
+        assert_eq!(meta_header("caf\u{e9}"), "=?UTF-8?B?Y2Fmw6k=?=");
+        assert_eq!(meta_header("a\nb"), "=?UTF-8?B?YQpi?=");
+    }
 }
