@@ -205,6 +205,9 @@ pub(crate) struct User {
     pub(crate) id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) name: Option<String>,
+    /// Disabled by an administrator (`s3hpc user disable`): kept in the file, not loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) disabled: Option<bool>,
 }
 
 /// An account from the users file: its key pair and the POSIX identity it acts as, if any.
@@ -220,6 +223,9 @@ fn read_users(path: &Path) -> anyhow::Result<Vec<Account>> {
     let f: UsersFile = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     let mut out = Vec::new();
     for (i, u) in f.users.into_iter().enumerate() {
+        if u.disabled == Some(true) {
+            continue;
+        }
         let what = || format!("{}: user {} ({})", path.display(), i + 1, u.access_key);
         let identity = posix_identity(&u).with_context(what)?;
         let id = u.id.clone().unwrap_or_else(|| u.access_key.clone());
@@ -312,7 +318,7 @@ fn write_credentials(path: &Path, c: &Credentials) -> anyhow::Result<bool> {
 /// Users from flags/env and the config file; without any, the stored (or a newly generated)
 /// root key under `<root>/.s3hpc/credentials.toml`. Returns the set and, when a key was just
 /// generated, that key (to print).
-fn credentials(args: &ServeArgs) -> anyhow::Result<(CredentialSet, Option<Credentials>, Vec<String>)> {
+pub(crate) fn credentials(args: &ServeArgs) -> anyhow::Result<(CredentialSet, Option<Credentials>, Vec<String>)> {
     let mut set = CredentialSet::default();
     let mut keys = Vec::new();
     let nonempty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
@@ -618,6 +624,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Some((m, a)) => (Some(m), Some(a)),
             None => (None, None),
         };
+    if let Some(a) = &admin {
+        // The admin API (accounts, keys, usage) on the admin listener.
+        a.set_api(crate::adminapi::AdminApi::start(&args, (*creds).clone(), key_store.clone(), store.clone()));
+    }
     let http_metrics = metrics.as_ref().map(|m| m.http.clone());
     let mut wire = Vec::new();
     // `tls://` binary listeners share the HTTPS certificate (reloaded with it on SIGHUP).
@@ -765,7 +775,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// With `--identity posix` every access key needs a POSIX identity.
-fn check_identities(args: &ServeArgs, creds: &CredentialSet) -> anyhow::Result<()> {
+pub(crate) fn check_identities(args: &ServeArgs, creds: &CredentialSet) -> anyhow::Result<()> {
     if args.identity != "posix" {
         return Ok(());
     }
