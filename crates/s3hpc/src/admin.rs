@@ -469,6 +469,21 @@ impl s3hpc_http::console::AdminView for Admin {
             self.metrics_text()
         })
     }
+
+    fn accounts(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<serde_json::Value, String>> + Send + '_>> {
+        Box::pin(async move {
+            match self.api() {
+                Some(api) => api.accounts_json().await,
+                None => Err("the admin API is not started yet".into()),
+            }
+        })
+    }
+
+    fn usage(&self) -> Option<serde_json::Value> {
+        self.api().and_then(|a| a.usage_json())
+    }
 }
 
 /// The TLS files of `--tls-cert` / `--tls-key`, loaded (both or neither).

@@ -114,6 +114,16 @@ impl AdminApi {
         }
     }
 
+    /// Accounts and keys for the console's administrators' page.
+    pub async fn accounts_json(&self) -> Result<Value, String> {
+        self.list().await.map_err(|e| e.message)
+    }
+
+    /// Usage for the console (`None` with `--usage-interval 0`).
+    pub fn usage_json(&self) -> Option<Value> {
+        (self.args.ops.usage_interval > 0).then(|| self.usage.report(&self.creds))
+    }
+
     /// Check the signature, the session token and that the key is an administrator's.
     fn authorize(&self, parts: &http::request::Parts, body: &[u8]) -> Result<String, ApiError> {
         let hash = s3hpc_sigv4::signer_sha256_hex(body);

@@ -757,6 +757,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 s3_url: args.console_s3_url.clone(),
                 s3_port,
                 admin: admin.map(|a| a as Arc<dyn s3hpc_http::console::AdminView>),
+                keys: key_store.clone().filter(|_| args.user_keys).map(|k| k as Arc<dyn s3hpc_core::creds::KeyAdmin>),
                 ..Default::default()
             };
             let (cfg, stop) = (cfg.clone(), stopped(stop_rx.clone()));
