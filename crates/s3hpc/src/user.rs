@@ -296,6 +296,9 @@ pub(crate) fn add_account(path: &Path, n: NewAccount) -> Result<Credentials, Edi
 pub(crate) fn remove_account(path: &Path, ak: &str) -> Result<(), EditError> {
     let mut f = load(path).map_err(EditError::Io)?;
     let i = find(&f, ak).ok_or_else(|| EditError::NoSuchKey(ak.into()))?;
+    if let Some(r) = f.roles.iter().find(|r| r.account == ak) {
+        return Err(EditError::Invalid(format!("role {} acts as account {ak}: remove the role first", r.name)));
+    }
     f.users.remove(i);
     store(path, &f).map_err(EditError::Io)
 }
