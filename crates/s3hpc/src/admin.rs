@@ -362,7 +362,8 @@ async fn serve_one(mut s: TcpStream, admin: &Admin) -> io::Result<()> {
                 let mut length = 0usize;
                 for h in req.headers.iter() {
                     if h.name.eq_ignore_ascii_case("content-length") {
-                        length = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(usize::MAX);
+                        length =
+                            std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(usize::MAX);
                     }
                     b = b.header(h.name, h.value);
                 }
@@ -393,7 +394,10 @@ async fn serve_one(mut s: TcpStream, admin: &Admin) -> io::Result<()> {
         }
         body.truncate(length);
         let (status, ctype, text) = api.handle(&parts, &body).await;
-        let status = format!("{status} {}", http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or(""));
+        let status = format!(
+            "{status} {}",
+            http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("")
+        );
         return respond(&mut s, &status, ctype, &text, false).await;
     }
     let head_only = parts.method == http::Method::HEAD;

@@ -153,9 +153,11 @@ impl AdminApi {
             (&Method::POST, ["accounts", ak, "enable"]) => self.set_disabled(ak, false).await,
             (&Method::POST, ["accounts", ak, "rotate"]) => self.rotate(ak).await,
             (&Method::GET, ["usage"]) => Ok(self.usage.report(&self.creds)),
-            (_, ["accounts"] | ["keys"] | ["usage"] | ["accounts", _] | ["accounts", _, _]) => {
-                Err(ApiError::new(405, "MethodNotAllowed", "The specified method is not allowed against this resource."))
-            }
+            (_, ["accounts"] | ["keys"] | ["usage"] | ["accounts", _] | ["accounts", _, _]) => Err(ApiError::new(
+                405,
+                "MethodNotAllowed",
+                "The specified method is not allowed against this resource.",
+            )),
             _ => Err(ApiError::new(404, "NoSuchResource", format!("no admin API resource {path}"))),
         };
         if r.is_ok() && *m != Method::GET {
@@ -259,14 +261,13 @@ impl AdminApi {
 
     async fn add_key(&self, n: NewKey) -> Result<Value, ApiError> {
         let ks = self.key_store()?;
-        let lifetime = match n.expires.as_deref() {
-            None => None,
-            Some(e) => Some(
-                crate::keystore::parse_duration(e)
-                    .filter(|d| !d.is_zero())
-                    .ok_or_else(|| ApiError::invalid(format!("expires {e:?}: expected a duration such as 30d or 12h")))?,
-            ),
-        };
+        let lifetime =
+            match n.expires.as_deref() {
+                None => None,
+                Some(e) => Some(crate::keystore::parse_duration(e).filter(|d| !d.is_zero()).ok_or_else(|| {
+                    ApiError::invalid(format!("expires {e:?}: expected a duration such as 30d or 12h"))
+                })?),
+            };
         let (c, info) = tokio::task::spawn_blocking(move || {
             use s3hpc_core::creds::KeyAdmin;
             let uid = KeyStore::uid_of(&n.user)
@@ -283,7 +284,11 @@ impl AdminApi {
 
     fn key_store(&self) -> Result<Arc<KeyStore>, ApiError> {
         self.keys.clone().ok_or_else(|| {
-            ApiError::new(501, "NotImplemented", "this gateway has no key store (self-service keys need the posix backend)")
+            ApiError::new(
+                501,
+                "NotImplemented",
+                "this gateway has no key store (self-service keys need the posix backend)",
+            )
         })
     }
 
@@ -291,10 +296,12 @@ impl AdminApi {
     async fn in_file(&self, ak: &str) -> Result<bool, ApiError> {
         let Some(p) = self.args.config.clone() else { return Ok(false) };
         let ak = ak.to_string();
-        tokio::task::spawn_blocking(move || crate::user::load_users(&p).map(|f| f.users.iter().any(|u| u.access_key == ak)))
-            .await
-            .map_err(|e| ApiError::new(500, "InternalError", e.to_string()))?
-            .map_err(|e| ApiError::new(500, "InternalError", format!("{e:#}")))
+        tokio::task::spawn_blocking(move || {
+            crate::user::load_users(&p).map(|f| f.users.iter().any(|u| u.access_key == ak))
+        })
+        .await
+        .map_err(|e| ApiError::new(500, "InternalError", e.to_string()))?
+        .map_err(|e| ApiError::new(500, "InternalError", format!("{e:#}")))
     }
 
     /// The key store holding `ak`, if it does.
@@ -480,8 +487,7 @@ async fn walk(store: &DynStore, ops: u32, _creds: &CredentialSet) -> Snapshot {
     let me = Some(gateway_caller());
     let id = Some(gateway_identity());
     let mut out = Vec::new();
-    let buckets = match s3hpc_core::identity::scope(id.clone(), caller::scope(me.clone(), store.list_buckets())).await
-    {
+    let buckets = match s3hpc_core::identity::scope(id.clone(), caller::scope(me.clone(), store.list_buckets())).await {
         Ok(b) => b,
         Err(e) => {
             tracing::warn!("usage: listing the buckets failed: {e}");
@@ -489,11 +495,9 @@ async fn walk(store: &DynStore, ops: u32, _creds: &CredentialSet) -> Snapshot {
         }
     };
     for b in buckets {
-        let acl = s3hpc_core::identity::scope(
-            id.clone(),
-            caller::scope(me.clone(), store.get_bucket_config(&b.name, "acl")),
-        )
-        .await;
+        let acl =
+            s3hpc_core::identity::scope(id.clone(), caller::scope(me.clone(), store.get_bucket_config(&b.name, "acl")))
+                .await;
         let owner = acl.ok().flatten().and_then(|a| {
             let a = String::from_utf8_lossy(&a);
             a.split_once("<Owner>")
@@ -505,8 +509,14 @@ async fn walk(store: &DynStore, ops: u32, _creds: &CredentialSet) -> Snapshot {
         let mut after: Option<String> = None;
         loop {
             pace().await;
-            let req = ListObjectsRequest { prefix: String::new(), delimiter: None, start_after: after.clone(), max_keys: 1000 };
-            let page = s3hpc_core::identity::scope(id.clone(), caller::scope(me.clone(), store.list_objects(&b.name, req)));
+            let req = ListObjectsRequest {
+                prefix: String::new(),
+                delimiter: None,
+                start_after: after.clone(),
+                max_keys: 1000,
+            };
+            let page =
+                s3hpc_core::identity::scope(id.clone(), caller::scope(me.clone(), store.list_objects(&b.name, req)));
             match page.await {
                 Ok(page) => {
                     u.objects += page.objects.len() as u64;
@@ -549,7 +559,9 @@ pub mod client {
             .with_context(|| format!("--endpoint {endpoint}: expected http://HOST:PORT (the admin listener)"))?
             .trim_end_matches('/');
         let (Some(ak), Some(sk)) = (r.admin_access_key.clone(), r.admin_secret_key.clone()) else {
-            bail!("--endpoint needs an administrator's key: --admin-access-key and --admin-secret-key (or S3HPC_ADMIN_ACCESS_KEY / S3HPC_ADMIN_SECRET_KEY)");
+            bail!(
+                "--endpoint needs an administrator's key: --admin-access-key and --admin-secret-key (or S3HPC_ADMIN_ACCESS_KEY / S3HPC_ADMIN_SECRET_KEY)"
+            );
         };
         let data = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
         let uri: http::Uri = format!("http://{hostport}{path}").parse().context("the request URI")?;
@@ -567,7 +579,8 @@ pub mod client {
             req.push_str(&format!("{k}: {}\r\n", v.to_str()?));
         }
         req.push_str(&format!("content-length: {}\r\nconnection: close\r\n\r\n", data.len()));
-        let mut s = tokio::net::TcpStream::connect(hostport).await.with_context(|| format!("connecting to {hostport}"))?;
+        let mut s =
+            tokio::net::TcpStream::connect(hostport).await.with_context(|| format!("connecting to {hostport}"))?;
         s.write_all(req.as_bytes()).await?;
         s.write_all(&data).await?;
         let mut resp = Vec::new();
@@ -580,7 +593,9 @@ pub mod client {
             return serde_json::from_str(&text).context("the admin API's answer is not JSON");
         }
         let tag = |t: &str| {
-            text.split_once(&format!("<{t}>")).and_then(|(_, r)| r.split_once(&format!("</{t}>"))).map(|(v, _)| v.to_string())
+            text.split_once(&format!("<{t}>"))
+                .and_then(|(_, r)| r.split_once(&format!("</{t}>")))
+                .map(|(v, _)| v.to_string())
         };
         match (tag("Code"), tag("Message")) {
             (Some(c), Some(m)) => bail!("{status} {c}: {m}"),
@@ -605,7 +620,8 @@ pub mod client {
         let mut out = std::io::stdout().lock();
         match cmd {
             Cmd::Add { account, user, uid, gid, groups, admin, id, name, access_key, .. } => {
-                let n = crate::user::NewAccount { name: name.or(account), user, uid, gid, groups, admin, id, access_key };
+                let n =
+                    crate::user::NewAccount { name: name.or(account), user, uid, gid, groups, admin, id, access_key };
                 let v = call(&r, "POST", "/admin/v1/accounts", Some(serde_json::to_value(n)?)).await?;
                 writeln!(out, "access key: {}\nsecret key: {}", s(&v["accessKey"]), s(&v["secretKey"]))?;
             }
@@ -629,7 +645,11 @@ pub mod client {
             }
             Cmd::List { .. } => {
                 let v = call(&r, "GET", "/admin/v1/accounts", None).await?;
-                writeln!(out, "{:<22} {:<10} {:<16} {:>6}  {:<6} {:<8} DETAILS", "ACCESS_KEY", "SOURCE", "USER", "UID", "ADMIN", "STATE")?;
+                writeln!(
+                    out,
+                    "{:<22} {:<10} {:<16} {:>6}  {:<6} {:<8} DETAILS",
+                    "ACCESS_KEY", "SOURCE", "USER", "UID", "ADMIN", "STATE"
+                )?;
                 for a in v["accounts"].as_array().into_iter().flatten() {
                     let state = if a["disabled"] == true { "disabled" } else { "enabled" };
                     writeln!(
@@ -689,15 +709,35 @@ pub mod client {
                     writeln!(out, "usage: the first walk has not finished yet")?;
                     return Ok(());
                 }
-                writeln!(out, "computed at {} ({} s ago, walk took {} ms)", s(&v["computedAt"]), s(&v["ageSeconds"]), s(&v["walkMilliseconds"]))?;
+                writeln!(
+                    out,
+                    "computed at {} ({} s ago, walk took {} ms)",
+                    s(&v["computedAt"]),
+                    s(&v["ageSeconds"]),
+                    s(&v["walkMilliseconds"])
+                )?;
                 writeln!(out, "{:<40} {:<24} {:>12} {:>16}", "BUCKET", "OWNER", "OBJECTS", "BYTES")?;
                 for b in v["buckets"].as_array().into_iter().flatten() {
                     let partial = if b["complete"] == false { " (partial)" } else { "" };
-                    writeln!(out, "{:<40} {:<24} {:>12} {:>16}{partial}", s(&b["name"]), s(&b["owner"]), s(&b["objects"]), s(&b["bytes"]))?;
+                    writeln!(
+                        out,
+                        "{:<40} {:<24} {:>12} {:>16}{partial}",
+                        s(&b["name"]),
+                        s(&b["owner"]),
+                        s(&b["objects"]),
+                        s(&b["bytes"])
+                    )?;
                 }
                 writeln!(out, "{:<40} {:<24} {:>12} {:>16}", "ACCOUNT", "NAME", "OBJECTS", "BYTES")?;
                 for a in v["accounts"].as_array().into_iter().flatten() {
-                    writeln!(out, "{:<40} {:<24} {:>12} {:>16}", s(&a["id"]), s(&a["name"]), s(&a["objects"]), s(&a["bytes"]))?;
+                    writeln!(
+                        out,
+                        "{:<40} {:<24} {:>12} {:>16}",
+                        s(&a["id"]),
+                        s(&a["name"]),
+                        s(&a["objects"]),
+                        s(&a["bytes"])
+                    )?;
                 }
             }
         }

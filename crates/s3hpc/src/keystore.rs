@@ -568,7 +568,9 @@ impl KeyStore {
         .and_then(|r| r)
         .map_err(internal)
         .map(|mut v| {
-            v.sort_by(|a, b| (a.info.uid, a.info.created, &a.info.access_key).cmp(&(b.info.uid, b.info.created, &b.info.access_key)));
+            v.sort_by(|a, b| {
+                (a.info.uid, a.info.created, &a.info.access_key).cmp(&(b.info.uid, b.info.created, &b.info.access_key))
+            });
             v
         })
     }

@@ -378,7 +378,8 @@ pub fn run(args: UserArgs) -> anyhow::Result<()> {
 }
 
 fn disable(out: &mut impl Write, file: &FileArg, access_key: &str, off: bool) -> anyhow::Result<()> {
-    set_account_disabled(&file.config, access_key, off).map_err(|x| anyhow::anyhow!("{}: {x}", file.config.display()))?;
+    set_account_disabled(&file.config, access_key, off)
+        .map_err(|x| anyhow::anyhow!("{}: {x}", file.config.display()))?;
     writeln!(out, "{} {access_key}", if off { "disabled" } else { "enabled" })?;
     Ok(())
 }

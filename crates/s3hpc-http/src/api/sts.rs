@@ -192,7 +192,8 @@ fn assume_role<'a>(
     now: SystemTime,
 ) -> Result<String, Error> {
     let arn = get("RoleArn").ok_or_else(|| validation("null", "roleArn", "Member must not be null"))?;
-    let session = get("RoleSessionName").ok_or_else(|| validation("null", "roleSessionName", "Member must not be null"))?;
+    let session =
+        get("RoleSessionName").ok_or_else(|| validation("null", "roleSessionName", "Member must not be null"))?;
     if arn.len() < 20 || arn.len() > 2048 {
         return Err(validation(
             &format!("'{arn}'"),
@@ -224,12 +225,15 @@ fn assume_role<'a>(
     }
     let caller = st.cfg.creds.account_for(access_key).ok_or_else(|| Error::code(ErrorCode::InvalidAccessKeyId))?;
     let who = caller.name.clone().unwrap_or_else(|| caller.id.clone());
-    let name = arn.strip_prefix("arn:").and_then(|a| a.split_once(":role/")).map(|(_, r)| r.rsplit('/').next().unwrap_or(r));
+    let name =
+        arn.strip_prefix("arn:").and_then(|a| a.split_once(":role/")).map(|(_, r)| r.rsplit('/').next().unwrap_or(r));
     let role = name.and_then(|n| st.cfg.roles.get(n)).filter(|r| r.trusts(&caller.id, access_key));
     let Some(role) = role else {
         return Err(Error::new(
             ErrorCode::AccessDenied,
-            format!("User: arn:aws:iam::{ACCOUNT}:user/{who} is not authorized to perform: sts:AssumeRole on resource: {arn}"),
+            format!(
+                "User: arn:aws:iam::{ACCOUNT}:user/{who} is not authorized to perform: sts:AssumeRole on resource: {arn}"
+            ),
         ));
     };
     let max = role.max_session.as_secs();
@@ -237,9 +241,10 @@ fn assume_role<'a>(
     let secs = match get("DurationSeconds") {
         None => 3600.min(max),
         Some(d) => {
-            let n: i64 = d.trim().parse().map_err(|_| {
-                validation(&format!("'{d}'"), "durationSeconds", "Member must be a number")
-            })?;
+            let n: i64 = d
+                .trim()
+                .parse()
+                .map_err(|_| validation(&format!("'{d}'"), "durationSeconds", "Member must be a number"))?;
             if n < min as i64 {
                 return Err(validation(
                     &format!("'{n}'"),
@@ -267,7 +272,10 @@ fn assume_role<'a>(
     // The session's parent is the role's account key: it acts as that account, and ends when
     // that key is removed from the users file.
     if !st.cfg.creds.is_listed(&role.account) {
-        return Err(Error::internal(format!("role {}: its account {} is not in the users file", role.name, role.account)));
+        return Err(Error::internal(format!(
+            "role {}: its account {} is not in the users file",
+            role.name, role.account
+        )));
     }
     let source = st
         .cfg
@@ -276,7 +284,10 @@ fn assume_role<'a>(
         .ok_or_else(|| Error::not_implemented("temporary credentials need a key store (the posix backend)"))?;
     let c = source.issue_session(&role.account, exp)?;
     tracing::info!(target: "s3hpc::access", caller = %caller.id, role = %role.name, session, access_key = %c.access_key, "AssumeRole");
-    let role_id = format!("AROA{}", role.account.chars().filter(|c| c.is_ascii_alphanumeric()).take(17).collect::<String>().to_ascii_uppercase());
+    let role_id = format!(
+        "AROA{}",
+        role.account.chars().filter(|c| c.is_ascii_alphanumeric()).take(17).collect::<String>().to_ascii_uppercase()
+    );
     Ok(format!(
         "<AssumeRoleResponse xmlns=\"{NS}\"><AssumeRoleResult><AssumedRoleUser>\
          <AssumedRoleId>{}:{}</AssumedRoleId><Arn>arn:aws:sts::{ACCOUNT}:assumed-role/{}/{}</Arn></AssumedRoleUser>\

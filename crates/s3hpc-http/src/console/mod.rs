@@ -564,7 +564,11 @@ enum KeyOp {
 /// administrator (whose key administration is the admin API's).
 async fn my_keys(st: &State, c: &Console, who: &Who, op: KeyOp) -> Response<RespBody> {
     let Some(keys) = c.opts.keys.clone() else {
-        return json_error(StatusCode::NOT_FOUND, "NotEnabled", "This gateway offers no self-service keys (serve --user-keys)");
+        return json_error(
+            StatusCode::NOT_FOUND,
+            "NotEnabled",
+            "This gateway offers no self-service keys (serve --user-keys)",
+        );
     };
     let Some(uid) = st.cfg.creds.account_for(&who.access_key).and_then(|a| a.uid) else {
         return json_error(
@@ -583,9 +587,10 @@ async fn my_keys(st: &State, c: &Console, who: &Who, op: KeyOp) -> Response<Resp
                 "expires": k.expires.map(crate::util::iso8601),
             })
         };
-        let mine = |keys: &dyn s3hpc_core::creds::KeyAdmin| -> s3hpc_core::Result<Vec<s3hpc_core::creds::AccessKeyInfo>> {
-            Ok(keys.list(uid)?.into_iter().filter(|k| k.uid == uid).collect())
-        };
+        let mine =
+            |keys: &dyn s3hpc_core::creds::KeyAdmin| -> s3hpc_core::Result<Vec<s3hpc_core::creds::AccessKeyInfo>> {
+                Ok(keys.list(uid)?.into_iter().filter(|k| k.uid == uid).collect())
+            };
         match op {
             KeyOp::List => Ok(serde_json::json!({ "keys": mine(&*keys)?.iter().map(info).collect::<Vec<_>>() })),
             KeyOp::Create(v) => {
