@@ -317,3 +317,29 @@ def test_user_command_works_remotely(bed):
     assert works(bed.a.endpoint, (kak, ksk)) == "InvalidAccessKeyId"
     r = bed.cli("remove", ak, check=False)
     assert r.returncode != 0 and "404 NoSuchEntity" in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="--identity posix needs root")
+def test_usage_walks_as_the_gateway_under_identity_posix(tmp_path):
+    """With --identity posix every store call needs an identity: the walk acts as the gateway's
+    own, so it counts buckets whatever their owners' POSIX users may read."""
+    ensure_user(LOGIN)
+    cfg = tmp_path / "users.toml"
+    cfg.write_text(f'[[users]]\naccess_key = "{ADMIN[0]}"\nsecret_key = "{ADMIN[1]}"\nuser = "root"\nadmin = true\n\n'
+                   f'[[users]]\naccess_key = "{BOB[0]}"\nsecret_key = "{BOB[1]}"\nuser = "{LOGIN}"\n')
+    root = tmp_path / "root"
+    root.mkdir()
+    root.chmod(0o1777)
+    srv = Server(root, extra=["--config", str(cfg), "--identity", "posix", "--umask", "077", "--admin-listen", "127.0.0.1:0",
+                              "--usage-interval", "1", "--lifecycle-interval", "0"])
+    try:
+        url = admin_url(srv)
+        s3 = make_client(srv.endpoint, *BOB)
+        s3.create_bucket(Bucket="posix-usage")
+        s3.put_object(Bucket="posix-usage", Key="d/x", Body=b"q" * 321)
+
+        def seen():
+            return [(b["objects"], b["bytes"], b["complete"]) for b in usage(url)["buckets"] if b["name"] == "posix-usage"]
+        assert wait_until(lambda: seen() == [(1, 321, True)], 15, 0.3), usage(url)
+    finally:
+        srv.stop()

@@ -246,7 +246,7 @@ pub(crate) enum EditError {
 impl std::fmt::Display for EditError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            EditError::NoSuchKey(ak) => write!(f, "no account with access key {ak}"),
+            EditError::NoSuchKey(ak) => write!(f, "no user {ak}"),
             EditError::Exists(ak) => write!(f, "access key {ak} exists already"),
             EditError::Invalid(why) => f.write_str(why),
             EditError::Io(e) => write!(f, "{e:#}"),
@@ -317,6 +317,9 @@ pub(crate) fn rotate_account(path: &Path, ak: &str) -> Result<String, EditError>
 pub(crate) fn set_account_disabled(path: &Path, ak: &str, disabled: bool) -> Result<(), EditError> {
     let mut f = load(path).map_err(EditError::Io)?;
     let i = find(&f, ak).ok_or_else(|| EditError::NoSuchKey(ak.into()))?;
+    if disabled && let Some(r) = f.roles.iter().find(|r| r.account == ak) {
+        return Err(EditError::Invalid(format!("role {} acts as account {ak}: remove the role first", r.name)));
+    }
     f.users[i].disabled = disabled.then_some(true);
     store(path, &f).map_err(EditError::Io)
 }
