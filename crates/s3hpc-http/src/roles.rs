@@ -41,3 +41,26 @@ impl Roles {
         self.0.read().unwrap_or_else(|e| e.into_inner()).iter().find(|r| r.name == name).cloned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trust_by_id_key_or_anyone() {
+        let r = Role {
+            name: "ingest".into(),
+            account: "K".into(),
+            trusted: vec!["alice".into(), "BOBKEY".into()],
+            max_session: Duration::from_secs(3600),
+        };
+        assert!(r.trusts("alice", "ANYKEY"));
+        assert!(r.trusts("bob", "BOBKEY"));
+        assert!(!r.trusts("bob", "OTHERKEY"));
+        assert!(Role { trusted: vec!["*".into()], ..r.clone() }.trusts("carol", "C"));
+        let roles = Roles::default();
+        roles.replace(vec![r.clone()]);
+        assert_eq!(roles.get("ingest"), Some(r));
+        assert_eq!(roles.get("other"), None);
+    }
+}

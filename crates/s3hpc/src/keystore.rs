@@ -794,6 +794,34 @@ mod tests {
         assert!(set.secret_for(&c.access_key).is_none());
     }
 
+    /// An administrator's disable renames the file: the other store drops the key within a
+    /// poll (and its sessions end), enable brings it back, remove takes a disabled key too.
+    #[test]
+    fn disable_enable_remove() {
+        let t = tempfile::tempdir().unwrap();
+        let (a, b) = (store(t.path()), store(t.path()));
+        let me = rustix::process::getuid().as_raw();
+        let (c, _) = a.create(me, None, "d").unwrap();
+        let set = CredentialSet::default();
+        set.set_source(b.clone());
+        let s = set.issue_session(&c.access_key, SystemTime::now() + Duration::from_secs(60)).unwrap();
+        assert!(set.resolve(&s.access_key).is_some());
+        assert!(a.set_disabled(&c.access_key, true).unwrap());
+        b.refresh(false).unwrap();
+        assert!(set.secret_for(&c.access_key).is_none(), "disabled key refused by the other store");
+        assert!(set.resolve(&s.access_key).is_none(), "its session ends with it");
+        let l = a.admin_list().unwrap();
+        assert_eq!((l.len(), l[0].disabled), (1, true));
+        assert!(a.holds(&c.access_key));
+        assert!(a.set_disabled(&c.access_key, false).unwrap());
+        b.refresh(false).unwrap();
+        assert!(set.secret_for(&c.access_key).is_some());
+        a.set_disabled(&c.access_key, true).unwrap();
+        a.remove(&c.access_key).unwrap();
+        assert!(!a.holds(&c.access_key) && a.admin_list().unwrap().is_empty());
+        assert!(!a.set_disabled("S3HPCNOSUCHKEY000000", true).unwrap());
+    }
+
     #[test]
     fn limits() {
         let t = tempfile::tempdir().unwrap();
