@@ -1,5 +1,6 @@
 //! Operations side of `s3hpc serve`: the admin listener (`/metrics`, `/health/live`,
-//! `/health/ready`), log set-up (`--log-format`), and the file-descriptor limit.
+//! `/health/ready`, and the signed admin API under `/admin/v1/`, crate::adminapi), log set-up
+//! (`--log-format`), and the file-descriptor limit.
 
 use std::io;
 use std::path::PathBuf;
