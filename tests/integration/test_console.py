@@ -618,3 +618,204 @@ def test_browser_admin_sees_gateway_health_and_metrics(console, drv):
     assert not drv.find_element(By.ID, "nav-admin").is_displayed()
     drv.get(f"{console.url}/#/admin")
     text_in(drv, "msg", "AccessDenied")
+
+
+# ---------- my keys, and the administrators' accounts, usage and reports pages ----------
+
+KALICE, KBOB = "s3hpc-calice", "s3hpc-cbob"
+PALICE = ("consolePAlice01", "palice-secret/4+w")
+PBOB = ("consolePBob0001", "pbob-secret/5+v")
+needs_users = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None,
+                                 reason="needs root and useradd to create the test users")
+
+
+@pytest.fixture(scope="module")
+def kconsole(tmp_path_factory):
+    """A console with self-service keys (`--user-keys`): alice and bob are users-file accounts
+    bound to real Unix users; ADMIN is bound to none; usage is counted every second."""
+    from conftest import ensure_user
+    ensure_user(KALICE)
+    ensure_user(KBOB)
+    tmp = tmp_path_factory.mktemp("kconsole")
+    c = Console(tmp, ["--user-keys", "--usage-interval", "1", "--lifecycle-interval", "0"])
+    c.cfg.write_text(users_toml() + f'\n[[users]]\naccess_key = "{PALICE[0]}"\nsecret_key = "{PALICE[1]}"\n'
+                     f'name = "palice"\nuser = "{KALICE}"\n\n[[users]]\naccess_key = "{PBOB[0]}"\n'
+                     f'secret_key = "{PBOB[1]}"\nname = "pbob"\nuser = "{KBOB}"\n')
+    # The gateway reloads the users file within a second.
+    assert wait_until(lambda: _can_login(c, PBOB), 10)
+    yield c
+    c.stop()
+
+
+def _can_login(c, who):
+    st, _, _ = req(c, "POST", "/api/login", json.dumps({"accessKey": who[0], "secretKey": who[1]}).encode(),
+                   {"Content-Type": "application/json"})
+    return st == 200
+
+
+@needs_users
+def test_my_keys_are_made_listed_and_revoked_for_ones_own_posix_user(kconsole):
+    from botocore.exceptions import ClientError
+    cookie, csrf, j = login(kconsole, PALICE)
+    assert j["keys"] is True
+    # State-changing key requests need the CSRF token, as every other.
+    body = json.dumps({"expiresSeconds": 3600, "description": "notebook"}).encode()
+    st, _, b = req(kconsole, "POST", "/api/keys", body, {"Content-Type": "application/json"}, cookie=cookie)
+    assert st == 403 and json.loads(b)["error"] == "InvalidCsrfToken"
+    st, _, b = req(kconsole, "POST", "/api/keys", body, {"Content-Type": "application/json"}, cookie=cookie,
+                   csrf=csrf)
+    assert st == 200, b
+    k = json.loads(b)
+    assert k["user"] == KALICE and k["description"] == "notebook" and len(k["secretKey"]) == 40
+    # The key acts as alice's account: her bucket, owned by her account.
+    s3 = make_client(kconsole.srv.endpoint, k["accessKey"], k["secretKey"])
+    bucket = "pkeys-" + uuid.uuid4().hex[:6]
+    s3.create_bucket(Bucket=bucket)
+    assert kconsole.s3(PALICE).list_objects_v2(Bucket=bucket)["KeyCount"] == 0
+    with pytest.raises(ClientError):
+        kconsole.s3(PBOB).list_objects_v2(Bucket=bucket)
+    # Listed without its secret; never shown again.
+    st, _, b = req(kconsole, "GET", "/api/keys", cookie=cookie)
+    assert st == 200 and k["accessKey"] in b.decode() and k["secretKey"] not in b.decode()
+    # Bob neither sees nor revokes it.
+    bcookie, bcsrf, _ = login(kconsole, PBOB)
+    st, _, b = req(kconsole, "GET", "/api/keys", cookie=bcookie)
+    assert st == 200 and k["accessKey"] not in b.decode()
+    st, _, b = req(kconsole, "DELETE", f"/api/keys/{k['accessKey']}", cookie=bcookie, csrf=bcsrf)
+    assert st == 403 and json.loads(b)["error"] == "AccessDenied", b
+    s3.list_buckets()
+    # An account bound to no POSIX user has no keys (even an administrator).
+    acookie, acsrf, aj = login(kconsole, ADMIN)
+    assert aj["keys"] is False
+    st, _, b = req(kconsole, "POST", "/api/keys", body, {"Content-Type": "application/json"}, cookie=acookie,
+                   csrf=acsrf)
+    assert st == 403 and json.loads(b)["error"] == "NoPosixUser", b
+    # Revoke: CSRF-protected, then the key is refused.
+    st, _, b = req(kconsole, "DELETE", f"/api/keys/{k['accessKey']}", cookie=cookie)
+    assert st == 403 and json.loads(b)["error"] == "InvalidCsrfToken"
+    st, _, b = req(kconsole, "DELETE", f"/api/keys/{k['accessKey']}", cookie=cookie, csrf=csrf)
+    assert st == 200, b
+    with pytest.raises(ClientError) as e:
+        s3.list_buckets()
+    assert e.value.response["Error"]["Code"] == "InvalidAccessKeyId"
+    kconsole.s3(PALICE).delete_bucket(Bucket=bucket)
+
+
+def test_my_keys_need_user_keys(console):
+    cookie, csrf, j = login(console, ALICE)
+    assert j["keys"] is False
+    st, _, b = req(console, "GET", "/api/keys", cookie=cookie)
+    assert st == 404 and json.loads(b)["error"] == "NotEnabled"
+
+
+@needs_users
+def test_accounts_and_usage_are_for_administrators_only(kconsole):
+    cookie, _, _ = login(kconsole, PALICE)
+    for p in ["/api/admin/accounts", "/api/admin/usage"]:
+        st, _, b = req(kconsole, "GET", p, cookie=cookie)
+        assert st == 403 and json.loads(b)["error"] == "AccessDenied", (p, b)
+    kconsole.s3(ALICE).create_bucket(Bucket="usage-alice")
+    kconsole.s3(ALICE).put_object(Bucket="usage-alice", Key="a", Body=b"x" * 1234)
+    acookie, _, _ = login(kconsole, ADMIN)
+    st, _, b = req(kconsole, "GET", "/api/admin/accounts", cookie=acookie)
+    assert st == 200, b
+    accts = json.loads(b)
+    assert {a["accessKey"] for a in accts["accounts"]} >= {ALICE[0], BOB[0], ADMIN[0], PALICE[0], PBOB[0]}
+    assert ALICE[1] not in b.decode()
+
+    def counted():
+        st, _, b = req(kconsole, "GET", "/api/admin/usage", cookie=acookie)
+        u = json.loads(b)
+        return [x for x in u["buckets"] if x["name"] == "usage-alice" and x["objects"] == 1]
+    assert wait_until(lambda: counted(), 15, 0.3)
+    assert counted()[0]["bytes"] == 1234
+
+
+FAKE_REPORT = b"""<!DOCTYPE html><html><head><title>s3hpc bench: mixed</title>
+<script>document.title = 'script ran';</script></head><body>
+<h1>s3hpc bench mixed</h1><p><code>s3hpc bench --workload mixed --sizes 4KiB,1MiB --report out</code></p>
+<table><tr><th class=l>phase</th><th>size</th><th>ops/s</th><th>MiB/s</th><th>p50</th></tr>
+<tr><td class=l>put</td><td>4 KiB</td><td>9120</td><td>35.6</td><td>0.41 ms</td></tr>
+<tr><td class=l>put</td><td>1 MiB</td><td>412</td><td>412.0</td><td>9.6 ms</td></tr>
+<tr><td class=l>get</td><td>4 KiB</td><td>15870</td><td>62.0</td><td>0.22 ms</td></tr>
+<tr><td class=l>get</td><td>1 MiB</td><td>1104</td><td>1104.0</td><td>3.5 ms</td></tr></table>
+<h2>Throughput vs object size</h2><img src="throughput.svg" alt="Throughput vs object size" onerror="document.title='handler ran'">
+</body></html>"""
+
+FAKE_SVG = b"""<svg xmlns="http://www.w3.org/2000/svg" width="480" height="240"><rect width="480" height="240" fill="#fff"/>
+<polyline fill="none" stroke="#1f77b4" stroke-width="3" points="40,200 160,150 280,90 440,40"/>
+<polyline fill="none" stroke="#ff7f0e" stroke-width="3" points="40,210 160,180 280,130 440,70"/>
+<text x="40" y="230" font-size="12">4 KiB</text><text x="400" y="230" font-size="12">1 MiB</text>
+<script>alert(1)</script></svg>"""
+
+
+@browser
+@needs_users
+def test_browser_my_keys_page(kconsole, drv):
+    from selenium.webdriver.common.by import By
+
+    browser_login(drv, kconsole, PALICE)
+    text_in(drv, "who", "palice")
+    by_id(drv, "nav-keys").click()
+    by_id(drv, "key-description").send_keys("laptop")
+    by_id(drv, "key-create").click()
+    text_in(drv, "key-secret", "SecretAccessKey: ")
+    secret_text = by_id(drv, "key-secret").text
+    ak = re.search(r"AccessKeyId: (\S+)", secret_text).group(1)
+    sk = re.search(r"SecretAccessKey: (\S+)", secret_text).group(1)
+    wait(drv, lambda d: d.find_elements(By.CSS_SELECTOR, f'button[data-key="{ak}"]'))
+    make_client(kconsole.srv.endpoint, ak, sk).list_buckets()
+    shot(drv, "my-keys")
+    # Shown once: a reload of the page lists the key, not its secret.
+    drv.refresh()
+    wait(drv, lambda d: d.find_elements(By.CSS_SELECTOR, f'button[data-key="{ak}"]'))
+    assert sk not in drv.page_source
+    drv.find_element(By.CSS_SELECTOR, f'button[data-key="{ak}"]').click()
+    wait(drv, lambda d: d.switch_to.alert).accept()
+    wait(drv, lambda d: not d.find_elements(By.CSS_SELECTOR, f'button[data-key="{ak}"]'))
+    text_in(drv, "msg", f"revoked {ak}")
+
+
+@browser
+@needs_users
+def test_browser_admin_accounts_usage_and_reports(kconsole, drv):
+    from selenium.webdriver.common.by import By
+
+    for who, b, n, size in [(ALICE, "alice-runs", 12, 300_000), (BOB, "bob-scratch", 3, 2_000_000)]:
+        c = kconsole.s3(who)
+        c.create_bucket(Bucket=b)
+        for i in range(n):
+            c.put_object(Bucket=b, Key=f"run-{i:03d}.dat", Body=b"r" * size)
+    s3 = kconsole.s3(ADMIN)
+    s3.create_bucket(Bucket="bench-reports")
+    s3.put_object(Bucket="bench-reports", Key="2026-11-28-nvme/index.html", Body=FAKE_REPORT, ContentType="text/html")
+    s3.put_object(Bucket="bench-reports", Key="2026-11-28-nvme/throughput.svg", Body=FAKE_SVG,
+                  ContentType="image/svg+xml")
+    browser_login(drv, kconsole, ADMIN)
+    text_in(drv, "who", "admin")
+    assert not drv.find_element(By.ID, "nav-keys").is_displayed()
+    by_id(drv, "nav-accounts").click()
+    text_in(drv, "accounts", PALICE[0])
+    assert KALICE in by_id(drv, "accounts").text
+    shot(drv, "accounts")
+    by_id(drv, "nav-usage").click()
+    wait(drv, lambda d: "bob-scratch" in d.find_element(By.TAG_NAME, "main").text or (d.refresh() and False), 30)
+    text_in(drv, "usage-age", "s ago")
+    shot(drv, "usage")
+    by_id(drv, "nav-reports").click()
+    wait(drv, lambda d: d.find_elements(By.CSS_SELECTOR, 'button[data-report="2026-11-28-nvme/"]'))
+    drv.find_element(By.CSS_SELECTOR, 'button[data-report="2026-11-28-nvme/"]').click()
+    text_in(drv, "report", "1104.0")
+    wait(drv, lambda d: d.execute_script(
+        "const i = document.querySelector('#report img'); return i && i.complete && i.naturalWidth > 0 && i.src.startsWith('data:image/svg+xml');"))
+    # Nothing of the report's own markup runs in the console: no script, no handler.
+    assert drv.title == "s3hpc console"
+    assert drv.execute_script("return document.querySelectorAll('#report script, #report [onerror]').length") == 0
+    shot(drv, "reports")
+    # Not for others.
+    by_id(drv, "logout").click()
+    browser_login(drv, kconsole, PALICE)
+    text_in(drv, "who", "palice")
+    assert not drv.find_element(By.ID, "nav-accounts").is_displayed()
+    drv.get(f"{kconsole.url}/#/usage")
+    text_in(drv, "msg", "AccessDenied")

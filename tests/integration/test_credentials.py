@@ -420,3 +420,107 @@ def test_console_refuses_sts_session_credentials(bed):
         assert st == 200, (st, body)
     finally:
         srv.stop()
+
+
+# ---------- STS AssumeRole: [[roles]] of the users file ----------
+
+R_ALICE = ("ROLEALICE00000000001", "alice/secret+roles")
+
+
+def s3_session(endpoint, ak, sk, token):
+    import boto3
+    from botocore.config import Config
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+                        aws_access_key_id=ak, aws_secret_access_key=sk, aws_session_token=token)
+R_BOB = ("ROLEBOB0000000000001", "bob/secret+roles")
+R_INGEST = ("ROLEINGEST0000000001", "ingest/secret+roles")
+ROLE_ARN = "arn:aws:iam::000000000000:role/ingest"
+
+
+def roles_toml(extra=""):
+    return (f'[[users]]\naccess_key = "{R_ALICE[0]}"\nsecret_key = "{R_ALICE[1]}"\nid = "alice"\nname = "alice"\n\n'
+            f'[[users]]\naccess_key = "{R_BOB[0]}"\nsecret_key = "{R_BOB[1]}"\nid = "bob"\nname = "bob"\n\n'
+            f'[[users]]\naccess_key = "{R_INGEST[0]}"\nsecret_key = "{R_INGEST[1]}"\nid = "ingest"\nname = "ingest"\n\n'
+            f'[[roles]]\nname = "ingest"\naccount = "{R_INGEST[0]}"\ntrusted = ["alice"]\n'
+            f'max-session-duration = 7200\n{extra}')
+
+
+@pytest.fixture(scope="module")
+def rsrv(tmp_path_factory):
+    t = tmp_path_factory.mktemp("roles")
+    (t / "users.toml").write_text(roles_toml())
+    (t / "root").mkdir()
+    s = Server(t / "root", ["--config", str(t / "users.toml"), "--durability", "none", "--lifecycle-interval", "0"])
+    yield s
+    s.stop()
+
+
+def test_assume_role_acts_as_the_roles_account(rsrv):
+    r = sts_client(rsrv.endpoint, *R_ALICE).assume_role(RoleArn=ROLE_ARN, RoleSessionName="job-42",
+                                                          DurationSeconds=900)
+    c = r["Credentials"]
+    assert r["AssumedRoleUser"]["Arn"] == "arn:aws:sts::000000000000:assumed-role/ingest/job-42"
+    assert r["AssumedRoleUser"]["AssumedRoleId"].endswith(":job-42")
+    left = (c["Expiration"].timestamp() - time.time())
+    assert 880 < left <= 901, left
+    s3 = s3_session(rsrv.endpoint, c["AccessKeyId"], c["SecretAccessKey"], c["SessionToken"])
+    s3.create_bucket(Bucket="role-ingest")
+    s3.put_object(Bucket="role-ingest", Key="k", Body=b"by the role")
+    # The bucket is the role account's: its own key reads it, alice's long-term key does not.
+    assert s3.get_bucket_acl(Bucket="role-ingest")["Owner"]["ID"] == "ingest"
+    assert make_client(rsrv.endpoint, *R_INGEST).get_object(Bucket="role-ingest", Key="k")["Body"].read() == b"by the role"
+    with pytest.raises(ClientError) as e:
+        make_client(rsrv.endpoint, *R_ALICE).get_object(Bucket="role-ingest", Key="k")
+    assert err_code(e.value) == "AccessDenied"
+    # Its token is checked as GetSessionToken's are.
+    bad = s3_session(rsrv.endpoint, c["AccessKeyId"], c["SecretAccessKey"], c["SessionToken"] + "x")
+    with pytest.raises(ClientError) as e:
+        bad.list_buckets()
+    assert (err_status(e.value), err_code(e.value)) == (400, "InvalidToken")
+    with pytest.raises(ClientError) as e:
+        make_client(rsrv.endpoint, c["AccessKeyId"], c["SecretAccessKey"]).list_buckets()
+    assert err_code(e.value) == "InvalidAccessKeyId"
+
+
+def test_assume_role_refused_with_awss_text(rsrv):
+    for key, who, arn in [(R_BOB, "bob", ROLE_ARN), (R_INGEST, "ingest", ROLE_ARN),
+                          (R_ALICE, "alice", "arn:aws:iam::000000000000:role/no-such-role")]:
+        with pytest.raises(ClientError) as e:
+            sts_client(rsrv.endpoint, *key).assume_role(RoleArn=arn, RoleSessionName="s1")
+        assert (err_status(e.value), err_code(e.value)) == (403, "AccessDenied"), e.value.response
+        assert e.value.response["Error"]["Message"] == (
+            f"User: arn:aws:iam::000000000000:user/{who} is not authorized to perform: sts:AssumeRole "
+            f"on resource: {arn}")
+    alice = sts_client(rsrv.endpoint, *R_ALICE, validate=False)
+    cases = [
+        (dict(DurationSeconds=7201),
+         "The requested DurationSeconds exceeds the MaxSessionDuration set for this role."),
+        (dict(DurationSeconds=43201),
+         "1 validation error detected: Value '43201' at 'durationSeconds' failed to satisfy constraint: "
+         "Member must have value less than or equal to 43200"),
+        (dict(RoleSessionName="x"),
+         "1 validation error detected: Value 'x' at 'roleSessionName' failed to satisfy constraint: "
+         "Member must have length greater than or equal to 2"),
+        (dict(RoleSessionName="a b"),
+         "1 validation error detected: Value 'a b' at 'roleSessionName' failed to satisfy constraint: "
+         "Member must satisfy regular expression pattern: [\\w+=,.@-]*"),
+    ]
+    for kw, msg in cases:
+        args = {"RoleArn": ROLE_ARN, "RoleSessionName": "s1", **kw}
+        with pytest.raises(ClientError) as e:
+            alice.assume_role(**args)
+        assert (err_status(e.value), err_code(e.value), e.value.response["Error"]["Message"]) == (
+            400, "ValidationError", msg), kw
+    # Longest allowed by the role: fine.
+    c = alice.assume_role(RoleArn=ROLE_ARN, RoleSessionName="long", DurationSeconds=7200)["Credentials"]
+    assert 7180 < c["Expiration"].timestamp() - time.time() <= 7201
+
+
+def test_roles_are_checked_when_the_users_file_is_read(tmp_path):
+    (tmp_path / "root").mkdir()
+    bad = roles_toml('\n[[roles]]\nname = "orphan"\naccount = "NOSUCHKEY"\ntrusted = ["*"]\n')
+    (tmp_path / "users.toml").write_text(bad)
+    with pytest.raises(RuntimeError) as e:
+        Server(tmp_path / "root", ["--config", str(tmp_path / "users.toml")])
+    assert "role \"orphan\": `account` NOSUCHKEY is not an (enabled) access key of [[users]]" in str(e.value)

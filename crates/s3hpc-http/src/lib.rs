@@ -31,6 +31,7 @@ mod cors;
 mod form;
 pub mod lifecycle;
 pub mod metrics;
+pub mod roles;
 pub mod tls;
 pub mod util;
 pub mod xml;
@@ -124,6 +125,8 @@ pub struct Config {
     pub default_checksum: Option<s3hpc_core::ChecksumAlgorithm>,
     /// Shortest `DurationSeconds` STS GetSessionToken accepts (AWS: 900 seconds).
     pub sts_min_duration: Duration,
+    /// Roles STS `AssumeRole` may give ([`roles`]).
+    pub roles: roles::Roles,
 }
 
 impl Config {
@@ -150,6 +153,7 @@ impl Config {
             anonymous_identity: None,
             default_checksum: Some(s3hpc_core::ChecksumAlgorithm::Crc64Nvme),
             sts_min_duration: Duration::from_secs(900),
+            roles: roles::Roles::default(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Operations side of `s3hpc serve`: the admin listener (`/metrics`, `/health/live`,
-//! `/health/ready`), log set-up (`--log-format`), and the file-descriptor limit.
+//! `/health/ready`, and the signed admin API under `/admin/v1/`, crate::adminapi), log set-up
+//! (`--log-format`), and the file-descriptor limit.
 
 use std::io;
 use std::path::PathBuf;
@@ -40,6 +41,14 @@ pub struct OpsArgs {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Seconds between walks over every bucket that count objects and bytes per bucket and
+    /// per account (the admin API's and the console's usage; the first walk runs at start).
+    /// 0: no walks. Only with --admin-listen or --console-listen.
+    #[arg(long, value_name = "SECS", default_value_t = 900)]
+    pub usage_interval: u64,
+    /// Listing pages (of 1,000 keys) per second at most of the usage walk.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub usage_ops: u32,
 }
 
 type FilterHandle = tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>;
@@ -233,6 +242,8 @@ pub struct Admin {
     /// A count of the uploads is running (on a hung file system it may never return: scrapes
     /// then keep the last value instead of piling up blocked threads).
     counting: Arc<AtomicBool>,
+    /// The admin API (`/admin/v1/...`), set once the store and accounts exist.
+    api: std::sync::OnceLock<Arc<crate::adminapi::AdminApi>>,
 }
 
 impl Admin {
@@ -261,7 +272,26 @@ impl Admin {
                 uploads.clone(),
             );
         }
-        Admin { registry, http: m.http.clone(), ready, switches, uploads, root, counting: Arc::default() }
+        Admin {
+            registry,
+            http: m.http.clone(),
+            ready,
+            switches,
+            uploads,
+            root,
+            counting: Arc::default(),
+            api: Default::default(),
+        }
+    }
+
+    /// Serve the admin API from now on.
+    pub fn set_api(&self, api: Arc<crate::adminapi::AdminApi>) {
+        let _ = self.api.set(api);
+    }
+
+    /// The admin API, once set.
+    pub fn api(&self) -> Option<&Arc<crate::adminapi::AdminApi>> {
+        self.api.get()
     }
 
     /// Count the uploads in progress (a `readdir` per bucket, off the runtime, waited for at most
@@ -318,8 +348,8 @@ pub async fn run(listener: TcpListener, admin: Arc<Admin>) {
 
 async fn serve_one(mut s: TcpStream, admin: &Admin) -> io::Result<()> {
     let mut buf = Vec::with_capacity(1024);
-    let mut tmp = [0u8; 1024];
-    let (method, path) = loop {
+    let mut tmp = [0u8; 4096];
+    let (parts, body_at, length) = loop {
         let n = s.read(&mut tmp).await?;
         if n == 0 {
             return Ok(());
@@ -328,19 +358,54 @@ async fn serve_one(mut s: TcpStream, admin: &Admin) -> io::Result<()> {
         let mut hs = [httparse::EMPTY_HEADER; 64];
         let mut req = httparse::Request::new(&mut hs);
         match req.parse(&buf) {
-            Ok(httparse::Status::Complete(_)) => {
-                break (req.method.unwrap_or("").to_string(), req.path.unwrap_or("").to_string());
+            Ok(httparse::Status::Complete(at)) => {
+                let mut b = http::Request::builder().method(req.method.unwrap_or("")).uri(req.path.unwrap_or("/"));
+                let mut length = 0usize;
+                for h in req.headers.iter() {
+                    if h.name.eq_ignore_ascii_case("content-length") {
+                        length =
+                            std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(usize::MAX);
+                    }
+                    b = b.header(h.name, h.value);
+                }
+                match b.body(()) {
+                    Ok(r) => break (r.into_parts().0, at, length),
+                    Err(_) => return respond(&mut s, "400 Bad Request", "text/plain", "bad request\n", false).await,
+                }
             }
             Ok(httparse::Status::Partial) if buf.len() < 16 * 1024 => {}
             _ => return respond(&mut s, "400 Bad Request", "text/plain", "bad request\n", false).await,
         }
     };
-    let head_only = method == "HEAD";
-    if method != "GET" && !head_only {
+    let path = parts.uri.path().to_string();
+    if path.starts_with("/admin/") {
+        let Some(api) = admin.api() else {
+            return respond(&mut s, "404 Not Found", "text/plain", "not found\n", false).await;
+        };
+        if length > crate::adminapi::MAX_BODY {
+            return respond(&mut s, "413 Payload Too Large", "text/plain", "request body too large\n", false).await;
+        }
+        let mut body = buf.split_off(body_at);
+        while body.len() < length {
+            let n = s.read(&mut tmp).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            body.extend_from_slice(&tmp[..n]);
+        }
+        body.truncate(length);
+        let (status, ctype, text) = api.handle(&parts, &body).await;
+        let status = format!(
+            "{status} {}",
+            http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("")
+        );
+        return respond(&mut s, &status, ctype, &text, false).await;
+    }
+    let head_only = parts.method == http::Method::HEAD;
+    if parts.method != http::Method::GET && !head_only {
         return respond(&mut s, "405 Method Not Allowed", "text/plain", "GET only\n", head_only).await;
     }
-    let path = path.split('?').next().unwrap_or("");
-    match path {
+    match path.as_str() {
         "/metrics" => {
             admin.count_uploads().await;
             let text = admin.metrics_text();
@@ -388,7 +453,10 @@ pub async fn start(
     let admin = Arc::new(Admin::new(&metrics, Readiness::new(root.clone(), Duration::from_secs(5)), root));
     if let Some(addr) = &ops.admin_listen {
         let listener = bind(addr).await?;
-        println!("s3hpc: admin on http://{} (/metrics, /health/live, /health/ready)", listener.local_addr()?);
+        println!(
+            "s3hpc: admin on http://{} (/metrics, /health/live, /health/ready, /admin/v1/)",
+            listener.local_addr()?
+        );
         tokio::spawn(run(listener, admin.clone()));
     }
     Ok(Some((metrics, admin)))
@@ -405,6 +473,21 @@ impl s3hpc_http::console::AdminView for Admin {
             self.count_uploads().await;
             self.metrics_text()
         })
+    }
+
+    fn accounts(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<serde_json::Value, String>> + Send + '_>> {
+        Box::pin(async move {
+            match self.api() {
+                Some(api) => api.accounts_json().await,
+                None => Err("the admin API is not started yet".into()),
+            }
+        })
+    }
+
+    fn usage(&self) -> Option<serde_json::Value> {
+        self.api().and_then(|a| a.usage_json())
     }
 }
 

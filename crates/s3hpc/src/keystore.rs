@@ -213,8 +213,12 @@ impl KeyStore {
     /// The record in `<ak>.json`, if there is one (a file that does not parse is logged and
     /// skipped).
     fn read_file(&self, ak: &str) -> io::Result<Option<Record>> {
-        let name = format!("{ak}.json");
-        let mut f = match open_at(&self.dir, &name, libc::O_RDONLY | libc::O_NOFOLLOW, 0) {
+        self.read_named(ak, &format!("{ak}.json"))
+    }
+
+    /// The record of key `ak` in file `name` (`<ak>.json`, or `<ak>.disabled`).
+    fn read_named(&self, ak: &str, name: &str) -> io::Result<Option<Record>> {
+        let mut f = match open_at(&self.dir, name, libc::O_RDONLY | libc::O_NOFOLLOW, 0) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
@@ -530,6 +534,114 @@ impl KeyAdmin for KeyStore {
     }
 }
 
+/// A self-service key as the admin API lists it.
+#[derive(Debug, Clone)]
+pub struct AdminKeyInfo {
+    pub info: AccessKeyInfo,
+    /// Disabled by an administrator (`<ak>.disabled`): refused until enabled again.
+    pub disabled: bool,
+    pub expired: bool,
+}
+
+/// Administrators' operations (the admin API, docs/CREDENTIALS.md, "The admin API").
+impl KeyStore {
+    /// Every self-service key, live, expired (until swept) or disabled.
+    pub fn admin_list(&self) -> s3hpc_core::Result<Vec<AdminKeyInfo>> {
+        let now = SystemTime::now();
+        gateway(|| -> io::Result<Vec<AdminKeyInfo>> {
+            let mut out = Vec::new();
+            for name in list_dir(&self.dir)? {
+                let (ak, disabled) = match (name.strip_suffix(".json"), name.strip_suffix(".disabled")) {
+                    (Some(ak), _) => (ak, false),
+                    (_, Some(ak)) => (ak, true),
+                    _ => continue,
+                };
+                if !valid_key_name(ak) {
+                    continue;
+                }
+                if let Some(r) = self.read_named(ak, &name)?.filter(|r| r.kind == "user") {
+                    out.push(AdminKeyInfo { expired: r.expired(now), info: r.info(), disabled });
+                }
+            }
+            Ok(out)
+        })
+        .and_then(|r| r)
+        .map_err(internal)
+        .map(|mut v| {
+            v.sort_by(|a, b| {
+                (a.info.uid, a.info.created, &a.info.access_key).cmp(&(b.info.uid, b.info.created, &b.info.access_key))
+            });
+            v
+        })
+    }
+
+    /// Disable a key (its file renamed to `<ak>.disabled`: every gateway drops it within a
+    /// poll, its sessions end with it) or enable it again. `Ok(false)`: no such key.
+    pub fn set_disabled(&self, access_key: &str, disabled: bool) -> s3hpc_core::Result<bool> {
+        if !valid_key_name(access_key) {
+            return Ok(false);
+        }
+        let (json, off) = (format!("{access_key}.json"), format!("{access_key}.disabled"));
+        let (from, to) = if disabled { (&json, &off) } else { (&off, &json) };
+        let moved = gateway(|| -> io::Result<bool> {
+            // Only user keys are disabled (not sessions); one already in the wanted state is done.
+            match self.read_named(access_key, from)? {
+                Some(r) if r.kind == "user" => {}
+                _ => return Ok(self.read_named(access_key, to)?.is_some_and(|r| r.kind == "user")),
+            }
+            rename_at(&self.dir, from, to)?;
+            self.dir.sync_all()?;
+            Ok(true)
+        })
+        .and_then(|r| r)
+        .map_err(internal)?;
+        if moved {
+            if disabled {
+                let mut keys = self.keys.write().unwrap_or_else(|e| e.into_inner());
+                keys.remove(access_key);
+                keys.retain(|_, s| s.parent.as_deref() != Some(access_key));
+            } else {
+                self.negative.lock().unwrap_or_else(|e| e.into_inner()).remove(access_key);
+            }
+            tracing::info!(target: "s3hpc::access", access_key, disabled, "access key disabled or enabled by an administrator");
+        }
+        Ok(moved)
+    }
+
+    /// Whether the store holds key `access_key` (enabled or disabled).
+    pub fn holds(&self, access_key: &str) -> bool {
+        valid_key_name(access_key)
+            && gateway(|| {
+                [format!("{access_key}.json"), format!("{access_key}.disabled")]
+                    .iter()
+                    .any(|n| self.read_named(access_key, n).ok().flatten().is_some_and(|r| r.kind == "user"))
+            })
+            .unwrap_or(false)
+    }
+
+    /// Remove a key, enabled or disabled (an administrator's revoke).
+    pub fn remove(&self, access_key: &str) -> s3hpc_core::Result<()> {
+        if valid_key_name(access_key) {
+            let off = format!("{access_key}.disabled");
+            gateway(|| match unlink_at(&self.dir, &off) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            })
+            .and_then(|r| r)
+            .map_err(internal)?;
+        }
+        match self.revoke(0, access_key) {
+            Err(e) if e.code == ErrorCode::InvalidAccessKeyId => Ok(()),
+            r => r,
+        }
+    }
+
+    /// The uid of login `login` (NSS), for keys an administrator makes for a user.
+    pub fn uid_of(login: &str) -> Option<u32> {
+        crate::serve::lookup_login(login).ok().map(|(uid, _, _)| uid)
+    }
+}
+
 /// The login name of `uid` (getpwuid_r).
 fn user_of_uid(uid: u32) -> Option<String> {
     // SAFETY: all-zero is a valid passwd; the buffer outlives the call and the returned
@@ -680,6 +792,34 @@ mod tests {
         b.refresh(false).unwrap();
         assert!(b.lookup(&c.access_key).is_none());
         assert!(set.secret_for(&c.access_key).is_none());
+    }
+
+    /// An administrator's disable renames the file: the other store drops the key within a
+    /// poll (and its sessions end), enable brings it back, remove takes a disabled key too.
+    #[test]
+    fn disable_enable_remove() {
+        let t = tempfile::tempdir().unwrap();
+        let (a, b) = (store(t.path()), store(t.path()));
+        let me = rustix::process::getuid().as_raw();
+        let (c, _) = a.create(me, None, "d").unwrap();
+        let set = CredentialSet::default();
+        set.set_source(b.clone());
+        let s = set.issue_session(&c.access_key, SystemTime::now() + Duration::from_secs(60)).unwrap();
+        assert!(set.resolve(&s.access_key).is_some());
+        assert!(a.set_disabled(&c.access_key, true).unwrap());
+        b.refresh(false).unwrap();
+        assert!(set.secret_for(&c.access_key).is_none(), "disabled key refused by the other store");
+        assert!(set.resolve(&s.access_key).is_none(), "its session ends with it");
+        let l = a.admin_list().unwrap();
+        assert_eq!((l.len(), l[0].disabled), (1, true));
+        assert!(a.holds(&c.access_key));
+        assert!(a.set_disabled(&c.access_key, false).unwrap());
+        b.refresh(false).unwrap();
+        assert!(set.secret_for(&c.access_key).is_some());
+        a.set_disabled(&c.access_key, true).unwrap();
+        a.remove(&c.access_key).unwrap();
+        assert!(!a.holds(&c.access_key) && a.admin_list().unwrap().is_empty());
+        assert!(!a.set_disabled("S3HPCNOSUCHKEY000000", true).unwrap());
     }
 
     #[test]

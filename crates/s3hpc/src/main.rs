@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod admin;
+mod adminapi;
 mod bench;
 mod config;
 mod credentials;

@@ -179,6 +179,60 @@ pub(crate) struct UsersFile {
     /// `serve` settings (crate::config), kept as they are when the users are rewritten.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) serve: Option<toml::Table>,
+    /// Roles for STS AssumeRole (`[[roles]]`), kept as they are when the users are rewritten.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) roles: Vec<RoleEntry>,
+}
+
+/// One `[[roles]]` entry (docs/CREDENTIALS.md, "Roles").
+#[derive(serde::Deserialize, serde::Serialize, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct RoleEntry {
+    pub(crate) name: String,
+    /// The access key of the `[[users]]` account the role's sessions act as.
+    pub(crate) account: String,
+    /// Who may assume it: canonical account ids (self-service keys: the login), access keys, `*`.
+    pub(crate) trusted: Vec<String>,
+    /// Longest session in seconds (default 3600, at most 43200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_session_duration: Option<u64>,
+}
+
+/// The roles of the users file, checked: names as IAM's (`[\w+=,.@-]`, 1 to 64), each acting
+/// as an account the file lists, trusted by someone.
+pub(crate) fn read_roles(path: &Path) -> anyhow::Result<Vec<s3hpc_http::roles::Role>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let f: UsersFile = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let mut out: Vec<s3hpc_http::roles::Role> = Vec::new();
+    for r in f.roles {
+        let what = || format!("{}: role {:?}", path.display(), r.name);
+        if r.name.is_empty()
+            || r.name.len() > 64
+            || !r.name.chars().all(|c| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c))
+        {
+            bail!("{}: a role name is 1 to 64 letters, digits and _+=,.@-", what());
+        }
+        if out.iter().any(|o| o.name == r.name) {
+            bail!("{}: named twice", what());
+        }
+        if !f.users.iter().any(|u| u.access_key == r.account && u.disabled != Some(true)) {
+            bail!("{}: `account` {} is not an (enabled) access key of [[users]]", what(), r.account);
+        }
+        if r.trusted.is_empty() {
+            bail!("{}: `trusted` is empty: nobody could assume it", what());
+        }
+        let max = r.max_session_duration.unwrap_or(3600);
+        if !(900..=43_200).contains(&max) {
+            bail!("{}: max-session-duration must be 900 to 43200 seconds", what());
+        }
+        out.push(s3hpc_http::roles::Role {
+            name: r.name.clone(),
+            account: r.account.clone(),
+            trusted: r.trusted.clone(),
+            max_session: Duration::from_secs(max),
+        });
+    }
+    Ok(out)
 }
 
 /// One `[[users]]` entry. Unknown fields are refused (toml names the line).
@@ -205,6 +259,9 @@ pub(crate) struct User {
     pub(crate) id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) name: Option<String>,
+    /// Disabled by an administrator (`s3hpc user disable`): kept in the file, not loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) disabled: Option<bool>,
 }
 
 /// An account from the users file: its key pair and the POSIX identity it acts as, if any.
@@ -220,6 +277,9 @@ fn read_users(path: &Path) -> anyhow::Result<Vec<Account>> {
     let f: UsersFile = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     let mut out = Vec::new();
     for (i, u) in f.users.into_iter().enumerate() {
+        if u.disabled == Some(true) {
+            continue;
+        }
         let what = || format!("{}: user {} ({})", path.display(), i + 1, u.access_key);
         let identity = posix_identity(&u).with_context(what)?;
         let id = u.id.clone().unwrap_or_else(|| u.access_key.clone());
@@ -312,7 +372,7 @@ fn write_credentials(path: &Path, c: &Credentials) -> anyhow::Result<bool> {
 /// Users from flags/env and the config file; without any, the stored (or a newly generated)
 /// root key under `<root>/.s3hpc/credentials.toml`. Returns the set and, when a key was just
 /// generated, that key (to print).
-fn credentials(args: &ServeArgs) -> anyhow::Result<(CredentialSet, Option<Credentials>, Vec<String>)> {
+pub(crate) fn credentials(args: &ServeArgs) -> anyhow::Result<(CredentialSet, Option<Credentials>, Vec<String>)> {
     let mut set = CredentialSet::default();
     let mut keys = Vec::new();
     let nonempty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
@@ -594,9 +654,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let store: DynStore =
         Arc::new(s3hpc_authz::Authorized::new(inner, creds.clone()).with_default_ownership(ownership));
     let creds = Arc::new(creds);
+    let roles = s3hpc_http::roles::Roles::default();
+    if let Some(cfg) = &args.config {
+        roles.replace(read_roles(cfg)?);
+    }
     let tls = crate::admin::tls_files(&args.ops)?;
     if args.config.is_some() || tls.is_some() {
-        tokio::spawn(reload_accounts(args.clone(), args.config.clone(), (*creds).clone(), tls.clone()));
+        tokio::spawn(reload_accounts(args.clone(), args.config.clone(), (*creds).clone(), tls.clone(), roles.clone()));
     }
     let listener = if args.no_http {
         None
@@ -618,6 +682,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Some((m, a)) => (Some(m), Some(a)),
             None => (None, None),
         };
+    if let Some(a) = &admin {
+        // The admin API (accounts, keys, usage) on the admin listener.
+        a.set_api(crate::adminapi::AdminApi::start(&args, (*creds).clone(), key_store.clone(), store.clone()));
+    }
     let http_metrics = metrics.as_ref().map(|m| m.http.clone());
     let mut wire = Vec::new();
     // `tls://` binary listeners share the HTTPS certificate (reloaded with it on SIGHUP).
@@ -741,12 +809,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         cfg.metrics = http_metrics;
         cfg.sts_min_duration = Duration::from_secs(args.sts_min_duration);
+        cfg.roles = roles;
         cfg.tls = tls.as_ref().map(|t| t.server_config()).transpose()?;
         if let Some(console) = console {
             let opts = s3hpc_http::console::ConsoleOptions {
                 s3_url: args.console_s3_url.clone(),
                 s3_port,
                 admin: admin.map(|a| a as Arc<dyn s3hpc_http::console::AdminView>),
+                keys: key_store.clone().filter(|_| args.user_keys).map(|k| k as Arc<dyn s3hpc_core::creds::KeyAdmin>),
                 ..Default::default()
             };
             let (cfg, stop) = (cfg.clone(), stopped(stop_rx.clone()));
@@ -765,7 +835,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// With `--identity posix` every access key needs a POSIX identity.
-fn check_identities(args: &ServeArgs, creds: &CredentialSet) -> anyhow::Result<()> {
+pub(crate) fn check_identities(args: &ServeArgs, creds: &CredentialSet) -> anyhow::Result<()> {
     if args.identity != "posix" {
         return Ok(());
     }
@@ -783,7 +853,13 @@ fn check_identities(args: &ServeArgs, creds: &CredentialSet) -> anyhow::Result<(
 /// keep going). A file that does not parse, or names an identity that does not resolve, is
 /// refused with the reason in the log, and the old set stays in force. SIGHUP also reloads the
 /// TLS certificate and key (`--tls-cert`, `--tls-key`) for new connections.
-async fn reload_accounts(args: ServeArgs, cfg: Option<PathBuf>, live: CredentialSet, tls: Option<Arc<TlsFiles>>) {
+async fn reload_accounts(
+    args: ServeArgs,
+    cfg: Option<PathBuf>,
+    live: CredentialSet,
+    tls: Option<Arc<TlsFiles>>,
+    roles: s3hpc_http::roles::Roles,
+) {
     use std::os::unix::fs::MetadataExt;
     use tokio::signal::unix::{SignalKind, signal};
     let stamp = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec(), m.len()));
@@ -811,9 +887,13 @@ async fn reload_accounts(args: ServeArgs, cfg: Option<PathBuf>, live: Credential
             crate::config::warn_changes_need_restart();
         }
         let Some(cfg) = &cfg else { continue };
-        match credentials(&args).and_then(|(set, _, _)| check_identities(&args, &set).map(|_| set)) {
-            Ok(set) => {
+        let loaded = credentials(&args)
+            .and_then(|(set, _, _)| check_identities(&args, &set).map(|_| set))
+            .and_then(|set| read_roles(cfg).map(|r| (set, r)));
+        match loaded {
+            Ok((set, r)) => {
                 live.replace(&set);
+                roles.replace(r);
                 tracing::warn!(users = set.len(), "accounts reloaded from {} ({why})", cfg.display());
             }
             Err(e) => tracing::error!("accounts NOT reloaded from {} ({why}), the old set stays: {e:#}", cfg.display()),

@@ -4,7 +4,8 @@
 //! (`boto3.client("sts", endpoint_url=...)`) get temporary credentials. The session (access key,
 //! secret, token) is kept by the key store (`s3hpc_core::creds::KeySource`); requests signed
 //! with it must carry its token as `x-amz-security-token` (checked in `dispatch`), and it ends at
-//! its expiry or when the key that asked for it is revoked.
+//! its expiry or when the key that asked for it is revoked. `AssumeRole` gives sessions acting
+//! as a role's account ([`crate::roles`]) to the accounts the role trusts.
 
 use std::time::{Duration, SystemTime};
 
@@ -157,6 +158,10 @@ async fn run(st: &State, parts: &Parts, body: ReqBody, op: &mut &'static str) ->
                 rand_id(),
             ))
         }
+        "AssumeRole" => {
+            *op = "AssumeRole";
+            assume_role(st, &v.access_key, &get, now)
+        }
         "" => Err(Error::new(ErrorCode::InvalidRequest, "Missing Action")),
         other => Err(Error::new(
             ErrorCode::InvalidRequest,
@@ -166,6 +171,140 @@ async fn run(st: &State, parts: &Parts, body: ReqBody, op: &mut &'static str) ->
             ),
         )),
     }
+}
+
+/// The account number in the ARNs s3hpc shows (it has one account namespace).
+const ACCOUNT: &str = "000000000000";
+
+fn validation(v: &str, field: &str, constraint: &str) -> Error {
+    Error::invalid_argument(format!(
+        "1 validation error detected: Value {v} at '{field}' failed to satisfy constraint: {constraint}"
+    ))
+}
+
+/// AssumeRole: temporary credentials acting as the role's account, for a caller the role
+/// trusts. Answered as AWS does: an unknown role and a role that does not trust the caller
+/// get the same AccessDenied (nothing says which).
+fn assume_role<'a>(
+    st: &State,
+    access_key: &str,
+    get: &dyn Fn(&str) -> Option<&'a str>,
+    now: SystemTime,
+) -> Result<String, Error> {
+    let arn = get("RoleArn").ok_or_else(|| validation("null", "roleArn", "Member must not be null"))?;
+    let session =
+        get("RoleSessionName").ok_or_else(|| validation("null", "roleSessionName", "Member must not be null"))?;
+    if arn.len() < 20 || arn.len() > 2048 {
+        return Err(validation(
+            &format!("'{arn}'"),
+            "roleArn",
+            if arn.len() < 20 {
+                "Member must have length greater than or equal to 20"
+            } else {
+                "Member must have length less than or equal to 2048"
+            },
+        ));
+    }
+    if session.len() < 2 || session.len() > 64 {
+        return Err(validation(
+            &format!("'{session}'"),
+            "roleSessionName",
+            if session.len() < 2 {
+                "Member must have length greater than or equal to 2"
+            } else {
+                "Member must have length less than or equal to 64"
+            },
+        ));
+    }
+    if !session.chars().all(|c| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c)) {
+        return Err(validation(
+            &format!("'{session}'"),
+            "roleSessionName",
+            "Member must satisfy regular expression pattern: [\\w+=,.@-]*",
+        ));
+    }
+    let caller = st.cfg.creds.account_for(access_key).ok_or_else(|| Error::code(ErrorCode::InvalidAccessKeyId))?;
+    let who = caller.name.clone().unwrap_or_else(|| caller.id.clone());
+    let name =
+        arn.strip_prefix("arn:").and_then(|a| a.split_once(":role/")).map(|(_, r)| r.rsplit('/').next().unwrap_or(r));
+    let role = name.and_then(|n| st.cfg.roles.get(n)).filter(|r| r.trusts(&caller.id, access_key));
+    let Some(role) = role else {
+        return Err(Error::new(
+            ErrorCode::AccessDenied,
+            format!(
+                "User: arn:aws:iam::{ACCOUNT}:user/{who} is not authorized to perform: sts:AssumeRole on resource: {arn}"
+            ),
+        ));
+    };
+    let max = role.max_session.as_secs();
+    let min = st.cfg.sts_min_duration.as_secs();
+    let secs = match get("DurationSeconds") {
+        None => 3600.min(max),
+        Some(d) => {
+            let n: i64 = d
+                .trim()
+                .parse()
+                .map_err(|_| validation(&format!("'{d}'"), "durationSeconds", "Member must be a number"))?;
+            if n < min as i64 {
+                return Err(validation(
+                    &format!("'{n}'"),
+                    "durationSeconds",
+                    &format!("Member must have value greater than or equal to {min}"),
+                ));
+            }
+            if n > 43_200 {
+                return Err(validation(
+                    &format!("'{n}'"),
+                    "durationSeconds",
+                    "Member must have value less than or equal to 43200",
+                ));
+            }
+            if n as u64 > max {
+                return Err(Error::invalid_argument(
+                    "The requested DurationSeconds exceeds the MaxSessionDuration set for this role.",
+                ));
+            }
+            n as u64
+        }
+    };
+    let exp = SystemTime::UNIX_EPOCH
+        + Duration::from_secs(now.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) + secs);
+    // The session's parent is the role's account key: it acts as that account, and ends when
+    // that key is removed from the users file.
+    if !st.cfg.creds.is_listed(&role.account) {
+        return Err(Error::internal(format!(
+            "role {}: its account {} is not in the users file",
+            role.name, role.account
+        )));
+    }
+    let source = st
+        .cfg
+        .creds
+        .source()
+        .ok_or_else(|| Error::not_implemented("temporary credentials need a key store (the posix backend)"))?;
+    let c = source.issue_session(&role.account, exp)?;
+    tracing::info!(target: "s3hpc::access", caller = %caller.id, role = %role.name, session, access_key = %c.access_key, "AssumeRole");
+    let role_id = format!(
+        "AROA{}",
+        role.account.chars().filter(|c| c.is_ascii_alphanumeric()).take(17).collect::<String>().to_ascii_uppercase()
+    );
+    Ok(format!(
+        "<AssumeRoleResponse xmlns=\"{NS}\"><AssumeRoleResult><AssumedRoleUser>\
+         <AssumedRoleId>{}:{}</AssumedRoleId><Arn>arn:aws:sts::{ACCOUNT}:assumed-role/{}/{}</Arn></AssumedRoleUser>\
+         <Credentials><AccessKeyId>{}</AccessKeyId><SecretAccessKey>{}</SecretAccessKey>\
+         <SessionToken>{}</SessionToken><Expiration>{}</Expiration></Credentials>\
+         </AssumeRoleResult><ResponseMetadata><RequestId>{:016X}</RequestId></ResponseMetadata>\
+         </AssumeRoleResponse>",
+        esc(&role_id),
+        esc(session),
+        esc(&role.name),
+        esc(session),
+        esc(&c.access_key),
+        esc(&c.secret_key),
+        esc(c.session_token.as_deref().unwrap_or("")),
+        crate::util::iso8601(exp),
+        rand_id(),
+    ))
 }
 
 fn esc(s: &str) -> String {

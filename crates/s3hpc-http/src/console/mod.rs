@@ -43,6 +43,14 @@ pub trait AdminView: Send + Sync {
     fn health(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
     /// The Prometheus text exposition.
     fn metrics(&self) -> Pin<Box<dyn Future<Output = String> + Send + '_>>;
+    /// Accounts and self-service keys, as the admin API lists them (`GET /admin/v1/accounts`).
+    fn accounts(&self) -> Pin<Box<dyn Future<Output = Result<serde_json::Value, String>> + Send + '_>> {
+        Box::pin(async { Err("this gateway has no admin API".to_string()) })
+    }
+    /// Usage per bucket and account from the last walk (`GET /admin/v1/usage`).
+    fn usage(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Console settings.
@@ -56,6 +64,9 @@ pub struct ConsoleOptions {
     pub s3_port: Option<u16>,
     /// Health and metrics for administrators (`None`: the admin page says they are off).
     pub admin: Option<Arc<dyn AdminView>>,
+    /// Self-service keys (`serve --user-keys`): the "My keys" page of accounts bound to a
+    /// POSIX user (`None`: no such page).
+    pub keys: Option<Arc<dyn s3hpc_core::creds::KeyAdmin>>,
     /// A session unused for this long ends.
     pub idle: Duration,
     /// A session ends this long after login, used or not.
@@ -68,6 +79,7 @@ impl Default for ConsoleOptions {
             s3_url: None,
             s3_port: None,
             admin: None,
+            keys: None,
             idle: Duration::from_secs(3600),
             lifetime: Duration::from_secs(12 * 3600),
         }
@@ -314,7 +326,7 @@ pub(crate) async fn handle(
         (&Method::GET | &Method::HEAD, p) if p.starts_with("/assets/") => assets::page(&p["/assets/".len()..]),
         (&Method::POST, "/api/login") => login(st, c, &parts, body).await,
         (&Method::GET, "/api/session") => match c.session(st, &parts) {
-            Some(who) => session_info(st, &who),
+            Some(who) => session_info(st, c, &who),
             None => not_logged_in(),
         },
         (&Method::POST, "/api/logout") => match c.session(st, &parts) {
@@ -339,6 +351,29 @@ pub(crate) async fn handle(
             Some(who) => admin(st, c, &who, path.ends_with("metrics")).await,
             None => not_logged_in(),
         },
+        (&Method::GET, "/api/admin/accounts" | "/api/admin/usage") => match c.session(st, &parts) {
+            Some(who) => admin_data(st, c, &who, path.ends_with("usage")).await,
+            None => not_logged_in(),
+        },
+        (&Method::GET, "/api/keys") => match c.session(st, &parts) {
+            Some(who) => my_keys(st, c, &who, KeyOp::List).await,
+            None => not_logged_in(),
+        },
+        (&Method::POST, "/api/keys") => match c.session(st, &parts) {
+            Some(who) if csrf_ok(&parts, &who) => match read_json(body).await {
+                Ok(v) => my_keys(st, c, &who, KeyOp::Create(v)).await,
+                Err(r) => r,
+            },
+            Some(_) => csrf_refused(),
+            None => not_logged_in(),
+        },
+        (&Method::DELETE, p) if p.starts_with("/api/keys/") => match c.session(st, &parts) {
+            Some(who) if csrf_ok(&parts, &who) => {
+                my_keys(st, c, &who, KeyOp::Revoke(p["/api/keys/".len()..].to_string())).await
+            }
+            Some(_) => csrf_refused(),
+            None => not_logged_in(),
+        },
         (m, "/" | "/index.html" | "/api/login" | "/api/session" | "/api/logout" | "/api/presign")
             if m != Method::GET && m != Method::POST =>
         {
@@ -357,7 +392,7 @@ fn cookie_header(st: &State, token: &str, clear: bool) -> HeaderValue {
         .expect("token is base64url")
 }
 
-fn session_info(st: &State, who: &Who) -> Response<RespBody> {
+fn session_info(st: &State, c: &Console, who: &Who) -> Response<RespBody> {
     let account = st.cfg.creds.account_for(&who.access_key);
     json_response(
         StatusCode::OK,
@@ -368,6 +403,7 @@ fn session_info(st: &State, who: &Who) -> Response<RespBody> {
             "admin": account.as_ref().is_some_and(|a| a.admin),
             "csrf": who.csrf,
             "region": st.cfg.region,
+            "keys": c.opts.keys.is_some() && account.as_ref().is_some_and(|a| a.uid.is_some()),
         }),
     )
 }
@@ -407,7 +443,7 @@ async fn login(st: &State, c: &Console, parts: &http::request::Parts, body: ReqB
             "Too many console sessions; retry later",
         );
     };
-    let mut r = session_info(st, &Who { key: [0; 32], access_key: ak, csrf });
+    let mut r = session_info(st, c, &Who { key: [0; 32], access_key: ak, csrf });
     r.headers_mut().insert(header::SET_COOKIE, cookie_header(st, &token, false));
     r
 }
@@ -495,6 +531,104 @@ async fn admin(st: &State, c: &Console, who: &Who, metrics: bool) -> Response<Re
             "version": env!("CARGO_PKG_VERSION"),
         }),
     )
+}
+
+/// Administrators' data pages: accounts and keys, usage per bucket and account.
+async fn admin_data(st: &State, c: &Console, who: &Who, usage: bool) -> Response<RespBody> {
+    if !st.cfg.creds.account_for(&who.access_key).is_some_and(|a| a.admin) {
+        return json_error(StatusCode::FORBIDDEN, "AccessDenied", "Only administrators see accounts and usage");
+    }
+    let Some(a) = &c.opts.admin else {
+        return json_error(StatusCode::NOT_FOUND, "NoAdminApi", "This gateway has no admin API");
+    };
+    if usage {
+        return match a.usage() {
+            Some(v) => json_response(StatusCode::OK, &v),
+            None => json_error(StatusCode::NOT_FOUND, "NoUsage", "This gateway computes no usage (--usage-interval 0)"),
+        };
+    }
+    match a.accounts().await {
+        Ok(v) => json_response(StatusCode::OK, &v),
+        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", &e),
+    }
+}
+
+enum KeyOp {
+    List,
+    Create(serde_json::Value),
+    Revoke(String),
+}
+
+/// "My keys": the self-service keys of the POSIX user the session's account is bound to, as
+/// `s3hpc credentials` run by that user manages them; only that user's keys, even for an
+/// administrator (whose key administration is the admin API's).
+async fn my_keys(st: &State, c: &Console, who: &Who, op: KeyOp) -> Response<RespBody> {
+    let Some(keys) = c.opts.keys.clone() else {
+        return json_error(
+            StatusCode::NOT_FOUND,
+            "NotEnabled",
+            "This gateway offers no self-service keys (serve --user-keys)",
+        );
+    };
+    let Some(uid) = st.cfg.creds.account_for(&who.access_key).and_then(|a| a.uid) else {
+        return json_error(
+            StatusCode::FORBIDDEN,
+            "NoPosixUser",
+            "Your account is not bound to a POSIX user: it has no self-service keys",
+        );
+    };
+    let r = tokio::task::spawn_blocking(move || -> s3hpc_core::Result<serde_json::Value> {
+        let info = |k: &s3hpc_core::creds::AccessKeyInfo| {
+            serde_json::json!({
+                "accessKey": k.access_key,
+                "user": k.user,
+                "description": k.description,
+                "created": crate::util::iso8601(k.created),
+                "expires": k.expires.map(crate::util::iso8601),
+            })
+        };
+        let mine =
+            |keys: &dyn s3hpc_core::creds::KeyAdmin| -> s3hpc_core::Result<Vec<s3hpc_core::creds::AccessKeyInfo>> {
+                Ok(keys.list(uid)?.into_iter().filter(|k| k.uid == uid).collect())
+            };
+        match op {
+            KeyOp::List => Ok(serde_json::json!({ "keys": mine(&*keys)?.iter().map(info).collect::<Vec<_>>() })),
+            KeyOp::Create(v) => {
+                let secs = match v.get("expiresSeconds") {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(x) => Some(x.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+                        s3hpc_core::Error::invalid_argument("expiresSeconds must be a whole number of seconds above 0")
+                    })?),
+                };
+                let description = v.get("description").and_then(|d| d.as_str()).unwrap_or("");
+                let (cred, k) = keys.create(uid, secs.map(Duration::from_secs), description)?;
+                let mut j = info(&k);
+                j["secretKey"] = serde_json::Value::from(cred.secret_key);
+                Ok(j)
+            }
+            KeyOp::Revoke(ak) => {
+                // Only one's own key, whoever one is.
+                if !mine(&*keys)?.iter().any(|k| k.access_key == ak) {
+                    return Err(s3hpc_core::Error::new(
+                        s3hpc_core::ErrorCode::AccessDenied,
+                        format!("{ak} is not one of your keys"),
+                    ));
+                }
+                keys.revoke(uid, &ak)?;
+                Ok(serde_json::json!({ "revoked": ak }))
+            }
+        }
+    })
+    .await;
+    match r {
+        Ok(Ok(v)) => json_response(StatusCode::OK, &v),
+        Ok(Err(e)) => json_error(
+            StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST),
+            e.code.as_str(),
+            &e.message,
+        ),
+        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", &e.to_string()),
+    }
 }
 
 /// Headers a console S3 request may not carry to the S3 handler: its own authentication

@@ -133,6 +133,8 @@ function loggedIn(me) {
   S.me = me; S.csrf = me.csrf;
   $('login').hidden = true; $('nav').hidden = false; $('logout').hidden = false;
   $('nav-admin').hidden = !me.admin;
+  for (const n of ['nav-accounts', 'nav-usage', 'nav-reports']) $(n).hidden = !me.admin;
+  $('nav-keys').hidden = !me.keys;
   $('who').textContent = (me.name || me.accountId || me.accessKey) + (me.admin ? ' (admin)' : '');
 }
 async function boot() {
@@ -172,6 +174,10 @@ function route() {
   if (m && m[1] === 'v') return guard(() => versions(m[2], m[3]))();
   if (m && m[1] === 's') return guard(() => settings(m[2]))();
   if (h === '/admin') return guard(adminPage)();
+  if (h === '/keys') return guard(keysPage)();
+  if (h === '/accounts') return guard(accountsPage)();
+  if (h === '/usage') return guard(usagePage)();
+  if (h === '/reports') return guard(reportsPage)();
   return guard(buckets)();
 }
 function go(hash) { if (location.hash === hash) route(); else location.hash = hash; }
@@ -632,6 +638,147 @@ async function adminPage() {
     codes.length ? el('table', {}, el('tbody', {}, codes.map((c) => el('tr', {}, el('td', {}, c.labels.code), el('td', { class: 'num' }, String(c.value))))))
       : el('p', { class: 'hint' }, 'None.'),
     el('details', {}, el('summary', {}, 'All metrics (Prometheus text, as /metrics on the admin listener)'), el('pre', {}, text)));
+}
+
+// ---------- my keys ----------
+const KEY_LIFETIMES = [[86400, '1 day'], [604800, '7 days'], [2592000, '30 days'], [7776000, '90 days'], [31536000, '1 year']];
+async function keyRows(body) {
+  const j = await apiJSON('GET', '/api/keys');
+  body.replaceChildren(...(j.keys.length ? j.keys.map((k) => el('tr', {},
+    el('td', { class: 'mono' }, k.accessKey), el('td', {}, k.description), el('td', {}, when(k.created)), el('td', {}, when(k.expires)),
+    el('td', { class: 'actions' }, el('button', { type: 'button', class: 'danger', 'data-key': k.accessKey, onclick: guard(async () => {
+      if (!confirm(`Revoke ${k.accessKey}? Every gateway refuses it within a second.`)) return;
+      await apiJSON('DELETE', '/api/keys/' + encodeURIComponent(k.accessKey));
+      say(`revoked ${k.accessKey}`, true);
+      await keyRows(body);
+    }) }, 'Revoke'))))
+    : [el('tr', {}, el('td', { colspan: 5, class: 'hint' }, 'No keys yet.'))]));
+}
+async function keysPage() {
+  const exp = el('select', { id: 'key-expiry' }, KEY_LIFETIMES.map(([v, t]) => el('option', { value: v }, t)));
+  exp.value = '2592000';
+  const desc = el('input', { id: 'key-description', placeholder: 'what it is for (shown in the list)', maxlength: 256, size: 36 });
+  const fresh = el('div', { id: 'key-new' });
+  const body = el('tbody', { id: 'keys-body' });
+  $('main').replaceChildren(
+    el('h1', {}, 'My keys'),
+    el('p', { class: 'hint' }, 'S3 access keys of your POSIX user, as `s3hpc credentials` makes them on a login node: they act as you on every gateway of this root. A secret is shown once, when the key is made.'),
+    el('div', { class: 'toolbar' }, 'Valid for ', exp, desc,
+      el('button', { type: 'button', id: 'key-create', onclick: guard(async () => {
+        const k = await apiJSON('POST', '/api/keys', { expiresSeconds: Number(exp.value), description: desc.value });
+        fresh.replaceChildren(el('div', { class: 'card' },
+          el('p', {}, el('b', {}, 'Your new key. '), 'Copy the secret now: it is not shown again.'),
+          el('pre', { id: 'key-secret' }, `AccessKeyId: ${k.accessKey}\nSecretAccessKey: ${k.secretKey}\nExpiration: ${k.expires}`),
+          el('button', { type: 'button', class: 'secondary', onclick: () => fresh.replaceChildren() }, 'Done')));
+        desc.value = '';
+        await keyRows(body);
+      }) }, 'Create key')),
+    fresh,
+    el('table', { id: 'keys' }, el('thead', {}, el('tr', {}, ['Access key', 'Description', 'Created', 'Expires', ''].map((h) => el('th', {}, h)))), body));
+  await keyRows(body);
+}
+
+// ---------- administrators: accounts, usage, bench reports ----------
+async function accountsPage() {
+  const j = await apiJSON('GET', '/api/admin/accounts');
+  const yes = (b) => (b ? 'yes' : '');
+  $('main').replaceChildren(
+    el('h1', {}, 'Accounts'),
+    el('p', { class: 'hint' }, 'The users file (`s3hpc user`, or the admin API remotely) and the accounts given on the command line.'),
+    el('table', { id: 'accounts' },
+      el('thead', {}, el('tr', {}, ['Access key', 'Name', 'Canonical id', 'POSIX user', 'uid', 'Admin', 'State', 'Source'].map((h) => el('th', {}, h)))),
+      el('tbody', {}, j.accounts.map((a) => el('tr', {},
+        el('td', {}, a.accessKey), el('td', {}, a.name || ''), el('td', {}, a.id || ''), el('td', {}, a.user || ''),
+        el('td', { class: 'num' }, a.uid === null || a.uid === undefined ? '' : String(a.uid)), el('td', {}, yes(a.admin)),
+        el('td', {}, a.disabled ? 'disabled' : 'enabled'), el('td', {}, a.source))))),
+    el('h2', {}, 'Self-service keys'),
+    j.keys.length ? el('table', { id: 'account-keys' },
+      el('thead', {}, el('tr', {}, ['Access key', 'POSIX user', 'uid', 'Description', 'Created', 'Expires', 'State'].map((h) => el('th', {}, h)))),
+      el('tbody', {}, j.keys.map((k) => el('tr', {},
+        el('td', {}, k.accessKey), el('td', {}, k.user), el('td', { class: 'num' }, String(k.uid)), el('td', {}, k.description),
+        el('td', {}, when(k.created)), el('td', {}, when(k.expires)),
+        el('td', {}, k.disabled ? 'disabled' : (k.expired ? 'expired' : 'enabled')))))) : el('p', { class: 'hint' }, 'None.'));
+}
+async function usagePage() {
+  const u = await apiJSON('GET', '/api/admin/usage');
+  if (!u.computedAt) {
+    $('main').replaceChildren(el('h1', {}, 'Usage'), el('p', { id: 'usage-pending' }, 'The first count over the buckets has not finished yet; try again in a moment.'));
+    return;
+  }
+  const row = (cells) => el('tr', {}, cells.map(([v, c]) => el('td', c ? { class: c } : {}, v)));
+  $('main').replaceChildren(
+    el('h1', {}, 'Usage'),
+    el('p', { class: 'hint', id: 'usage-age' }, `Counted at ${when(u.computedAt)} (${u.ageSeconds} s ago, in ${u.walkMilliseconds} ms) by the gateway's background walk over every bucket; current objects only.`),
+    el('h2', {}, 'Per account'),
+    el('table', { id: 'usage-accounts' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Account'), el('th', {}, 'Name'), el('th', { class: 'num' }, 'Buckets'), el('th', { class: 'num' }, 'Objects'), el('th', { class: 'num' }, 'Size'))),
+      el('tbody', {}, u.accounts.map((a) => row([[a.id || '(no owner)'], [a.name || ''], [String(a.buckets), 'num'], [String(a.objects), 'num'], [human(a.bytes), 'num']])))),
+    el('h2', {}, 'Per bucket'),
+    el('table', { id: 'usage-buckets' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Bucket'), el('th', {}, 'Owner'), el('th', { class: 'num' }, 'Objects'), el('th', { class: 'num' }, 'Size'), el('th', {}, ''))),
+      el('tbody', {}, u.buckets.map((b) => row([[b.name], [b.owner || ''], [String(b.objects), 'num'], [human(b.bytes), 'num'], [b.complete ? '' : `partial: ${b.error}`]])))));
+}
+// A bench report (`s3hpc bench --report DIR` uploaded under a prefix) rebuilt in this page from
+// its index.html: headings, paragraphs and tables as text, its SVG plots as data: images (an
+// <img> runs no script). Nothing of the report's own markup, scripts or styles is kept.
+async function openReport(bucket, prefix, box) {
+  const { text } = await s3('GET', bucket, prefix + 'index.html');
+  const doc = new DOMParser().parseFromString(text, 'text/html');
+  const KEEP = new Set(['H1', 'H2', 'H3', 'P', 'TABLE', 'THEAD', 'TBODY', 'TR', 'TH', 'TD', 'CODE', 'PRE', 'UL', 'LI', 'DIV', 'SECTION']);
+  const images = [];
+  const copy = (n) => {
+    if (n.nodeType === Node.TEXT_NODE) return document.createTextNode(n.textContent);
+    if (n.nodeType !== Node.ELEMENT_NODE) return null;
+    if (n.tagName === 'IMG') {
+      const src = n.getAttribute('src') || '';
+      if (!/^[\w.-]+\.svg$/.test(src)) return null;
+      const img = el('img', { alt: n.getAttribute('alt') || src, class: 'plot' });
+      images.push([img, src]);
+      return img;
+    }
+    if (!KEEP.has(n.tagName)) return null;
+    const e = document.createElement(n.tagName.toLowerCase());
+    for (const c of n.childNodes) { const k = copy(c); if (k) e.append(k); }
+    return e;
+  };
+  const out = el('div', { class: 'card report', id: 'report' });
+  for (const c of doc.body.childNodes) { const k = copy(c); if (k) out.append(k); }
+  box.replaceChildren(out);
+  for (const [img, src] of images) {
+    const { text: svg } = await s3('GET', bucket, prefix + src);
+    img.src = 'data:image/svg+xml;base64,' + btoa(unescape(encodeURIComponent(svg)));
+  }
+}
+async function reportsPage() {
+  const bucket = el('input', { id: 'reports-bucket', value: localStorage.getItem('s3hpc.reports.bucket') || 'bench-reports', size: 24 });
+  const list = el('div', { id: 'reports-list' });
+  const shown = el('div', { id: 'report-box' });
+  const load = guard(async () => {
+    localStorage.setItem('s3hpc.reports.bucket', bucket.value);
+    shown.replaceChildren();
+    const found = [];
+    let token = null;
+    do {
+      const { doc } = await s3('GET', bucket.value, '', qs({ 'list-type': '2', 'max-keys': '1000', 'continuation-token': token || undefined }));
+      for (const c of kids(doc, 'Contents')) {
+        const k = xmlText(doc, 'Key', c);
+        if (k === 'index.html' || k.endsWith('/index.html')) found.push([k.slice(0, -'index.html'.length), xmlText(doc, 'LastModified', c)]);
+      }
+      token = xmlText(doc, 'IsTruncated') === 'true' ? xmlText(doc, 'NextContinuationToken') : null;
+    } while (token && found.length < 10000);
+    found.sort((a, b) => (a[1] < b[1] ? 1 : -1));
+    list.replaceChildren(found.length ? el('table', { id: 'reports' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Report'), el('th', {}, 'Uploaded'), el('th', {}, ''))),
+      el('tbody', {}, found.map(([p, t]) => el('tr', {}, el('td', {}, p || '(bucket root)'), el('td', {}, when(t)),
+        el('td', { class: 'actions' }, el('button', { type: 'button', 'data-report': p, onclick: guard(() => openReport(bucket.value, p, shown)) }, 'Open'))))))
+      : el('p', { class: 'hint' }, 'No reports (no index.html) in this bucket.'));
+  });
+  $('main').replaceChildren(
+    el('h1', {}, 'Bench reports'),
+    el('p', { class: 'hint' }, 'Reports of `s3hpc bench --report DIR`, uploaded with their SVG plots under a prefix of a bucket (e.g. `aws s3 cp --recursive DIR s3://bench-reports/2026-11-28-nvme/`).'),
+    el('div', { class: 'toolbar' }, 'Bucket ', bucket, el('button', { type: 'button', id: 'reports-load', onclick: load }, 'List')),
+    list, shown);
+  await load();
 }
 
 document.addEventListener('DOMContentLoaded', boot);
