@@ -19,6 +19,8 @@ pub mod server;
 pub mod sys;
 pub mod tls;
 mod writer;
+#[cfg(test)]
+mod golden_tests;
 
 pub use client::{ClientOptions, WireClient};
 pub use server::{Observer, ServerHandle, ServerOptions, WireServer, bind, serve};
