@@ -4,8 +4,8 @@
 use std::time::{Duration, SystemTime};
 
 use s3hpc_core::{
-    ByteRange, Checksum, ChecksumAlgorithm, ChecksumType, CompletePart, Conditions, Directive, ListObjectsRequest,
-    ListPartsRequest, ListUploadsRequest, ObjectMeta,
+    ByteRange, Checksum, ChecksumAlgorithm, ChecksumType, CompleteMultipartRequest, CompletePart, Conditions,
+    Directive, ListObjectsRequest, ListPartsRequest, ListUploadsRequest, ObjectMeta,
 };
 
 use crate::codec::{Dec, Enc, Request, UploadFields, WireChecksum, WireCopy, WireExpected, WireGet};
@@ -28,7 +28,10 @@ fn samples() -> Vec<Request> {
     let tags = vec![("a".to_string(), "b".to_string())];
     let upload = UploadFields {
         content_md5: Some([7; 16]),
-        checksum: Some(WireChecksum { algorithm: ChecksumAlgorithm::Crc32c, expected: WireExpected::Known("x".into()) }),
+        checksum: Some(WireChecksum {
+            algorithm: ChecksumAlgorithm::Crc32c,
+            expected: WireExpected::Known("x".into()),
+        }),
         content_length: Some(300),
     };
     let get = WireGet { range: Some(ByteRange::FromTo(1, 2)), part_number: Some(3), conditions: cond.clone() };
@@ -38,7 +41,7 @@ fn samples() -> Vec<Request> {
         CreateBucket { bucket: b() },
         DeleteBucket { bucket: b() },
         HeadBucket { bucket: b() },
-        ListBuckets,
+        ListBuckets {},
         GetBucketTagging { bucket: b() },
         PutBucketTagging { bucket: b(), tags: tags.clone() },
         DeleteBucketTagging { bucket: b() },
@@ -177,31 +180,35 @@ fn samples() -> Vec<Request> {
             bucket: b(),
             key: k(),
             upload_id: "u".into(),
-            parts: vec![
-                CompletePart { part_number: 1, etag: "\"e1\"".into(), checksum: None },
-                CompletePart {
-                    part_number: 2,
-                    etag: "e2".into(),
-                    checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAA".into() }),
-                },
-            ],
-            conditions: cond.clone(),
-            checksum: None,
-            checksum_type: None,
+            req: CompleteMultipartRequest {
+                parts: vec![
+                    CompletePart { part_number: 1, etag: "\"e1\"".into(), checksum: None },
+                    CompletePart {
+                        part_number: 2,
+                        etag: "e2".into(),
+                        checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAA".into() }),
+                    },
+                ],
+                conditions: cond.clone(),
+                checksum: None,
+                checksum_type: None,
+            },
         },
         CompleteMultipart {
             bucket: b(),
             key: k(),
             upload_id: "u".into(),
-            parts: vec![],
-            conditions: Conditions::default(),
-            checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc64Nvme, value: "AAAAAAAAAAA=".into() }),
-            checksum_type: Some(ChecksumType::FullObject),
+            req: CompleteMultipartRequest {
+                parts: vec![],
+                conditions: Conditions::default(),
+                checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc64Nvme, value: "AAAAAAAAAAA=".into() }),
+                checksum_type: Some(ChecksumType::FullObject),
+            },
         },
         AbortMultipart { bucket: b(), key: k(), upload_id: "u".into() },
         CreateAccessKey { lifetime: Some(3600), description: "d".into() },
         CreateAccessKey { lifetime: None, description: String::new() },
-        ListAccessKeys,
+        ListAccessKeys {},
         RevokeAccessKey { access_key: "AK".into() },
     ]
 }
@@ -274,7 +281,8 @@ fn requests_encode_to_the_fixed_bytes() {
     for ((r, g), want) in samples.iter().zip(&got).zip(GOLDEN) {
         assert_eq!(g, want, "{r:?} encodes differently");
         // and decodes back to itself
-        let bytes: Vec<u8> = (0..want.len()).step_by(2).map(|i| u8::from_str_radix(&want[i..i + 2], 16).unwrap()).collect();
+        let bytes: Vec<u8> =
+            (0..want.len()).step_by(2).map(|i| u8::from_str_radix(&want[i..i + 2], 16).unwrap()).collect();
         let mut d = Dec::new(&bytes);
         assert_eq!(&Request::decode(&mut d).unwrap(), r);
         d.end().unwrap();

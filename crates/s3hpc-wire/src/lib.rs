@@ -14,13 +14,15 @@
 
 pub mod client;
 pub mod codec;
+pub mod field;
 pub mod frame;
+#[cfg(test)]
+mod golden_tests;
+pub mod ops;
 pub mod server;
 pub mod sys;
 pub mod tls;
 mod writer;
-#[cfg(test)]
-mod golden_tests;
 
 pub use client::{ClientOptions, WireClient};
 pub use server::{Observer, ServerHandle, ServerOptions, WireServer, bind, serve};
