@@ -28,7 +28,7 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, IoSlice};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -36,6 +36,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use futures::StreamExt;
 use http::request::Parts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri, Version, header};
+use rustix::net::SendFlags;
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 
@@ -431,8 +432,8 @@ impl Conn {
         }
     }
 
-    fn raw_fd(&self) -> RawFd {
-        self.tcp.as_raw_fd()
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.tcp.as_fd()
     }
 }
 
@@ -756,10 +757,9 @@ pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watc
 /// turn into a reset that could destroy the response in flight.
 async fn linger_close(io: &Conn) {
     if let Some(t) = &io.tls {
-        t.close_notify(io.raw_fd());
+        t.close_notify(io.fd());
     }
-    // SAFETY: shutdown(2) on a socket descriptor we own; no memory is involved.
-    unsafe { libc::shutdown(io.raw_fd(), libc::SHUT_WR) };
+    let _ = rustix::net::shutdown(io.fd(), rustix::net::Shutdown::Write);
     let io = &io.tcp;
     let mut scratch = BytesMut::with_capacity(64 * 1024);
     let work = async {
@@ -916,8 +916,8 @@ async fn write_response(
         RespBody::File { file, offset, len } => {
             let sock = io.clone();
             tokio::task::spawn_blocking(move || match &sock.tls {
-                Some(t) => send_file_tls(t, sock.raw_fd(), &head, &file, offset, len, idle),
-                None => send_file(sock.raw_fd(), &head, &file, offset, len, idle),
+                Some(t) => send_file_tls(t, sock.fd(), &head, &file, offset, len, idle),
+                None => send_file(sock.fd(), &head, &file, offset, len, idle),
             })
             .await
             .map_err(io::Error::other)??;
@@ -927,23 +927,21 @@ async fn write_response(
 }
 
 /// Wait (blocking) until `fd` is writable, for at most `idle`.
-pub(crate) fn wait_writable(fd: RawFd, idle: Duration) -> io::Result<()> {
-    let ms = idle.as_millis().min(i32::MAX as u128) as i32;
+pub(crate) fn wait_writable(fd: BorrowedFd<'_>, idle: Duration) -> io::Result<()> {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let ms = idle.as_millis().min(i32::MAX as u128) as i64;
+    let timeout = Timespec { tv_sec: ms / 1000, tv_nsec: ms % 1000 * 1_000_000 };
     loop {
-        let mut p = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
-        // SAFETY: one valid pollfd for the duration of the call.
-        let r = unsafe { libc::poll(&mut p, 1, ms) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
+        let mut p = [PollFd::from_borrowed_fd(fd, PollFlags::OUT)];
+        let r = match rustix::event::poll(&mut p, Some(&timeout)) {
+            Ok(r) => r,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
         if r == 0 {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "client stopped reading the response"));
         }
-        if p.revents & libc::POLLOUT != 0 {
+        if p[0].revents().contains(PollFlags::OUT) {
             return Ok(());
         }
         return Err(io::Error::new(io::ErrorKind::BrokenPipe, "connection closed"));
@@ -953,28 +951,35 @@ pub(crate) fn wait_writable(fd: RawFd, idle: Duration) -> io::Result<()> {
 /// Send `head` and then `len` bytes of `file` from `offset` on the non-blocking socket `fd`,
 /// blocking this (blocking-pool) thread: `sendfile(2)` until done, poll(2) on `EAGAIN`. Falls
 /// back to pread/send where the file system cannot sendfile.
-pub(crate) fn send_file(fd: RawFd, head: &[u8], file: &File, offset: u64, len: u64, idle: Duration) -> io::Result<()> {
-    send_bytes(fd, head, libc::MSG_MORE, idle)?;
+pub(crate) fn send_file(
+    fd: BorrowedFd<'_>,
+    head: &[u8],
+    file: &File,
+    offset: u64,
+    len: u64,
+    idle: Duration,
+) -> io::Result<()> {
+    send_bytes(fd, head, SendFlags::MORE, idle)?;
     let end = offset.checked_add(len).ok_or_else(|| invalid("file range overflows"))?;
-    let mut off = offset as libc::off_t;
-    while (off as u64) < end {
-        let want = (end - off as u64).min(SENDFILE_MAX) as usize;
-        // SAFETY: both descriptors are open for the call; `off` is a valid off_t the kernel updates.
-        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, want) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => wait_writable(fd, idle)?,
-                io::ErrorKind::Interrupted => {}
-                _ if (e.raw_os_error() == Some(libc::EINVAL) || e.raw_os_error() == Some(libc::ENOSYS))
-                    && off as u64 == offset =>
-                {
-                    return send_file_copy(fd, file, offset, len, idle);
+    let mut off = offset;
+    while off < end {
+        let want = (end - off).min(SENDFILE_MAX) as usize;
+        match rustix::fs::sendfile(fd, file, Some(&mut off), want) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than the response")),
+            Ok(_) => {}
+            Err(e) => {
+                let e = io::Error::from(e);
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => wait_writable(fd, idle)?,
+                    io::ErrorKind::Interrupted => {}
+                    _ if (e.raw_os_error() == Some(libc::EINVAL) || e.raw_os_error() == Some(libc::ENOSYS))
+                        && off == offset =>
+                    {
+                        return send_file_copy(fd, file, offset, len, idle);
+                    }
+                    _ => return Err(e),
                 }
-                _ => return Err(e),
             }
-        } else if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than the response"));
         }
     }
     Ok(())
@@ -984,7 +989,7 @@ pub(crate) fn send_file(fd: RawFd, head: &[u8], file: &File, offset: u64, len: u
 /// piece encrypted and sent.
 fn send_file_tls(
     t: &crate::tls::TlsIo,
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     head: &[u8],
     file: &File,
     offset: u64,
@@ -1008,7 +1013,7 @@ fn send_file_tls(
     Ok(())
 }
 
-fn send_file_copy(fd: RawFd, file: &File, offset: u64, len: u64, idle: Duration) -> io::Result<()> {
+fn send_file_copy(fd: BorrowedFd<'_>, file: &File, offset: u64, len: u64, idle: Duration) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; (len.min(256 * 1024)) as usize];
     let mut pos = offset;
@@ -1016,25 +1021,24 @@ fn send_file_copy(fd: RawFd, file: &File, offset: u64, len: u64, idle: Duration)
     while pos < end {
         let want = ((end - pos) as usize).min(buf.len());
         file.read_exact_at(&mut buf[..want], pos)?;
-        send_bytes(fd, &buf[..want], 0, idle)?;
+        send_bytes(fd, &buf[..want], SendFlags::empty(), idle)?;
         pos += want as u64;
     }
     Ok(())
 }
 
-fn send_bytes(fd: RawFd, mut b: &[u8], flags: libc::c_int, idle: Duration) -> io::Result<()> {
+fn send_bytes(fd: BorrowedFd<'_>, mut b: &[u8], flags: SendFlags, idle: Duration) -> io::Result<()> {
     while !b.is_empty() {
-        // SAFETY: `b` is valid for reads of its length for the duration of the call.
-        let n = unsafe { libc::send(fd, b.as_ptr().cast(), b.len(), flags | libc::MSG_NOSIGNAL) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => wait_writable(fd, idle)?,
-                io::ErrorKind::Interrupted => {}
-                _ => return Err(e),
+        match rustix::net::send(fd, b, flags | SendFlags::NOSIGNAL) {
+            Ok(n) => b = &b[n..],
+            Err(e) => {
+                let e = io::Error::from(e);
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => wait_writable(fd, idle)?,
+                    io::ErrorKind::Interrupted => {}
+                    _ => return Err(e),
+                }
             }
-        } else {
-            b = &b[n as usize..];
         }
     }
     Ok(())
@@ -1106,14 +1110,14 @@ mod tests {
             }
         });
         let (off, len) = (12_345u64, 2u64 << 20);
-        send_file(a.as_raw_fd(), b"HEAD\r\n", &file, off, len, Duration::from_secs(10)).unwrap();
+        send_file(a.as_fd(), b"HEAD\r\n", &file, off, len, Duration::from_secs(10)).unwrap();
         drop(a);
         let got = reader.join().unwrap();
         assert_eq!(&got[..6], b"HEAD\r\n");
         assert!(got[6..] == content[off as usize..(off + len) as usize], "sent bytes differ");
         // A range past the end of the file is an error, not a short response.
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
-        let e = send_file(a.as_raw_fd(), b"", &file, (3 << 20) - 10, 100, Duration::from_secs(1)).unwrap_err();
+        let e = send_file(a.as_fd(), b"", &file, (3 << 20) - 10, 100, Duration::from_secs(1)).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
     }
 }
