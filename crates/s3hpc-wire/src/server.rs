@@ -1475,10 +1475,8 @@ async fn stream_body(out: &OutTx, id: u32, e: Enc, body: Body, credit: &Semaphor
 
 /// Only descriptors opened read-only are handed to clients (a backend might return a writable one).
 fn read_only(f: &std::fs::File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: F_GETFL on a descriptor we own has no side effects.
-    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
-    fl >= 0 && fl & libc::O_ACCMODE == libc::O_RDONLY
+    use rustix::fs::OFlags;
+    rustix::fs::fcntl_getfl(f).is_ok_and(|fl| fl & OFlags::ACCMODE == OFlags::RDONLY)
 }
 
 fn read_full_at(f: &std::fs::File, mut buf: &mut [u8], mut off: u64) -> io::Result<()> {
