@@ -14,6 +14,7 @@
 //! Where plain S3 responses lack a field the Store seam returns (the size after CopyObject or
 //! CompleteMultipartUpload, the source size of a whole-object UploadPartCopy), the client asks
 //! with one extra HEAD.
+#![forbid(unsafe_code)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

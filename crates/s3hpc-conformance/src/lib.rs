@@ -14,6 +14,7 @@
 //!
 //! [`oracle`] holds the property-test harness that replays random operation sequences on a store
 //! and on the memory oracle and compares every answer.
+#![forbid(unsafe_code)]
 
 use std::future::Future;
 use std::pin::Pin;

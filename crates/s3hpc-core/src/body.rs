@@ -129,6 +129,7 @@ impl Body {
     }
 }
 
+#[allow(unsafe_code)] // reads into a buffer's spare capacity (no zeroing per chunk)
 fn file_stream(file: std::fs::File, offset: u64, len: u64) -> ByteStream {
     struct State {
         file: std::fs::File,
@@ -173,16 +174,11 @@ fn file_stream(file: std::fs::File, offset: u64, len: u64) -> ByteStream {
 /// `read(2)` into memory that need not be initialised (no zeroing of each chunk's buffer first:
 /// a fifth of a large GET's CPU time in the embedded store's profile).
 fn read_uninit(file: &std::fs::File, buf: &mut [std::mem::MaybeUninit<u8>]) -> std::io::Result<usize> {
-    use std::os::fd::AsRawFd;
     loop {
-        // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`, which we own mutably.
-        let n = unsafe { libc::read(file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
+        match rustix::io::read(file, &mut *buf) {
+            Ok((filled, _)) => return Ok(filled.len()),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
 }

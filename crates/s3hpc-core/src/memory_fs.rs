@@ -39,8 +39,7 @@ pub(super) struct MemLink {
 }
 
 fn fresh(mode: u32, at: FsTime) -> MemAttr {
-    // SAFETY: plain getters.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let (uid, gid) = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
     MemAttr { mode, uid, gid, atime: at, mtime: None, ctime: at }
 }
 

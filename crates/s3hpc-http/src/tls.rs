@@ -8,7 +8,9 @@
 
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
+
+use rustix::net::{RecvFlags, SendFlags, Shutdown};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -90,21 +92,17 @@ impl ResolvesServerCert for Resolver {
 }
 
 /// `io::Read`/`io::Write` over a non-blocking socket descriptor (WouldBlock when not ready).
-struct Fd(RawFd);
+struct Fd<'a>(BorrowedFd<'a>);
 
-impl Read for Fd {
+impl Read for Fd<'_> {
     fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: `b` is valid for writes of its length for the duration of the call.
-        let n = unsafe { libc::recv(self.0, b.as_mut_ptr().cast(), b.len(), 0) };
-        if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+        Ok(rustix::net::recv(self.0, b, RecvFlags::empty())?.0)
     }
 }
 
-impl Write for Fd {
+impl Write for Fd<'_> {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        // SAFETY: `b` is valid for reads of its length for the duration of the call.
-        let n = unsafe { libc::send(self.0, b.as_ptr().cast(), b.len(), libc::MSG_NOSIGNAL) };
-        if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+        Ok(rustix::net::send(self.0, b, SendFlags::NOSIGNAL)?)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -147,28 +145,22 @@ fn looks_like_http(b: &[u8]) -> bool {
 /// On a connection's first bytes: if they are plain HTTP, answer [`plain_http_response`]
 /// (the request head that arrived is read and dropped, then the write side shut, so the client
 /// reads the answer rather than a reset) and return `true`. `Err(WouldBlock)`: nothing yet.
-fn plain_http_refused(fd: RawFd) -> io::Result<bool> {
+fn plain_http_refused(fd: BorrowedFd<'_>) -> io::Result<bool> {
     let mut b = [0u8; 8];
-    // SAFETY: `b` is valid for writes of its length for the duration of the call.
-    let n = unsafe { libc::recv(fd, b.as_mut_ptr().cast(), b.len(), libc::MSG_PEEK) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let (n, _) = rustix::net::recv(fd, &mut b, RecvFlags::PEEK)?;
     // EOF, a TLS record (its first byte is below 0x20) or anything else goes on to rustls.
-    if !looks_like_http(&b[..n as usize]) {
+    if !looks_like_http(&b[..n]) {
         return Ok(false);
     }
     let mut sink = [0u8; 16384];
     for _ in 0..4 {
-        // SAFETY: as above; the bytes are dropped.
-        let r = unsafe { libc::recv(fd, sink.as_mut_ptr().cast(), sink.len(), libc::MSG_DONTWAIT) };
-        if r <= 0 {
+        // the bytes are dropped
+        if !matches!(rustix::net::recv(fd, &mut sink, RecvFlags::DONTWAIT), Ok((1.., _))) {
             break;
         }
     }
     let _ = Fd(fd).write_all(plain_http_response().as_bytes());
-    // SAFETY: shutting down the write side of a socket we hold.
-    unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+    let _ = rustix::net::shutdown(fd, Shutdown::Write);
     Ok(true)
 }
 
@@ -191,7 +183,7 @@ impl TlsIo {
     }
 
     /// Send what rustls has queued; `Err(WouldBlock)` when the socket is full.
-    fn flush_tls(c: &mut ServerConnection, fd: RawFd) -> io::Result<()> {
+    fn flush_tls(c: &mut ServerConnection, fd: BorrowedFd<'_>) -> io::Result<()> {
         while c.wants_write() {
             c.write_tls(&mut Fd(fd))?;
         }
@@ -201,16 +193,17 @@ impl TlsIo {
     /// [`Self::flush_tls`] through Tokio, so that a full socket clears Tokio's write readiness
     /// (else `writable()` would return at once and the task would spin).
     fn flush_tls_async(c: &mut ServerConnection, tcp: &TcpStream) -> io::Result<()> {
-        let fd = tcp.as_raw_fd();
+        let fd = tcp.as_fd();
         tcp.try_io(Interest::WRITABLE, || Self::flush_tls(c, fd))
     }
 
     /// Decrypted bytes into `buf` (at most `want` more); 0 at EOF (close_notify or TCP EOF).
+    #[allow(unsafe_code)] // rustls reads into the buffer's spare capacity (no zeroing per read)
     pub(crate) async fn read(&self, tcp: &TcpStream, buf: &mut bytes::BytesMut, want: usize) -> io::Result<usize> {
         if buf.capacity() - buf.len() < want {
             buf.reserve(want);
         }
-        let fd = tcp.as_raw_fd();
+        let fd = tcp.as_fd();
         loop {
             let need = {
                 let mut c = self.lock();
@@ -309,7 +302,7 @@ impl TlsIo {
     }
 
     /// Blocking (on a blocking-pool thread): encrypt and send `b`, waiting with poll(2).
-    pub(crate) fn write_all_blocking(&self, fd: RawFd, mut b: &[u8], idle: Duration) -> io::Result<()> {
+    pub(crate) fn write_all_blocking(&self, fd: BorrowedFd<'_>, mut b: &[u8], idle: Duration) -> io::Result<()> {
         loop {
             {
                 let mut c = self.lock();
@@ -332,7 +325,7 @@ impl TlsIo {
     }
 
     /// Queue close_notify and send what can be sent without waiting.
-    pub(crate) fn close_notify(&self, fd: RawFd) {
+    pub(crate) fn close_notify(&self, fd: BorrowedFd<'_>) {
         let mut c = self.lock();
         c.send_close_notify();
         let _ = Self::flush_tls(&mut c, fd);

@@ -15,6 +15,7 @@
 //!
 //! Performance: signing keys are cached per thread (they change once a day per user), so a
 //! verification costs one SHA-256 of the canonical request and one HMAC.
+#![forbid(unsafe_code)]
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};

@@ -22,7 +22,9 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use crate::codec::{Dec, Enc, Request, UploadFields, WireChecksum, WireExpected};
+use crate::field::Field;
 use crate::frame::{self, FrameDecoder, HEADER_LEN, Header, INLINE_MAX, Limits, flag, ty};
+use crate::ops::{Op, Output, get_output, ops};
 use crate::server::{Out, OutTx, credit_frame, frame_bytes};
 use crate::sys::{Endpoint, ReadHalf, auth_proof};
 
@@ -207,20 +209,14 @@ impl WireClient {
             description: description.to_string(),
         };
         let r = self.call(req, None, None).await?;
-        let mut d = fields(&r);
-        let secret = d.str()?;
-        let info = d.key_info()?;
-        d.end()?;
+        let (secret, info) = answer::<ops::CreateAccessKey>(&r)?;
         Ok((Credentials::new(info.access_key.clone(), secret), info))
     }
 
     /// The keys this process's user may see (its own; an administrator's: all).
     pub async fn list_access_keys(&self) -> Result<Vec<s3hpc_core::creds::AccessKeyInfo>> {
-        let r = self.call(Request::ListAccessKeys, None, None).await?;
-        let mut d = fields(&r);
-        let v = d.key_infos()?;
-        d.end()?;
-        Ok(v)
+        let r = self.call(Request::ListAccessKeys {}, None, None).await?;
+        answer::<ops::ListAccessKeys>(&r)
     }
 
     /// Revoke a key (this user's own; an administrator: any).
@@ -231,10 +227,7 @@ impl WireClient {
     /// A request answered with an optional document (bucket configurations, object ACLs).
     async fn call_doc(&self, req: Request) -> Result<Option<Vec<u8>>> {
         let r = self.call(req, None, None).await?;
-        let mut d = fields(&r);
-        let doc = d.opt_bytes()?;
-        d.end()?;
-        Ok(doc)
+        answer::<ops::GetBucketConfig>(&r)
     }
 }
 
@@ -1017,6 +1010,12 @@ fn fields(r: &Resp) -> Dec<'_> {
     Dec::new(&r.payload[1..])
 }
 
+/// The success payload of operation `O`, read with its declared encoding (the one the server
+/// wrote it with), to its end.
+fn answer<O: Op>(r: &Resp) -> Result<Output<O>> {
+    get_output::<O>(&mut fields(r))
+}
+
 #[async_trait]
 impl Store for WireClient {
     /// A buffer in one of a connection's upload slots (Unix socket with descriptor passing,
@@ -1047,18 +1046,12 @@ impl Store for WireClient {
         self.call_unit(Request::HeadBucket { bucket: bucket.into() }).await
     }
     async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
-        let r = self.call(Request::ListBuckets, None, None).await?;
-        let mut d = fields(&r);
-        let v = d.buckets()?;
-        d.end()?;
-        Ok(v)
+        let r = self.call(Request::ListBuckets {}, None, None).await?;
+        answer::<ops::ListBuckets>(&r)
     }
     async fn get_bucket_tagging(&self, bucket: &str) -> Result<Tags> {
         let r = self.call(Request::GetBucketTagging { bucket: bucket.into() }, None, None).await?;
-        let mut d = fields(&r);
-        let t = d.tags()?;
-        d.end()?;
-        Ok(t)
+        answer::<ops::GetBucketTagging>(&r)
     }
     async fn get_bucket_config(&self, bucket: &str, name: &str) -> Result<Option<Vec<u8>>> {
         self.call_doc(Request::GetBucketConfig { bucket: bucket.into(), name: name.into() }).await
@@ -1069,9 +1062,7 @@ impl Store for WireClient {
     async fn fs(&self, bucket: &str, key: &str, op: s3hpc_core::fsattr::FsOp) -> Result<s3hpc_core::fsattr::FsAttr> {
         let req = Request::Fs { bucket: bucket.into(), key: key.into(), op: op.encode() };
         let r = self.call(req, None, None).await?;
-        let mut d = fields(&r);
-        let attr = d.str()?;
-        d.end()?;
+        let attr = answer::<ops::Fs>(&r)?;
         s3hpc_core::fsattr::FsAttr::parse(&attr)
     }
 
@@ -1100,10 +1091,7 @@ impl Store for WireClient {
             upload,
         };
         let r = self.call(r, Some(body), deferred).await?;
-        let mut d = fields(&r);
-        let o = d.put_output()?;
-        d.end()?;
-        Ok(o)
+        answer::<ops::PutObject>(&r)
     }
 
     /// The binary protocol is s3hpc's own: its server always appends.
@@ -1130,10 +1118,7 @@ impl Store for WireClient {
             upload,
         };
         let r = self.call(r, Some(body), deferred).await?;
-        let mut d = fields(&r);
-        let o = d.put_output()?;
-        d.end()?;
-        Ok(o)
+        answer::<ops::AppendObject>(&r)
     }
 
     async fn rename_object(
@@ -1161,7 +1146,7 @@ impl Store for WireClient {
         let mut r = r.await?;
         let (file, stream) = (r.file.take(), r.stream.take());
         let mut d = fields(&r);
-        let (info, range) = d.get_output()?;
+        let (info, range) = <<ops::GetObject as Op>::Out as Field>::get(&mut d)?;
         let at = 1 + d.pos();
         let body = if let Some(file) = file {
             let (offset, len) = (d.var()?, d.var()?);
@@ -1186,10 +1171,7 @@ impl Store for WireClient {
         refuse_version(&req.version_id)?;
         let r = Request::HeadObject { bucket: bucket.into(), key: key.into(), req: (&req).into() };
         let r = self.call(r, None, None).await?;
-        let mut d = fields(&r);
-        let i = d.object_info()?;
-        d.end()?;
-        Ok(i)
+        answer::<ops::HeadObject>(&r)
     }
 
     async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
@@ -1214,10 +1196,7 @@ impl Store for WireClient {
             req: (&req).into(),
         };
         let r = self.call(r, None, None).await?;
-        let mut d = fields(&r);
-        let o = d.put_output()?;
-        d.end()?;
-        Ok(o)
+        answer::<ops::CopyObject>(&r)
     }
 
     async fn get_object_tagging(
@@ -1228,9 +1207,7 @@ impl Store for WireClient {
     ) -> Result<s3hpc_core::ObjectTagging> {
         refuse_version(&version_id.map(str::to_owned))?;
         let r = self.call(Request::GetObjectTagging { bucket: bucket.into(), key: key.into() }, None, None).await?;
-        let mut d = fields(&r);
-        let t = d.tags()?;
-        d.end()?;
+        let t = answer::<ops::GetObjectTagging>(&r)?;
         Ok(s3hpc_core::ObjectTagging { tags: t, version_id: None })
     }
     async fn put_object_tagging(
@@ -1250,10 +1227,7 @@ impl Store for WireClient {
 
     async fn list_objects(&self, bucket: &str, req: ListObjectsRequest) -> Result<ListObjectsPage> {
         let r = self.call(Request::ListObjects { bucket: bucket.into(), req }, None, None).await?;
-        let mut d = fields(&r);
-        let p = d.list_page()?;
-        d.end()?;
-        Ok(p)
+        answer::<ops::ListObjects>(&r)
     }
 
     async fn create_multipart_upload(&self, bucket: &str, key: &str, req: CreateMultipartRequest) -> Result<String> {
@@ -1267,10 +1241,7 @@ impl Store for WireClient {
             checksum_type: req.checksum_type,
         };
         let r = self.call(r, None, None).await?;
-        let mut d = fields(&r);
-        let id = d.str()?;
-        d.end()?;
-        Ok(id)
+        answer::<ops::CreateMultipart>(&r)
     }
 
     async fn upload_part(
@@ -1291,10 +1262,7 @@ impl Store for WireClient {
             upload,
         };
         let r = self.call(r, Some(body), deferred).await?;
-        let mut d = fields(&r);
-        let p = d.part_info()?;
-        d.end()?;
-        Ok(p)
+        answer::<ops::UploadPart>(&r)
     }
 
     async fn upload_part_copy(
@@ -1317,10 +1285,7 @@ impl Store for WireClient {
             src_conditions: src.conditions,
         };
         let r = self.call(r, None, None).await?;
-        let mut d = fields(&r);
-        let p = d.part_info()?;
-        d.end()?;
-        Ok(p)
+        answer::<ops::UploadPartCopy>(&r)
     }
 
     async fn list_parts(
@@ -1332,18 +1297,12 @@ impl Store for WireClient {
     ) -> Result<ListPartsPage> {
         let r = Request::ListParts { bucket: bucket.into(), key: key.into(), upload_id: upload_id.into(), req };
         let r = self.call(r, None, None).await?;
-        let mut d = fields(&r);
-        let p = d.parts_page()?;
-        d.end()?;
-        Ok(p)
+        answer::<ops::ListParts>(&r)
     }
 
     async fn list_multipart_uploads(&self, bucket: &str, req: ListUploadsRequest) -> Result<ListUploadsPage> {
         let r = self.call(Request::ListUploads { bucket: bucket.into(), req }, None, None).await?;
-        let mut d = fields(&r);
-        let p = d.uploads_page()?;
-        d.end()?;
-        Ok(p)
+        answer::<ops::ListUploads>(&r)
     }
 
     async fn complete_multipart_upload_with(
@@ -1353,20 +1312,9 @@ impl Store for WireClient {
         upload_id: &str,
         req: CompleteMultipartRequest,
     ) -> Result<PutObjectOutput> {
-        let r = Request::CompleteMultipart {
-            bucket: bucket.into(),
-            key: key.into(),
-            upload_id: upload_id.into(),
-            parts: req.parts,
-            conditions: req.conditions,
-            checksum: req.checksum,
-            checksum_type: req.checksum_type,
-        };
+        let r = Request::CompleteMultipart { bucket: bucket.into(), key: key.into(), upload_id: upload_id.into(), req };
         let r = self.call(r, None, None).await?;
-        let mut d = fields(&r);
-        let o = d.put_output()?;
-        d.end()?;
-        Ok(o)
+        answer::<ops::CompleteMultipart>(&r)
     }
 
     async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {

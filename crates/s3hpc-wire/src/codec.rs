@@ -6,13 +6,13 @@ use std::time::{Duration, SystemTime};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use s3hpc_core::{
-    BucketInfo, ByteRange, Checksum, ChecksumAlgorithm, ChecksumType, CompletePart, Conditions, CopyObjectRequest,
-    Directive, Error, ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest, ListPartsPage,
-    ListPartsRequest, ListUploadsPage, ListUploadsRequest, ObjectInfo, ObjectMeta, ObjectSummary, PartInfo,
-    PutObjectOutput, Result, Tags, UploadInfo,
+    BucketInfo, ByteRange, Checksum, ChecksumAlgorithm, ChecksumType, Conditions, CopyObjectRequest, Directive, Error,
+    ErrorCode, GetObjectRequest, ListObjectsPage, ListPartsPage, ListUploadsPage, ObjectInfo, ObjectMeta,
+    ObjectSummary, PartInfo, PutObjectOutput, Result, Tags, UploadInfo,
 };
 
 use crate::frame::{MAX_LIST, MAX_STR};
+pub use crate::ops::{Opcode, Request};
 
 /// Largest configuration or ACL document a request carries (S3's bucket policy limit is 20 KiB).
 pub const MAX_DOC: usize = 64 * 1024;
@@ -473,46 +473,6 @@ impl<'a> Dec<'a> {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// opcodes
-
-pub mod op {
-    pub const CREATE_BUCKET: u8 = 1;
-    pub const DELETE_BUCKET: u8 = 2;
-    pub const HEAD_BUCKET: u8 = 3;
-    pub const LIST_BUCKETS: u8 = 4;
-    pub const GET_BUCKET_TAGGING: u8 = 5;
-    pub const PUT_BUCKET_TAGGING: u8 = 6;
-    pub const DELETE_BUCKET_TAGGING: u8 = 7;
-    pub const GET_BUCKET_CONFIG: u8 = 8;
-    pub const PUT_BUCKET_CONFIG: u8 = 9;
-    pub const PUT_OBJECT: u8 = 16;
-    pub const GET_OBJECT: u8 = 17;
-    pub const HEAD_OBJECT: u8 = 18;
-    pub const DELETE_OBJECT: u8 = 19;
-    pub const COPY_OBJECT: u8 = 20;
-    pub const GET_OBJECT_TAGGING: u8 = 21;
-    pub const PUT_OBJECT_TAGGING: u8 = 22;
-    pub const DELETE_OBJECT_TAGGING: u8 = 23;
-    pub const RENAME_OBJECT: u8 = 24;
-    pub const APPEND_OBJECT: u8 = 25;
-    pub const GET_OBJECT_ACL: u8 = 26;
-    pub const PUT_OBJECT_ACL: u8 = 27;
-    /// s3hpc's file-system extension (`Store::fs`): bucket, key, the operation as its text line.
-    pub const FS: u8 = 28;
-    pub const LIST_OBJECTS: u8 = 32;
-    pub const CREATE_MULTIPART: u8 = 48;
-    pub const UPLOAD_PART: u8 = 49;
-    pub const UPLOAD_PART_COPY: u8 = 50;
-    pub const LIST_PARTS: u8 = 51;
-    pub const LIST_UPLOADS: u8 = 52;
-    pub const COMPLETE_MULTIPART: u8 = 53;
-    pub const ABORT_MULTIPART: u8 = 54;
-    pub const CREATE_ACCESS_KEY: u8 = 96;
-    pub const LIST_ACCESS_KEYS: u8 = 97;
-    pub const REVOKE_ACCESS_KEY: u8 = 98;
-}
-
 /// How the expected checksum of an upload travels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WireExpected {
@@ -577,227 +537,6 @@ impl Dec<'_> {
     }
 }
 
-impl Request {
-    /// The operation's name (the variant's), for logs and metrics.
-    pub fn op_name(&self) -> &'static str {
-        match self {
-            Request::CreateBucket { .. } => "CreateBucket",
-            Request::DeleteBucket { .. } => "DeleteBucket",
-            Request::HeadBucket { .. } => "HeadBucket",
-            Request::ListBuckets => "ListBuckets",
-            Request::GetBucketTagging { .. } => "GetBucketTagging",
-            Request::PutBucketTagging { .. } => "PutBucketTagging",
-            Request::DeleteBucketTagging { .. } => "DeleteBucketTagging",
-            Request::GetBucketConfig { .. } => "GetBucketConfig",
-            Request::PutBucketConfig { .. } => "PutBucketConfig",
-            Request::GetObjectAcl { .. } => "GetObjectAcl",
-            Request::PutObjectAcl { .. } => "PutObjectAcl",
-            Request::PutObject { .. } => "PutObject",
-            Request::GetObject { .. } => "GetObject",
-            Request::HeadObject { .. } => "HeadObject",
-            Request::DeleteObject { .. } => "DeleteObject",
-            Request::CopyObject { .. } => "CopyObject",
-            Request::RenameObject { .. } => "RenameObject",
-            Request::AppendObject { .. } => "AppendObject",
-            Request::Fs { .. } => "Fs",
-            Request::GetObjectTagging { .. } => "GetObjectTagging",
-            Request::PutObjectTagging { .. } => "PutObjectTagging",
-            Request::DeleteObjectTagging { .. } => "DeleteObjectTagging",
-            Request::ListObjects { .. } => "ListObjects",
-            Request::CreateMultipart { .. } => "CreateMultipart",
-            Request::UploadPart { .. } => "UploadPart",
-            Request::UploadPartCopy { .. } => "UploadPartCopy",
-            Request::ListParts { .. } => "ListParts",
-            Request::ListUploads { .. } => "ListUploads",
-            Request::CompleteMultipart { .. } => "CompleteMultipart",
-            Request::AbortMultipart { .. } => "AbortMultipart",
-            Request::CreateAccessKey { .. } => "CreateAccessKey",
-            Request::ListAccessKeys => "ListAccessKeys",
-            Request::RevokeAccessKey { .. } => "RevokeAccessKey",
-        }
-    }
-}
-
-/// A decoded request (everything but the body).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Request {
-    CreateBucket {
-        bucket: String,
-    },
-    DeleteBucket {
-        bucket: String,
-    },
-    HeadBucket {
-        bucket: String,
-    },
-    ListBuckets,
-    GetBucketTagging {
-        bucket: String,
-    },
-    PutBucketTagging {
-        bucket: String,
-        tags: Tags,
-    },
-    DeleteBucketTagging {
-        bucket: String,
-    },
-    /// A bucket configuration document (policy, ACL, ownership controls, ...).
-    GetBucketConfig {
-        bucket: String,
-        name: String,
-    },
-    /// Set (`Some`) or remove (`None`) a bucket configuration document.
-    PutBucketConfig {
-        bucket: String,
-        name: String,
-        doc: Option<Vec<u8>>,
-    },
-    GetObjectAcl {
-        bucket: String,
-        key: String,
-    },
-    PutObjectAcl {
-        bucket: String,
-        key: String,
-        doc: Option<Vec<u8>>,
-    },
-    PutObject {
-        bucket: String,
-        key: String,
-        meta: ObjectMeta,
-        tags: Tags,
-        conditions: Conditions,
-        upload: UploadFields,
-    },
-    GetObject {
-        bucket: String,
-        key: String,
-        req: WireGet,
-    },
-    HeadObject {
-        bucket: String,
-        key: String,
-        req: WireGet,
-    },
-    DeleteObject {
-        bucket: String,
-        key: String,
-    },
-    CopyObject {
-        src_bucket: String,
-        src_key: String,
-        dst_bucket: String,
-        dst_key: String,
-        req: WireCopy,
-    },
-    RenameObject {
-        bucket: String,
-        src_key: String,
-        dst_key: String,
-        source_conditions: Conditions,
-        conditions: Conditions,
-        client_token: Option<String>,
-    },
-    /// s3hpc's file-system extension (`Store::fs`): the operation as `FsOp::encode` writes it;
-    /// the answer is the attributes as `FsAttr::encode` writes them (one string).
-    Fs {
-        bucket: String,
-        key: String,
-        op: String,
-    },
-    /// PutObject with a write offset (append).
-    AppendObject {
-        bucket: String,
-        key: String,
-        offset: u64,
-        meta: ObjectMeta,
-        tags: Tags,
-        conditions: Conditions,
-        upload: UploadFields,
-    },
-    GetObjectTagging {
-        bucket: String,
-        key: String,
-    },
-    PutObjectTagging {
-        bucket: String,
-        key: String,
-        tags: Tags,
-    },
-    DeleteObjectTagging {
-        bucket: String,
-        key: String,
-    },
-    ListObjects {
-        bucket: String,
-        req: ListObjectsRequest,
-    },
-    CreateMultipart {
-        bucket: String,
-        key: String,
-        meta: ObjectMeta,
-        tags: Tags,
-        checksum_algorithm: Option<ChecksumAlgorithm>,
-        /// Optional trailing field: sent only when `Some`, so requests without it stay what
-        /// version-1 peers that predate it send and accept.
-        checksum_type: Option<ChecksumType>,
-    },
-    UploadPart {
-        bucket: String,
-        key: String,
-        upload_id: String,
-        part_number: u32,
-        upload: UploadFields,
-    },
-    UploadPartCopy {
-        bucket: String,
-        key: String,
-        upload_id: String,
-        part_number: u32,
-        src_bucket: String,
-        src_key: String,
-        src_range: Option<ByteRange>,
-        src_conditions: Conditions,
-    },
-    ListParts {
-        bucket: String,
-        key: String,
-        upload_id: String,
-        req: ListPartsRequest,
-    },
-    ListUploads {
-        bucket: String,
-        req: ListUploadsRequest,
-    },
-    CompleteMultipart {
-        bucket: String,
-        key: String,
-        upload_id: String,
-        parts: Vec<CompletePart>,
-        conditions: Conditions,
-        /// Optional trailing group (`checksum` expected whole-object checksum, `ctype`): sent only
-        /// when either is `Some`.
-        checksum: Option<Checksum>,
-        checksum_type: Option<ChecksumType>,
-    },
-    AbortMultipart {
-        bucket: String,
-        key: String,
-        upload_id: String,
-    },
-    /// A self-service key for the Unix-socket peer's uid (`s3hpc credentials create`).
-    CreateAccessKey {
-        /// Lifetime in seconds (`None`: the server's default).
-        lifetime: Option<u64>,
-        description: String,
-    },
-    /// The peer's keys (an administrator's: all).
-    ListAccessKeys,
-    RevokeAccessKey {
-        access_key: String,
-    },
-}
-
 /// GetObjectRequest in a comparable form.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct WireGet {
@@ -857,421 +596,6 @@ impl From<WireCopy> for CopyObjectRequest {
             website_redirect_location: r.website_redirect_location,
             default_checksum: None,
         }
-    }
-}
-
-impl Enc {
-    fn get(&mut self, r: &WireGet) {
-        self.range(r.range);
-        self.opt_var(r.part_number.map(u64::from));
-        self.conditions(&r.conditions);
-    }
-}
-
-impl Dec<'_> {
-    fn get(&mut self) -> Result<WireGet> {
-        let range = self.range()?;
-        let part_number = match self.opt_var()? {
-            None => None,
-            Some(n) => Some(u32::try_from(n).map_err(|_| malformed("part number does not fit 32 bits"))?),
-        };
-        Ok(WireGet { range, part_number, conditions: self.conditions()? })
-    }
-}
-
-impl Request {
-    pub fn opcode(&self) -> u8 {
-        use Request::*;
-        match self {
-            CreateBucket { .. } => op::CREATE_BUCKET,
-            DeleteBucket { .. } => op::DELETE_BUCKET,
-            HeadBucket { .. } => op::HEAD_BUCKET,
-            ListBuckets => op::LIST_BUCKETS,
-            GetBucketTagging { .. } => op::GET_BUCKET_TAGGING,
-            PutBucketTagging { .. } => op::PUT_BUCKET_TAGGING,
-            DeleteBucketTagging { .. } => op::DELETE_BUCKET_TAGGING,
-            GetBucketConfig { .. } => op::GET_BUCKET_CONFIG,
-            PutBucketConfig { .. } => op::PUT_BUCKET_CONFIG,
-            GetObjectAcl { .. } => op::GET_OBJECT_ACL,
-            PutObjectAcl { .. } => op::PUT_OBJECT_ACL,
-            PutObject { .. } => op::PUT_OBJECT,
-            GetObject { .. } => op::GET_OBJECT,
-            HeadObject { .. } => op::HEAD_OBJECT,
-            DeleteObject { .. } => op::DELETE_OBJECT,
-            CopyObject { .. } => op::COPY_OBJECT,
-            RenameObject { .. } => op::RENAME_OBJECT,
-            AppendObject { .. } => op::APPEND_OBJECT,
-            Fs { .. } => op::FS,
-            GetObjectTagging { .. } => op::GET_OBJECT_TAGGING,
-            PutObjectTagging { .. } => op::PUT_OBJECT_TAGGING,
-            DeleteObjectTagging { .. } => op::DELETE_OBJECT_TAGGING,
-            ListObjects { .. } => op::LIST_OBJECTS,
-            CreateMultipart { .. } => op::CREATE_MULTIPART,
-            UploadPart { .. } => op::UPLOAD_PART,
-            UploadPartCopy { .. } => op::UPLOAD_PART_COPY,
-            ListParts { .. } => op::LIST_PARTS,
-            ListUploads { .. } => op::LIST_UPLOADS,
-            CompleteMultipart { .. } => op::COMPLETE_MULTIPART,
-            AbortMultipart { .. } => op::ABORT_MULTIPART,
-            CreateAccessKey { .. } => op::CREATE_ACCESS_KEY,
-            ListAccessKeys => op::LIST_ACCESS_KEYS,
-            RevokeAccessKey { .. } => op::REVOKE_ACCESS_KEY,
-        }
-    }
-
-    /// Whether sending this request a second time, after a connection was lost before its
-    /// answer arrived, cannot change the outcome: reads, and writes whose repetition leaves the
-    /// same state (tagging, DeleteObject, unconditional PutObject/UploadPart; their body must be
-    /// replayable too, which the caller checks). CreateBucket, multipart create/complete/abort,
-    /// copies and conditional writes are not replayed: a second attempt could report an error
-    /// for an operation that succeeded.
-    pub fn replayable(&self) -> bool {
-        use Request::*;
-        match self {
-            HeadBucket { .. }
-            | ListBuckets
-            | GetBucketTagging { .. }
-            | PutBucketTagging { .. }
-            | DeleteBucketTagging { .. }
-            | GetBucketConfig { .. }
-            | PutBucketConfig { .. }
-            | GetObjectAcl { .. }
-            | PutObjectAcl { .. }
-            | HeadObject { .. }
-            | GetObject { .. }
-            | DeleteObject { .. }
-            | GetObjectTagging { .. }
-            | PutObjectTagging { .. }
-            | DeleteObjectTagging { .. }
-            | ListObjects { .. }
-            | ListParts { .. }
-            | ListUploads { .. }
-            | UploadPart { .. }
-            | ListAccessKeys
-            | RevokeAccessKey { .. } => true,
-            PutObject { conditions, .. } => conditions.is_empty(),
-            Fs { op, .. } => op == "getattr",
-            _ => false,
-        }
-    }
-
-    /// Whether this opcode carries a body (PutObject, AppendObject, UploadPart).
-    pub fn takes_body(&self) -> bool {
-        matches!(self, Request::PutObject { .. } | Request::AppendObject { .. } | Request::UploadPart { .. })
-    }
-
-    /// Encode opcode and fields (the body, if inline, is appended by the caller).
-    pub fn encode(&self, e: &mut Enc) {
-        use Request::*;
-        e.u8(self.opcode());
-        match self {
-            CreateBucket { bucket }
-            | DeleteBucket { bucket }
-            | HeadBucket { bucket }
-            | GetBucketTagging { bucket }
-            | DeleteBucketTagging { bucket } => e.str(bucket),
-            ListBuckets => {}
-            PutBucketTagging { bucket, tags } => {
-                e.str(bucket);
-                e.tags(tags);
-            }
-            GetBucketConfig { bucket, name: second } | GetObjectAcl { bucket, key: second } => {
-                e.str(bucket);
-                e.str(second);
-            }
-            PutBucketConfig { bucket, name: second, doc } | PutObjectAcl { bucket, key: second, doc } => {
-                e.str(bucket);
-                e.str(second);
-                e.opt_bytes(doc.as_deref());
-            }
-            PutObject { bucket, key, meta, tags, conditions, upload } => {
-                e.str(bucket);
-                e.str(key);
-                e.meta(meta);
-                e.tags(tags);
-                e.conditions(conditions);
-                e.upload_fields(upload);
-            }
-            GetObject { bucket, key, req } | HeadObject { bucket, key, req } => {
-                e.str(bucket);
-                e.str(key);
-                e.get(req);
-            }
-            DeleteObject { bucket, key } | GetObjectTagging { bucket, key } | DeleteObjectTagging { bucket, key } => {
-                e.str(bucket);
-                e.str(key);
-            }
-            CopyObject { src_bucket, src_key, dst_bucket, dst_key, req } => {
-                e.str(src_bucket);
-                e.str(src_key);
-                e.str(dst_bucket);
-                e.str(dst_key);
-                match &req.metadata {
-                    Directive::Copy => e.u8(0),
-                    Directive::Replace(m) => {
-                        e.u8(1);
-                        e.meta(m);
-                    }
-                }
-                match &req.tagging {
-                    Directive::Copy => e.u8(0),
-                    Directive::Replace(t) => {
-                        e.u8(1);
-                        e.tags(t);
-                    }
-                }
-                e.conditions(&req.source_conditions);
-                e.conditions(&req.conditions);
-                e.alg(req.checksum_algorithm);
-                if let Some(w) = &req.website_redirect_location {
-                    e.str(w);
-                }
-            }
-            PutObjectTagging { bucket, key, tags } => {
-                e.str(bucket);
-                e.str(key);
-                e.tags(tags);
-            }
-            Fs { bucket, key, op } => {
-                e.str(bucket);
-                e.str(key);
-                e.str(op);
-            }
-            RenameObject { bucket, src_key, dst_key, source_conditions, conditions, client_token } => {
-                e.str(bucket);
-                e.str(src_key);
-                e.str(dst_key);
-                e.conditions(source_conditions);
-                e.conditions(conditions);
-                e.opt_str(client_token.as_deref());
-            }
-            AppendObject { bucket, key, offset, meta, tags, conditions, upload } => {
-                e.str(bucket);
-                e.str(key);
-                e.var(*offset);
-                e.meta(meta);
-                e.tags(tags);
-                e.conditions(conditions);
-                e.upload_fields(upload);
-            }
-            ListObjects { bucket, req } => {
-                e.str(bucket);
-                e.str(&req.prefix);
-                e.opt_str(req.delimiter.as_deref());
-                e.opt_str(req.start_after.as_deref());
-                e.var(req.max_keys as u64);
-            }
-            CreateMultipart { bucket, key, meta, tags, checksum_algorithm, checksum_type } => {
-                e.str(bucket);
-                e.str(key);
-                e.meta(meta);
-                e.tags(tags);
-                e.alg(*checksum_algorithm);
-                if checksum_type.is_some() {
-                    e.ctype(*checksum_type);
-                }
-            }
-            UploadPart { bucket, key, upload_id, part_number, upload } => {
-                e.str(bucket);
-                e.str(key);
-                e.str(upload_id);
-                e.var(*part_number as u64);
-                e.upload_fields(upload);
-            }
-            UploadPartCopy { bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions } => {
-                e.str(bucket);
-                e.str(key);
-                e.str(upload_id);
-                e.var(*part_number as u64);
-                e.str(src_bucket);
-                e.str(src_key);
-                e.range(*src_range);
-                e.conditions(src_conditions);
-            }
-            ListParts { bucket, key, upload_id, req } => {
-                e.str(bucket);
-                e.str(key);
-                e.str(upload_id);
-                e.opt_var(req.part_number_marker.map(u64::from));
-                e.var(req.max_parts as u64);
-            }
-            ListUploads { bucket, req } => {
-                e.str(bucket);
-                e.str(&req.prefix);
-                e.opt_str(req.delimiter.as_deref());
-                e.opt_str(req.key_marker.as_deref());
-                e.opt_str(req.upload_id_marker.as_deref());
-                e.var(req.max_uploads as u64);
-            }
-            CompleteMultipart { bucket, key, upload_id, parts, conditions, checksum, checksum_type } => {
-                e.str(bucket);
-                e.str(key);
-                e.str(upload_id);
-                e.var(parts.len() as u64);
-                for p in parts {
-                    e.var(p.part_number as u64);
-                    e.str(&p.etag);
-                    e.checksum(p.checksum.as_ref());
-                }
-                e.conditions(conditions);
-                if checksum.is_some() || checksum_type.is_some() {
-                    e.checksum(checksum.as_ref());
-                    e.ctype(*checksum_type);
-                }
-            }
-            AbortMultipart { bucket, key, upload_id } => {
-                e.str(bucket);
-                e.str(key);
-                e.str(upload_id);
-            }
-            CreateAccessKey { lifetime, description } => {
-                e.opt_var(*lifetime);
-                e.str(description);
-            }
-            ListAccessKeys => {}
-            RevokeAccessKey { access_key } => e.str(access_key),
-        }
-    }
-
-    /// Whether this is a self-service key operation (answered for the peer's uid, not by the
-    /// store).
-    pub fn is_key_op(&self) -> bool {
-        matches!(self, Request::CreateAccessKey { .. } | Request::ListAccessKeys | Request::RevokeAccessKey { .. })
-    }
-
-    /// Decode opcode and fields; the decoder is left at the start of an inline body (if any).
-    pub fn decode(d: &mut Dec<'_>) -> Result<Request> {
-        use Request::*;
-        let opcode = d.u8()?;
-        let r = match opcode {
-            op::CREATE_BUCKET => CreateBucket { bucket: d.str()? },
-            op::DELETE_BUCKET => DeleteBucket { bucket: d.str()? },
-            op::HEAD_BUCKET => HeadBucket { bucket: d.str()? },
-            op::LIST_BUCKETS => ListBuckets,
-            op::CREATE_ACCESS_KEY => CreateAccessKey { lifetime: d.opt_var()?, description: d.str()? },
-            op::LIST_ACCESS_KEYS => ListAccessKeys,
-            op::REVOKE_ACCESS_KEY => RevokeAccessKey { access_key: d.str()? },
-            op::GET_BUCKET_TAGGING => GetBucketTagging { bucket: d.str()? },
-            op::PUT_BUCKET_TAGGING => PutBucketTagging { bucket: d.str()?, tags: d.tags()? },
-            op::DELETE_BUCKET_TAGGING => DeleteBucketTagging { bucket: d.str()? },
-            op::GET_BUCKET_CONFIG => GetBucketConfig { bucket: d.str()?, name: d.str()? },
-            op::PUT_BUCKET_CONFIG => PutBucketConfig { bucket: d.str()?, name: d.str()?, doc: d.opt_bytes()? },
-            op::GET_OBJECT_ACL => GetObjectAcl { bucket: d.str()?, key: d.str()? },
-            op::PUT_OBJECT_ACL => PutObjectAcl { bucket: d.str()?, key: d.str()?, doc: d.opt_bytes()? },
-            op::PUT_OBJECT => PutObject {
-                bucket: d.str()?,
-                key: d.str()?,
-                meta: d.meta()?,
-                tags: d.tags()?,
-                conditions: d.conditions()?,
-                upload: d.upload_fields()?,
-            },
-            op::GET_OBJECT => GetObject { bucket: d.str()?, key: d.str()?, req: d.get()? },
-            op::HEAD_OBJECT => HeadObject { bucket: d.str()?, key: d.str()?, req: d.get()? },
-            op::DELETE_OBJECT => DeleteObject { bucket: d.str()?, key: d.str()? },
-            op::COPY_OBJECT => {
-                let (src_bucket, src_key, dst_bucket, dst_key) = (d.str()?, d.str()?, d.str()?, d.str()?);
-                let metadata = if d.bool()? { Directive::Replace(d.meta()?) } else { Directive::Copy };
-                let tagging = if d.bool()? { Directive::Replace(d.tags()?) } else { Directive::Copy };
-                let req = WireCopy {
-                    metadata,
-                    tagging,
-                    source_conditions: d.conditions()?,
-                    conditions: d.conditions()?,
-                    checksum_algorithm: d.alg()?,
-                    website_redirect_location: if d.is_empty() { None } else { Some(d.str()?) },
-                };
-                CopyObject { src_bucket, src_key, dst_bucket, dst_key, req }
-            }
-            op::FS => Fs { bucket: d.str()?, key: d.str()?, op: d.str()? },
-            op::RENAME_OBJECT => RenameObject {
-                bucket: d.str()?,
-                src_key: d.str()?,
-                dst_key: d.str()?,
-                source_conditions: d.conditions()?,
-                conditions: d.conditions()?,
-                client_token: d.opt_str()?,
-            },
-            op::APPEND_OBJECT => AppendObject {
-                bucket: d.str()?,
-                key: d.str()?,
-                offset: d.var()?,
-                meta: d.meta()?,
-                tags: d.tags()?,
-                conditions: d.conditions()?,
-                upload: d.upload_fields()?,
-            },
-            op::GET_OBJECT_TAGGING => GetObjectTagging { bucket: d.str()?, key: d.str()? },
-            op::PUT_OBJECT_TAGGING => PutObjectTagging { bucket: d.str()?, key: d.str()?, tags: d.tags()? },
-            op::DELETE_OBJECT_TAGGING => DeleteObjectTagging { bucket: d.str()?, key: d.str()? },
-            op::LIST_OBJECTS => ListObjects {
-                bucket: d.str()?,
-                req: ListObjectsRequest {
-                    prefix: d.str()?,
-                    delimiter: d.opt_str()?,
-                    start_after: d.opt_str()?,
-                    max_keys: d.var()?.min(u32::MAX as u64) as usize,
-                },
-            },
-            op::CREATE_MULTIPART => CreateMultipart {
-                bucket: d.str()?,
-                key: d.str()?,
-                meta: d.meta()?,
-                tags: d.tags()?,
-                checksum_algorithm: d.alg()?,
-                checksum_type: if d.is_empty() { None } else { d.ctype()? },
-            },
-            op::UPLOAD_PART => UploadPart {
-                bucket: d.str()?,
-                key: d.str()?,
-                upload_id: d.str()?,
-                part_number: d.var_u32()?,
-                upload: d.upload_fields()?,
-            },
-            op::UPLOAD_PART_COPY => UploadPartCopy {
-                bucket: d.str()?,
-                key: d.str()?,
-                upload_id: d.str()?,
-                part_number: d.var_u32()?,
-                src_bucket: d.str()?,
-                src_key: d.str()?,
-                src_range: d.range()?,
-                src_conditions: d.conditions()?,
-            },
-            op::LIST_PARTS => {
-                let (bucket, key, upload_id) = (d.str()?, d.str()?, d.str()?);
-                let part_number_marker = match d.opt_var()? {
-                    None => None,
-                    Some(n) => Some(u32::try_from(n).map_err(|_| malformed("part number marker too large"))?),
-                };
-                let max_parts = d.var()?.min(u32::MAX as u64) as usize;
-                ListParts { bucket, key, upload_id, req: ListPartsRequest { part_number_marker, max_parts } }
-            }
-            op::LIST_UPLOADS => ListUploads {
-                bucket: d.str()?,
-                req: ListUploadsRequest {
-                    prefix: d.str()?,
-                    delimiter: d.opt_str()?,
-                    key_marker: d.opt_str()?,
-                    upload_id_marker: d.opt_str()?,
-                    max_uploads: d.var()?.min(u32::MAX as u64) as usize,
-                },
-            },
-            op::COMPLETE_MULTIPART => {
-                let (bucket, key, upload_id) = (d.str()?, d.str()?, d.str()?);
-                let n = d.len(MAX_LIST, "part list")?;
-                let mut parts = Vec::with_capacity(n.min(1024));
-                for _ in 0..n {
-                    parts.push(CompletePart { part_number: d.var_u32()?, etag: d.str()?, checksum: d.checksum()? });
-                }
-                let conditions = d.conditions()?;
-                let (checksum, checksum_type) = if d.is_empty() { (None, None) } else { (d.checksum()?, d.ctype()?) };
-                CompleteMultipart { bucket, key, upload_id, parts, conditions, checksum, checksum_type }
-            }
-            op::ABORT_MULTIPART => AbortMultipart { bucket: d.str()?, key: d.str()?, upload_id: d.str()? },
-            other => return Err(malformed(format!("unknown opcode {other}"))),
-        };
-        Ok(r)
     }
 }
 
@@ -1468,6 +792,7 @@ pub fn tail(payload: &Bytes, from: usize) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use s3hpc_core::{CompleteMultipartRequest, CompletePart};
 
     fn roundtrip(r: Request) {
         let mut e = Enc::new();
@@ -1499,7 +824,7 @@ mod tests {
         };
         let mut meta = ObjectMeta { content_type: Some("text/plain".into()), ..Default::default() };
         meta.user.insert("k".into(), "v".into());
-        roundtrip(Request::ListBuckets);
+        roundtrip(Request::ListBuckets {});
         roundtrip(Request::PutBucketTagging { bucket: "b".into(), tags: vec![("a".into(), "b".into())] });
         roundtrip(Request::PutObject {
             bucket: "b".into(),
@@ -1582,14 +907,16 @@ mod tests {
             bucket: "b".into(),
             key: "k".into(),
             upload_id: "u".into(),
-            parts: vec![CompletePart {
-                part_number: 1,
-                etag: "e".into(),
-                checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAA".into() }),
-            }],
-            conditions: cond.clone(),
-            checksum: None,
-            checksum_type: None,
+            req: CompleteMultipartRequest {
+                parts: vec![CompletePart {
+                    part_number: 1,
+                    etag: "e".into(),
+                    checksum: Some(Checksum { algorithm: ChecksumAlgorithm::Crc32, value: "AAAA".into() }),
+                }],
+                conditions: cond.clone(),
+                checksum: None,
+                checksum_type: None,
+            },
         });
         // The optional trailing fields of CreateMultipart and CompleteMultipart.
         for checksum_type in [None, Some(ChecksumType::Composite), Some(ChecksumType::FullObject)] {
@@ -1608,10 +935,7 @@ mod tests {
                     bucket: "b".into(),
                     key: "k".into(),
                     upload_id: "u".into(),
-                    parts: vec![],
-                    conditions: cond.clone(),
-                    checksum,
-                    checksum_type,
+                    req: CompleteMultipartRequest { parts: vec![], conditions: cond.clone(), checksum, checksum_type },
                 });
             }
         }
@@ -1687,7 +1011,7 @@ mod tests {
     #[test]
     fn limits_are_enforced() {
         let mut e = Enc::new();
-        e.u8(op::CREATE_BUCKET);
+        e.u8(Opcode::CreateBucket as u8);
         e.var((MAX_STR + 1) as u64);
         let b = e.finish();
         assert!(Request::decode(&mut Dec::new(&b)).is_err());

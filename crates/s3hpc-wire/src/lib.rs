@@ -14,7 +14,11 @@
 
 pub mod client;
 pub mod codec;
+pub mod field;
 pub mod frame;
+#[cfg(test)]
+mod golden_tests;
+pub mod ops;
 pub mod server;
 pub mod sys;
 pub mod tls;

@@ -30,6 +30,7 @@ use tokio::task::JoinSet;
 
 use crate::codec::{Dec, Enc, Request, UploadFields, WireExpected};
 use crate::frame::{self, FrameDecoder, HEADER_LEN, Header, INLINE_MAX, Limits, flag, put_frame, ty};
+use crate::ops::{ops, put_output as out};
 use crate::sys::{Endpoint, ReadHalf, Stream, verify_proof};
 
 /// Server tuning and policy.
@@ -1194,7 +1195,9 @@ async fn execute(
     r
 }
 
-/// Run one request against the store: the response's fields and body, or the error.
+/// Run one request against the store: the response's fields and body, or the error. Each answer
+/// is written with its operation's declared encoding (`out::<ops::X>`, the operation table in
+/// `ops.rs`), which the client reads back with the same type.
 async fn run(
     store: &DynStore,
     req: Request,
@@ -1204,21 +1207,31 @@ async fn run(
     use Request::*;
     let mut e = ok();
     match req {
-        CreateBucket { bucket } => store.create_bucket(&bucket).await?,
-        DeleteBucket { bucket } => store.delete_bucket(&bucket).await?,
-        HeadBucket { bucket } => store.head_bucket(&bucket).await?,
-        ListBuckets => e.buckets(&store.list_buckets().await?),
-        GetBucketTagging { bucket } => e.tags(&store.get_bucket_tagging(&bucket).await?),
-        PutBucketTagging { bucket, tags } => store.put_bucket_tagging(&bucket, tags).await?,
-        DeleteBucketTagging { bucket } => store.delete_bucket_tagging(&bucket).await?,
-        GetBucketConfig { bucket, name } => e.opt_bytes(store.get_bucket_config(&bucket, &name).await?.as_deref()),
-        PutBucketConfig { bucket, name, doc } => store.put_bucket_config(&bucket, &name, doc).await?,
-        GetObjectAcl { bucket, key } => e.opt_bytes(store.get_object_acl(&bucket, &key).await?.as_deref()),
+        CreateBucket { bucket } => out::<ops::CreateBucket>(&store.create_bucket(&bucket).await?, &mut e),
+        DeleteBucket { bucket } => out::<ops::DeleteBucket>(&store.delete_bucket(&bucket).await?, &mut e),
+        HeadBucket { bucket } => out::<ops::HeadBucket>(&store.head_bucket(&bucket).await?, &mut e),
+        ListBuckets {} => out::<ops::ListBuckets>(&store.list_buckets().await?, &mut e),
+        GetBucketTagging { bucket } => out::<ops::GetBucketTagging>(&store.get_bucket_tagging(&bucket).await?, &mut e),
+        PutBucketTagging { bucket, tags } => {
+            out::<ops::PutBucketTagging>(&store.put_bucket_tagging(&bucket, tags).await?, &mut e)
+        }
+        DeleteBucketTagging { bucket } => {
+            out::<ops::DeleteBucketTagging>(&store.delete_bucket_tagging(&bucket).await?, &mut e)
+        }
+        GetBucketConfig { bucket, name } => {
+            out::<ops::GetBucketConfig>(&store.get_bucket_config(&bucket, &name).await?, &mut e)
+        }
+        PutBucketConfig { bucket, name, doc } => {
+            out::<ops::PutBucketConfig>(&store.put_bucket_config(&bucket, &name, doc).await?, &mut e)
+        }
+        GetObjectAcl { bucket, key } => out::<ops::GetObjectAcl>(&store.get_object_acl(&bucket, &key).await?, &mut e),
         Fs { bucket, key, op } => {
             let op = s3hpc_core::fsattr::FsOp::parse(&op)?;
-            e.str(&store.fs(&bucket, &key, op).await?.encode())
+            out::<ops::Fs>(&store.fs(&bucket, &key, op).await?.encode(), &mut e)
         }
-        PutObjectAcl { bucket, key, doc } => store.put_object_acl(&bucket, &key, doc).await?,
+        PutObjectAcl { bucket, key, doc } => {
+            out::<ops::PutObjectAcl>(&store.put_object_acl(&bucket, &key, doc).await?, &mut e)
+        }
         PutObject { bucket, key, meta, tags, conditions, upload } => {
             let r = PutObjectRequest {
                 meta,
@@ -1230,21 +1243,24 @@ async fn run(
                 // Lock parameters are not carried (PROTOCOL.md 8a); the bucket's default applies.
                 lock: Default::default(),
             };
-            e.put_output(&store.put_object(&bucket, &key, r, body).await?)
+            out::<ops::PutObject>(&store.put_object(&bucket, &key, r, body).await?, &mut e)
         }
         GetObject { bucket, key, req } => {
             let o = store.get_object(&bucket, &key, req.into()).await?;
-            e.get_output(&o.info, o.range);
+            out::<ops::GetObject>(&(o.info, o.range), &mut e);
             return Ok((e, o.body));
         }
-        HeadObject { bucket, key, req } => e.object_info(&store.head_object(&bucket, &key, req.into()).await?),
-        DeleteObject { bucket, key } => store.delete_object(&bucket, &key).await?,
-        CopyObject { src_bucket, src_key, dst_bucket, dst_key, req } => {
-            e.put_output(&store.copy_object(&src_bucket, &src_key, &dst_bucket, &dst_key, req.into()).await?)
+        HeadObject { bucket, key, req } => {
+            out::<ops::HeadObject>(&store.head_object(&bucket, &key, req.into()).await?, &mut e)
         }
+        DeleteObject { bucket, key } => out::<ops::DeleteObject>(&store.delete_object(&bucket, &key).await?, &mut e),
+        CopyObject { src_bucket, src_key, dst_bucket, dst_key, req } => out::<ops::CopyObject>(
+            &store.copy_object(&src_bucket, &src_key, &dst_bucket, &dst_key, req.into()).await?,
+            &mut e,
+        ),
         RenameObject { bucket, src_key, dst_key, source_conditions, conditions, client_token } => {
             let r = s3hpc_core::RenameObjectRequest { source_conditions, conditions, client_token };
-            store.rename_object(&bucket, &src_key, &dst_key, r).await?
+            out::<ops::RenameObject>(&store.rename_object(&bucket, &src_key, &dst_key, r).await?, &mut e)
         }
         AppendObject { bucket, key, offset, meta, tags, conditions, upload } => {
             let r = PutObjectRequest {
@@ -1257,16 +1273,20 @@ async fn run(
                 // Lock parameters are not carried (PROTOCOL.md 8a); the bucket's default applies.
                 lock: Default::default(),
             };
-            e.put_output(&store.append_object(&bucket, &key, offset, r, body).await?)
+            out::<ops::AppendObject>(&store.append_object(&bucket, &key, offset, r, body).await?, &mut e)
         }
-        GetObjectTagging { bucket, key } => e.tags(&store.get_object_tagging(&bucket, &key, None).await?.tags),
+        GetObjectTagging { bucket, key } => {
+            out::<ops::GetObjectTagging>(&store.get_object_tagging(&bucket, &key, None).await?.tags, &mut e)
+        }
         PutObjectTagging { bucket, key, tags } => {
             store.put_object_tagging(&bucket, &key, None, tags).await?;
+            out::<ops::PutObjectTagging>(&(), &mut e)
         }
         DeleteObjectTagging { bucket, key } => {
             store.delete_object_tagging(&bucket, &key, None).await?;
+            out::<ops::DeleteObjectTagging>(&(), &mut e)
         }
-        ListObjects { bucket, req } => e.list_page(&store.list_objects(&bucket, req).await?),
+        ListObjects { bucket, req } => out::<ops::ListObjects>(&store.list_objects(&bucket, req).await?, &mut e),
         CreateMultipart { bucket, key, meta, tags, checksum_algorithm, checksum_type } => {
             let r = s3hpc_core::CreateMultipartRequest {
                 meta,
@@ -1275,7 +1295,7 @@ async fn run(
                 checksum_type,
                 lock: Default::default(),
             };
-            e.str(&store.create_multipart_upload(&bucket, &key, r).await?)
+            out::<ops::CreateMultipart>(&store.create_multipart_upload(&bucket, &key, r).await?, &mut e)
         }
         UploadPart { bucket, key, upload_id, part_number, upload } => {
             let r = UploadPartRequest {
@@ -1284,36 +1304,35 @@ async fn run(
                 content_length: upload.content_length,
                 default_checksum: None,
             };
-            e.part_info(&store.upload_part(&bucket, &key, &upload_id, part_number, r, body).await?)
+            out::<ops::UploadPart>(&store.upload_part(&bucket, &key, &upload_id, part_number, r, body).await?, &mut e)
         }
-        UploadPartCopy { bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions } => e
-            .part_info(
-                &store
-                    .upload_part_copy(
-                        &bucket,
-                        &key,
-                        &upload_id,
-                        part_number,
-                        PartCopySource {
-                            bucket: src_bucket,
-                            key: src_key,
-                            version_id: None,
-                            range: src_range,
-                            conditions: src_conditions,
-                        },
-                    )
-                    .await?,
-            ),
+        UploadPartCopy { bucket, key, upload_id, part_number, src_bucket, src_key, src_range, src_conditions } => {
+            let src = PartCopySource {
+                bucket: src_bucket,
+                key: src_key,
+                version_id: None,
+                range: src_range,
+                conditions: src_conditions,
+            };
+            out::<ops::UploadPartCopy>(
+                &store.upload_part_copy(&bucket, &key, &upload_id, part_number, src).await?,
+                &mut e,
+            )
+        }
         ListParts { bucket, key, upload_id, req } => {
-            e.parts_page(&store.list_parts(&bucket, &key, &upload_id, req).await?)
+            out::<ops::ListParts>(&store.list_parts(&bucket, &key, &upload_id, req).await?, &mut e)
         }
-        ListUploads { bucket, req } => e.uploads_page(&store.list_multipart_uploads(&bucket, req).await?),
-        CompleteMultipart { bucket, key, upload_id, parts, conditions, checksum, checksum_type } => {
-            let r = s3hpc_core::CompleteMultipartRequest { parts, conditions, checksum, checksum_type };
-            e.put_output(&store.complete_multipart_upload_with(&bucket, &key, &upload_id, r).await?)
+        ListUploads { bucket, req } => {
+            out::<ops::ListUploads>(&store.list_multipart_uploads(&bucket, req).await?, &mut e)
         }
-        AbortMultipart { bucket, key, upload_id } => store.abort_multipart_upload(&bucket, &key, &upload_id).await?,
-        CreateAccessKey { .. } | ListAccessKeys | RevokeAccessKey { .. } => {
+        CompleteMultipart { bucket, key, upload_id, req } => out::<ops::CompleteMultipart>(
+            &store.complete_multipart_upload_with(&bucket, &key, &upload_id, req).await?,
+            &mut e,
+        ),
+        AbortMultipart { bucket, key, upload_id } => {
+            out::<ops::AbortMultipart>(&store.abort_multipart_upload(&bucket, &key, &upload_id).await?, &mut e)
+        }
+        CreateAccessKey { .. } | ListAccessKeys {} | RevokeAccessKey { .. } => {
             return Err(Error::new(ErrorCode::InternalError, "key operations do not reach the store"));
         }
     }
@@ -1341,17 +1360,12 @@ async fn key_op(
         match req {
             Request::CreateAccessKey { lifetime, description } => {
                 let (c, info) = keys.create(uid, lifetime.map(Duration::from_secs), &description)?;
-                e.str(&c.secret_key);
-                e.key_info(&info);
+                out::<ops::CreateAccessKey>(&(c.secret_key, info), &mut e)
             }
-            Request::ListAccessKeys => {
-                let v = keys.list(uid)?;
-                e.var(v.len() as u64);
-                for k in &v {
-                    e.key_info(k);
-                }
+            Request::ListAccessKeys {} => out::<ops::ListAccessKeys>(&keys.list(uid)?, &mut e),
+            Request::RevokeAccessKey { access_key } => {
+                out::<ops::RevokeAccessKey>(&keys.revoke(uid, &access_key)?, &mut e)
             }
-            Request::RevokeAccessKey { access_key } => keys.revoke(uid, &access_key)?,
             _ => return Err(Error::new(ErrorCode::InternalError, "not a key operation")),
         }
         Ok(e)
@@ -1463,10 +1477,8 @@ async fn stream_body(out: &OutTx, id: u32, e: Enc, body: Body, credit: &Semaphor
 
 /// Only descriptors opened read-only are handed to clients (a backend might return a writable one).
 fn read_only(f: &std::fs::File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: F_GETFL on a descriptor we own has no side effects.
-    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
-    fl >= 0 && fl & libc::O_ACCMODE == libc::O_RDONLY
+    use rustix::fs::OFlags;
+    rustix::fs::fcntl_getfl(f).is_ok_and(|fl| fl & OFlags::ACCMODE == OFlags::RDONLY)
 }
 
 fn read_full_at(f: &std::fs::File, mut buf: &mut [u8], mut off: u64) -> io::Result<()> {

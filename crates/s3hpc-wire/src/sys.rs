@@ -529,20 +529,12 @@ async fn sendfile_on<S: Socketish>(sock: &S, file: &std::fs::File, offset: u64, 
 /// A memory file of `len` bytes for a client's upload slot ([`crate::frame::flag::BODY_FD`]),
 /// sealed so that its size never changes: a server that maps it can never fault on it.
 pub fn slot_file(len: usize) -> io::Result<std::fs::File> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: memfd_create(2) with a NUL-terminated name; the returned descriptor is owned here.
-    let fd = unsafe { libc::memfd_create(c"s3hpc-upload".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor nobody else owns.
-    let f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    use rustix::fs::{MemfdFlags, SealFlags};
+    let fd = rustix::fs::memfd_create(c"s3hpc-upload", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
+    let f = std::fs::File::from(fd);
     f.set_len(len as u64)?;
-    let seals = crate::frame::SLOT_SEALS | libc::F_SEAL_SEAL;
-    // SAFETY: fcntl(2) F_ADD_SEALS on a descriptor we own.
-    if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let seals = SealFlags::from_bits_retain(crate::frame::SLOT_SEALS as u32) | SealFlags::SEAL;
+    rustix::fs::fcntl_add_seals(&f, seals)?;
     Ok(f)
 }
 
@@ -571,10 +563,8 @@ impl SlotMap {
     /// mapping cannot fault, whatever the client does.
     pub fn read_only(file: &std::fs::File) -> io::Result<SlotMap> {
         let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
-        // SAFETY: fcntl(2) F_GET_SEALS on a descriptor we own.
-        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
-        let need = crate::frame::SLOT_SEALS;
-        if seals < 0 || seals & need != need {
+        let need = rustix::fs::SealFlags::from_bits_retain(crate::frame::SLOT_SEALS as u32);
+        if !rustix::fs::fcntl_get_seals(file).is_ok_and(|seals| seals.contains(need)) {
             return Err(invalid("the slot descriptor is not a memory file sealed against resizing".into()));
         }
         let size = file.metadata()?.len();

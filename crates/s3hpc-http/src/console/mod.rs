@@ -135,12 +135,10 @@ fn random_token() -> String {
     let mut b = [0u8; 32];
     let mut got = 0;
     while got < b.len() {
-        // SAFETY: getrandom writes at most `len` bytes into the buffer we own.
-        let n = unsafe { libc::getrandom(b[got..].as_mut_ptr().cast(), b.len() - got, 0) };
-        if n > 0 {
-            got += n as usize;
-        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            panic!("getrandom failed: {}", std::io::Error::last_os_error());
+        match rustix::rand::getrandom(&mut b[got..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => panic!("getrandom failed: {}", std::io::Error::from(e)),
         }
     }
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)

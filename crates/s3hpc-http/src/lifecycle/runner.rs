@@ -114,10 +114,9 @@ impl Leases for FileLeases {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(self.dir.join(bucket))?;
-        // SAFETY: flock on a descriptor we own; released when the file is closed (the lease dropped).
-        let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
+        // Released when the file is closed (the lease dropped).
+        if let Err(e) = rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            let e = io::Error::from(e);
             return if e.raw_os_error() == Some(libc::EWOULDBLOCK) { Ok(None) } else { Err(e) };
         }
         Ok(Some(Box::new(FileLease(f))))
