@@ -170,16 +170,16 @@ pub(crate) async fn fs_attributes(s: DynStore, _c: Caps, b: String) -> R {
 
     // mknod: an empty regular file with the mode asked for; special files where the store
     // makes them (the posix backend without --identity posix refuses, EPERM).
-    let m = fs(&s, &b, "d/m", FsOp::Mknod { kind: FsKind::File, mode: 0o604, rdev: 0 }).await?;
+    let m = fs(&s, &b, "d/m", FsOp::Mknod { kind: FsKind::File, mode: 0o604, rdev: 0, owner: None }).await?;
     ensure_eq!((m.kind, m.size, m.mode), (FsKind::File, 0, 0o604));
     ensure_eq!(get(&s, &b, "d/m").await?.1.len(), 0);
     expect_errno(
-        s.fs(&b, "d/m", FsOp::Mknod { kind: FsKind::File, mode: 0o600, rdev: 0 }).await,
+        s.fs(&b, "d/m", FsOp::Mknod { kind: FsKind::File, mode: 0o600, rdev: 0, owner: None }).await,
         libc::EEXIST,
         ErrorCode::InvalidRequest,
         "mknod over a file",
     )?;
-    match s.fs(&b, "d/p", FsOp::Mknod { kind: FsKind::Fifo, mode: 0o600, rdev: 0 }).await {
+    match s.fs(&b, "d/p", FsOp::Mknod { kind: FsKind::Fifo, mode: 0o600, rdev: 0, owner: None }).await {
         Ok(p) => {
             ensure_eq!((p.kind, p.mode, p.size), (FsKind::Fifo, 0o600, 0));
             ensure_eq!(fs(&s, &b, "d/p", set(|a| a.mode = Some(0o640))).await?.mode, 0o640);

@@ -70,6 +70,9 @@ pub struct Writer {
     /// Where this handle's writes began (0, or the object's size for an appender).
     start: u64,
     append: Option<Append>,
+    /// The file exists, empty, in the store already (`--posix-attrs`: made by mknod at create,
+    /// or truncated at open): closing it with nothing written uploads nothing.
+    made: bool,
 }
 
 /// An appender's state: the last append, which the next one waits for.
@@ -123,7 +126,14 @@ impl Writer {
             completion: None,
             start: 0,
             append: None,
+            made: false,
         }
+    }
+
+    /// The writer of a file that exists, empty, in the store (see `made`).
+    pub fn made_empty(mut self) -> Writer {
+        self.made = true;
+        self
     }
 
     /// A writer that appends to the existing object `at` (its size, ETag and time at open).
@@ -270,6 +280,22 @@ impl Writer {
                 return self.send_append(rest).0;
             }
             return self.append.as_ref().expect("an appender").tail.clone();
+        }
+        if self.made && self.offset == 0 && self.parts.is_empty() && self.buf.len() == 0 {
+            // Nothing to upload: the empty file is there, with the mode and owner it was made
+            // with (an upload would replace it with a new file).
+            let out = PutObjectOutput {
+                etag: String::new(),
+                checksum: None,
+                size: 0,
+                last_modified: std::time::SystemTime::now(),
+                version_id: None,
+            };
+            let fut: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> =
+                Box::pin(std::future::ready(Ok(out)));
+            let c = fut.shared();
+            self.completion = Some(c.clone());
+            return c;
         }
         let ctx = self.ctx.clone();
         let key = self.key.clone();

@@ -83,9 +83,9 @@ async fn symlinks_are_never_followed_and_gateway_rights_are_not_lent() {
     assert_eq!(errno(s.fs("bkt", "d/f", set(|a| a.mode = Some(0o4755))).await), Some(libc::EPERM));
     assert_eq!(errno(s.fs("bkt", "d/s", FsOp::Symlink("f".into())).await), Some(libc::EPERM));
     assert!(std::fs::symlink_metadata(root.join("bkt/d/s")).is_err());
-    let fifo = FsOp::Mknod { kind: FsKind::Fifo, mode: 0o600, rdev: 0 };
+    let fifo = FsOp::Mknod { kind: FsKind::Fifo, mode: 0o600, rdev: 0, owner: None };
     assert_eq!(errno(s.fs("bkt", "d/p", fifo).await), Some(libc::EPERM));
-    let dev = FsOp::Mknod { kind: FsKind::BlockDevice, mode: 0o600, rdev: 0x801 };
+    let dev = FsOp::Mknod { kind: FsKind::BlockDevice, mode: 0o600, rdev: 0x801, owner: None };
     assert_eq!(errno(s.fs("bkt", "d/sda1", dev).await), Some(libc::EPERM));
     assert_eq!(s.fs("bkt", "d/f", set(|a| a.mode = Some(0o750))).await.unwrap().mode, 0o750);
 }
@@ -141,9 +141,9 @@ async fn the_kernel_decides_under_identity_posix() {
     // B cannot make one in A's bucket (no write permission on the directory).
     assert_eq!(errno(as_(&b, "m", FsOp::Symlink("x".into())).await), Some(libc::EACCES));
     // Special files: a FIFO as A; a device needs CAP_MKNOD, which A's identity does not have.
-    let p = as_(&a, "p", FsOp::Mknod { kind: FsKind::Fifo, mode: 0o640, rdev: 0 }).await.unwrap();
+    let p = as_(&a, "p", FsOp::Mknod { kind: FsKind::Fifo, mode: 0o640, rdev: 0, owner: None }).await.unwrap();
     assert_eq!((p.kind, p.mode, p.uid), (FsKind::Fifo, 0o640, a.uid));
-    let dev = FsOp::Mknod { kind: FsKind::CharDevice, mode: 0o600, rdev: 0x103 };
+    let dev = FsOp::Mknod { kind: FsKind::CharDevice, mode: 0o600, rdev: 0x103, owner: None };
     assert_eq!(errno(as_(&a, "null2", dev).await), Some(libc::EPERM));
     // An account mapped to root may give files away, as root may.
     let c = as_(&rootid, "f", set(|x| (x.uid, x.gid) = (Some(b.uid), Some(b.gid)))).await.unwrap();

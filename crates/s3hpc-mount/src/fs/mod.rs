@@ -221,12 +221,42 @@ impl Ctx {
     async fn finish_write(&self, ino: u64, fh: u64, done: Done, closing: bool) -> Result<(), Errno> {
         let Done { completion, key, appender } = done;
         let r = completion.await;
+        let restore = self.finish_write_locked(ino, fh, r, &key, appender, closing)?;
+        if let Some(a) = restore {
+            // `--posix-attrs`: the upload made a new file; it keeps the mode and owner the file
+            // had (those asked for at create, or the replaced file's).
+            let set = s3hpc_core::fsattr::SetFsAttr {
+                mode: Some(a.mode),
+                uid: Some(a.uid),
+                gid: Some(a.gid),
+                ..Default::default()
+            };
+            if let Err(e) = self.fs_op(&key, s3hpc_core::fsattr::FsOp::SetAttr(set)).await {
+                tracing::warn!("s3hpc mount: the mode and owner of {key:?} after its upload: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Ctx::finish_write`] once the writer is done: the table updated; the attributes to
+    /// give the new file back (`--posix-attrs`) when an upload replaced it.
+    fn finish_write_locked(
+        &self,
+        ino: u64,
+        fh: u64,
+        r: Result<s3hpc_core::PutObjectOutput, Arc<Error>>,
+        key: &str,
+        appender: bool,
+        closing: bool,
+    ) -> Result<Option<s3hpc_core::fsattr::FsAttr>, Errno> {
         let mut t = lock(&self.table);
         let Some(i) = t.inodes.get_mut(&ino).filter(|i| i.local == Local::Writing(fh)) else {
-            return r.map(|_| ()).map_err(|e| errno(&e, "upload", &key));
+            return r.map(|_| None).map_err(|e| errno(&e, "upload", key));
         };
         match r {
             Ok(out) => {
+                // An upload (not an append, not an empty file made in the store) makes a new file.
+                let restore = if self.posix() && !appender && !out.etag.is_empty() { i.fs.clone() } else { None };
                 i.size = out.size;
                 i.etag = out.etag.clone();
                 i.mtime = out.last_modified;
@@ -244,10 +274,10 @@ impl Ctx {
                 if closing || !appender {
                     t.make_remote(ino);
                 }
-                Ok(())
+                Ok(restore)
             }
             Err(e) => {
-                let en = errno(&e, if appender { "append" } else { "upload" }, &key);
+                let en = errno(&e, if appender { "append" } else { "upload" }, key);
                 if appender {
                     i.valid_until = Instant::now();
                     i.cached_etag = None;
@@ -292,6 +322,7 @@ fn dummy_inode() -> Inode {
         local: Local::No,
         cached_etag: None,
         fs: None,
+        links: Vec::new(),
     }
 }
 
@@ -425,12 +456,21 @@ impl Filesystem for S3Fs {
                             None => ctx.reply_negative(reply),
                         };
                     }
+                    // A hard link of a file this mount knows under another name: the same inode.
+                    if let Some(a) = &fsattr
+                        && a.kind != s3hpc_core::fsattr::FsKind::Dir
+                        && a.nlink > 1
+                        && t.child(parent.0, &name).is_none()
+                        && let Some(ino) = t.by_store_ino(a.ino)
+                        && t.alias(parent.0, &name, ino)
+                    {
+                        ctx.keep(&mut t, ino, a.clone());
+                        return ctx.reply_entry(&mut t, ino, reply);
+                    }
                     match t.install(parent.0, &name, found, ctx.until()) {
                         Some(ino) => {
-                            if let Some(a) = fsattr
-                                && let Some(i) = t.inodes.get_mut(&ino)
-                            {
-                                ctx.keep_attr(i, a);
+                            if let Some(a) = fsattr {
+                                ctx.keep(&mut t, ino, a);
                             }
                             ctx.reply_entry(&mut t, ino, reply)
                         }
@@ -569,7 +609,7 @@ impl Filesystem for S3Fs {
         reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
     }
 
-    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let ctx = self.ctx.clone();
         if ctx.opts.read_only {
             reply.error(Errno::EROFS);
@@ -580,7 +620,7 @@ impl Filesystem for S3Fs {
             return;
         };
         if ctx.posix() {
-            return self.posix_mkdir(parent, name, mode, umask, reply);
+            return self.posix_mkdir((req.uid(), req.gid()), parent, name, mode, umask, reply);
         }
         if ctx.too_long(name) {
             reply.error(Errno::ENAMETOOLONG);
@@ -631,8 +671,9 @@ impl Filesystem for S3Fs {
             reply.error(Errno::ENOENT);
             return;
         };
-        let key = {
+        let (key, no_object) = {
             let t = lock(&ctx.table);
+            let mut no_object = false;
             if let Some(ino) = t.child(parent.0, name) {
                 let i = &t.inodes[&ino];
                 if i.kind == Kind::Dir {
@@ -644,13 +685,17 @@ impl Filesystem for S3Fs {
                     reply.error(Errno::EBUSY);
                     return;
                 }
+                no_object = i.fs.as_ref().is_some_and(|a| a.kind != s3hpc_core::fsattr::FsKind::File);
             }
             let Some(pfx) = t.dir_prefix(parent.0) else {
                 reply.error(Errno::ENOTDIR);
                 return;
             };
-            format!("{pfx}{name}")
+            (format!("{pfx}{name}"), no_object)
         };
+        if ctx.posix() && (no_object || !posix::is_object_key(&key)) {
+            return self.posix_unlink(parent, name.to_string(), key, reply);
+        }
         let name = name.to_string();
         self.spawn(async move {
             match ctx.store.delete_object(&ctx.opts.bucket, &key).await {
@@ -731,6 +776,16 @@ impl Filesystem for S3Fs {
             };
             (format!("{a}{name}"), format!("{b}{newname}"))
         };
+        // `--posix-attrs`: what is no object (a symlink, a special file, a path longer than S3's
+        // keys) is renamed by the store's rename(2), through the extension.
+        let no_object = ctx.posix() && {
+            let t = lock(&ctx.table);
+            let special = t
+                .child(parent.0, name)
+                .and_then(|i| t.inodes[&i].fs.as_ref())
+                .is_some_and(|a| a.kind != s3hpc_core::fsattr::FsKind::File);
+            special || !posix::is_object_key(&src) || !posix::is_object_key(&dst)
+        };
         let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE) || !ctx.opts.allow_overwrite;
         let req = s3hpc_core::RenameObjectRequest {
             conditions: s3hpc_core::Conditions {
@@ -742,7 +797,19 @@ impl Filesystem for S3Fs {
         let (name, newname) = (name.to_string(), newname.to_string());
         let explicit_noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
         self.spawn(async move {
-            let mut r = ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, req).await;
+            let mut r = if no_object {
+                let op = s3hpc_core::fsattr::FsOp::Rename { source: src.clone(), noreplace };
+                match ctx.fs_op(&dst, op).await {
+                    Ok(_) => Ok(()),
+                    Err(e) if !explicit_noreplace && s3hpc_core::fsattr::errno_of(&e) == Some(libc::EEXIST) => {
+                        // Replacing needs --allow-overwrite, as for objects.
+                        return reply.error(Errno::EPERM);
+                    }
+                    Err(e) => return reply.error(errno(&e, "rename", &src)),
+                }
+            } else {
+                ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, req).await
+            };
             if ctx.opts.allow_copy_rename && r.as_ref().is_err_and(|e| e.code == ErrorCode::NotImplemented) {
                 r = copy_rename(&ctx, &src, &dst, noreplace).await;
             }
@@ -809,6 +876,11 @@ impl Filesystem for S3Fs {
             if t.has_local_children(ino) {
                 reply.error(Errno::ENOTEMPTY);
                 return;
+            }
+            if ctx.posix() && i.local == Local::No {
+                let key = i.key.clone();
+                drop(t);
+                return self.posix_rmdir(parent, name.to_string(), key, reply);
             }
             format!("{}/", i.key)
         };
@@ -880,6 +952,11 @@ impl Filesystem for S3Fs {
                 );
                 reply.error(Errno::EPERM);
                 return;
+            }
+            if ctx.posix() && i.local == Local::No {
+                let key = i.key.clone();
+                drop(t);
+                return self.posix_open_trunc(ino, key, req.pid(), reply);
             }
             let key = i.key.clone();
             let fh = ctx.new_fh(Handle::Write {
@@ -1215,7 +1292,7 @@ impl Filesystem for S3Fs {
     /// Special files exist only where the store keeps them (`--posix-attrs`): else `ENOSYS`.
     fn mknod(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -1229,7 +1306,7 @@ impl Filesystem for S3Fs {
         if !self.ctx.posix() {
             return reply.error(Errno::ENOSYS);
         }
-        self.posix_mknod(parent, name, mode, umask, rdev, reply)
+        self.posix_mknod((req.uid(), req.gid()), parent, name, mode, umask, rdev, reply)
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -1301,8 +1378,8 @@ impl Filesystem for S3Fs {
         req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _mode: u32,
-        _umask: u32,
+        mode: u32,
+        umask: u32,
         _flags: i32,
         reply: ReplyCreate,
     ) {
@@ -1320,6 +1397,9 @@ impl Filesystem for S3Fs {
             return;
         }
         let pid = req.pid();
+        if ctx.posix() {
+            return self.posix_create((req.uid(), req.gid()), parent, name, mode, umask, pid, reply);
+        }
         let now = Instant::now();
         let key = {
             let t = lock(&ctx.table);
@@ -1336,7 +1416,7 @@ impl Filesystem for S3Fs {
             let key = format!("{pfx}{name}");
             if t.negative.get(&(parent.0, name.to_string())).is_some_and(|u| *u > now) {
                 drop(t);
-                create_local(&ctx, parent.0, name, key, pid, reply);
+                create_local(&ctx, parent.0, name, key, pid, None, reply);
                 return;
             }
             key
@@ -1344,9 +1424,9 @@ impl Filesystem for S3Fs {
         let name = name.to_string();
         self.spawn(async move {
             match ctx.remote_lookup(&key).await {
-                Ok(Found::Nothing) => create_local(&ctx, parent.0, &name, key, pid, reply),
+                Ok(Found::Nothing) => create_local(&ctx, parent.0, &name, key, pid, None, reply),
                 Ok(Found::File { .. }) if ctx.opts.allow_overwrite => {
-                    create_local(&ctx, parent.0, &name, key, pid, reply)
+                    create_local(&ctx, parent.0, &name, key, pid, None, reply)
                 }
                 Ok(found) => {
                     lock(&ctx.table).install(parent.0, &name, found, ctx.until());
