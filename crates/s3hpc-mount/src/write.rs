@@ -130,6 +130,36 @@ impl Writer {
         }
     }
 
+    /// Whether the file may be truncated in the store under this handle (`--posix-attrs`):
+    /// nothing written through it yet, and the file exists there (made at create, or an
+    /// appender's object).
+    pub fn can_truncate(&self) -> bool {
+        self.untouched() && self.buf.len() == 0 && (self.made || self.append.as_ref().is_some_and(|a| !a.sent_any))
+    }
+
+    /// The file was truncated (or extended) to `size` in the store ([`Writer::can_truncate`]):
+    /// an appender goes on at its new end; a new file is complete as it is now (writes through
+    /// this handle afterwards are refused, as after an fsync).
+    pub fn truncated(&mut self, size: u64) {
+        let out = PutObjectOutput {
+            etag: String::new(),
+            checksum: None,
+            size,
+            last_modified: std::time::SystemTime::now(),
+            version_id: None,
+        };
+        let fut: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> =
+            Box::pin(std::future::ready(Ok(out)));
+        match &mut self.append {
+            Some(a) => {
+                self.offset = size;
+                self.start = size;
+                a.tail = fut.shared();
+            }
+            None => self.completion = Some(fut.shared()),
+        }
+    }
+
     /// The writer of a file that exists, empty, in the store (see `made`).
     pub fn made_empty(mut self) -> Writer {
         self.made = true;

@@ -320,6 +320,19 @@ impl Inner {
                 if unsafe { libc::mkdirat(at.dir.as_raw_fd(), n.as_ptr(), (mode & 0o777) as libc::mode_t) } != 0 {
                     return Err(fs_error(last_errno(), &format!("mkdir {what}")));
                 }
+                // A directory object (`key/`, as a PutObject of it makes): it stays when the
+                // last object below it goes (DeleteObject and RenameObject prune emptied
+                // directories that are not objects). A path longer than keys stays plain.
+                let dkey = format!("{p}/");
+                if dkey.len() <= s3hpc_core::MAX_KEY_LEN {
+                    let bdir = self.bucket_dir(bucket)?;
+                    let kp = crate::keys::parse_key(&dkey)?;
+                    let rec = crate::meta::Record {
+                        etag: s3hpc_core::checksum::md5_hex(b""),
+                        ..Default::default()
+                    };
+                    self.publish_dir(&bdir, bucket, &dkey, &kp, Vec::new(), rec, &Default::default())?;
+                }
                 self.note_changed(bucket, p);
                 settle_new(&at, *mode, *owner, identity, &what)?;
             }

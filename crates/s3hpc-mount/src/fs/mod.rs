@@ -568,6 +568,28 @@ impl Filesystem for S3Fs {
             drop(t);
             return self.posix_setattr(ino, key, mode, uid, gid, size, atime, mtime, reply);
         }
+        if ctx.posix()
+            && let Local::Writing(fh) = i.local
+            && size.is_some()
+        {
+            // ftruncate of a file being written: in the store when it is there (see
+            // posix_resize_writing); the other changes go with it.
+            let key = i.key.clone();
+            drop(t);
+            let set = s3hpc_core::fsattr::SetFsAttr {
+                mode: mode.map(|m| m & 0o7777),
+                uid,
+                gid,
+                size,
+                atime: posix::set_time(atime),
+                mtime: posix::set_time(mtime),
+            };
+            let ttl = self.ctx.ttl();
+            return self.posix_resize_writing(ino, fh, key, set, move |r| match r {
+                Ok(attr) => reply.attr(&ttl, &attr),
+                Err(e) => reply.error(e),
+            });
+        }
         let perm = if i.kind == Kind::Dir { ctx.opts.dir_mode } else { ctx.opts.file_mode };
         let local = i.local != Local::No;
         let same_time = |t: &Option<TimeOrNow>| match t {
@@ -1339,6 +1361,66 @@ impl Filesystem for S3Fs {
             return reply.error(Errno::EPERM);
         }
         self.posix_link(ino, newparent, name, reply)
+    }
+
+    /// posix_fallocate (mode 0) in `--posix-attrs` mode: a file shorter than `offset + length`
+    /// is extended to it in the store (with zeros; the blocks are the file system's to
+    /// allocate); else nothing changes. Other modes (punching holes, ...) and other mounts:
+    /// `EOPNOTSUPP`.
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let ctx = self.ctx.clone();
+        if !ctx.posix() || mode != 0 {
+            return reply.error(Errno::EOPNOTSUPP);
+        }
+        if ctx.opts.read_only {
+            return reply.error(Errno::EROFS);
+        }
+        let Some(end) = offset.checked_add(length) else {
+            return reply.error(Errno::EFBIG);
+        };
+        let t = lock(&ctx.table);
+        let Some(i) = t.inodes.get(&ino.0) else {
+            return reply.error(Errno::ENOENT);
+        };
+        let size = match i.local {
+            Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
+            _ => i.fs.as_ref().map_or(i.size, |a| a.size),
+        };
+        if end <= size || i.kind == Kind::Dir {
+            return if i.kind == Kind::Dir { reply.error(Errno::EISDIR) } else { reply.ok() };
+        }
+        let key = i.key.clone();
+        let set = s3hpc_core::fsattr::SetFsAttr { size: Some(end), ..Default::default() };
+        if let Local::Writing(fh) = i.local {
+            drop(t);
+            return self.posix_resize_writing(ino, fh, key, set, move |r| match r {
+                Ok(_) => reply.ok(),
+                Err(e) => reply.error(e),
+            });
+        }
+        drop(t);
+        self.spawn(async move {
+            match ctx.fs_op(&key, s3hpc_core::fsattr::FsOp::SetAttr(set)).await {
+                Ok(a) => {
+                    if let Some(i) = lock(&ctx.table).inodes.get_mut(&ino.0) {
+                        i.etag = String::new();
+                        i.cached_etag = None;
+                        ctx.keep_attr(i, a);
+                    }
+                    reply.ok()
+                }
+                Err(e) => reply.error(errno(&e, "fallocate", &key)),
+            }
+        });
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

@@ -21,7 +21,7 @@ use crate::write::Writer;
 use crate::errors::errno;
 use crate::inode::{Found, Inode, Kind, Local};
 
-fn set_time(t: Option<TimeOrNow>) -> Option<SetTime> {
+pub(super) fn set_time(t: Option<TimeOrNow>) -> Option<SetTime> {
     t.map(|t| match t {
         TimeOrNow::Now => SetTime::Now,
         TimeOrNow::SpecificTime(at) => SetTime::At(FsTime::of(at)),
@@ -426,6 +426,60 @@ impl super::S3Fs {
                 expire_linked(&mut t);
             }
             reply.opened(FileHandle(fh), FopenFlags::empty());
+        });
+    }
+
+    /// truncate, ftruncate or fallocate in `--posix-attrs` mode of a file being written here:
+    /// done in the store when the file is there and nothing was written through the handle yet
+    /// (a file just created, an appender that has not appended), else `EPERM` (bytes not
+    /// uploaded cannot be cut or extended in the store). `done` gets the new attributes.
+    pub(super) fn posix_resize_writing(
+        &self,
+        ino: INodeNo,
+        fh: u64,
+        key: String,
+        set: SetFsAttr,
+        done: impl FnOnce(Result<fuser::FileAttr, Errno>) + Send + 'static,
+    ) {
+        let ctx = self.ctx.clone();
+        let Some(h) = ctx.handle(FileHandle(fh)) else {
+            return done(Err(Errno::EBADF));
+        };
+        let Handle::Write { writer, .. } = &*h else {
+            return done(Err(Errno::EBADF));
+        };
+        if !lock(writer).can_truncate() {
+            tracing::info!(
+                "s3hpc mount: resize of {key:?} refused: bytes were written through its handle and are not all in the store"
+            );
+            return done(Err(Errno::EPERM));
+        }
+        let size = set.size.unwrap_or(0);
+        self.spawn(async move {
+            let a = match ctx.fs_op(&key, FsOp::SetAttr(set)).await {
+                Ok(a) => a,
+                Err(e) => return done(Err(errno(&e, "truncate", &key))),
+            };
+            let Handle::Write { writer, .. } = &*h else { unreachable!("checked") };
+            let appender = {
+                let mut w = lock(writer);
+                w.truncated(size);
+                w.is_appender()
+            };
+            let mut t = lock(&ctx.table);
+            if !appender && t.inodes.get(&ino.0).is_some_and(|i| i.local == Local::Writing(fh)) {
+                // The new file is complete in the store as it is now.
+                t.make_remote(ino.0);
+            }
+            let Some(i) = t.inodes.get_mut(&ino.0) else {
+                return done(Err(Errno::ENOENT));
+            };
+            i.size = a.size;
+            i.etag = String::new();
+            i.cached_etag = None;
+            ctx.keep_attr(i, a);
+            let attr = ctx.attr(ino.0, i);
+            done(Ok(attr))
         });
     }
 
