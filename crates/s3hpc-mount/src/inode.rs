@@ -497,6 +497,71 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    fn with_store_ino(t: &mut Table, ino: u64, store_ino: u64, nlink: u32) {
+        let a = s3hpc_core::fsattr::FsAttr {
+            kind: s3hpc_core::fsattr::FsKind::File,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            size: 1,
+            nlink,
+            atime: Default::default(),
+            mtime: Default::default(),
+            ctime: Default::default(),
+            rdev: 0,
+            target: None,
+            ino: store_ino,
+        };
+        t.inodes.get_mut(&ino).unwrap().fs = Some(a);
+        t.note_store_ino(ino, store_ino);
+    }
+
+    #[test]
+    fn hard_links_are_one_inode() {
+        let mut t = Table::new("");
+        let later = Instant::now() + Duration::from_secs(5);
+        let f = Found::File { size: 1, etag: "e".into(), mtime: SystemTime::now() };
+        let d = t.install(ROOT, "d", Found::Dir, later).unwrap();
+        let a = t.install(ROOT, "a", f.clone(), later).unwrap();
+        t.inodes.get_mut(&a).unwrap().lookups = 1;
+        with_store_ino(&mut t, a, 77, 3);
+        assert_eq!(t.by_store_ino(77), Some(a));
+        assert_eq!(t.by_store_ino(78), None);
+        // Two more names of the file: the same inode.
+        assert!(t.alias(ROOT, "b", a));
+        assert!(t.alias(d, "c", a));
+        assert_eq!((t.child(ROOT, "b"), t.child(d, "c")), (Some(a), Some(a)));
+        assert_eq!(t.inodes[&a].links.len(), 2);
+        // The name its key spells goes: another name takes over, with its key.
+        t.remove_name(ROOT, "a", later);
+        assert_eq!(t.child(ROOT, "a"), None);
+        assert!(t.inodes.contains_key(&a));
+        assert!(["b", "d/c"].contains(&t.inodes[&a].key.as_str()), "{}", t.inodes[&a].key);
+        assert_eq!(t.inodes[&a].links.len(), 1);
+        // A name that is not the key's moves alone; the key stays.
+        let key = t.inodes[&a].key.clone();
+        let (lp, ln) = t.inodes[&a].links[0].clone();
+        t.rename(lp, &ln, ROOT, "moved", "moved".into(), later);
+        assert_eq!(t.child(ROOT, "moved"), Some(a));
+        assert_eq!(t.inodes[&a].key, key);
+        // rename(2) between two names of one file does nothing.
+        let (kp, kn) = (t.inodes[&a].parent, t.inodes[&a].name.clone());
+        t.rename(kp, &kn, ROOT, "moved", "moved".into(), later);
+        assert_eq!((t.child(kp, &kn), t.child(ROOT, "moved")), (Some(a), Some(a)));
+        // Forgotten by the kernel: every name goes with the inode.
+        t.forget(a, 1);
+        assert!(!t.inodes.contains_key(&a));
+        assert_eq!((t.child(kp, &kn), t.child(ROOT, "moved")), (None, None));
+        assert_eq!(t.by_store_ino(77), None, "a stale number finds nothing");
+        // An alias over a name that held another file drops that one.
+        let x = t.install(ROOT, "x", f.clone(), later).unwrap();
+        let y = t.install(ROOT, "y", f, later).unwrap();
+        t.inodes.get_mut(&x).unwrap().lookups = 1;
+        assert!(t.alias(ROOT, "y", x));
+        assert!(!t.inodes.contains_key(&y));
+        assert!(!t.alias(ROOT, "z", y), "no alias of a dead inode");
+    }
+
     #[test]
     fn install_forget_and_kinds() {
         let mut t = Table::new("p/");
