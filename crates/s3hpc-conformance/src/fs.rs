@@ -189,5 +189,31 @@ pub(crate) async fn fs_attributes(s: DynStore, _c: Caps, b: String) -> R {
         Err(e) if errno_of(&e) == Some(libc::EPERM) && e.code == ErrorCode::AccessDenied => {}
         Err(e) => return Err(format!("mknod of a fifo: unexpected error {e}")),
     }
+
+    // mkdir, rmdir: a directory with the mode asked for, removed when empty; objects are
+    // renamed and deleted as objects (RenameObject, DeleteObject), not by the extension.
+    let e = fs(&s, &b, "e", FsOp::Mkdir { mode: 0o751, owner: None }).await?;
+    ensure_eq!((e.kind, e.mode), (FsKind::Dir, 0o751));
+    expect_errno(
+        s.fs(&b, "e", FsOp::Mkdir { mode: 0o700, owner: None }).await,
+        libc::EEXIST,
+        ErrorCode::InvalidRequest,
+        "mkdir over a directory",
+    )?;
+    fs(&s, &b, "e/sub", FsOp::Mkdir { mode: 0o700, owner: None }).await?;
+    expect_errno(s.fs(&b, "e", FsOp::Rmdir).await, libc::ENOTEMPTY, ErrorCode::InvalidRequest, "rmdir of a full one")?;
+    expect_errno(s.fs(&b, "d/f", FsOp::Rmdir).await, libc::ENOTDIR, ErrorCode::InvalidArgument, "rmdir of a file")?;
+    let f = fs(&s, &b, "d/f", FsOp::GetAttr).await?;
+    ensure!(f.ino != 0, "a file's inode number is reported");
+    expect_errno(
+        s.fs(&b, "d/f2", FsOp::Rename { source: "d/f".into(), noreplace: false }).await,
+        libc::EOPNOTSUPP,
+        ErrorCode::NotImplemented,
+        "rename of an object",
+    )?;
+    expect_errno(s.fs(&b, "d/f", FsOp::Unlink).await, libc::EOPNOTSUPP, ErrorCode::NotImplemented, "unlink of an object")?;
+    fs(&s, &b, "e/sub", FsOp::Rmdir).await?;
+    fs(&s, &b, "e", FsOp::Rmdir).await?;
+    expect_errno(s.fs(&b, "e", FsOp::GetAttr).await, libc::ENOENT, ErrorCode::NoSuchKey, "removed directory")?;
     Ok(())
 }

@@ -334,11 +334,9 @@ impl State {
                     a.nlink -= 1;
                     return Ok(a);
                 }
+                // Objects go through DeleteObject (as on the posix backend).
                 Entry::File => {
-                    let mut a = attr_of(b, p)?;
-                    b.objects.remove(p);
-                    a.nlink -= 1;
-                    return Ok(a);
+                    return Err(fs_error(libc::EOPNOTSUPP, &format!("unlink of the object {p:?} (DeleteObject)")));
                 }
                 Entry::Root | Entry::Dir => return Err(fs_error(libc::EISDIR, &format!("unlink of the directory {p:?}"))),
             },
@@ -360,6 +358,10 @@ impl State {
                     return Err(fs_error(libc::EBUSY, "a rename of the bucket's directory"));
                 }
                 let kind = entry(b, sp)?;
+                if matches!(kind, Entry::File) {
+                    // Objects move with RenameObject (as on the posix backend).
+                    return Err(fs_error(libc::EOPNOTSUPP, &format!("rename of the object {sp:?} (RenameObject)")));
+                }
                 if sp == p {
                     return attr_of(b, p);
                 }
@@ -377,11 +379,7 @@ impl State {
                         let l = b.symlinks.remove(sp).expect("found");
                         b.symlinks.insert(p.to_string(), l);
                     }
-                    Entry::File => {
-                        let mut o = b.objects.remove(sp).expect("found");
-                        o.info.key = p.to_string();
-                        b.objects.insert(p.to_string(), o);
-                    }
+                    Entry::File => unreachable!("refused above"),
                     // The oracle renames directories as RenameObject of a prefix does.
                     Entry::Root | Entry::Dir => {
                         return Err(fs_error(libc::EOPNOTSUPP, "the memory oracle renames directories by prefix"));
