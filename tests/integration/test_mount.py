@@ -1190,3 +1190,54 @@ os.mkfifo(d + '/fifo', 0o620)
         os.umask(old)
         m.close()
         shutil.rmtree(mnt, ignore_errors=True)
+
+
+def test_s3fs_metadata_on_another_s3_server(versitygw, tmp_path):
+    """issue 38: `--metadata s3fs` keeps a file's mode, owner and times in its object's metadata
+    with s3fs's keys (x-amz-meta-mode/uid/gid/mtime), so that s3fs, rclone and this mount agree:
+    what s3fs wrote is shown, chmod/chown/utimes are kept (before: EPERM), and a created file
+    carries the caller's mode and owner. Without the option nothing changes (chmod: EPERM)."""
+    s3 = make_client(versitygw)
+    b = "md-" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=b)
+    # An object as s3fs writes one: the whole st_mode in decimal, seconds for the time.
+    s3.put_object(Bucket=b, Key="from-s3fs", Body=b"s3fs",
+                  Metadata={"mode": str(0o100640), "uid": "1234", "gid": "5678", "mtime": "1600000000"})
+    m = Mount(versitygw, b, tmp_path / "mnt", "--metadata", "s3fs", "--allow-delete", "--allow-overwrite",
+              log=tmp_path / "mount.log")
+    old = os.umask(0)
+    try:
+        st = os.stat(m.path / "from-s3fs")
+        assert (st.st_mode & 0o7777, st.st_uid, st.st_gid, st.st_mtime) == (0o640, 1234, 5678, 1600000000)
+        # Kept where s3fs reads them.
+        f = m.path / "from-s3fs"
+        os.chmod(f, 0o600)
+        os.chown(f, 4321, 8765)
+        os.utime(f, (1700000000, 1700000001))
+        md = s3.head_object(Bucket=b, Key="from-s3fs")["Metadata"]
+        assert (md["mode"], md["uid"], md["gid"], md["mtime"]) == (str(0o100600), "4321", "8765", "1700000001")
+        assert s3.get_object(Bucket=b, Key="from-s3fs")["Body"].read() == b"s3fs"
+        st = os.stat(f)
+        assert (st.st_mode & 0o7777, st.st_uid, st.st_gid, st.st_mtime) == (0o600, 4321, 8765, 1700000001)
+        # A created file: the caller's mode and owner, in its metadata from the upload on.
+        fd = os.open(m.path / "created", os.O_CREAT | os.O_WRONLY, 0o604)
+        os.write(fd, b"new")
+        os.fchmod(fd, 0o640)
+        os.close(fd)
+        md = s3.head_object(Bucket=b, Key="created")["Metadata"]
+        assert (md["mode"], md["uid"], md["gid"]) == (str(0o100640), str(os.getuid()), str(os.getgid()))
+        # An overwrite (O_TRUNC) keeps them.
+        (m.path / "created").write_bytes(b"again")
+        md = s3.head_object(Bucket=b, Key="created")["Metadata"]
+        assert md["mode"] == str(0o100640) and s3.get_object(Bucket=b, Key="created")["Body"].read() == b"again"
+    finally:
+        os.umask(old)
+        m.close()
+    # Without the option: the options' mode, and chmod is refused, not lost.
+    m = Mount(versitygw, b, tmp_path / "mnt2", log=tmp_path / "mount2.log")
+    try:
+        assert os.stat(m.path / "from-s3fs").st_mode & 0o7777 == 0o644
+        with pytest.raises(PermissionError):
+            os.chmod(m.path / "from-s3fs", 0o600)
+    finally:
+        m.close()

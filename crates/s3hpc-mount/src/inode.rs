@@ -47,6 +47,10 @@ pub struct Inode {
     /// Other names of this inode (hard links, `--posix-attrs`): `(parent, name)` slots that
     /// point here besides `(parent, name)`, which `key` spells.
     pub links: Vec<(u64, String)>,
+    /// `--metadata s3fs`: the mode, owner and times in the object's metadata (`None`: none
+    /// there, or not read yet), and until when they are trusted (read with a HEAD).
+    pub meta: Option<crate::fs::meta::S3fsAttr>,
+    pub meta_until: Option<Instant>,
 }
 
 impl Inode {
@@ -110,6 +114,8 @@ impl Table {
                 cached_etag: None,
                 fs: None,
                 links: Vec::new(),
+                meta: None,
+                meta_until: None,
             },
         );
         Table {
@@ -227,6 +233,8 @@ impl Table {
             cached_etag: None,
             fs: None,
             links: Vec::new(),
+            meta: None,
+            meta_until: None,
         }))
     }
 
@@ -253,6 +261,8 @@ impl Table {
             cached_etag: None,
             fs: None,
             links: Vec::new(),
+            meta: None,
+            meta_until: None,
         }))
     }
 

@@ -73,6 +73,8 @@ pub struct Writer {
     /// The file exists, empty, in the store already (`--posix-attrs`: made by mknod at create,
     /// or truncated at open): closing it with nothing written uploads nothing.
     made: bool,
+    /// The metadata the object is uploaded with (`--metadata s3fs`: its mode, owner, time).
+    pub meta: s3hpc_core::ObjectMeta,
 }
 
 /// An appender's state: the last append, which the next one waits for.
@@ -127,6 +129,7 @@ impl Writer {
             start: 0,
             append: None,
             made: false,
+            meta: Default::default(),
         }
     }
 
@@ -257,10 +260,11 @@ impl Writer {
         let n = self.next_part;
         self.next_part += 1;
         let (ctx, key, id, failed) = (self.ctx.clone(), self.key.clone(), self.upload_id.clone(), self.failed.clone());
+        let meta = self.meta.clone();
         let (slot, rx) = Slot::take(&self.ctx);
         let task = self.ctx.rt.spawn(async move {
             let _permit = slot.wait(&ctx).await?;
-            let r = upload_part(&ctx, &key, &id, n, body).await;
+            let r = upload_part(&ctx, &key, &id, n, body, meta).await;
             if r.is_err() {
                 failed.store(true, Ordering::Relaxed);
             }
@@ -332,8 +336,9 @@ impl Writer {
         let id = self.upload_id.clone();
         let rest = self.buf.take();
         let len = self.offset;
+        let meta = self.meta.clone();
         let fut: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> = if self.parts.is_empty() {
-            Box::pin(async move { put_small(&ctx, &key, rest, len).await.map_err(Arc::new) })
+            Box::pin(async move { put_small(&ctx, &key, rest, len, meta).await.map_err(Arc::new) })
         } else {
             if !rest.is_empty() {
                 self.send_part(rest);
@@ -512,11 +517,13 @@ async fn upload_part(
     id: &OnceCell<String>,
     n: u32,
     body: Bytes,
+    meta: s3hpc_core::ObjectMeta,
 ) -> Result<CompletePart, Error> {
     let upload_id = id
         .get_or_try_init(|| async {
             retry("CreateMultipartUpload", key, || {
-                ctx.store.create_multipart_upload(&ctx.bucket, key, CreateMultipartRequest::default())
+                let req = CreateMultipartRequest { meta: meta.clone(), ..Default::default() };
+                ctx.store.create_multipart_upload(&ctx.bucket, key, req)
             })
             .await
         })
@@ -530,9 +537,15 @@ async fn upload_part(
     Ok(CompletePart { part_number: n, etag: info.etag, checksum: None })
 }
 
-async fn put_small(ctx: &WriteCtx, key: &str, body: Bytes, len: u64) -> Result<PutObjectOutput, Error> {
+async fn put_small(
+    ctx: &WriteCtx,
+    key: &str,
+    body: Bytes,
+    len: u64,
+    meta: s3hpc_core::ObjectMeta,
+) -> Result<PutObjectOutput, Error> {
     retry("PutObject", key, || {
-        let req = PutObjectRequest { content_length: Some(len), ..Default::default() };
+        let req = PutObjectRequest { content_length: Some(len), meta: meta.clone(), ..Default::default() };
         ctx.store.put_object(&ctx.bucket, key, req, Body::from(body.clone()))
     })
     .await

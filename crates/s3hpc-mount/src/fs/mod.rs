@@ -23,6 +23,7 @@ use crate::write::{Wait, WriteCtx, WriteError, Writer};
 
 mod dir;
 mod files;
+pub(crate) mod meta;
 mod posix;
 mod rename_dir;
 
@@ -113,6 +114,9 @@ impl Ctx {
         };
         if let Some(a) = i.fs.as_ref().filter(|_| self.posix()) {
             posix::overlay(&mut attr, a, matches!(i.local, Local::Writing(_)));
+        }
+        if let Some(m) = i.meta.as_ref().filter(|_| self.opts.s3fs_metadata && i.kind == Kind::File) {
+            m.overlay(&mut attr);
         }
         attr
     }
@@ -323,6 +327,8 @@ fn dummy_inode() -> Inode {
         cached_etag: None,
         fs: None,
         links: Vec::new(),
+        meta: None,
+        meta_until: None,
     }
 }
 
@@ -443,6 +449,13 @@ impl Filesystem for S3Fs {
             } else {
                 ctx.remote_lookup(&key).await.map(|f| (f, None))
             };
+            // `--metadata s3fs`: a file's mode, owner and times are in its metadata (a HEAD).
+            let s3fs = match &looked {
+                Ok((Found::File { .. }, _)) if ctx.opts.s3fs_metadata => {
+                    ctx.head(&key).await.ok().flatten().map(|info| meta::S3fsAttr::of(&info.meta.user))
+                }
+                _ => None,
+            };
             match looked {
                 Ok((found, fsattr)) => {
                     let mut t = lock(&ctx.table);
@@ -471,6 +484,13 @@ impl Filesystem for S3Fs {
                         Some(ino) => {
                             if let Some(a) = fsattr {
                                 ctx.keep(&mut t, ino, a);
+                            }
+                            if let Some(m) = s3fs
+                                && let Some(i) = t.inodes.get_mut(&ino)
+                                && i.local == Local::No
+                            {
+                                i.meta = m;
+                                i.meta_until = Some(ctx.until());
                             }
                             ctx.reply_entry(&mut t, ino, reply)
                         }
@@ -521,9 +541,11 @@ impl Filesystem for S3Fs {
                 Ok(Some(info)) => {
                     if i.local == Local::No {
                         i.size = info.size;
-                        i.etag = info.etag;
                         i.mtime = info.last_modified;
                         i.valid_until = until;
+                        i.meta = meta::S3fsAttr::of(&info.meta.user);
+                        i.meta_until = Some(until);
+                        i.etag = info.etag;
                     }
                     reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
                 }
@@ -589,6 +611,21 @@ impl Filesystem for S3Fs {
                 Ok(attr) => reply.attr(&ttl, &attr),
                 Err(e) => reply.error(e),
             });
+        }
+        if ctx.opts.s3fs_metadata
+            && i.kind == Kind::File
+            && (mode.is_some() || uid.is_some() || gid.is_some() || atime.is_some() || mtime.is_some())
+        {
+            let current = match i.local {
+                Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
+                _ => i.size,
+            };
+            if size.is_none_or(|s| s == current) {
+                let key = i.key.clone();
+                drop(t);
+                let change = meta::Change { mode, uid, gid, atime, mtime };
+                return meta::setattr(self, ino, key, change, reply);
+            }
         }
         let perm = if i.kind == Kind::Dir { ctx.opts.dir_mode } else { ctx.opts.file_mode };
         let local = i.local != Local::No;
@@ -981,10 +1018,15 @@ impl Filesystem for S3Fs {
                 return self.posix_open_trunc(ino, key, req.pid(), reply);
             }
             let key = i.key.clone();
-            let fh = ctx.new_fh(Handle::Write {
-                ino: ino.0,
-                writer: Mutex::new(Writer::new(ctx.wctx.clone(), key, req.pid())),
-            });
+            let mut writer = Writer::new(ctx.wctx.clone(), key, req.pid());
+            if ctx.opts.s3fs_metadata
+                && let Some(m) = &i.meta
+            {
+                // The new object keeps the file's mode and owner.
+                let now = SystemTime::now();
+                writer.meta = meta::S3fsAttr { mtime: Some(now), ctime: Some(now), ..m.clone() }.object_meta();
+            }
+            let fh = ctx.new_fh(Handle::Write { ino: ino.0, writer: Mutex::new(writer) });
             let (parent, name) = (i.parent, i.name.clone());
             let i = t.inodes.get_mut(&ino.0).expect("present");
             i.local = Local::Writing(fh);
@@ -1016,9 +1058,11 @@ impl Filesystem for S3Fs {
                         return reply.error(Errno::ENOENT);
                     };
                     i.size = info.size;
-                    i.etag = info.etag;
                     i.mtime = info.last_modified;
                     i.valid_until = until;
+                    i.meta = meta::S3fsAttr::of(&info.meta.user);
+                    i.meta_until = Some(until);
+                    i.etag = info.etag;
                     let fh = open_reader(&ctx, &mut t, ino.0);
                     reply_opened(&ctx, &mut t, ino.0, fh, reply);
                 }
@@ -1295,7 +1339,14 @@ impl Filesystem for S3Fs {
                 return false;
             };
             let attr = ctx.attr(ino, i);
-            if reply.add(INodeNo(ino), next, name, &ctx.ttl(), &attr, Generation(0)) {
+            // `--metadata s3fs`: a listing carries no metadata; the kernel asks (getattr, a
+            // HEAD) unless it was read lately.
+            let ttl = if ctx.opts.s3fs_metadata && i.kind == Kind::File && !ctx.fresh(i, Instant::now()) {
+                Duration::ZERO
+            } else {
+                ctx.ttl()
+            };
+            if reply.add(INodeNo(ino), next, name, &ttl, &attr, Generation(0)) {
                 return true;
             }
             // Every entry but "." and ".." counts as a lookup the kernel will forget.
@@ -1312,16 +1363,7 @@ impl Filesystem for S3Fs {
     }
 
     /// Special files exist only where the store keeps them (`--posix-attrs`): else `ENOSYS`.
-    fn mknod(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        umask: u32,
-        rdev: u32,
-        reply: ReplyEntry,
-    ) {
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
         let Some(name) = valid_name(name) else {
             return reply.error(Errno::EINVAL);
         };
@@ -1482,6 +1524,15 @@ impl Filesystem for S3Fs {
         if ctx.posix() {
             return self.posix_create((req.uid(), req.gid()), parent, name, mode, umask, pid, reply);
         }
+        let now_t = SystemTime::now();
+        let new_meta = ctx.opts.s3fs_metadata.then(|| meta::S3fsAttr {
+            mode: mode & !umask & 0o7777,
+            uid: Some(req.uid()),
+            gid: Some(req.gid()),
+            mtime: Some(now_t),
+            atime: Some(now_t),
+            ctime: Some(now_t),
+        });
         let now = Instant::now();
         let key = {
             let t = lock(&ctx.table);
@@ -1498,7 +1549,7 @@ impl Filesystem for S3Fs {
             let key = format!("{pfx}{name}");
             if t.negative.get(&(parent.0, name.to_string())).is_some_and(|u| *u > now) {
                 drop(t);
-                create_local(&ctx, parent.0, name, key, pid, None, reply);
+                create_local(&ctx, parent.0, name, key, pid, None, new_meta, reply);
                 return;
             }
             key
@@ -1506,9 +1557,9 @@ impl Filesystem for S3Fs {
         let name = name.to_string();
         self.spawn(async move {
             match ctx.remote_lookup(&key).await {
-                Ok(Found::Nothing) => create_local(&ctx, parent.0, &name, key, pid, None, reply),
+                Ok(Found::Nothing) => create_local(&ctx, parent.0, &name, key, pid, None, new_meta.clone(), reply),
                 Ok(Found::File { .. }) if ctx.opts.allow_overwrite => {
-                    create_local(&ctx, parent.0, &name, key, pid, None, reply)
+                    create_local(&ctx, parent.0, &name, key, pid, None, new_meta.clone(), reply)
                 }
                 Ok(found) => {
                     lock(&ctx.table).install(parent.0, &name, found, ctx.until());

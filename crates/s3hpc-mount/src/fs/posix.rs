@@ -17,9 +17,9 @@ use s3hpc_core::Error;
 use s3hpc_core::fsattr::{FsAttr, FsKind, FsOp, FsTime, Owner, SetFsAttr, SetTime, errno_of};
 
 use super::{Ctx, Handle, lock};
-use crate::write::Writer;
 use crate::errors::errno;
 use crate::inode::{Found, Inode, Kind, Local};
+use crate::write::Writer;
 
 pub(super) fn set_time(t: Option<TimeOrNow>) -> Option<SetTime> {
     t.map(|t| match t {
@@ -51,6 +51,10 @@ impl Ctx {
     pub(super) fn fresh(&self, i: &Inode, now: Instant) -> bool {
         if self.posix() && i.local == Local::No {
             return i.fs.is_some() && now < i.valid_until;
+        }
+        if self.opts.s3fs_metadata && i.local == Local::No && i.kind == Kind::File {
+            // `--metadata s3fs`: the attributes need a HEAD within the TTL.
+            return now < i.valid_until && i.meta_until.is_some_and(|u| now < u);
         }
         i.fresh(now)
     }
@@ -387,7 +391,7 @@ impl super::S3Fs {
         self.spawn(async move {
             let op = FsOp::Mknod { kind: FsKind::File, mode: mode & !umask & 0o7777, rdev: 0, owner };
             match ctx.fs_op(&key, op).await {
-                Ok(a) => super::files::create_local(&ctx, parent.0, &name, key, pid, Some(a), reply),
+                Ok(a) => super::files::create_local(&ctx, parent.0, &name, key, pid, Some(a), None, reply),
                 Err(e) => reply.error(errno(&e, "create", &key)),
             }
         });
