@@ -211,7 +211,12 @@ pub(crate) async fn fs_attributes(s: DynStore, _c: Caps, b: String) -> R {
         ErrorCode::NotImplemented,
         "rename of an object",
     )?;
-    expect_errno(s.fs(&b, "d/f", FsOp::Unlink).await, libc::EOPNOTSUPP, ErrorCode::NotImplemented, "unlink of an object")?;
+    expect_errno(
+        s.fs(&b, "d/f", FsOp::Unlink).await,
+        libc::EOPNOTSUPP,
+        ErrorCode::NotImplemented,
+        "unlink of an object",
+    )?;
     fs(&s, &b, "e/sub", FsOp::Rmdir).await?;
     fs(&s, &b, "e", FsOp::Rmdir).await?;
     expect_errno(s.fs(&b, "e", FsOp::GetAttr).await, libc::ENOENT, ErrorCode::NoSuchKey, "removed directory")?;

@@ -338,7 +338,9 @@ impl State {
                 Entry::File => {
                     return Err(fs_error(libc::EOPNOTSUPP, &format!("unlink of the object {p:?} (DeleteObject)")));
                 }
-                Entry::Root | Entry::Dir => return Err(fs_error(libc::EISDIR, &format!("unlink of the directory {p:?}"))),
+                Entry::Root | Entry::Dir => {
+                    return Err(fs_error(libc::EISDIR, &format!("unlink of the directory {p:?}")));
+                }
             },
             FsOp::Rmdir => match entry(b, p)? {
                 Entry::Root => return Err(fs_error(libc::EBUSY, "rmdir of the bucket's directory")),

@@ -327,10 +327,7 @@ impl Inner {
                 if dkey.len() <= s3hpc_core::MAX_KEY_LEN {
                     let bdir = self.bucket_dir(bucket)?;
                     let kp = crate::keys::parse_key(&dkey)?;
-                    let rec = crate::meta::Record {
-                        etag: s3hpc_core::checksum::md5_hex(b""),
-                        ..Default::default()
-                    };
+                    let rec = crate::meta::Record { etag: s3hpc_core::checksum::md5_hex(b""), ..Default::default() };
                     self.publish_dir(&bdir, bucket, &dkey, &kp, Vec::new(), rec, &Default::default())?;
                 }
                 self.note_changed(bucket, p);
@@ -355,7 +352,8 @@ impl Inner {
                 let flags = if *noreplace { libc::RENAME_NOREPLACE } else { 0 };
                 // SAFETY: valid descriptors and NUL-terminated names; renameat2 follows no final
                 // symlink (it moves the name).
-                let r = unsafe { libc::renameat2(from.dir.as_raw_fd(), s.as_ptr(), at.dir.as_raw_fd(), n.as_ptr(), flags) };
+                let r =
+                    unsafe { libc::renameat2(from.dir.as_raw_fd(), s.as_ptr(), at.dir.as_raw_fd(), n.as_ptr(), flags) };
                 if r != 0 {
                     return Err(fs_error(last_errno(), &format!("rename {source:?} to {what}")));
                 }

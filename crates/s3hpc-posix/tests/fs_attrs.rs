@@ -163,7 +163,8 @@ async fn namespace_operations() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let root = dir.path().join("root");
-    let o = PosixOptions { durability: Durability::None, posix_identity: root_user, umask: 0o077, ..Default::default() };
+    let o =
+        PosixOptions { durability: Durability::None, posix_identity: root_user, umask: 0o077, ..Default::default() };
     let s = PosixStore::open(&root, o).unwrap();
     let me = Identity { uid: 0, gid: 0, groups: vec![0] };
     let run = |k: &'static str, op: FsOp| scope(root_user.then(|| me.clone()), s.fs("nsb", k, op));

@@ -158,7 +158,9 @@ impl MountArgs {
         o.posix_attrs = self.posix_attrs;
         o.s3fs_metadata = self.metadata == "s3fs";
         if o.s3fs_metadata && o.posix_attrs {
-            anyhow::bail!("--metadata s3fs and --posix-attrs exclude each other (the file system keeps the attributes there)");
+            anyhow::bail!(
+                "--metadata s3fs and --posix-attrs exclude each other (the file system keeps the attributes there)"
+            );
         }
         for opt in self.options.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
             match opt {
