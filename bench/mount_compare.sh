@@ -6,6 +6,12 @@
 #
 #   write   sequential write of SIZE_MB MiB (dd bs=1M), then checked in the gateway's root
 #   read    cold sequential read of a SIZE_MB MiB file written through POSIX (cat)
+#   rss     peak resident memory of the mount's process (VmHWM, MiB) over a fresh mount and that
+#           read (Mountpoint, rclone and s3hpc mount run in the foreground; s3fs's daemon is
+#           found by its mount point)
+#   par     NPAR readers at once, each a cold cat of its own PAR_MB MiB file (written through POSIX)
+#   rename  `mv` of the SIZE_MB MiB file the write made (s3hpc: one RenameObject; s3fs, rclone:
+#           copy and delete; Mountpoint: its RenameObject where the gateway has it)
 #   ls_l    `ls -l` of a directory of NLS files (written through POSIX)
 #   creates NSMALL small files created one after another (`echo i > f$i`)
 #
@@ -14,9 +20,10 @@
 #
 #   bench/mount_compare.sh [S3HPC_BIN] [WORKDIR] [MOUNT_S3_BIN]
 #
-# The defaults are small (64 MiB, 500 files, 100 creates), for a quick side-by-side that any
-# machine runs in a minute or two; the issue-38 sizes are
-#   SIZE_MB=1024 NLS=5000 NSMALL=500 bench/mount_compare.sh target/release/s3hpc /tmp/mc /path/to/mount-s3
+# The defaults are small (64 MiB, 16 readers of 4 MiB, 500 files, 100 creates), for a quick
+# side-by-side that any machine runs in a minute or two; the issue-38 sizes are (the 10 GiB
+# read of the RSS column: SIZE_MB=10240)
+#   SIZE_MB=1024 NPAR=64 PAR_MB=16 NLS=5000 NSMALL=500 bench/mount_compare.sh target/release/s3hpc /tmp/mc /path/to/mount-s3
 # MOUNTPOINT_ARGS adds options to mount-s3 (e.g. "--upload-checksums off").
 # Needs root (or FUSE for the user) and fuse3.
 set -euo pipefail
@@ -27,6 +34,8 @@ MOUNT_S3=${3:-}
 SIZE_MB=${SIZE_MB:-64}
 NLS=${NLS:-500}
 NSMALL=${NSMALL:-100}
+NPAR=${NPAR:-16}
+PAR_MB=${PAR_MB:-4}
 MOUNTPOINT_ARGS=${MOUNTPOINT_ARGS:-}
 AK=benchAccessKey01
 SK=benchSecretKey01
@@ -57,7 +66,8 @@ EP=http://127.0.0.1:$PORT
 
 # Data written through POSIX into the gateway's root: a file to read, a directory to list.
 dd if=/dev/urandom of="$WORK/root/$B/read.bin" bs=1M count="$SIZE_MB" status=none
-mkdir -p "$WORK/root/$B/ls"
+mkdir -p "$WORK/root/$B/ls" "$WORK/root/$B/par"
+for i in $(seq "$NPAR"); do dd if=/dev/urandom of="$WORK/root/$B/par/p$i" bs=1M count="$PAR_MB" status=none; done
 for i in $(seq "$NLS"); do echo "$i" > "$WORK/root/$B/ls/f$i"; done
 echo "$AK:$SK" > "$WORK/passwd" && chmod 600 "$WORK/passwd"
 
@@ -100,6 +110,13 @@ mount_it() {
   return 1
 }
 
+# peak_rss DIR: the peak resident memory (MiB) of the process serving the mount at DIR.
+peak_rss() {
+  local pid=$MPID
+  [ -n "$pid" ] || pid=$(pgrep -n -f -- "$1" || true)
+  [ -n "$pid" ] && awk '/^VmHWM/ {printf "%d", $2 / 1024}' "/proc/$pid/status" 2>/dev/null || echo "?"
+}
+
 unmount_it() {
   local dir=$1
   fusermount3 -u "$dir" 2>/dev/null || umount -l "$dir"
@@ -112,7 +129,8 @@ command -v s3fs > /dev/null && kinds+=(s3fs)
 command -v rclone > /dev/null && kinds+=(rclone)
 [ -n "$MOUNT_S3" ] && kinds+=(mountpoint)
 echo "# $(date -u +%FT%TZ) $(uname -r) SIZE_MB=$SIZE_MB NLS=$NLS NSMALL=$NSMALL load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-12s %14s %14s %14s %14s\n" client "write_${SIZE_MB}MiB_s" "read_${SIZE_MB}MiB_s" "ls_l_${NLS}_s" "creates_${NSMALL}_s"
+printf "%-12s %14s %14s %9s %16s %12s %12s %14s\n" client "write_${SIZE_MB}MiB_s" "read_${SIZE_MB}MiB_s" \
+  rss_MiB "par_${NPAR}x${PAR_MB}MiB_s" rename_s "ls_l_${NLS}_s" "creates_${NSMALL}_s"
 for kind in "${kinds[@]}"; do
   d=$WORK/mnt-$kind
   if ! mount_it "$kind" "$d"; then
@@ -127,6 +145,18 @@ for kind in "${kinds[@]}"; do
   mount_it "$kind" "$d"
   t0=$(now); cat "$d/read.bin" > /dev/null; t1=$(now)
   r=$(elapsed "$t0" "$t1")
+  rss=$(peak_rss "$d")
+  unmount_it "$d"
+  mount_it "$kind" "$d"
+  t0=$(now)
+  pids=()
+  for i in $(seq "$NPAR"); do cat "$d/par/p$i" > /dev/null & pids+=($!); done
+  wait "${pids[@]}" || p_failed=1
+  t1=$(now)
+  p=$(elapsed "$t0" "$t1")
+  [ -z "${p_failed:-}" ] || p="$p(failed)"
+  p_failed=""
+  t0=$(now); mv "$d/w-$kind.bin" "$d/w-$kind.moved" 2>/dev/null && t1=$(now) && mvt=$(elapsed "$t0" "$t1") || mvt="failed"
   unmount_it "$d"
   mount_it "$kind" "$d"
   t0=$(now); n=$(ls -l "$d/ls" | wc -l); t1=$(now)
@@ -139,5 +169,5 @@ for kind in "${kinds[@]}"; do
   # (rclone uploads after close, in the background: what was not there at unmount shows)
   made=$( (find "$WORK/root/$B/small-$kind" -type f 2>/dev/null || true) | wc -l)
   [ "$made" = "$NSMALL" ] || c="$c(made $made)"
-  printf "%-12s %14s %14s %14s %14s\n" "$kind" "$w" "$r" "$l" "$c"
+  printf "%-12s %14s %14s %9s %16s %12s %12s %14s\n" "$kind" "$w" "$r" "$rss" "$p" "$mvt" "$l" "$c"
 done

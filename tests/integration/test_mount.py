@@ -10,8 +10,10 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tarfile
+import tempfile
 import threading
 import time
 import uuid
@@ -1073,3 +1075,169 @@ def test_posix_attrs_refused_where_the_store_has_none(versitygw, tmp_path):
                        capture_output=True, text=True, env=env(), timeout=60)
     assert r.returncode != 0 and "does not offer s3hpc's file-system extension" in r.stderr, r.stderr
     assert not is_mounted(d)
+
+
+def as_nobody(code: str) -> subprocess.CompletedProcess:
+    """Run Python `code` as nobody:nogroup (65534:65534)."""
+    def drop():
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+    return subprocess.run([shutil.which("python3", path="/usr/bin:/bin") or "python3", "-c", code], capture_output=True, text=True, preexec_fn=drop, timeout=60)
+
+
+@pytest.mark.parametrize("transport", ["http", "unix"])
+def test_posix_attrs_inodes_creators_and_what_is_no_object(rootgw, tmp_path, transport):
+    """issue 38, pjdfstest's failure classes with --posix-attrs: the hard links of a file are one
+    inode in the mount (before: two, with different st_ino); files, directories and FIFOs are
+    made with the caller's mode and owner (before: the gateway's umask and account); FIFOs and
+    symlinks are renamed and rmdir sees them (before: RenameObject and the listing saw objects
+    only); paths longer than S3's 1,024-byte keys can be made; a file just created can be
+    ftruncate'd and posix_fallocate'd; O_TRUNC keeps the file's inode and mode; a directory made
+    through the mount stays when its last file goes."""
+    s3 = make_client(rootgw.endpoint)
+    bkt = "pa-" + uuid.uuid4().hex[:12]
+    s3.create_bucket(Bucket=bkt)
+    root = Path(rootgw.root) / bkt
+    # Outside pytest's private directory, so that nobody reaches the mount.
+    mnt = Path(tempfile.mkdtemp(prefix="pam", dir="/tmp"))
+    m = Mount(endpoint_of(rootgw, transport), bkt, mnt, "--posix-attrs", "--allow-delete",
+              "--allow-overwrite", "-o", "allow_other", log=tmp_path / "mount.log")
+    old = os.umask(0)
+    try:
+        p = m.path
+        # Hard links: one inode, before and after the first name goes.
+        (p / "f").write_bytes(b"data")
+        os.link(p / "f", p / "h")
+        assert os.stat(p / "f").st_ino == os.stat(p / "h").st_ino
+        assert os.stat(p / "h").st_nlink == 2
+        os.chmod(p / "h", 0o600)
+        assert os.stat(p / "f").st_mode & 0o7777 == 0o600
+        os.unlink(p / "f")
+        assert os.stat(p / "h").st_nlink == 1 and (p / "h").read_bytes() == b"data"
+
+        # Made with the caller's mode and owner, on the gateway's file system too.
+        os.mkdir(p / "shared", 0o777)
+        r = as_nobody(f"""
+import os
+os.umask(0)
+d = {str(p / 'shared')!r}
+os.mkdir(d + '/dir', 0o750)
+os.close(os.open(d + '/empty', os.O_CREAT | os.O_WRONLY, 0o640))
+fd = os.open(d + '/full', os.O_CREAT | os.O_WRONLY, 0o604)
+os.write(fd, b'bytes')
+os.close(fd)
+os.mkfifo(d + '/fifo', 0o620)
+""")
+        assert r.returncode == 0, r.stderr
+        for name, mode in (("dir", 0o750), ("empty", 0o640), ("full", 0o604), ("fifo", 0o620)):
+            for base in (root / "shared", p / "shared"):
+                st = os.lstat(base / name)
+                assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (mode, 65534, 65534), (base, name, oct(st.st_mode))
+        assert (root / "shared" / "full").read_bytes() == b"bytes"
+
+        # FIFOs and symlinks: renamed by the store, seen by rmdir.
+        os.mkdir(p / "d")
+        os.mkfifo(p / "d" / "pipe")
+        with pytest.raises(OSError) as e:
+            os.rmdir(p / "d")
+        assert e.value.errno == errno.ENOTEMPTY and (root / "d" / "pipe").exists()
+        os.rename(p / "d" / "pipe", p / "pipe2")
+        assert stat.S_ISFIFO(os.lstat(root / "pipe2").st_mode) and not os.path.lexists(root / "d" / "pipe")
+        os.symlink("pipe2", p / "sl")
+        os.rename(p / "sl", p / "sl2")
+        assert os.readlink(root / "sl2") == "pipe2"
+        os.rmdir(p / "d")
+        assert not (root / "d").exists()
+
+        # A directory made here stays when its last file goes.
+        os.mkdir(p / "keep")
+        (p / "keep" / "x").write_bytes(b"x")
+        os.unlink(p / "keep" / "x")
+        assert (root / "keep").is_dir() and (p / "keep").is_dir()
+
+        # Paths longer than S3's keys.
+        deep = p
+        for i in range(6):
+            deep = deep / (f"{i}" * 200)
+        os.makedirs(deep)
+        os.close(os.open(deep / "file", os.O_CREAT | os.O_WRONLY, 0o600))
+        rel = deep.relative_to(p) / "file"
+        assert len(str(rel)) > 1024 and (root / rel).is_file() and os.stat(deep / "file").st_size == 0
+        os.unlink(deep / "file")
+        assert not (root / rel).exists()
+
+        # ftruncate and posix_fallocate of a file just created.
+        fd = os.open(p / "t", os.O_CREAT | os.O_RDWR, 0o644)
+        os.ftruncate(fd, 1234)
+        assert os.fstat(fd).st_size == 1234 and os.stat(root / "t").st_size == 1234
+        os.close(fd)
+        fd = os.open(p / "fa", os.O_CREAT | os.O_RDWR, 0o644)
+        os.posix_fallocate(fd, 0, 567)
+        os.close(fd)
+        assert os.stat(root / "fa").st_size == 567 and os.stat(p / "fa").st_size == 567
+
+        # O_TRUNC: the same file, emptied.
+        os.chmod(p / "h", 0o640)
+        ino = os.stat(root / "h").st_ino
+        os.close(os.open(p / "h", os.O_WRONLY | os.O_TRUNC))
+        st = os.stat(root / "h")
+        assert (st.st_ino, st.st_size, st.st_mode & 0o7777) == (ino, 0, 0o640)
+        # ... and written: a new file there, with the mode it had.
+        (p / "h").write_bytes(b"new")
+        assert (root / "h").read_bytes() == b"new" and os.stat(root / "h").st_mode & 0o7777 == 0o640
+    finally:
+        os.umask(old)
+        m.close()
+        shutil.rmtree(mnt, ignore_errors=True)
+
+
+def test_s3fs_metadata_on_another_s3_server(versitygw, tmp_path):
+    """issue 38: `--metadata s3fs` keeps a file's mode, owner and times in its object's metadata
+    with s3fs's keys (x-amz-meta-mode/uid/gid/mtime), so that s3fs, rclone and this mount agree:
+    what s3fs wrote is shown, chmod/chown/utimes are kept (before: EPERM), and a created file
+    carries the caller's mode and owner. Without the option nothing changes (chmod: EPERM)."""
+    s3 = make_client(versitygw)
+    b = "md-" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=b)
+    # An object as s3fs writes one: the whole st_mode in decimal, seconds for the time.
+    s3.put_object(Bucket=b, Key="from-s3fs", Body=b"s3fs",
+                  Metadata={"mode": str(0o100640), "uid": "1234", "gid": "5678", "mtime": "1600000000"})
+    m = Mount(versitygw, b, tmp_path / "mnt", "--metadata", "s3fs", "--allow-delete", "--allow-overwrite",
+              log=tmp_path / "mount.log")
+    old = os.umask(0)
+    try:
+        st = os.stat(m.path / "from-s3fs")
+        assert (st.st_mode & 0o7777, st.st_uid, st.st_gid, st.st_mtime) == (0o640, 1234, 5678, 1600000000)
+        # Kept where s3fs reads them.
+        f = m.path / "from-s3fs"
+        os.chmod(f, 0o600)
+        os.chown(f, 4321, 8765)
+        os.utime(f, (1700000000, 1700000001))
+        md = s3.head_object(Bucket=b, Key="from-s3fs")["Metadata"]
+        assert (md["mode"], md["uid"], md["gid"], md["mtime"]) == (str(0o100600), "4321", "8765", "1700000001")
+        assert s3.get_object(Bucket=b, Key="from-s3fs")["Body"].read() == b"s3fs"
+        st = os.stat(f)
+        assert (st.st_mode & 0o7777, st.st_uid, st.st_gid, st.st_mtime) == (0o600, 4321, 8765, 1700000001)
+        # A created file: the caller's mode and owner, in its metadata from the upload on.
+        fd = os.open(m.path / "created", os.O_CREAT | os.O_WRONLY, 0o604)
+        os.write(fd, b"new")
+        os.fchmod(fd, 0o640)
+        os.close(fd)
+        md = s3.head_object(Bucket=b, Key="created")["Metadata"]
+        assert (md["mode"], md["uid"], md["gid"]) == (str(0o100640), str(os.getuid()), str(os.getgid()))
+        # An overwrite (O_TRUNC) keeps them.
+        (m.path / "created").write_bytes(b"again")
+        md = s3.head_object(Bucket=b, Key="created")["Metadata"]
+        assert md["mode"] == str(0o100640) and s3.get_object(Bucket=b, Key="created")["Body"].read() == b"again"
+    finally:
+        os.umask(old)
+        m.close()
+    # Without the option: the options' mode, and chmod is refused, not lost.
+    m = Mount(versitygw, b, tmp_path / "mnt2", log=tmp_path / "mount2.log")
+    try:
+        assert os.stat(m.path / "from-s3fs").st_mode & 0o7777 == 0o644
+        with pytest.raises(PermissionError):
+            os.chmod(m.path / "from-s3fs", 0o600)
+    finally:
+        m.close()

@@ -877,10 +877,21 @@ impl Store for Authorized {
         // s3hpc's file-system extension: reading attributes is a HEAD, changing them (or making
         // a symlink or a hard link there) a PUT of the key; a hard link also reads its source.
         // The file system then decides as the request's identity (--identity posix).
+        // A rename reads and removes its source, as RenameObject; unlink and rmdir delete.
         if let s3hpc_core::fsattr::FsOp::Link(src) = &op {
             self.check_source(bucket, src).await?;
         }
-        let s3op = if op.writes() { S3Op::PutObject } else { S3Op::HeadObject };
+        if let s3hpc_core::fsattr::FsOp::Rename { source, .. } = &op {
+            self.check_source(bucket, source).await?;
+            self.check(S3Op::DeleteObject, bucket, Some(source)).await?;
+        }
+        let s3op = if op.removes() {
+            S3Op::DeleteObject
+        } else if op.writes() {
+            S3Op::PutObject
+        } else {
+            S3Op::HeadObject
+        };
         self.check(s3op, bucket, Some(key)).await?;
         self.inner.fs(bucket, key, op).await
     }

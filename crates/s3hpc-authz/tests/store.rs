@@ -415,3 +415,46 @@ async fn fs_operations_are_authorized_as_head_and_put() {
     assert_eq!(w.inner.fs("abkt", "k", FsOp::GetAttr).await.unwrap().mode, 0o600);
     assert!(w.inner.fs("abkt", "l", FsOp::GetAttr).await.is_err());
 }
+
+/// The extension's rename reads and deletes its source and writes the key, as RenameObject;
+/// its unlink and rmdir delete the key: PutObject alone does not allow them.
+#[tokio::test]
+async fn fs_rename_and_unlink_need_delete() {
+    use s3hpc_core::fsattr::{FsOp, SetFsAttr, SetTime};
+    let w = world();
+    let s = &*w.store;
+    let policy = |actions: &str| {
+        format!(
+            r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":{{"AWS":"bob"}},"Action":[{actions}],"Resource":"arn:aws:s3:::abkt/*"}}]}}"#
+        )
+    };
+    let set_policy = |actions: &'static str| {
+        let doc = policy(actions).into_bytes();
+        as_(who("alice"), async move { s.put_bucket_config("abkt", "policy", Some(doc)).await.unwrap() })
+    };
+    as_(who("alice"), async {
+        s.create_bucket("abkt").await.unwrap();
+        s.fs("abkt", "l", FsOp::Symlink("target".into())).await.unwrap();
+        s.fs("abkt", "d", FsOp::Mkdir { mode: 0o755, owner: None }).await.unwrap();
+    })
+    .await;
+    set_policy(r#""s3:GetObject","s3:PutObject""#).await;
+    let mv = || FsOp::Rename { source: "l".into(), noreplace: false };
+    as_(who("bob"), async {
+        let touch = FsOp::SetAttr(SetFsAttr { mtime: Some(SetTime::Now), ..Default::default() });
+        s.fs("abkt", "l", touch).await.unwrap();
+        assert_eq!(code(s.fs("abkt", "l2", mv()).await), ErrorCode::AccessDenied);
+        assert_eq!(code(s.fs("abkt", "l", FsOp::Unlink).await), ErrorCode::AccessDenied);
+        assert_eq!(code(s.fs("abkt", "d", FsOp::Rmdir).await), ErrorCode::AccessDenied);
+    })
+    .await;
+    assert!(w.inner.fs("abkt", "l", FsOp::GetAttr).await.is_ok(), "the refused rename moved the link");
+    set_policy(r#""s3:GetObject","s3:PutObject","s3:DeleteObject""#).await;
+    as_(who("bob"), async {
+        s.fs("abkt", "l2", mv()).await.unwrap();
+        s.fs("abkt", "l2", FsOp::Unlink).await.unwrap();
+        s.fs("abkt", "d", FsOp::Rmdir).await.unwrap();
+    })
+    .await;
+    assert!(w.inner.fs("abkt", "l2", FsOp::GetAttr).await.is_err());
+}

@@ -170,16 +170,16 @@ pub(crate) async fn fs_attributes(s: DynStore, _c: Caps, b: String) -> R {
 
     // mknod: an empty regular file with the mode asked for; special files where the store
     // makes them (the posix backend without --identity posix refuses, EPERM).
-    let m = fs(&s, &b, "d/m", FsOp::Mknod { kind: FsKind::File, mode: 0o604, rdev: 0 }).await?;
+    let m = fs(&s, &b, "d/m", FsOp::Mknod { kind: FsKind::File, mode: 0o604, rdev: 0, owner: None }).await?;
     ensure_eq!((m.kind, m.size, m.mode), (FsKind::File, 0, 0o604));
     ensure_eq!(get(&s, &b, "d/m").await?.1.len(), 0);
     expect_errno(
-        s.fs(&b, "d/m", FsOp::Mknod { kind: FsKind::File, mode: 0o600, rdev: 0 }).await,
+        s.fs(&b, "d/m", FsOp::Mknod { kind: FsKind::File, mode: 0o600, rdev: 0, owner: None }).await,
         libc::EEXIST,
         ErrorCode::InvalidRequest,
         "mknod over a file",
     )?;
-    match s.fs(&b, "d/p", FsOp::Mknod { kind: FsKind::Fifo, mode: 0o600, rdev: 0 }).await {
+    match s.fs(&b, "d/p", FsOp::Mknod { kind: FsKind::Fifo, mode: 0o600, rdev: 0, owner: None }).await {
         Ok(p) => {
             ensure_eq!((p.kind, p.mode, p.size), (FsKind::Fifo, 0o600, 0));
             ensure_eq!(fs(&s, &b, "d/p", set(|a| a.mode = Some(0o640))).await?.mode, 0o640);
@@ -189,5 +189,36 @@ pub(crate) async fn fs_attributes(s: DynStore, _c: Caps, b: String) -> R {
         Err(e) if errno_of(&e) == Some(libc::EPERM) && e.code == ErrorCode::AccessDenied => {}
         Err(e) => return Err(format!("mknod of a fifo: unexpected error {e}")),
     }
+
+    // mkdir, rmdir: a directory with the mode asked for, removed when empty; objects are
+    // renamed and deleted as objects (RenameObject, DeleteObject), not by the extension.
+    let e = fs(&s, &b, "e", FsOp::Mkdir { mode: 0o751, owner: None }).await?;
+    ensure_eq!((e.kind, e.mode), (FsKind::Dir, 0o751));
+    expect_errno(
+        s.fs(&b, "e", FsOp::Mkdir { mode: 0o700, owner: None }).await,
+        libc::EEXIST,
+        ErrorCode::InvalidRequest,
+        "mkdir over a directory",
+    )?;
+    fs(&s, &b, "e/sub", FsOp::Mkdir { mode: 0o700, owner: None }).await?;
+    expect_errno(s.fs(&b, "e", FsOp::Rmdir).await, libc::ENOTEMPTY, ErrorCode::InvalidRequest, "rmdir of a full one")?;
+    expect_errno(s.fs(&b, "d/f", FsOp::Rmdir).await, libc::ENOTDIR, ErrorCode::InvalidArgument, "rmdir of a file")?;
+    let f = fs(&s, &b, "d/f", FsOp::GetAttr).await?;
+    ensure!(f.ino != 0, "a file's inode number is reported");
+    expect_errno(
+        s.fs(&b, "d/f2", FsOp::Rename { source: "d/f".into(), noreplace: false }).await,
+        libc::EOPNOTSUPP,
+        ErrorCode::NotImplemented,
+        "rename of an object",
+    )?;
+    expect_errno(
+        s.fs(&b, "d/f", FsOp::Unlink).await,
+        libc::EOPNOTSUPP,
+        ErrorCode::NotImplemented,
+        "unlink of an object",
+    )?;
+    fs(&s, &b, "e/sub", FsOp::Rmdir).await?;
+    fs(&s, &b, "e", FsOp::Rmdir).await?;
+    expect_errno(s.fs(&b, "e", FsOp::GetAttr).await, libc::ENOENT, ErrorCode::NoSuchKey, "removed directory")?;
     Ok(())
 }

@@ -142,6 +142,10 @@ pub struct FsAttr {
     pub rdev: u64,
     /// A symlink's target, as stored (never resolved).
     pub target: Option<String>,
+    /// The entry's inode number in the store's file system (`st_ino`), so that a mount shows
+    /// the hard links of one file as one inode; 0 where the store does not say (an older
+    /// gateway, the memory oracle's directories).
+    pub ino: u64,
 }
 
 /// Changes of [`FsOp::SetAttr`]; `None` leaves an attribute as it is. They are applied in the
@@ -172,14 +176,61 @@ pub enum FsOp {
     Link(String),
     /// Make the entry a special file (or an empty regular file) with `mode` (permission bits)
     /// and, for a device, `rdev` (`mknodat`; EEXIST when the name is taken). Not a directory or
-    /// a symlink (EINVAL).
-    Mknod { kind: FsKind, mode: u32, rdev: u64 },
+    /// a symlink (EINVAL). `owner`: the new entry's owner and group (a `chown` right after, as
+    /// the request's identity may; `None`: whoever made it, the kernel's choice).
+    Mknod { kind: FsKind, mode: u32, rdev: u64, owner: Option<Owner> },
+    /// Make the entry a directory with `mode` (`mkdirat`, then `chmod` so that the gateway's
+    /// umask does not take bits away) and `owner` as for [`FsOp::Mknod`].
+    Mkdir { mode: u32, owner: Option<Owner> },
+    /// Move the entry `source` (a key of the same bucket: a symlink, a special file, a
+    /// directory; regular files go through RenameObject, whose record travels with them) to
+    /// the entry the key names (`renameat2`, never following a final symlink; `noreplace`:
+    /// `RENAME_NOREPLACE`, EEXIST when the name is taken). The answer is the moved entry's.
+    Rename { source: String, noreplace: bool },
+    /// Remove the entry, not a directory (`unlinkat`): a symlink or special file (regular files
+    /// go through DeleteObject). The answer is the entry as it was, its link count less one.
+    Unlink,
+    /// Remove the directory the key names when it is empty (`unlinkat(AT_REMOVEDIR)`: ENOTEMPTY
+    /// when anything is in it, special files included). The answer is the directory as it was.
+    Rmdir,
+}
+
+/// The owner and group of an entry being made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    /// `None`: the group the kernel gives (the parent directory's under its set-group-id bit).
+    pub gid: Option<u32>,
+}
+
+fn encode_owner(out: &mut String, owner: &Option<Owner>) {
+    if let Some(o) = owner {
+        *out += &format!(" uid={}", o.uid);
+        if let Some(g) = o.gid {
+            *out += &format!(" gid={g}");
+        }
+    }
+}
+
+/// `uid=U[ gid=G]` after an operation's fixed fields (none: `None`).
+fn parse_owner<'a>(mut it: impl Iterator<Item = &'a str>) -> Option<Option<Owner>> {
+    let Some(u) = it.next() else { return Some(None) };
+    let uid = u.strip_prefix("uid=")?.parse().ok()?;
+    let gid = match it.next() {
+        None => None,
+        Some(g) => Some(g.strip_prefix("gid=")?.parse().ok()?),
+    };
+    if it.next().is_some() {
+        return None;
+    }
+    Some(Some(Owner { uid, gid }))
 }
 
 impl FsOp {
     /// The operation as one line: `getattr`, `setattr mode=420 uid=0 gid=0 size=0
-    /// atime=now mtime=1700000000.000000000`, `symlink TARGET`, `link SOURCE-KEY` (a target or
-    /// key is percent-encoded, see [`encode_text`]).
+    /// atime=now mtime=1700000000.000000000`, `symlink TARGET`, `link SOURCE-KEY`, `mknod KIND
+    /// MODE RDEV[ uid=U[ gid=G]]`, `mkdir MODE[ uid=U[ gid=G]]`, `rename SOURCE-KEY[ noreplace]`,
+    /// `unlink`, `rmdir` (a target or key is percent-encoded, see [`encode_text`]).
     pub fn encode(&self) -> String {
         match self {
             FsOp::GetAttr => "getattr".into(),
@@ -211,7 +262,21 @@ impl FsOp {
             }
             FsOp::Symlink(target) => format!("symlink {}", encode_text(target)),
             FsOp::Link(src) => format!("link {}", encode_text(src)),
-            FsOp::Mknod { kind, mode, rdev } => format!("mknod {} {mode} {rdev}", kind.as_str()),
+            FsOp::Mknod { kind, mode, rdev, owner } => {
+                let mut out = format!("mknod {} {mode} {rdev}", kind.as_str());
+                encode_owner(&mut out, owner);
+                out
+            }
+            FsOp::Mkdir { mode, owner } => {
+                let mut out = format!("mkdir {mode}");
+                encode_owner(&mut out, owner);
+                out
+            }
+            FsOp::Rename { source, noreplace } => {
+                format!("rename {}{}", encode_text(source), if *noreplace { " noreplace" } else { "" })
+            }
+            FsOp::Unlink => "unlink".into(),
+            FsOp::Rmdir => "rmdir".into(),
         }
     }
 
@@ -228,11 +293,28 @@ impl FsOp {
                 let kind = it.next().and_then(FsKind::parse).ok_or_else(bad)?;
                 let mode = it.next().and_then(|m| m.parse().ok()).filter(|m| *m <= 0o7777).ok_or_else(bad)?;
                 let rdev = it.next().and_then(|r| r.parse().ok()).ok_or_else(bad)?;
-                if it.next().is_some() || matches!(kind, FsKind::Dir | FsKind::Symlink) {
+                let owner = parse_owner(it).ok_or_else(bad)?;
+                if matches!(kind, FsKind::Dir | FsKind::Symlink) {
                     return Err(bad());
                 }
-                FsOp::Mknod { kind, mode, rdev }
+                FsOp::Mknod { kind, mode, rdev, owner }
             }
+            "mkdir" => {
+                let mut it = rest.split(' ');
+                let mode = it.next().and_then(|m| m.parse().ok()).filter(|m| *m <= 0o7777).ok_or_else(bad)?;
+                FsOp::Mkdir { mode, owner: parse_owner(it).ok_or_else(bad)? }
+            }
+            "rename" => {
+                let (src, flag) = rest.split_once(' ').unwrap_or((rest, ""));
+                let noreplace = match flag {
+                    "" => false,
+                    "noreplace" => true,
+                    _ => return Err(bad()),
+                };
+                FsOp::Rename { source: decode_text(src).filter(|s| !s.is_empty()).ok_or_else(bad)?, noreplace }
+            }
+            "unlink" if rest.is_empty() => FsOp::Unlink,
+            "rmdir" if rest.is_empty() => FsOp::Rmdir,
             "setattr" => {
                 let mut a = SetFsAttr::default();
                 let time = |v: &str| if v == "now" { Some(SetTime::Now) } else { FsTime::parse(v).map(SetTime::At) };
@@ -258,11 +340,17 @@ impl FsOp {
     pub fn writes(&self) -> bool {
         !matches!(self, FsOp::GetAttr)
     }
+
+    /// Whether the operation removes the entry the key names (authorization: DeleteObject).
+    pub fn removes(&self) -> bool {
+        matches!(self, FsOp::Unlink | FsOp::Rmdir)
+    }
 }
 
 impl FsAttr {
     /// The attributes as one line: `kind=file mode=420 uid=0 gid=0 size=5 nlink=1
-    /// atime=S.N mtime=S.N ctime=S.N rdev=0[ target=T]` (the target percent-encoded).
+    /// atime=S.N mtime=S.N ctime=S.N rdev=0[ ino=N][ target=T]` (the target percent-encoded;
+    /// `ino` when known).
     pub fn encode(&self) -> String {
         let mut s = format!(
             "kind={} mode={} uid={} gid={} size={} nlink={} atime={} mtime={} ctime={} rdev={}",
@@ -277,6 +365,9 @@ impl FsAttr {
             self.ctime.encode(),
             self.rdev
         );
+        if self.ino != 0 {
+            s += &format!(" ino={}", self.ino);
+        }
         if let Some(t) = &self.target {
             s += &format!(" target={}", encode_text(t));
         }
@@ -299,6 +390,7 @@ impl FsAttr {
             ctime: FsTime::default(),
             rdev: 0,
             target: None,
+            ino: 0,
         };
         let mut seen_kind = false;
         for kv in s.split(' ').filter(|p| !p.is_empty()) {
@@ -315,6 +407,7 @@ impl FsAttr {
                 "size" => a.size = num(v)?,
                 "nlink" => a.nlink = num(v)? as u32,
                 "rdev" => a.rdev = num(v)?,
+                "ino" => a.ino = num(v)?,
                 "atime" => a.atime = FsTime::parse(v).ok_or_else(bad)?,
                 "mtime" => a.mtime = FsTime::parse(v).ok_or_else(bad)?,
                 "ctime" => a.ctime = FsTime::parse(v).ok_or_else(bad)?,
@@ -421,6 +514,24 @@ pub fn errno_of(e: &Error) -> Option<i32> {
     (1..200).find(|n| errno_name(*n) == Some(name))
 }
 
+/// The longest key a file-system operation takes: a path the file system can resolve
+/// (`PATH_MAX` less its NUL), longer than S3's 1,024-byte keys, so that a mount reaches entries
+/// that objects cannot name (each component stays within the store's `NAME_MAX`).
+pub const MAX_FS_KEY_LEN: usize = libc::PATH_MAX as usize - 1;
+
+/// The rules every store applies to the key of a file-system operation, in place of S3's
+/// key rules: at most [`MAX_FS_KEY_LEN`] bytes (`KeyTooLongError`), non-empty or the bucket's
+/// own directory.
+pub fn validate_fs_key(key: &str) -> Result<()> {
+    if key.len() > MAX_FS_KEY_LEN {
+        return Err(Error::new(
+            ErrorCode::KeyTooLongError,
+            format!("Your key is too long: a file-system operation takes at most {MAX_FS_KEY_LEN} bytes"),
+        ));
+    }
+    Ok(())
+}
+
 /// The key of a file-system operation as the path of an entry below the bucket: a trailing `/`
 /// dropped; empty, `.` and `..` components refused (`EINVAL`), as are NUL bytes.
 pub fn entry_path(key: &str) -> Result<&str> {
@@ -453,8 +564,16 @@ mod tests {
             }),
             FsOp::Symlink("../a b/%c\u{e9}".into()),
             FsOp::Link("dir/file name".into()),
-            FsOp::Mknod { kind: FsKind::Fifo, mode: 0o644, rdev: 0 },
-            FsOp::Mknod { kind: FsKind::BlockDevice, mode: 0o600, rdev: (8 << 8) | 1 },
+            FsOp::Mknod { kind: FsKind::Fifo, mode: 0o644, rdev: 0, owner: None },
+            FsOp::Mknod { kind: FsKind::BlockDevice, mode: 0o600, rdev: (8 << 8) | 1, owner: None },
+            FsOp::Mknod { kind: FsKind::File, mode: 0o4755, rdev: 0, owner: Some(Owner { uid: 5, gid: Some(6) }) },
+            FsOp::Mknod { kind: FsKind::Socket, mode: 0o755, rdev: 0, owner: Some(Owner { uid: 5, gid: None }) },
+            FsOp::Mkdir { mode: 0o1777, owner: None },
+            FsOp::Mkdir { mode: 0o700, owner: Some(Owner { uid: 65534, gid: Some(65533) }) },
+            FsOp::Rename { source: "a b/c".into(), noreplace: false },
+            FsOp::Rename { source: "x".into(), noreplace: true },
+            FsOp::Unlink,
+            FsOp::Rmdir,
         ];
         for op in ops {
             let line = op.encode();
@@ -473,6 +592,15 @@ mod tests {
             "chmod 1",
             "link a%2",
             "symlink a b",
+            "mknod fifo 420 0 gid=1",
+            "mknod fifo 420 0 uid=1 gid=2 x",
+            "mkdir",
+            "mkdir 8192",
+            "mkdir 493 uid=x",
+            "rename",
+            "rename a replace",
+            "unlink a",
+            "rmdir x",
         ] {
             assert_eq!(FsOp::parse(bad).unwrap_err().code, ErrorCode::InvalidArgument, "{bad}");
         }
@@ -492,8 +620,12 @@ mod tests {
             ctime: FsTime { sec: 5, nsec: 6 },
             rdev: 0,
             target: Some("x y".into()),
+            ino: 77,
         };
         assert_eq!(FsAttr::parse(&a.encode()).unwrap(), a);
+        // An older store's line (no ino) still parses, as unknown.
+        let old = a.encode().replace(" ino=77", "");
+        assert_eq!(FsAttr::parse(&old).unwrap().ino, 0);
         assert_eq!(FsAttr::parse(&format!("{} later=1", a.encode())).unwrap(), a);
         assert!(FsAttr::parse("mode=1").is_err());
     }

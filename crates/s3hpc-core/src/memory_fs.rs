@@ -24,6 +24,8 @@ pub(super) struct MemAttr {
     /// `None`: the object's Last-Modified.
     mtime: Option<FsTime>,
     ctime: FsTime,
+    /// A directory made by [`FsOp::Mkdir`]: it exists with nothing below it.
+    made: bool,
 }
 
 pub(super) type SharedAttr = Arc<Mutex<MemAttr>>;
@@ -40,7 +42,26 @@ pub(super) struct MemLink {
 
 fn fresh(mode: u32, at: FsTime) -> MemAttr {
     let (uid, gid) = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
-    MemAttr { mode, uid, gid, atime: at, mtime: None, ctime: at }
+    MemAttr { mode, uid, gid, atime: at, mtime: None, ctime: at, made: false }
+}
+
+fn owned(mut a: MemAttr, owner: Option<crate::fsattr::Owner>) -> MemAttr {
+    if let Some(o) = owner {
+        a.uid = o.uid;
+        if let Some(g) = o.gid {
+            a.gid = g;
+        }
+    }
+    a
+}
+
+/// Whether anything is below the directory `p` (`""`: the bucket's).
+fn has_children(b: &Bucket, p: &str) -> bool {
+    let dir = if p.is_empty() { String::new() } else { format!("{p}/") };
+    let below = |k: Option<&String>| k.is_some_and(|k| k.starts_with(&dir));
+    below(b.objects.range(dir.clone()..).next().map(|(k, _)| k))
+        || below(b.symlinks.range(dir.clone()..).next().map(|(k, _)| k))
+        || b.fs_dirs.range(dir.clone()..).take_while(|(k, _)| k.starts_with(&dir)).any(|(_, a)| a.made)
 }
 
 fn lock(a: &SharedAttr) -> std::sync::MutexGuard<'_, MemAttr> {
@@ -80,7 +101,10 @@ fn entry(b: &Bucket, p: &str) -> Result<Entry> {
     let dir = format!("{p}/");
     let first_object = b.objects.range(dir.clone()..).next().map(|(k, _)| k);
     let first_link = b.symlinks.range(dir.clone()..).next().map(|(k, _)| k);
-    if first_object.is_some_and(|k| k.starts_with(&dir)) || first_link.is_some_and(|k| k.starts_with(&dir)) {
+    if first_object.is_some_and(|k| k.starts_with(&dir))
+        || first_link.is_some_and(|k| k.starts_with(&dir))
+        || b.fs_dirs.get(p).is_some_and(|a| a.made)
+    {
         return Ok(Entry::Dir);
     }
     Err(fs_error(libc::ENOENT, &format!("no entry {p}")))
@@ -118,15 +142,15 @@ fn attr_of(b: &mut Bucket, p: &str) -> Result<FsAttr> {
         Entry::Root | Entry::Dir => {
             let a = b.fs_dirs.get(p).cloned().unwrap_or_else(|| fresh(0o755, bucket_time));
             let mtime = a.mtime.unwrap_or(bucket_time);
-            make(FsKind::Dir, &a, mtime, 0, 2, None)
+            make(FsKind::Dir, &a, mtime, 0, 2, None, 0)
         }
         Entry::Symlink => {
             let l = &b.symlinks[p];
             let mtime = l.attr.mtime.unwrap_or(l.attr.ctime);
             if l.kind == FsKind::Symlink {
-                make(FsKind::Symlink, &l.attr, mtime, l.target.len() as u64, 1, Some(l.target.clone()))
+                make(FsKind::Symlink, &l.attr, mtime, l.target.len() as u64, 1, Some(l.target.clone()), 0)
             } else {
-                let mut a = make(l.kind, &l.attr, mtime, 0, 1, None);
+                let mut a = make(l.kind, &l.attr, mtime, 0, 1, None, 0);
                 a.rdev = l.rdev;
                 a
             }
@@ -137,12 +161,14 @@ fn attr_of(b: &mut Bucket, p: &str) -> Result<FsAttr> {
             let o = &b.objects[p];
             let a = lock(&shared).clone();
             let mtime = a.mtime.unwrap_or(FsTime::of(o.info.last_modified));
-            make(FsKind::File, &a, mtime, o.data.len() as u64, nlink, None)
+            // The hard links of one file share their attributes: that is its identity.
+            let ino = Arc::as_ptr(&shared) as usize as u64;
+            make(FsKind::File, &a, mtime, o.data.len() as u64, nlink, None, ino)
         }
     })
 }
 
-fn make(kind: FsKind, a: &MemAttr, mtime: FsTime, size: u64, nlink: u32, target: Option<String>) -> FsAttr {
+fn make(kind: FsKind, a: &MemAttr, mtime: FsTime, size: u64, nlink: u32, target: Option<String>, ino: u64) -> FsAttr {
     FsAttr {
         kind,
         mode: a.mode,
@@ -155,6 +181,7 @@ fn make(kind: FsKind, a: &MemAttr, mtime: FsTime, size: u64, nlink: u32, target:
         ctime: a.ctime,
         rdev: 0,
         target,
+        ino,
     }
 }
 
@@ -261,7 +288,7 @@ impl State {
                 let link = MemLink { kind: FsKind::Symlink, target, rdev: 0, attr: fresh(0o777, now) };
                 b.symlinks.insert(p.to_string(), link);
             }
-            FsOp::Mknod { kind, mode, rdev } => {
+            FsOp::Mknod { kind, mode, rdev, owner } => {
                 if p.is_empty() {
                     return Err(fs_error(libc::EEXIST, "the bucket's directory"));
                 }
@@ -281,13 +308,83 @@ impl State {
                         version_id: None,
                         lock: Default::default(),
                     };
-                    let attr = Arc::new(Mutex::new(fresh(mode, now)));
+                    let attr = Arc::new(Mutex::new(owned(fresh(mode, now), owner)));
                     let o = super::Object { data: bytes::Bytes::new(), info, tags: Vec::new(), fs: Some(attr) };
                     b.objects.insert(p.to_string(), o);
                 } else {
                     let rdev = if matches!(kind, FsKind::CharDevice | FsKind::BlockDevice) { rdev } else { 0 };
-                    let node = MemLink { kind, target: String::new(), rdev, attr: fresh(mode, now) };
+                    let node = MemLink { kind, target: String::new(), rdev, attr: owned(fresh(mode, now), owner) };
                     b.symlinks.insert(p.to_string(), node);
+                }
+            }
+            FsOp::Mkdir { mode, owner } => {
+                if p.is_empty() {
+                    return Err(fs_error(libc::EEXIST, "the bucket's directory"));
+                }
+                check_new(b, p)?;
+                let mut a = owned(fresh(mode, FsTime::now()), owner);
+                a.made = true;
+                b.fs_dirs.insert(p.to_string(), a);
+            }
+            FsOp::Unlink => match entry(b, p)? {
+                Entry::Symlink => {
+                    let mut a = attr_of(b, p)?;
+                    b.symlinks.remove(p);
+                    a.nlink -= 1;
+                    return Ok(a);
+                }
+                // Objects go through DeleteObject (as on the posix backend).
+                Entry::File => {
+                    return Err(fs_error(libc::EOPNOTSUPP, &format!("unlink of the object {p:?} (DeleteObject)")));
+                }
+                Entry::Root | Entry::Dir => {
+                    return Err(fs_error(libc::EISDIR, &format!("unlink of the directory {p:?}")));
+                }
+            },
+            FsOp::Rmdir => match entry(b, p)? {
+                Entry::Root => return Err(fs_error(libc::EBUSY, "rmdir of the bucket's directory")),
+                Entry::Dir => {
+                    if has_children(b, p) {
+                        return Err(fs_error(libc::ENOTEMPTY, &format!("rmdir of {p:?}")));
+                    }
+                    let a = attr_of(b, p)?;
+                    b.fs_dirs.remove(p);
+                    return Ok(a);
+                }
+                _ => return Err(fs_error(libc::ENOTDIR, &format!("rmdir of {p:?}"))),
+            },
+            FsOp::Rename { source, noreplace } => {
+                let sp = entry_path(&source)?;
+                if p.is_empty() || sp.is_empty() {
+                    return Err(fs_error(libc::EBUSY, "a rename of the bucket's directory"));
+                }
+                let kind = entry(b, sp)?;
+                if matches!(kind, Entry::File) {
+                    // Objects move with RenameObject (as on the posix backend).
+                    return Err(fs_error(libc::EOPNOTSUPP, &format!("rename of the object {sp:?} (RenameObject)")));
+                }
+                if sp == p {
+                    return attr_of(b, p);
+                }
+                match entry(b, p) {
+                    Ok(_) if noreplace => return Err(fs_error(libc::EEXIST, &format!("{p:?} exists"))),
+                    Ok(Entry::Dir) => return Err(fs_error(libc::EISDIR, &format!("{p:?} is a directory"))),
+                    Ok(_) => {
+                        b.objects.remove(p);
+                        b.symlinks.remove(p);
+                    }
+                    Err(_) => check_new(b, p)?,
+                }
+                match kind {
+                    Entry::Symlink => {
+                        let l = b.symlinks.remove(sp).expect("found");
+                        b.symlinks.insert(p.to_string(), l);
+                    }
+                    Entry::File => unreachable!("refused above"),
+                    // The oracle renames directories as RenameObject of a prefix does.
+                    Entry::Root | Entry::Dir => {
+                        return Err(fs_error(libc::EOPNOTSUPP, "the memory oracle renames directories by prefix"));
+                    }
                 }
             }
             FsOp::Link(src) => {

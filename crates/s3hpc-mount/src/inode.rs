@@ -44,6 +44,13 @@ pub struct Inode {
     pub cached_etag: Option<String>,
     /// The file system's own attributes, from the store (`--posix-attrs`, s3hpc's extension).
     pub fs: Option<s3hpc_core::fsattr::FsAttr>,
+    /// Other names of this inode (hard links, `--posix-attrs`): `(parent, name)` slots that
+    /// point here besides `(parent, name)`, which `key` spells.
+    pub links: Vec<(u64, String)>,
+    /// `--metadata s3fs`: the mode, owner and times in the object's metadata (`None`: none
+    /// there, or not read yet), and until when they are trusted (read with a HEAD).
+    pub meta: Option<crate::fs::meta::S3fsAttr>,
+    pub meta_until: Option<Instant>,
 }
 
 impl Inode {
@@ -79,6 +86,9 @@ pub struct Table {
     /// Changes before this epoch were forgotten (bounded memory): answers fetched before it
     /// are treated as older than every name.
     forgotten_below: u64,
+    /// `--posix-attrs`: the inode of each store inode number seen (hard links of one file are
+    /// one inode here). Checked on use: an entry may outlive its inode.
+    by_store_ino: HashMap<u64, u64>,
 }
 
 /// How many name changes [`Table::changed`] remembers before it forgets the oldest half.
@@ -103,6 +113,9 @@ impl Table {
                 local: Local::No,
                 cached_etag: None,
                 fs: None,
+                links: Vec::new(),
+                meta: None,
+                meta_until: None,
             },
         );
         Table {
@@ -115,6 +128,7 @@ impl Table {
             epoch: 0,
             changed: HashMap::new(),
             forgotten_below: 0,
+            by_store_ino: HashMap::new(),
         }
     }
 
@@ -218,6 +232,9 @@ impl Table {
             local: Local::No,
             cached_etag: None,
             fs: None,
+            links: Vec::new(),
+            meta: None,
+            meta_until: None,
         }))
     }
 
@@ -243,6 +260,9 @@ impl Table {
             local,
             cached_etag: None,
             fs: None,
+            links: Vec::new(),
+            meta: None,
+            meta_until: None,
         }))
     }
 
@@ -273,9 +293,11 @@ impl Table {
     pub fn remove_name(&mut self, parent: u64, name: &str, negative_until: Instant) {
         self.touch(parent, name);
         let slot = (parent, name.to_string());
-        if let Some(ino) = self.children.remove(&slot) {
+        if let Some(ino) = self.unslot(&slot) {
             if let Some(i) = self.inodes.get_mut(&ino) {
-                i.local = Local::No;
+                if i.links.is_empty() && (i.parent, i.name.as_str()) == (parent, name) {
+                    i.local = Local::No;
+                }
                 i.valid_until = Instant::now();
             }
             self.drop_if_unused(ino);
@@ -287,6 +309,77 @@ impl Table {
             }
         }
         self.negative.insert(slot, negative_until);
+    }
+
+    /// Take the slot `(parent, name)` out of the directory tree; its inode keeps its other
+    /// names (hard links): when the slot was the name its key spells, another name becomes it.
+    fn unslot(&mut self, slot: &(u64, String)) -> Option<u64> {
+        let ino = self.children.remove(slot)?;
+        let promote = {
+            let i = self.inodes.get_mut(&ino)?;
+            if let Some(k) = i.links.iter().position(|l| l == slot) {
+                i.links.swap_remove(k);
+                None
+            } else if (i.parent, &i.name) == (slot.0, &slot.1) && !i.links.is_empty() {
+                Some(i.links.swap_remove(0))
+            } else {
+                None
+            }
+        };
+        if let Some((p, n)) = promote
+            && let Some(pfx) = self.dir_prefix(p)
+            && let Some(i) = self.inodes.get_mut(&ino)
+        {
+            i.key = format!("{pfx}{n}");
+            i.parent = p;
+            i.name = n;
+        }
+        Some(ino)
+    }
+
+    /// `name` in `parent` is one more name (a hard link) of the inode `ino`: whatever the slot
+    /// held is dropped.
+    pub fn alias(&mut self, parent: u64, name: &str, ino: u64) -> bool {
+        let slot = (parent, name.to_string());
+        if !self.inodes.contains_key(&ino) || self.dir_prefix(parent).is_none() {
+            return false;
+        }
+        self.touch(parent, name);
+        self.negative.remove(&slot);
+        if self.children.get(&slot) == Some(&ino) {
+            return true;
+        }
+        if let Some(old) = self.unslot(&slot) {
+            if let Some(i) = self.inodes.get_mut(&old) {
+                i.valid_until = Instant::now();
+            }
+            self.drop_if_unused(old);
+        }
+        let i = self.inodes.get_mut(&ino).expect("checked");
+        if (i.parent, i.name.as_str()) != (parent, name) {
+            i.links.push(slot.clone());
+        }
+        self.children.insert(slot, ino);
+        true
+    }
+
+    /// Remember that inode `ino` stands for the store's inode `store_ino`.
+    pub fn note_store_ino(&mut self, ino: u64, store_ino: u64) {
+        if store_ino != 0 {
+            if self.by_store_ino.len() > 65536 {
+                let inodes = &self.inodes;
+                self.by_store_ino.retain(|s, i| inodes.get(i).and_then(|i| i.fs.as_ref()).is_some_and(|a| a.ino == *s));
+            }
+            self.by_store_ino.insert(store_ino, ino);
+        }
+    }
+
+    /// The live inode that stands for the store's inode `store_ino` (a file, not a directory).
+    pub fn by_store_ino(&self, store_ino: u64) -> Option<u64> {
+        let ino = *self.by_store_ino.get(&store_ino)?;
+        let i = self.inodes.get(&ino)?;
+        let a = i.fs.as_ref()?;
+        (store_ino != 0 && a.ino == store_ino && i.kind == Kind::File).then_some(ino)
     }
 
     /// A file renamed in the bucket: its inode now stands for `key` under `newname` in
@@ -303,22 +396,34 @@ impl Table {
     ) {
         self.touch(parent, name);
         self.touch(newparent, newname);
-        if (parent, name) != (newparent, newname) {
-            self.negative.insert((parent, name.to_string()), negative_until);
-        }
+        let src = (parent, name.to_string());
         let dst = (newparent, newname.to_string());
-        if let Some(old) = self.children.remove(&dst) {
+        if src != dst && self.children.get(&src).is_some_and(|i| self.children.get(&dst) == Some(i)) {
+            // Two names of one file: rename(2) does nothing.
+            return;
+        }
+        if src != dst {
+            self.negative.insert(src.clone(), negative_until);
+        }
+        if src != dst
+            && let Some(old) = self.unslot(&dst)
+        {
             if let Some(i) = self.inodes.get_mut(&old) {
                 i.valid_until = Instant::now();
             }
             self.drop_if_unused(old);
         }
         self.negative.remove(&dst);
-        if let Some(ino) = self.children.remove(&(parent, name.to_string())) {
+        if let Some(ino) = self.children.remove(&src) {
             if let Some(i) = self.inodes.get_mut(&ino) {
-                i.parent = newparent;
-                i.name = newname.to_string();
-                i.key = key;
+                if let Some(l) = i.links.iter_mut().find(|l| **l == src) {
+                    // Another name of the file moved; the one its key spells stays.
+                    *l = dst.clone();
+                } else {
+                    i.parent = newparent;
+                    i.name = newname.to_string();
+                    i.key = key;
+                }
             }
             self.children.insert(dst, ino);
         }
@@ -374,9 +479,12 @@ impl Table {
         if ino == ROOT || i.lookups > 0 || i.opens > 0 || i.local != Local::No {
             return;
         }
-        let slot = (i.parent, i.name.clone());
-        if self.children.get(&slot) == Some(&ino) {
-            self.children.remove(&slot);
+        let mut slots = i.links.clone();
+        slots.push((i.parent, i.name.clone()));
+        for slot in slots {
+            if self.children.get(&slot) == Some(&ino) {
+                self.children.remove(&slot);
+            }
         }
         self.inodes.remove(&ino);
     }
@@ -398,6 +506,71 @@ impl Table {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    fn with_store_ino(t: &mut Table, ino: u64, store_ino: u64, nlink: u32) {
+        let a = s3hpc_core::fsattr::FsAttr {
+            kind: s3hpc_core::fsattr::FsKind::File,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            size: 1,
+            nlink,
+            atime: Default::default(),
+            mtime: Default::default(),
+            ctime: Default::default(),
+            rdev: 0,
+            target: None,
+            ino: store_ino,
+        };
+        t.inodes.get_mut(&ino).unwrap().fs = Some(a);
+        t.note_store_ino(ino, store_ino);
+    }
+
+    #[test]
+    fn hard_links_are_one_inode() {
+        let mut t = Table::new("");
+        let later = Instant::now() + Duration::from_secs(5);
+        let f = Found::File { size: 1, etag: "e".into(), mtime: SystemTime::now() };
+        let d = t.install(ROOT, "d", Found::Dir, later).unwrap();
+        let a = t.install(ROOT, "a", f.clone(), later).unwrap();
+        t.inodes.get_mut(&a).unwrap().lookups = 1;
+        with_store_ino(&mut t, a, 77, 3);
+        assert_eq!(t.by_store_ino(77), Some(a));
+        assert_eq!(t.by_store_ino(78), None);
+        // Two more names of the file: the same inode.
+        assert!(t.alias(ROOT, "b", a));
+        assert!(t.alias(d, "c", a));
+        assert_eq!((t.child(ROOT, "b"), t.child(d, "c")), (Some(a), Some(a)));
+        assert_eq!(t.inodes[&a].links.len(), 2);
+        // The name its key spells goes: another name takes over, with its key.
+        t.remove_name(ROOT, "a", later);
+        assert_eq!(t.child(ROOT, "a"), None);
+        assert!(t.inodes.contains_key(&a));
+        assert!(["b", "d/c"].contains(&t.inodes[&a].key.as_str()), "{}", t.inodes[&a].key);
+        assert_eq!(t.inodes[&a].links.len(), 1);
+        // A name that is not the key's moves alone; the key stays.
+        let key = t.inodes[&a].key.clone();
+        let (lp, ln) = t.inodes[&a].links[0].clone();
+        t.rename(lp, &ln, ROOT, "moved", "moved".into(), later);
+        assert_eq!(t.child(ROOT, "moved"), Some(a));
+        assert_eq!(t.inodes[&a].key, key);
+        // rename(2) between two names of one file does nothing.
+        let (kp, kn) = (t.inodes[&a].parent, t.inodes[&a].name.clone());
+        t.rename(kp, &kn, ROOT, "moved", "moved".into(), later);
+        assert_eq!((t.child(kp, &kn), t.child(ROOT, "moved")), (Some(a), Some(a)));
+        // Forgotten by the kernel: every name goes with the inode.
+        t.forget(a, 1);
+        assert!(!t.inodes.contains_key(&a));
+        assert_eq!((t.child(kp, &kn), t.child(ROOT, "moved")), (None, None));
+        assert_eq!(t.by_store_ino(77), None, "a stale number finds nothing");
+        // An alias over a name that held another file drops that one.
+        let x = t.install(ROOT, "x", f.clone(), later).unwrap();
+        let y = t.install(ROOT, "y", f, later).unwrap();
+        t.inodes.get_mut(&x).unwrap().lookups = 1;
+        assert!(t.alias(ROOT, "y", x));
+        assert!(!t.inodes.contains_key(&y));
+        assert!(!t.alias(ROOT, "z", y), "no alias of a dead inode");
+    }
 
     #[test]
     fn install_forget_and_kinds() {

@@ -68,6 +68,9 @@ pub struct MountOptions {
     /// hard links, through s3hpc's file-system extension (`--posix-attrs`; the store must offer
     /// it, see [`probe_posix_attrs`]).
     pub posix_attrs: bool,
+    /// Keep modes, owners and times of files in object metadata, with s3fs's keys
+    /// (`--metadata s3fs`, see `fs::meta`).
+    pub s3fs_metadata: bool,
 }
 
 impl MountOptions {
@@ -96,6 +99,7 @@ impl MountOptions {
             auto_unmount: false,
             name_max: S3_NAME_MAX,
             posix_attrs: false,
+            s3fs_metadata: false,
         }
     }
 

@@ -70,6 +70,11 @@ pub struct Writer {
     /// Where this handle's writes began (0, or the object's size for an appender).
     start: u64,
     append: Option<Append>,
+    /// The file exists, empty, in the store already (`--posix-attrs`: made by mknod at create,
+    /// or truncated at open): closing it with nothing written uploads nothing.
+    made: bool,
+    /// The metadata the object is uploaded with (`--metadata s3fs`: its mode, owner, time).
+    pub meta: s3hpc_core::ObjectMeta,
 }
 
 /// An appender's state: the last append, which the next one waits for.
@@ -123,7 +128,45 @@ impl Writer {
             completion: None,
             start: 0,
             append: None,
+            made: false,
+            meta: Default::default(),
         }
+    }
+
+    /// Whether the file may be truncated in the store under this handle (`--posix-attrs`):
+    /// nothing written through it yet, and the file exists there (made at create, or an
+    /// appender's object).
+    pub fn can_truncate(&self) -> bool {
+        self.untouched() && self.buf.len() == 0 && (self.made || self.append.as_ref().is_some_and(|a| !a.sent_any))
+    }
+
+    /// The file was truncated (or extended) to `size` in the store ([`Writer::can_truncate`]):
+    /// an appender goes on at its new end; a new file is complete as it is now (writes through
+    /// this handle afterwards are refused, as after an fsync).
+    pub fn truncated(&mut self, size: u64) {
+        let out = PutObjectOutput {
+            etag: String::new(),
+            checksum: None,
+            size,
+            last_modified: std::time::SystemTime::now(),
+            version_id: None,
+        };
+        let fut: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> =
+            Box::pin(std::future::ready(Ok(out)));
+        match &mut self.append {
+            Some(a) => {
+                self.offset = size;
+                self.start = size;
+                a.tail = fut.shared();
+            }
+            None => self.completion = Some(fut.shared()),
+        }
+    }
+
+    /// The writer of a file that exists, empty, in the store (see `made`).
+    pub fn made_empty(mut self) -> Writer {
+        self.made = true;
+        self
     }
 
     /// A writer that appends to the existing object `at` (its size, ETag and time at open).
@@ -217,10 +260,11 @@ impl Writer {
         let n = self.next_part;
         self.next_part += 1;
         let (ctx, key, id, failed) = (self.ctx.clone(), self.key.clone(), self.upload_id.clone(), self.failed.clone());
+        let meta = self.meta.clone();
         let (slot, rx) = Slot::take(&self.ctx);
         let task = self.ctx.rt.spawn(async move {
             let _permit = slot.wait(&ctx).await?;
-            let r = upload_part(&ctx, &key, &id, n, body).await;
+            let r = upload_part(&ctx, &key, &id, n, body, meta).await;
             if r.is_err() {
                 failed.store(true, Ordering::Relaxed);
             }
@@ -271,13 +315,30 @@ impl Writer {
             }
             return self.append.as_ref().expect("an appender").tail.clone();
         }
+        if self.made && self.offset == 0 && self.parts.is_empty() && self.buf.len() == 0 {
+            // Nothing to upload: the empty file is there, with the mode and owner it was made
+            // with (an upload would replace it with a new file).
+            let out = PutObjectOutput {
+                etag: String::new(),
+                checksum: None,
+                size: 0,
+                last_modified: std::time::SystemTime::now(),
+                version_id: None,
+            };
+            let fut: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> =
+                Box::pin(std::future::ready(Ok(out)));
+            let c = fut.shared();
+            self.completion = Some(c.clone());
+            return c;
+        }
         let ctx = self.ctx.clone();
         let key = self.key.clone();
         let id = self.upload_id.clone();
         let rest = self.buf.take();
         let len = self.offset;
+        let meta = self.meta.clone();
         let fut: Pin<Box<dyn Future<Output = Result<PutObjectOutput, Arc<Error>>> + Send>> = if self.parts.is_empty() {
-            Box::pin(async move { put_small(&ctx, &key, rest, len).await.map_err(Arc::new) })
+            Box::pin(async move { put_small(&ctx, &key, rest, len, meta).await.map_err(Arc::new) })
         } else {
             if !rest.is_empty() {
                 self.send_part(rest);
@@ -456,11 +517,13 @@ async fn upload_part(
     id: &OnceCell<String>,
     n: u32,
     body: Bytes,
+    meta: s3hpc_core::ObjectMeta,
 ) -> Result<CompletePart, Error> {
     let upload_id = id
         .get_or_try_init(|| async {
             retry("CreateMultipartUpload", key, || {
-                ctx.store.create_multipart_upload(&ctx.bucket, key, CreateMultipartRequest::default())
+                let req = CreateMultipartRequest { meta: meta.clone(), ..Default::default() };
+                ctx.store.create_multipart_upload(&ctx.bucket, key, req)
             })
             .await
         })
@@ -474,9 +537,15 @@ async fn upload_part(
     Ok(CompletePart { part_number: n, etag: info.etag, checksum: None })
 }
 
-async fn put_small(ctx: &WriteCtx, key: &str, body: Bytes, len: u64) -> Result<PutObjectOutput, Error> {
+async fn put_small(
+    ctx: &WriteCtx,
+    key: &str,
+    body: Bytes,
+    len: u64,
+    meta: s3hpc_core::ObjectMeta,
+) -> Result<PutObjectOutput, Error> {
     retry("PutObject", key, || {
-        let req = PutObjectRequest { content_length: Some(len), ..Default::default() };
+        let req = PutObjectRequest { content_length: Some(len), meta: meta.clone(), ..Default::default() };
         ctx.store.put_object(&ctx.bucket, key, req, Body::from(body.clone()))
     })
     .await

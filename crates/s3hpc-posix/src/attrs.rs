@@ -21,8 +21,10 @@ use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};
 
-use s3hpc_core::fsattr::{FsAttr, FsKind, FsOp, FsTime, SetFsAttr, SetTime, entry_path, fs_error};
-use s3hpc_core::{Error, ErrorCode, Result, names};
+use s3hpc_core::fsattr::{
+    FsAttr, FsKind, FsOp, FsTime, Owner, SetFsAttr, SetTime, entry_path, fs_error, validate_fs_key,
+};
+use s3hpc_core::{Error, Result, names};
 
 use crate::Inner;
 
@@ -93,7 +95,29 @@ fn attr_of(at: &At) -> std::result::Result<FsAttr, i32> {
         ctime: time_of(st.st_ctime, st.st_ctime_nsec),
         rdev: st.st_rdev,
         target,
+        ino: st.st_ino,
     })
+}
+
+/// The owner and mode a new entry gets (after `mknodat`/`mkdirat`): the owner first, then the
+/// mode (a chown clears set-id bits), whatever the gateway's umask took away.
+/// The owner is as far as the account may give it away (under `--identity posix`; an account
+/// that is not root keeps its files, as on the file system), never failing the creation.
+fn settle_new(at: &At, mode: u32, owner: Option<Owner>, identity: bool, what: &str) -> Result<()> {
+    if let Some(o) = owner.filter(|_| identity) {
+        let set = SetFsAttr { uid: Some(o.uid), gid: o.gid, ..Default::default() };
+        if let Err(e) = set_attr(at, &set, identity, what) {
+            tracing::debug!("the owner of the new entry {what}: {e}");
+        }
+    }
+    set_attr(at, &SetFsAttr { mode: Some(mode), ..Default::default() }, identity, what)
+}
+
+/// `unlinkat(dir, name, flags)`.
+fn unlink_at(at: &At, flags: libc::c_int) -> std::result::Result<(), i32> {
+    let n = CString::new(at.name.as_str()).map_err(|_| libc::EINVAL)?;
+    // SAFETY: a valid descriptor and a NUL-terminated name.
+    if unsafe { libc::unlinkat(at.dir.as_raw_fd(), n.as_ptr(), flags) } == 0 { Ok(()) } else { Err(last_errno()) }
 }
 
 fn read_link(at: &At) -> std::result::Result<String, i32> {
@@ -200,10 +224,19 @@ impl Inner {
         if p.is_empty() {
             return Ok(At { dir: bdir, name: String::new() });
         }
-        crate::keys::check_key(p).map_err(|e| match e.code {
-            ErrorCode::KeyTooLongError => fs_error(libc::ENAMETOOLONG, &format!("the key {key:?}")),
-            _ => fs_error(libc::EINVAL, &format!("the key {key:?} ({})", e.message)),
-        })?;
+        // A file system's paths, not S3's keys: up to PATH_MAX (longer than the 1,024 bytes of
+        // a key), each component up to NAME_MAX, never the internal directory.
+        if validate_fs_key(p).is_err() {
+            return Err(fs_error(libc::ENAMETOOLONG, &format!("the key of {} bytes", p.len())));
+        }
+        for c in p.split('/') {
+            if c == crate::keys::INTERNAL {
+                return Err(fs_error(libc::EINVAL, &format!("the key {key:?} (the segment '.s3hpc' is reserved)")));
+            }
+            if c.len() > crate::keys::NAME_MAX {
+                return Err(fs_error(libc::ENAMETOOLONG, &format!("a component of {} bytes", c.len())));
+            }
+        }
         let (parents, name) = p.rsplit_once('/').unwrap_or(("", p));
         let mut dir = bdir;
         for c in parents.split('/').filter(|c| !c.is_empty()) {
@@ -245,7 +278,7 @@ impl Inner {
                     return Err(fs_error(last_errno(), &format!("symlink {what}")));
                 }
             }
-            FsOp::Mknod { kind, mode, rdev } => {
+            FsOp::Mknod { kind, mode, rdev, owner } => {
                 if at.name.is_empty() {
                     return Err(fs_error(libc::EEXIST, "the bucket's directory"));
                 }
@@ -274,8 +307,92 @@ impl Inner {
                 if r != 0 {
                     return Err(fs_error(last_errno(), &format!("mknod {what}")));
                 }
-                // The mode asked for, whatever the gateway's umask took away.
-                set_attr(&at, &SetFsAttr { mode: Some(*mode), ..Default::default() }, identity, &what)?;
+                self.note_changed(bucket, p);
+                // The owner and mode asked for, whatever the gateway's umask took away.
+                settle_new(&at, *mode, *owner, identity, &what)?;
+            }
+            FsOp::Mkdir { mode, owner } => {
+                if at.name.is_empty() {
+                    return Err(fs_error(libc::EEXIST, "the bucket's directory"));
+                }
+                let n = cstr(&at.name)?;
+                // SAFETY: a valid descriptor and a NUL-terminated name.
+                if unsafe { libc::mkdirat(at.dir.as_raw_fd(), n.as_ptr(), (mode & 0o777) as libc::mode_t) } != 0 {
+                    return Err(fs_error(last_errno(), &format!("mkdir {what}")));
+                }
+                // A directory object (`key/`, as a PutObject of it makes): it stays when the
+                // last object below it goes (DeleteObject and RenameObject prune emptied
+                // directories that are not objects). A path longer than keys stays plain.
+                let dkey = format!("{p}/");
+                if dkey.len() <= s3hpc_core::MAX_KEY_LEN {
+                    let bdir = self.bucket_dir(bucket)?;
+                    let kp = crate::keys::parse_key(&dkey)?;
+                    let rec = crate::meta::Record { etag: s3hpc_core::checksum::md5_hex(b""), ..Default::default() };
+                    self.publish_dir(&bdir, bucket, &dkey, &kp, Vec::new(), rec, &Default::default())?;
+                }
+                self.note_changed(bucket, p);
+                settle_new(&at, *mode, *owner, identity, &what)?;
+            }
+            FsOp::Rename { source, noreplace } => {
+                let sp = entry_path(source)?;
+                let from = self.fs_entry(bucket, source, sp)?;
+                if from.name.is_empty() || at.name.is_empty() {
+                    return Err(fs_error(libc::EBUSY, "a rename of the bucket's directory"));
+                }
+                let st = lstat_at(&from.dir, &from.name).map_err(|e| fs_error(e, &format!("rename of {source:?}")))?;
+                if st.st_mode & libc::S_IFMT == libc::S_IFREG {
+                    // An object's record may live beside it (a sidecar named by key): RenameObject
+                    // moves it, a bare rename would not.
+                    return Err(fs_error(
+                        libc::EOPNOTSUPP,
+                        &format!("rename of the regular file {source:?} (RenameObject renames objects)"),
+                    ));
+                }
+                let (s, n) = (cstr(&from.name)?, cstr(&at.name)?);
+                let flags = if *noreplace { libc::RENAME_NOREPLACE } else { 0 };
+                // SAFETY: valid descriptors and NUL-terminated names; renameat2 follows no final
+                // symlink (it moves the name).
+                let r =
+                    unsafe { libc::renameat2(from.dir.as_raw_fd(), s.as_ptr(), at.dir.as_raw_fd(), n.as_ptr(), flags) };
+                if r != 0 {
+                    return Err(fs_error(last_errno(), &format!("rename {source:?} to {what}")));
+                }
+                self.note_changed(bucket, sp);
+                self.note_changed(bucket, p);
+            }
+            FsOp::Unlink => {
+                if at.name.is_empty() {
+                    return Err(fs_error(libc::EISDIR, "the bucket's directory"));
+                }
+                let mut a = attr_of(&at).map_err(|e| fs_error(e, &format!("unlink {what}")))?;
+                match a.kind {
+                    FsKind::Dir => return Err(fs_error(libc::EISDIR, &format!("unlink {what}"))),
+                    // Objects go through DeleteObject (versions, records); only a file that no
+                    // object key can name (a path longer than S3's keys) is removed here.
+                    FsKind::File if p.len() <= s3hpc_core::types::MAX_KEY_LEN => {
+                        return Err(fs_error(
+                            libc::EOPNOTSUPP,
+                            &format!("unlink of the regular file {what} (DeleteObject deletes objects)"),
+                        ));
+                    }
+                    _ => {}
+                }
+                unlink_at(&at, 0).map_err(|e| fs_error(e, &format!("unlink {what}")))?;
+                self.note_changed(bucket, p);
+                a.nlink = a.nlink.saturating_sub(1);
+                return Ok(a);
+            }
+            FsOp::Rmdir => {
+                if at.name.is_empty() {
+                    return Err(fs_error(libc::EBUSY, "rmdir of the bucket's directory"));
+                }
+                let a = attr_of(&at).map_err(|e| fs_error(e, &format!("rmdir {what}")))?;
+                if a.kind != FsKind::Dir {
+                    return Err(fs_error(libc::ENOTDIR, &format!("rmdir {what}")));
+                }
+                unlink_at(&at, libc::AT_REMOVEDIR).map_err(|e| fs_error(e, &format!("rmdir {what}")))?;
+                self.note_changed(bucket, p);
+                return Ok(a);
             }
             FsOp::Link(src) => {
                 if at.name.is_empty() {
@@ -293,6 +410,7 @@ impl Inner {
                 if r != 0 {
                     return Err(fs_error(last_errno(), &format!("link {what} to {src:?}")));
                 }
+                self.note_changed(bucket, p);
             }
         }
         attr_of(&at).map_err(|e| fs_error(e, &format!("stat of {what}")))

@@ -77,6 +77,12 @@ pub struct MountArgs {
     /// mount fails when the store does not offer the extension. See docs/MOUNT.md.
     #[arg(long)]
     pub posix_attrs: bool,
+    /// Where modes, owners and times of files are kept on other stores: `none` (the default:
+    /// from the options and the object's Last-Modified), or `s3fs` (in object metadata with the
+    /// keys s3fs and rclone use, x-amz-meta-mode/uid/gid/mtime, so those mounts agree; chmod,
+    /// chown and utimes rewrite the object's metadata). See docs/MOUNT.md.
+    #[arg(long, default_value = "none", value_parser = ["none", "s3fs"])]
+    pub metadata: String,
     /// Largest prefetch window of a sequential reader.
     #[arg(long, default_value = "64MiB", value_parser = parse_size)]
     pub read_window: u64,
@@ -150,6 +156,12 @@ impl MountArgs {
             o.name_max = n;
         }
         o.posix_attrs = self.posix_attrs;
+        o.s3fs_metadata = self.metadata == "s3fs";
+        if o.s3fs_metadata && o.posix_attrs {
+            anyhow::bail!(
+                "--metadata s3fs and --posix-attrs exclude each other (the file system keeps the attributes there)"
+            );
+        }
         for opt in self.options.iter().flat_map(|s| s.split(',')).map(str::trim).filter(|s| !s.is_empty()) {
             match opt {
                 "allow_other" => o.allow_other = true,

@@ -383,7 +383,12 @@ pub(crate) async fn dispatch(
         }
         Object => {
             check_bucket_name_for_access(&r.bucket)?;
-            names::validate_key(&r.key)?;
+            if r.q.has("s3hpc-fs") {
+                // s3hpc's file-system extension names paths, up to PATH_MAX.
+                s3hpc_core::fsattr::validate_fs_key(&r.key)?;
+            } else {
+                names::validate_key(&r.key)?;
+            }
         }
     }
     let Some(o) = route(target, &parts.method, &r.q, &parts.headers) else {

@@ -14,16 +14,38 @@ use crate::read::Reader;
 use crate::write::Writer;
 
 /// A new file `name` in `parent`, local until its writer (the handle made here) closes it.
-pub(super) fn create_local(ctx: &Arc<Ctx>, parent: u64, name: &str, key: String, pid: u32, reply: ReplyCreate) {
+/// `made`: the file exists, empty, in the store with these attributes (`--posix-attrs`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn create_local(
+    ctx: &Arc<Ctx>,
+    parent: u64,
+    name: &str,
+    key: String,
+    pid: u32,
+    made: Option<s3hpc_core::fsattr::FsAttr>,
+    meta: Option<super::meta::S3fsAttr>,
+    reply: ReplyCreate,
+) {
     let fh = ctx.next_fh.fetch_add(1, Ordering::Relaxed);
     let mut t = lock(&ctx.table);
     let Some(ino) = t.insert_local(parent, name, Kind::File, Local::Writing(fh)) else {
         reply.error(Errno::ENOENT);
         return;
     };
-    let writer = Mutex::new(Writer::new(ctx.wctx.clone(), key, pid));
+    let mut writer = Writer::new(ctx.wctx.clone(), key, pid);
+    if made.is_some() {
+        writer = writer.made_empty();
+    }
+    if let Some(m) = &meta {
+        writer.meta = m.object_meta();
+    }
+    let writer = Mutex::new(writer);
     lock(&ctx.handles).insert(fh, Arc::new(Handle::Write { ino, writer }));
     let i = t.inodes.get_mut(&ino).expect("just inserted");
+    if let Some(a) = made {
+        i.fs = Some(a);
+    }
+    i.meta = meta;
     i.lookups += 1;
     i.opens += 1;
     let attr = ctx.attr(ino, i);

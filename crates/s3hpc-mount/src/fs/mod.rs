@@ -23,6 +23,7 @@ use crate::write::{Wait, WriteCtx, WriteError, Writer};
 
 mod dir;
 mod files;
+pub(crate) mod meta;
 mod posix;
 mod rename_dir;
 
@@ -113,6 +114,9 @@ impl Ctx {
         };
         if let Some(a) = i.fs.as_ref().filter(|_| self.posix()) {
             posix::overlay(&mut attr, a, matches!(i.local, Local::Writing(_)));
+        }
+        if let Some(m) = i.meta.as_ref().filter(|_| self.opts.s3fs_metadata && i.kind == Kind::File) {
+            m.overlay(&mut attr);
         }
         attr
     }
@@ -221,12 +225,42 @@ impl Ctx {
     async fn finish_write(&self, ino: u64, fh: u64, done: Done, closing: bool) -> Result<(), Errno> {
         let Done { completion, key, appender } = done;
         let r = completion.await;
+        let restore = self.finish_write_locked(ino, fh, r, &key, appender, closing)?;
+        if let Some(a) = restore {
+            // `--posix-attrs`: the upload made a new file; it keeps the mode and owner the file
+            // had (those asked for at create, or the replaced file's).
+            let set = s3hpc_core::fsattr::SetFsAttr {
+                mode: Some(a.mode),
+                uid: Some(a.uid),
+                gid: Some(a.gid),
+                ..Default::default()
+            };
+            if let Err(e) = self.fs_op(&key, s3hpc_core::fsattr::FsOp::SetAttr(set)).await {
+                tracing::warn!("s3hpc mount: the mode and owner of {key:?} after its upload: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Ctx::finish_write`] once the writer is done: the table updated; the attributes to
+    /// give the new file back (`--posix-attrs`) when an upload replaced it.
+    fn finish_write_locked(
+        &self,
+        ino: u64,
+        fh: u64,
+        r: Result<s3hpc_core::PutObjectOutput, Arc<Error>>,
+        key: &str,
+        appender: bool,
+        closing: bool,
+    ) -> Result<Option<s3hpc_core::fsattr::FsAttr>, Errno> {
         let mut t = lock(&self.table);
         let Some(i) = t.inodes.get_mut(&ino).filter(|i| i.local == Local::Writing(fh)) else {
-            return r.map(|_| ()).map_err(|e| errno(&e, "upload", &key));
+            return r.map(|_| None).map_err(|e| errno(&e, "upload", key));
         };
         match r {
             Ok(out) => {
+                // An upload (not an append, not an empty file made in the store) makes a new file.
+                let restore = if self.posix() && !appender && !out.etag.is_empty() { i.fs.clone() } else { None };
                 i.size = out.size;
                 i.etag = out.etag.clone();
                 i.mtime = out.last_modified;
@@ -244,10 +278,10 @@ impl Ctx {
                 if closing || !appender {
                     t.make_remote(ino);
                 }
-                Ok(())
+                Ok(restore)
             }
             Err(e) => {
-                let en = errno(&e, if appender { "append" } else { "upload" }, &key);
+                let en = errno(&e, if appender { "append" } else { "upload" }, key);
                 if appender {
                     i.valid_until = Instant::now();
                     i.cached_etag = None;
@@ -292,6 +326,9 @@ fn dummy_inode() -> Inode {
         local: Local::No,
         cached_etag: None,
         fs: None,
+        links: Vec::new(),
+        meta: None,
+        meta_until: None,
     }
 }
 
@@ -412,6 +449,13 @@ impl Filesystem for S3Fs {
             } else {
                 ctx.remote_lookup(&key).await.map(|f| (f, None))
             };
+            // `--metadata s3fs`: a file's mode, owner and times are in its metadata (a HEAD).
+            let s3fs = match &looked {
+                Ok((Found::File { .. }, _)) if ctx.opts.s3fs_metadata => {
+                    ctx.head(&key).await.ok().flatten().map(|info| meta::S3fsAttr::of(&info.meta.user))
+                }
+                _ => None,
+            };
             match looked {
                 Ok((found, fsattr)) => {
                     let mut t = lock(&ctx.table);
@@ -425,12 +469,28 @@ impl Filesystem for S3Fs {
                             None => ctx.reply_negative(reply),
                         };
                     }
+                    // A hard link of a file this mount knows under another name: the same inode.
+                    if let Some(a) = &fsattr
+                        && a.kind != s3hpc_core::fsattr::FsKind::Dir
+                        && a.nlink > 1
+                        && t.child(parent.0, &name).is_none()
+                        && let Some(ino) = t.by_store_ino(a.ino)
+                        && t.alias(parent.0, &name, ino)
+                    {
+                        ctx.keep(&mut t, ino, a.clone());
+                        return ctx.reply_entry(&mut t, ino, reply);
+                    }
                     match t.install(parent.0, &name, found, ctx.until()) {
                         Some(ino) => {
-                            if let Some(a) = fsattr
+                            if let Some(a) = fsattr {
+                                ctx.keep(&mut t, ino, a);
+                            }
+                            if let Some(m) = s3fs
                                 && let Some(i) = t.inodes.get_mut(&ino)
+                                && i.local == Local::No
                             {
-                                ctx.keep_attr(i, a);
+                                i.meta = m;
+                                i.meta_until = Some(ctx.until());
                             }
                             ctx.reply_entry(&mut t, ino, reply)
                         }
@@ -481,9 +541,11 @@ impl Filesystem for S3Fs {
                 Ok(Some(info)) => {
                     if i.local == Local::No {
                         i.size = info.size;
-                        i.etag = info.etag;
                         i.mtime = info.last_modified;
                         i.valid_until = until;
+                        i.meta = meta::S3fsAttr::of(&info.meta.user);
+                        i.meta_until = Some(until);
+                        i.etag = info.etag;
                     }
                     reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
                 }
@@ -528,6 +590,43 @@ impl Filesystem for S3Fs {
             drop(t);
             return self.posix_setattr(ino, key, mode, uid, gid, size, atime, mtime, reply);
         }
+        if ctx.posix()
+            && let Local::Writing(fh) = i.local
+            && size.is_some()
+        {
+            // ftruncate of a file being written: in the store when it is there (see
+            // posix_resize_writing); the other changes go with it.
+            let key = i.key.clone();
+            drop(t);
+            let set = s3hpc_core::fsattr::SetFsAttr {
+                mode: mode.map(|m| m & 0o7777),
+                uid,
+                gid,
+                size,
+                atime: posix::set_time(atime),
+                mtime: posix::set_time(mtime),
+            };
+            let ttl = self.ctx.ttl();
+            return self.posix_resize_writing(ino, fh, key, set, move |r| match r {
+                Ok(attr) => reply.attr(&ttl, &attr),
+                Err(e) => reply.error(e),
+            });
+        }
+        if ctx.opts.s3fs_metadata
+            && i.kind == Kind::File
+            && (mode.is_some() || uid.is_some() || gid.is_some() || atime.is_some() || mtime.is_some())
+        {
+            let current = match i.local {
+                Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
+                _ => i.size,
+            };
+            if size.is_none_or(|s| s == current) {
+                let key = i.key.clone();
+                drop(t);
+                let change = meta::Change { mode, uid, gid, atime, mtime };
+                return meta::setattr(self, ino, key, change, reply);
+            }
+        }
         let perm = if i.kind == Kind::Dir { ctx.opts.dir_mode } else { ctx.opts.file_mode };
         let local = i.local != Local::No;
         let same_time = |t: &Option<TimeOrNow>| match t {
@@ -569,7 +668,7 @@ impl Filesystem for S3Fs {
         reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
     }
 
-    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let ctx = self.ctx.clone();
         if ctx.opts.read_only {
             reply.error(Errno::EROFS);
@@ -580,7 +679,7 @@ impl Filesystem for S3Fs {
             return;
         };
         if ctx.posix() {
-            return self.posix_mkdir(parent, name, mode, umask, reply);
+            return self.posix_mkdir((req.uid(), req.gid()), parent, name, mode, umask, reply);
         }
         if ctx.too_long(name) {
             reply.error(Errno::ENAMETOOLONG);
@@ -631,8 +730,9 @@ impl Filesystem for S3Fs {
             reply.error(Errno::ENOENT);
             return;
         };
-        let key = {
+        let (key, no_object) = {
             let t = lock(&ctx.table);
+            let mut no_object = false;
             if let Some(ino) = t.child(parent.0, name) {
                 let i = &t.inodes[&ino];
                 if i.kind == Kind::Dir {
@@ -644,13 +744,17 @@ impl Filesystem for S3Fs {
                     reply.error(Errno::EBUSY);
                     return;
                 }
+                no_object = i.fs.as_ref().is_some_and(|a| a.kind != s3hpc_core::fsattr::FsKind::File);
             }
             let Some(pfx) = t.dir_prefix(parent.0) else {
                 reply.error(Errno::ENOTDIR);
                 return;
             };
-            format!("{pfx}{name}")
+            (format!("{pfx}{name}"), no_object)
         };
+        if ctx.posix() && (no_object || !posix::is_object_key(&key)) {
+            return self.posix_unlink(parent, name.to_string(), key, reply);
+        }
         let name = name.to_string();
         self.spawn(async move {
             match ctx.store.delete_object(&ctx.opts.bucket, &key).await {
@@ -731,6 +835,16 @@ impl Filesystem for S3Fs {
             };
             (format!("{a}{name}"), format!("{b}{newname}"))
         };
+        // `--posix-attrs`: what is no object (a symlink, a special file, a path longer than S3's
+        // keys) is renamed by the store's rename(2), through the extension.
+        let no_object = ctx.posix() && {
+            let t = lock(&ctx.table);
+            let special = t
+                .child(parent.0, name)
+                .and_then(|i| t.inodes[&i].fs.as_ref())
+                .is_some_and(|a| a.kind != s3hpc_core::fsattr::FsKind::File);
+            special || !posix::is_object_key(&src) || !posix::is_object_key(&dst)
+        };
         let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE) || !ctx.opts.allow_overwrite;
         let req = s3hpc_core::RenameObjectRequest {
             conditions: s3hpc_core::Conditions {
@@ -742,7 +856,19 @@ impl Filesystem for S3Fs {
         let (name, newname) = (name.to_string(), newname.to_string());
         let explicit_noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
         self.spawn(async move {
-            let mut r = ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, req).await;
+            let mut r = if no_object {
+                let op = s3hpc_core::fsattr::FsOp::Rename { source: src.clone(), noreplace };
+                match ctx.fs_op(&dst, op).await {
+                    Ok(_) => Ok(()),
+                    Err(e) if !explicit_noreplace && s3hpc_core::fsattr::errno_of(&e) == Some(libc::EEXIST) => {
+                        // Replacing needs --allow-overwrite, as for objects.
+                        return reply.error(Errno::EPERM);
+                    }
+                    Err(e) => return reply.error(errno(&e, "rename", &src)),
+                }
+            } else {
+                ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, req).await
+            };
             if ctx.opts.allow_copy_rename && r.as_ref().is_err_and(|e| e.code == ErrorCode::NotImplemented) {
                 r = copy_rename(&ctx, &src, &dst, noreplace).await;
             }
@@ -809,6 +935,11 @@ impl Filesystem for S3Fs {
             if t.has_local_children(ino) {
                 reply.error(Errno::ENOTEMPTY);
                 return;
+            }
+            if ctx.posix() && i.local == Local::No {
+                let key = i.key.clone();
+                drop(t);
+                return self.posix_rmdir(parent, name.to_string(), key, reply);
             }
             format!("{}/", i.key)
         };
@@ -881,11 +1012,21 @@ impl Filesystem for S3Fs {
                 reply.error(Errno::EPERM);
                 return;
             }
+            if ctx.posix() && i.local == Local::No {
+                let key = i.key.clone();
+                drop(t);
+                return self.posix_open_trunc(ino, key, req.pid(), reply);
+            }
             let key = i.key.clone();
-            let fh = ctx.new_fh(Handle::Write {
-                ino: ino.0,
-                writer: Mutex::new(Writer::new(ctx.wctx.clone(), key, req.pid())),
-            });
+            let mut writer = Writer::new(ctx.wctx.clone(), key, req.pid());
+            if ctx.opts.s3fs_metadata
+                && let Some(m) = &i.meta
+            {
+                // The new object keeps the file's mode and owner.
+                let now = SystemTime::now();
+                writer.meta = meta::S3fsAttr { mtime: Some(now), ctime: Some(now), ..m.clone() }.object_meta();
+            }
+            let fh = ctx.new_fh(Handle::Write { ino: ino.0, writer: Mutex::new(writer) });
             let (parent, name) = (i.parent, i.name.clone());
             let i = t.inodes.get_mut(&ino.0).expect("present");
             i.local = Local::Writing(fh);
@@ -917,9 +1058,11 @@ impl Filesystem for S3Fs {
                         return reply.error(Errno::ENOENT);
                     };
                     i.size = info.size;
-                    i.etag = info.etag;
                     i.mtime = info.last_modified;
                     i.valid_until = until;
+                    i.meta = meta::S3fsAttr::of(&info.meta.user);
+                    i.meta_until = Some(until);
+                    i.etag = info.etag;
                     let fh = open_reader(&ctx, &mut t, ino.0);
                     reply_opened(&ctx, &mut t, ino.0, fh, reply);
                 }
@@ -1196,7 +1339,14 @@ impl Filesystem for S3Fs {
                 return false;
             };
             let attr = ctx.attr(ino, i);
-            if reply.add(INodeNo(ino), next, name, &ctx.ttl(), &attr, Generation(0)) {
+            // `--metadata s3fs`: a listing carries no metadata; the kernel asks (getattr, a
+            // HEAD) unless it was read lately.
+            let ttl = if ctx.opts.s3fs_metadata && i.kind == Kind::File && !ctx.fresh(i, Instant::now()) {
+                Duration::ZERO
+            } else {
+                ctx.ttl()
+            };
+            if reply.add(INodeNo(ino), next, name, &ttl, &attr, Generation(0)) {
                 return true;
             }
             // Every entry but "." and ".." counts as a lookup the kernel will forget.
@@ -1213,23 +1363,14 @@ impl Filesystem for S3Fs {
     }
 
     /// Special files exist only where the store keeps them (`--posix-attrs`): else `ENOSYS`.
-    fn mknod(
-        &self,
-        _req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        umask: u32,
-        rdev: u32,
-        reply: ReplyEntry,
-    ) {
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
         let Some(name) = valid_name(name) else {
             return reply.error(Errno::EINVAL);
         };
         if !self.ctx.posix() {
             return reply.error(Errno::ENOSYS);
         }
-        self.posix_mknod(parent, name, mode, umask, rdev, reply)
+        self.posix_mknod((req.uid(), req.gid()), parent, name, mode, umask, rdev, reply)
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -1262,6 +1403,66 @@ impl Filesystem for S3Fs {
             return reply.error(Errno::EPERM);
         }
         self.posix_link(ino, newparent, name, reply)
+    }
+
+    /// posix_fallocate (mode 0) in `--posix-attrs` mode: a file shorter than `offset + length`
+    /// is extended to it in the store (with zeros; the blocks are the file system's to
+    /// allocate); else nothing changes. Other modes (punching holes, ...) and other mounts:
+    /// `EOPNOTSUPP`.
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let ctx = self.ctx.clone();
+        if !ctx.posix() || mode != 0 {
+            return reply.error(Errno::EOPNOTSUPP);
+        }
+        if ctx.opts.read_only {
+            return reply.error(Errno::EROFS);
+        }
+        let Some(end) = offset.checked_add(length) else {
+            return reply.error(Errno::EFBIG);
+        };
+        let t = lock(&ctx.table);
+        let Some(i) = t.inodes.get(&ino.0) else {
+            return reply.error(Errno::ENOENT);
+        };
+        let size = match i.local {
+            Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
+            _ => i.fs.as_ref().map_or(i.size, |a| a.size),
+        };
+        if end <= size || i.kind == Kind::Dir {
+            return if i.kind == Kind::Dir { reply.error(Errno::EISDIR) } else { reply.ok() };
+        }
+        let key = i.key.clone();
+        let set = s3hpc_core::fsattr::SetFsAttr { size: Some(end), ..Default::default() };
+        if let Local::Writing(fh) = i.local {
+            drop(t);
+            return self.posix_resize_writing(ino, fh, key, set, move |r| match r {
+                Ok(_) => reply.ok(),
+                Err(e) => reply.error(e),
+            });
+        }
+        drop(t);
+        self.spawn(async move {
+            match ctx.fs_op(&key, s3hpc_core::fsattr::FsOp::SetAttr(set)).await {
+                Ok(a) => {
+                    if let Some(i) = lock(&ctx.table).inodes.get_mut(&ino.0) {
+                        i.etag = String::new();
+                        i.cached_etag = None;
+                        ctx.keep_attr(i, a);
+                    }
+                    reply.ok()
+                }
+                Err(e) => reply.error(errno(&e, "fallocate", &key)),
+            }
+        });
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -1301,8 +1502,8 @@ impl Filesystem for S3Fs {
         req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _mode: u32,
-        _umask: u32,
+        mode: u32,
+        umask: u32,
         _flags: i32,
         reply: ReplyCreate,
     ) {
@@ -1320,6 +1521,18 @@ impl Filesystem for S3Fs {
             return;
         }
         let pid = req.pid();
+        if ctx.posix() {
+            return self.posix_create((req.uid(), req.gid()), parent, name, mode, umask, pid, reply);
+        }
+        let now_t = SystemTime::now();
+        let new_meta = ctx.opts.s3fs_metadata.then(|| meta::S3fsAttr {
+            mode: mode & !umask & 0o7777,
+            uid: Some(req.uid()),
+            gid: Some(req.gid()),
+            mtime: Some(now_t),
+            atime: Some(now_t),
+            ctime: Some(now_t),
+        });
         let now = Instant::now();
         let key = {
             let t = lock(&ctx.table);
@@ -1336,7 +1549,7 @@ impl Filesystem for S3Fs {
             let key = format!("{pfx}{name}");
             if t.negative.get(&(parent.0, name.to_string())).is_some_and(|u| *u > now) {
                 drop(t);
-                create_local(&ctx, parent.0, name, key, pid, reply);
+                create_local(&ctx, parent.0, name, key, pid, None, new_meta, reply);
                 return;
             }
             key
@@ -1344,9 +1557,9 @@ impl Filesystem for S3Fs {
         let name = name.to_string();
         self.spawn(async move {
             match ctx.remote_lookup(&key).await {
-                Ok(Found::Nothing) => create_local(&ctx, parent.0, &name, key, pid, reply),
+                Ok(Found::Nothing) => create_local(&ctx, parent.0, &name, key, pid, None, new_meta.clone(), reply),
                 Ok(Found::File { .. }) if ctx.opts.allow_overwrite => {
-                    create_local(&ctx, parent.0, &name, key, pid, reply)
+                    create_local(&ctx, parent.0, &name, key, pid, None, new_meta.clone(), reply)
                 }
                 Ok(found) => {
                     lock(&ctx.table).install(parent.0, &name, found, ctx.until());

@@ -7,15 +7,21 @@
 
 use std::time::Instant;
 
-use fuser::{Errno, FileType, INodeNo, ReplyAttr, ReplyData, ReplyEntry, TimeOrNow};
-use s3hpc_core::fsattr::{FsAttr, FsKind, FsOp, FsTime, SetFsAttr, SetTime, errno_of};
-use s3hpc_core::{Body, Error, PutObjectRequest};
+use std::sync::Mutex;
 
-use super::{Ctx, lock};
+use fuser::{
+    Errno, FileHandle, FileType, FopenFlags, INodeNo, ReplyAttr, ReplyCreate, ReplyData, ReplyEmpty, ReplyEntry,
+    ReplyOpen, TimeOrNow,
+};
+use s3hpc_core::Error;
+use s3hpc_core::fsattr::{FsAttr, FsKind, FsOp, FsTime, Owner, SetFsAttr, SetTime, errno_of};
+
+use super::{Ctx, Handle, lock};
 use crate::errors::errno;
 use crate::inode::{Found, Inode, Kind, Local};
+use crate::write::Writer;
 
-fn set_time(t: Option<TimeOrNow>) -> Option<SetTime> {
+pub(super) fn set_time(t: Option<TimeOrNow>) -> Option<SetTime> {
     t.map(|t| match t {
         TimeOrNow::Now => SetTime::Now,
         TimeOrNow::SpecificTime(at) => SetTime::At(FsTime::of(at)),
@@ -46,6 +52,10 @@ impl Ctx {
         if self.posix() && i.local == Local::No {
             return i.fs.is_some() && now < i.valid_until;
         }
+        if self.opts.s3fs_metadata && i.local == Local::No && i.kind == Kind::File {
+            // `--metadata s3fs`: the attributes need a HEAD within the TTL.
+            return now < i.valid_until && i.meta_until.is_some_and(|u| now < u);
+        }
         i.fresh(now)
     }
 
@@ -56,6 +66,15 @@ impl Ctx {
     /// A lookup in `--posix-attrs` mode: the entry's attributes (one request) and, for a regular
     /// file, its object (the two LISTs of `remote_lookup`, for the ETag that reads check).
     pub(super) async fn posix_lookup(&self, key: &str) -> Result<(Found, Option<FsAttr>), Error> {
+        if !is_object_key(key) {
+            // A path longer than S3's keys: no object, only the entry (made through the
+            // extension, which takes paths up to PATH_MAX).
+            return match self.fs_op(key, FsOp::GetAttr).await {
+                Ok(a) => Ok((found_of(&a), Some(a))),
+                Err(e) if errno_of(&e) == Some(libc::ENOENT) => Ok((Found::Nothing, None)),
+                Err(e) => Err(e),
+            };
+        }
         let (remote, attr) = tokio::join!(self.remote_lookup(key), self.fs_op(key, FsOp::GetAttr));
         match attr {
             Ok(a) => {
@@ -73,6 +92,24 @@ impl Ctx {
             Err(e) if errno_of(&e) == Some(libc::ENOENT) => Ok((Found::Nothing, None)),
             Err(e) => Err(e),
         }
+    }
+
+    /// Record the store's attributes of inode `ino` in the table: [`Ctx::keep_attr`], and the
+    /// store's inode number, so that the file's other names (hard links) find this inode.
+    pub(super) fn keep(&self, t: &mut crate::inode::Table, ino: u64, a: FsAttr) {
+        let store_ino = if a.kind == FsKind::Dir { 0 } else { a.ino };
+        if let Some(i) = t.inodes.get_mut(&ino) {
+            self.keep_attr(i, a);
+            t.note_store_ino(ino, store_ino);
+        }
+    }
+
+    /// The owner of an entry the request's caller makes: its user and group, or the group the
+    /// parent directory hands down under its set-group-id bit (the store's kernel gives it).
+    pub(super) fn owner_for(&self, parent: u64, uid: u32, gid: u32) -> Owner {
+        let t = lock(&self.table);
+        let sgid = t.inodes.get(&parent).and_then(|i| i.fs.as_ref()).is_some_and(|a| a.mode & libc::S_ISGID != 0);
+        Owner { uid, gid: (!sgid).then_some(gid) }
     }
 
     /// Record the store's attributes of inode `ino`.
@@ -93,8 +130,7 @@ impl Ctx {
             return reply.error(Errno::ENOENT);
         };
         t.make_remote(ino);
-        let i = t.inodes.get_mut(&ino).expect("just inserted");
-        self.keep_attr(i, a);
+        self.keep(&mut t, ino, a);
         self.reply_entry(&mut t, ino, reply);
     }
 
@@ -251,15 +287,15 @@ impl super::S3Fs {
         self.spawn(async move {
             match ctx.fs_op(&key, FsOp::Link(src.clone())).await {
                 Ok(a) => {
-                    // The source's link count (and ctime) changed with it, and so did those of
-                    // its other names.
-                    {
-                        let mut t = lock(&ctx.table);
-                        expire_linked(&mut t);
-                        if let Some(i) = t.inodes.get_mut(&ino.0) {
-                            ctx.keep_attr(i, a.clone());
-                        }
+                    // The new name is one more name of the source's inode (one st_ino, one set
+                    // of attributes); the link count (and ctime) changed for all its names.
+                    let mut t = lock(&ctx.table);
+                    expire_linked(&mut t);
+                    if t.alias(newparent.0, &newname, ino.0) {
+                        ctx.keep(&mut t, ino.0, a);
+                        return ctx.reply_entry(&mut t, ino.0, reply);
                     }
+                    drop(t);
                     ctx.install_made(newparent.0, &newname, a, reply)
                 }
                 Err(e) => reply.error(errno(&e, "link", &key)),
@@ -270,7 +306,16 @@ impl super::S3Fs {
     /// mknod in `--posix-attrs` mode: FIFOs, sockets, devices (as the store's file system
     /// allows the account) and empty regular files, made in the store.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn posix_mknod(&self, parent: INodeNo, name: &str, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+    pub(super) fn posix_mknod(
+        &self,
+        owner: (u32, u32),
+        parent: INodeNo,
+        name: &str,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
         let ctx = self.ctx.clone();
         let key = match ctx.key_in(parent.0, name) {
             Ok(k) => k,
@@ -284,7 +329,8 @@ impl super::S3Fs {
             libc::S_IFBLK => FsKind::BlockDevice,
             _ => return reply.error(Errno::EINVAL),
         };
-        let op = FsOp::Mknod { kind, mode: mode & !umask & 0o7777, rdev: u64::from(rdev) };
+        let owner = Some(ctx.owner_for(parent.0, owner.0, owner.1));
+        let op = FsOp::Mknod { kind, mode: mode & !umask & 0o7777, rdev: u64::from(rdev), owner };
         let name = name.to_string();
         self.spawn(async move {
             match ctx.fs_op(&key, op).await {
@@ -294,32 +340,196 @@ impl super::S3Fs {
         });
     }
 
-    /// mkdir in `--posix-attrs` mode: the directory is made in the store at once (a directory
-    /// object, which the gateway keeps as a directory), with the mode asked for.
-    pub(super) fn posix_mkdir(&self, parent: INodeNo, name: &str, mode: u32, umask: u32, reply: ReplyEntry) {
+    /// mkdir in `--posix-attrs` mode: the directory is made in the store at once (`mkdirat`
+    /// there), with the mode asked for and the caller as its owner.
+    pub(super) fn posix_mkdir(
+        &self,
+        owner: (u32, u32),
+        parent: INodeNo,
+        name: &str,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
         let ctx = self.ctx.clone();
         let key = match ctx.key_in(parent.0, name) {
             Ok(k) => k,
             Err(e) => return reply.error(e),
         };
         let name = name.to_string();
+        let owner = Some(ctx.owner_for(parent.0, owner.0, owner.1));
         self.spawn(async move {
-            match ctx.fs_op(&key, FsOp::GetAttr).await {
-                Ok(_) => return reply.error(Errno::EEXIST),
-                Err(e) if errno_of(&e) == Some(libc::ENOENT) => {}
-                Err(e) => return reply.error(errno(&e, "mkdir", &key)),
-            }
-            let dir_key = format!("{key}/");
-            let put = ctx.store.put_object(&ctx.opts.bucket, &dir_key, PutObjectRequest::default(), Body::Empty);
-            if let Err(e) = put.await {
-                return reply.error(errno(&e, "mkdir", &key));
-            }
-            let set = SetFsAttr { mode: Some(mode & !umask & 0o7777), ..Default::default() };
-            match ctx.fs_op(&key, FsOp::SetAttr(set)).await {
+            match ctx.fs_op(&key, FsOp::Mkdir { mode: mode & !umask & 0o7777, owner }).await {
                 Ok(a) => ctx.install_made(parent.0, &name, a, reply),
                 Err(e) => reply.error(errno(&e, "mkdir", &key)),
             }
         });
+    }
+
+    /// create in `--posix-attrs` mode: the file is made in the store at once (an empty file,
+    /// with the mode asked for and the caller as its owner: an `O_EXCL` create that loses to
+    /// another is `EEXIST` there), and its bytes go up on close; a file closed with nothing
+    /// written stays the empty file made here.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn posix_create(
+        &self,
+        owner: (u32, u32),
+        parent: INodeNo,
+        name: &str,
+        mode: u32,
+        umask: u32,
+        pid: u32,
+        reply: ReplyCreate,
+    ) {
+        let ctx = self.ctx.clone();
+        let key = match ctx.key_in(parent.0, name) {
+            Ok(k) => k,
+            Err(e) => return reply.error(e),
+        };
+        let name = name.to_string();
+        let owner = Some(ctx.owner_for(parent.0, owner.0, owner.1));
+        self.spawn(async move {
+            let op = FsOp::Mknod { kind: FsKind::File, mode: mode & !umask & 0o7777, rdev: 0, owner };
+            match ctx.fs_op(&key, op).await {
+                Ok(a) => super::files::create_local(&ctx, parent.0, &name, key, pid, Some(a), None, reply),
+                Err(e) => reply.error(errno(&e, "create", &key)),
+            }
+        });
+    }
+
+    /// open with `O_TRUNC` of a file of the store in `--posix-attrs` mode: truncated there at
+    /// once (the file keeps its inode, mode, owner and links while nothing is written), then
+    /// written as a new file would be.
+    pub(super) fn posix_open_trunc(&self, ino: INodeNo, key: String, pid: u32, reply: ReplyOpen) {
+        let ctx = self.ctx.clone();
+        self.spawn(async move {
+            let set = SetFsAttr { size: Some(0), ..Default::default() };
+            let a = match ctx.fs_op(&key, FsOp::SetAttr(set)).await {
+                Ok(a) => a,
+                Err(e) => return reply.error(errno(&e, "open", &key)),
+            };
+            let mut t = lock(&ctx.table);
+            let linked = a.nlink > 1;
+            let Some(i) = t.inodes.get_mut(&ino.0) else {
+                return reply.error(Errno::ENOENT);
+            };
+            if i.local != Local::No {
+                // Another writer opened it meanwhile: one writer per file.
+                return reply.error(Errno::EPERM);
+            }
+            i.etag = String::new();
+            i.cached_etag = None;
+            ctx.keep_attr(i, a);
+            let writer = Writer::new(ctx.wctx.clone(), i.key.clone(), pid).made_empty();
+            let fh = ctx.new_fh(Handle::Write { ino: ino.0, writer: Mutex::new(writer) });
+            i.local = Local::Writing(fh);
+            i.opens += 1;
+            let (parent, name) = (i.parent, i.name.clone());
+            t.local_children.entry(parent).or_default().insert(name);
+            if linked {
+                expire_linked(&mut t);
+            }
+            reply.opened(FileHandle(fh), FopenFlags::empty());
+        });
+    }
+
+    /// truncate, ftruncate or fallocate in `--posix-attrs` mode of a file being written here:
+    /// done in the store when the file is there and nothing was written through the handle yet
+    /// (a file just created, an appender that has not appended), else `EPERM` (bytes not
+    /// uploaded cannot be cut or extended in the store). `done` gets the new attributes.
+    pub(super) fn posix_resize_writing(
+        &self,
+        ino: INodeNo,
+        fh: u64,
+        key: String,
+        set: SetFsAttr,
+        done: impl FnOnce(Result<fuser::FileAttr, Errno>) + Send + 'static,
+    ) {
+        let ctx = self.ctx.clone();
+        let Some(h) = ctx.handle(FileHandle(fh)) else {
+            return done(Err(Errno::EBADF));
+        };
+        let Handle::Write { writer, .. } = &*h else {
+            return done(Err(Errno::EBADF));
+        };
+        if !lock(writer).can_truncate() {
+            tracing::info!(
+                "s3hpc mount: resize of {key:?} refused: bytes were written through its handle and are not all in the store"
+            );
+            return done(Err(Errno::EPERM));
+        }
+        let size = set.size.unwrap_or(0);
+        self.spawn(async move {
+            let a = match ctx.fs_op(&key, FsOp::SetAttr(set)).await {
+                Ok(a) => a,
+                Err(e) => return done(Err(errno(&e, "truncate", &key))),
+            };
+            let Handle::Write { writer, .. } = &*h else { unreachable!("checked") };
+            let appender = {
+                let mut w = lock(writer);
+                w.truncated(size);
+                w.is_appender()
+            };
+            let mut t = lock(&ctx.table);
+            if !appender && t.inodes.get(&ino.0).is_some_and(|i| i.local == Local::Writing(fh)) {
+                // The new file is complete in the store as it is now.
+                t.make_remote(ino.0);
+            }
+            let Some(i) = t.inodes.get_mut(&ino.0) else {
+                return done(Err(Errno::ENOENT));
+            };
+            i.size = a.size;
+            i.etag = String::new();
+            i.cached_etag = None;
+            ctx.keep_attr(i, a);
+            let attr = ctx.attr(ino.0, i);
+            done(Ok(attr))
+        });
+    }
+
+    /// rmdir in `--posix-attrs` mode: the store's rmdir(2) (ENOTEMPTY for special files and
+    /// symlinks too, which a listing of objects does not show).
+    pub(super) fn posix_rmdir(&self, parent: INodeNo, name: String, key: String, reply: ReplyEmpty) {
+        let ctx = self.ctx.clone();
+        self.spawn(async move {
+            match ctx.fs_op(&key, FsOp::Rmdir).await {
+                Ok(_) => {
+                    lock(&ctx.table).remove_name(parent.0, &name, ctx.until());
+                    reply.ok()
+                }
+                Err(e) => reply.error(errno(&e, "rmdir", &key)),
+            }
+        });
+    }
+
+    /// unlink in `--posix-attrs` mode of what is no object: a symlink, a special file, a path
+    /// longer than S3's keys (the store's unlink(2)).
+    pub(super) fn posix_unlink(&self, parent: INodeNo, name: String, key: String, reply: ReplyEmpty) {
+        let ctx = self.ctx.clone();
+        self.spawn(async move {
+            match ctx.fs_op(&key, FsOp::Unlink).await {
+                Ok(_) => {
+                    let mut t = lock(&ctx.table);
+                    t.remove_name(parent.0, &name, ctx.until());
+                    expire_linked(&mut t);
+                    reply.ok()
+                }
+                Err(e) => reply.error(errno(&e, "unlink", &key)),
+            }
+        });
+    }
+}
+
+/// Whether `key` can name an object (S3's 1,024 bytes; a directory's prefix adds a `/`).
+pub(super) fn is_object_key(key: &str) -> bool {
+    key.len() < s3hpc_core::MAX_KEY_LEN
+}
+
+/// What a lookup found, from the store's attributes alone.
+fn found_of(a: &FsAttr) -> Found {
+    match a.kind {
+        FsKind::Dir => Found::Dir,
+        _ => Found::File { size: a.size, etag: String::new(), mtime: a.mtime.system_time() },
     }
 }
 

@@ -47,6 +47,20 @@ pub(super) fn rename_dir(
                 reply.ok();
             }
             // Nothing of it in the bucket yet: a directory of this mount alone.
+            Err(e) if ctx.posix() && matches!(e.code, ErrorCode::NoSuchKey | ErrorCode::KeyTooLongError) => {
+                // `--posix-attrs`: a directory that is no object and holds none (a plain
+                // directory of the store, a path longer than keys): the store's rename(2).
+                let (from, to) = (src.trim_end_matches('/'), dst.trim_end_matches('/'));
+                let op = s3hpc_core::fsattr::FsOp::Rename { source: from.to_string(), noreplace };
+                match ctx.fs_op(to, op).await {
+                    Ok(_) => {
+                        lock(&ctx.table).rename_dir(parent, &name, newparent, &newname, to.to_string());
+                        rekey_readers(&ctx, &src, &dst, true);
+                        reply.ok();
+                    }
+                    Err(e) => reply.error(errno(&e, "rename", from)),
+                }
+            }
             Err(e) if local && e.code == ErrorCode::NoSuchKey => {
                 let key = dst.trim_end_matches('/').to_string();
                 lock(&ctx.table).rename_dir(parent, &name, newparent, &newname, key);
