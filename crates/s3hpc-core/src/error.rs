@@ -2,6 +2,7 @@
 //! codes, so a front end only maps `ErrorCode` to its wire form.
 
 use std::fmt;
+use std::sync::Arc;
 
 macro_rules! error_codes {
     ($( $name:ident => $status:expr, $msg:expr; )*) => {
@@ -138,11 +139,34 @@ pub struct Error {
     /// Empty (no allocation) for most errors. The HTTP front end writes them; the binary
     /// protocol does not carry them.
     pub details: Vec<(&'static str, String)>,
+    /// The I/O error this one was made from, if any: [`std::error::Error::source`], so a log
+    /// that walks the chain keeps the errno. Never sent to a client.
+    io: IoSource,
 }
+
+/// An [`Error`]'s I/O source: shared (errors are cloned) and left out of `==` (two errors are
+/// equal when they say the same to the client).
+#[derive(Debug, Clone, Default)]
+struct IoSource(Option<Arc<std::io::Error>>);
+
+impl PartialEq for IoSource {
+    fn eq(&self, _: &IoSource) -> bool {
+        true
+    }
+}
+
+impl Eq for IoSource {}
 
 impl Error {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Error { code, message: message.into(), resource: None, delete_marker: None, details: Vec::new() }
+        Error {
+            code,
+            message: message.into(),
+            resource: None,
+            delete_marker: None,
+            details: Vec::new(),
+            io: IoSource(None),
+        }
     }
 
     /// An error with AWS's default message for the code.
@@ -153,7 +177,20 @@ impl Error {
             resource: None,
             delete_marker: None,
             details: Vec::new(),
+            io: IoSource(None),
         }
+    }
+
+    /// Keeps `e` as this error's source ([`std::error::Error::source`]): what it was made from,
+    /// for logs (the errno), not for the client.
+    pub fn with_io_source(mut self, e: std::io::Error) -> Self {
+        self.io = IoSource(Some(Arc::new(e)));
+        self
+    }
+
+    /// The I/O error this one was made from, if it kept it.
+    pub fn io_source(&self) -> Option<&std::io::Error> {
+        self.io.0.as_deref()
     }
 
     pub fn with_resource(mut self, resource: impl Into<String>) -> Self {
@@ -228,7 +265,11 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.io.0.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 impl From<std::io::Error> for Error {
     /// I/O errors that reach a front end are internal errors, except the few kinds that have an
@@ -238,7 +279,7 @@ impl From<std::io::Error> for Error {
         if e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
             return *e.into_inner().unwrap().downcast::<Error>().unwrap();
         }
-        match e.kind() {
+        let out = match e.kind() {
             std::io::ErrorKind::UnexpectedEof => Error::new(ErrorCode::IncompleteBody, e.to_string()),
             std::io::ErrorKind::TimedOut => Error::new(ErrorCode::RequestTimeout, e.to_string()),
             std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
@@ -246,7 +287,8 @@ impl From<std::io::Error> for Error {
             }
             std::io::ErrorKind::PermissionDenied => Error::new(ErrorCode::AccessDenied, e.to_string()),
             _ => Error::internal(e.to_string()),
-        }
+        };
+        out.with_io_source(e)
     }
 }
 
@@ -271,6 +313,29 @@ mod tests {
         assert_eq!(ErrorCode::InvalidRange.http_status(), 416);
         assert_eq!(ErrorCode::PreconditionFailed.http_status(), 412);
         assert_eq!(ErrorCode::BucketNotEmpty.http_status(), 409);
+    }
+
+    /// An error made from an I/O error keeps it as its source, errno and all (and says the same
+    /// to the client as before: the source is left out of `==`).
+    #[test]
+    fn io_error_is_the_source() {
+        use std::error::Error as _;
+        for (errno, code) in [
+            (libc::ENOENT, ErrorCode::InternalError),
+            (libc::EACCES, ErrorCode::AccessDenied),
+            (libc::ENOSPC, ErrorCode::XMinioStorageFull),
+        ] {
+            let e = Error::from(std::io::Error::from_raw_os_error(errno));
+            assert_eq!(e.code, code);
+            let src = e.source().expect("the io::Error is the source");
+            let io = src.downcast_ref::<std::io::Error>().expect("an io::Error");
+            assert_eq!(io.raw_os_error(), Some(errno));
+            assert_eq!(e.io_source().and_then(|s| s.raw_os_error()), Some(errno));
+            // Clones keep it; equality ignores it.
+            assert_eq!(e.clone().io_source().and_then(|s| s.raw_os_error()), Some(errno));
+            assert_eq!(e, Error::new(e.code, e.message.clone()));
+        }
+        assert!(Error::code(ErrorCode::NoSuchKey).source().is_none());
     }
 
     #[test]

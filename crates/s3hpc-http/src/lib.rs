@@ -327,9 +327,10 @@ pub(crate) async fn serve_state(
     Ok(())
 }
 
-/// One request from its head to its last response byte: counted in flight while it lives, and
-/// recorded in the metrics (operation, status, latency, body bytes) when dropped.
-pub(crate) struct Request<'a> {
+/// The metrics record of one request, from its head to its last response byte: counted in
+/// flight while it lives, and recorded in the metrics (operation, status, latency, body bytes)
+/// when dropped. (The request itself is `http::request::Parts` and a [`ReqBody`].)
+pub(crate) struct RequestRecord<'a> {
     metrics: Option<&'a HttpMetrics>,
     start: Instant,
     pub rid: u64,
@@ -341,13 +342,13 @@ pub(crate) struct Request<'a> {
     pub bytes_out: u64,
 }
 
-impl<'a> Request<'a> {
+impl<'a> RequestRecord<'a> {
     pub(crate) fn begin(st: &'a State, rid: u64) -> Self {
         let metrics = st.cfg.metrics.as_deref();
         if let Some(m) = metrics {
             m.in_flight.inc();
         }
-        Request {
+        RequestRecord {
             metrics,
             start: Instant::now(),
             rid,
@@ -360,7 +361,7 @@ impl<'a> Request<'a> {
     }
 }
 
-impl Drop for Request<'_> {
+impl Drop for RequestRecord<'_> {
     fn drop(&mut self) {
         let Some(m) = self.metrics else { return };
         m.in_flight.dec();
@@ -383,7 +384,7 @@ pub(crate) async fn handle(
     state: &State,
     parts: http::request::Parts,
     body: ReqBody,
-    req: &mut Request<'_>,
+    req: &mut RequestRecord<'_>,
 ) -> Response<RespBody> {
     if let Some(c) = &state.console {
         return Box::pin(console::handle(state, c, parts, body, req)).await;
@@ -396,7 +397,7 @@ pub(crate) async fn handle_s3(
     state: &State,
     parts: http::request::Parts,
     body: ReqBody,
-    req: &mut Request<'_>,
+    req: &mut RequestRecord<'_>,
 ) -> Response<RespBody> {
     let start = Instant::now();
     let rid = req.rid;

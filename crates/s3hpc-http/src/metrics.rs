@@ -1,5 +1,5 @@
 //! The gateway's Prometheus metrics (crate `prometheus-client`), recorded at one place: when a
-//! request's response has been written ([`crate::Request`]'s drop), plus the connection and
+//! request's response has been written ([`crate::RequestRecord`]'s drop), plus the connection and
 //! upload-slot gauges the engine keeps anyway. `s3hpc serve --admin-listen` serves them.
 
 use std::sync::atomic::Ordering;

@@ -418,7 +418,9 @@ impl<'a> Dec<'a> {
         let code = ErrorCode::ALL.get(idx).copied().unwrap_or(ErrorCode::InternalError);
         let message = self.str()?;
         let resource = self.opt_str()?;
-        Ok(Error { delete_marker: None, code, message, resource, details: Vec::new() })
+        let mut e = Error::new(code, message);
+        e.resource = resource;
+        Ok(e)
     }
     pub fn object_info(&mut self) -> Result<ObjectInfo> {
         let key = self.str()?;

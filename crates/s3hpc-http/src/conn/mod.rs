@@ -211,7 +211,7 @@ pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watc
         // Every log line of the request carries its id (as the x-amz-request-id header shows it).
         let ((keep, back), done) = crate::REQUEST_ID
             .scope(rid, async {
-                let mut req = crate::Request::begin(&st, rid);
+                let mut req = crate::RequestRecord::begin(&st, rid);
                 let resp = crate::handle(&st, parts, body, &mut req).await;
                 // The S3 layer has normally dropped the body by now; one that is still held somewhere
                 // (it should not be) costs the connection, never correctness.

@@ -32,7 +32,7 @@ use http::{HeaderValue, Method, Response, StatusCode, header};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 
-use crate::{Config, ReqBody, Request, RespBody, State};
+use crate::{Config, ReqBody, RequestRecord, RespBody, State};
 
 mod assets;
 
@@ -312,7 +312,7 @@ pub(crate) async fn handle(
     c: &Console,
     parts: http::request::Parts,
     body: ReqBody,
-    req: &mut Request<'_>,
+    req: &mut RequestRecord<'_>,
 ) -> Response<RespBody> {
     let path = parts.uri.path().to_string();
     if path == "/s3" || path.starts_with("/s3/") {
@@ -651,7 +651,7 @@ async fn proxy(
     c: &Console,
     mut parts: http::request::Parts,
     body: ReqBody,
-    req: &mut Request<'_>,
+    req: &mut RequestRecord<'_>,
 ) -> Response<RespBody> {
     req.op = "Console";
     let mut resp = match c.session(st, &parts) {
