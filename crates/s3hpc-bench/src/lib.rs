@@ -4,6 +4,7 @@
 //! HTTP gateway, binary protocol, in-process memory/noop). Workloads run as tokio tasks inside a
 //! rank; ranks are a first-class concept through [`coord::Coordinator`] (single rank, `--procs N`
 //! local processes, or MPI ranks with the `mpi` feature).
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod cli;
 pub mod coord;

@@ -32,9 +32,13 @@ fn check(what: &str, rc: c_int) -> anyhow::Result<()> {
 /// Variable-length all-gather: lengths first, then the bytes.
 fn allgather(size: usize, mine: &[u8]) -> anyhow::Result<Vec<Vec<u8>>> {
     let mut lens = vec![0i64; size];
+    // SAFETY: `lens` has `size` entries and `size` is the communicator's size (from s3hpc_mpi_init on
+    // this thread), so the shim's MPI_Allgather writes within it.
     check("allgather (lengths)", unsafe { s3hpc_mpi_allgather_len(mine.len() as i64, lens.as_mut_ptr()) })?;
     let total: i64 = lens.iter().sum();
     let mut out = vec![0u8; total as usize];
+    // SAFETY: `mine` is valid for its length, `lens` holds every rank's length and `out` their sum,
+    // which is what MPI_Allgatherv writes.
     check("allgatherv", unsafe {
         s3hpc_mpi_allgatherv(mine.as_ptr(), mine.len() as i64, out.as_mut_ptr(), lens.as_ptr(), size as c_int)
     })?;
@@ -55,9 +59,12 @@ fn split(out: &[u8], lens: &[i64]) -> Vec<Vec<u8>> {
 /// Variable-length gather to rank 0 (others get an empty vector).
 pub fn gather_root(rank: usize, size: usize, mine: &[u8]) -> anyhow::Result<Vec<Vec<u8>>> {
     let mut lens = vec![0i64; size];
+    // SAFETY: as in `allgather`: `lens` has `size` entries, the communicator's size (callers pass it).
     check("gather (lengths)", unsafe { s3hpc_mpi_allgather_len(mine.len() as i64, lens.as_mut_ptr()) })?;
     let total: i64 = if rank == 0 { lens.iter().sum() } else { 0 };
     let mut out = vec![0u8; total as usize];
+    // SAFETY: `mine` is valid for its length and `lens` has every rank's length; only rank 0's `out`
+    // is written, and on rank 0 it holds their sum.
     check("gatherv", unsafe {
         s3hpc_mpi_gatherv(mine.as_ptr(), mine.len() as i64, out.as_mut_ptr(), lens.as_ptr(), size as c_int, 0)
     })?;
@@ -67,8 +74,11 @@ pub fn gather_root(rank: usize, size: usize, mine: &[u8]) -> anyhow::Result<Vec<
 /// Rank 0's bytes on every rank (length first).
 pub fn broadcast(rank: usize, data: &[u8]) -> anyhow::Result<Vec<u8>> {
     let mut n = if rank == 0 { data.len() as i64 } else { 0 };
+    // SAFETY: `n` is an i64: 8 writable bytes, the length every rank passes.
     check("bcast (length)", unsafe { s3hpc_mpi_bcast(&mut n as *mut i64 as *mut u8, 8, 0) })?;
     let mut buf = if rank == 0 { data.to_vec() } else { vec![0u8; n as usize] };
+    // SAFETY: `buf` has `n` bytes on every rank (rank 0's data, the others' zeroes) after the length
+    // broadcast above.
     check("bcast", unsafe { s3hpc_mpi_bcast(buf.as_mut_ptr(), n, 0) })?;
     Ok(buf)
 }
@@ -91,6 +101,7 @@ impl MpiCoordinator {
         let (itx, irx) = mpsc::channel::<anyhow::Result<(usize, usize)>>();
         std::thread::Builder::new().name("mpi".into()).spawn(move || {
             let (mut rank, mut size) = (0, 0);
+            // SAFETY: `rank` and `size` are live ints; MPI is initialised on this dedicated thread only.
             let r = check("init", unsafe { s3hpc_mpi_init(&mut rank, &mut size) });
             let ok = r.is_ok();
             let _ = itx.send(r.map(|_| (rank as usize, size as usize)));
@@ -104,6 +115,8 @@ impl MpiCoordinator {
                         let _ = reply.send(allgather(size, &d));
                     }
                     Req::Finish(ok, reply) => {
+                        // SAFETY: no pointers: the collective calls run on the thread that initialised MPI, which stops
+                        // after them.
                         unsafe {
                             if ok {
                                 s3hpc_mpi_barrier();

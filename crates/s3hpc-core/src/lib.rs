@@ -3,6 +3,7 @@
 //! A backend implements [`Store`]; front ends (HTTP, binary protocol, C ABI) and clients speak
 //! to any backend through it. See `docs/ARCHITECTURE.md`.
 #![deny(unsafe_code)] // the one block left (body.rs) allows itself
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod body;
 pub mod caller;

@@ -13,6 +13,7 @@
 //! the store through [`s3hpc_sigv4::verified_body`]; every error is an S3 XML error document
 //! carrying the request id.
 #![deny(unsafe_code)] // the one function left (tls.rs) allows itself
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::future::Future;
 use std::io;

@@ -26,6 +26,10 @@ fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
 }
 
 /// Capture arguments with `args`; on failure report it at once, else run or queue `op`.
+///
+/// # Safety
+/// `ctx` is NULL or a live context from `S3_create_request_context`; `args` runs before this
+/// returns, so the C arguments it reads need to be valid only for this call.
 unsafe fn request<A: 'static>(
     ctx: *mut c_void,
     resp: Resp,
@@ -37,6 +41,7 @@ unsafe fn request<A: 'static>(
         Ok(Err(f)) => return resp.complete(Err(f)),
         Err(_) => return resp.complete(Err(Fail::Status(S3StatusInternalError, "internal error (panic)".into()))),
     };
+    // SAFETY: ctx is NULL or a live context (this function's # Safety), as `dispatch` requires.
     unsafe { dispatch(ctx, resp, move |r| op(a, r)) }
 }
 
@@ -91,6 +96,7 @@ pub unsafe extern "C" fn S3_validate_bucket_name(bucket_name: *const c_char, uri
         if bucket_name.is_null() {
             return S3StatusInvalidBucketNameTooShort;
         }
+        // SAFETY: not NULL (checked above); libs3's contract: bucketName is a NUL-terminated string.
         validate_bucket_name(unsafe { std::ffi::CStr::from_ptr(bucket_name) }.to_bytes(), uri_style)
     })
 }
@@ -104,6 +110,7 @@ pub unsafe extern "C" fn S3_convert_acl(
     _acl_grants: *mut S3AclGrant,
 ) -> S3Status {
     if !acl_grant_count_return.is_null() {
+        // SAFETY: not NULL (checked above); libs3's contract: it points to the caller's int.
         unsafe { *acl_grant_count_return = 0 };
     }
     S3StatusErrorNotImplemented
@@ -119,6 +126,8 @@ pub unsafe extern "C" fn S3_generate_authenticated_query_string(
     _http_method: *const c_char,
 ) -> S3Status {
     if !buffer.is_null() {
+        // SAFETY: not NULL (checked above); libs3's contract: the caller's buffer of at least
+        // S3_MAX_AUTHENTICATED_QUERY_STRING_SIZE bytes.
         unsafe { *buffer = 0 };
     }
     S3StatusErrorNotImplemented
@@ -133,6 +142,7 @@ pub unsafe extern "C" fn S3_create_request_context(ret: *mut *mut c_void) -> S3S
             return S3StatusInternalError;
         }
         let ctx = Box::new(RequestContext::new());
+        // SAFETY: not NULL (checked above); libs3's contract: the caller's S3RequestContext* to fill in.
         unsafe { *ret = Box::into_raw(ctx) as *mut c_void };
         S3StatusOK
     })
@@ -145,6 +155,7 @@ pub unsafe extern "C" fn S3_create_request_context_ex(
     _setup: SetupCurlCallback,
     _setup_data: *mut c_void,
 ) -> S3Status {
+    // SAFETY: the caller's argument, passed on unchanged under the same contract.
     unsafe { S3_create_request_context(ret) }
 }
 
@@ -154,6 +165,8 @@ pub unsafe extern "C" fn S3_destroy_request_context(ctx: *mut c_void) {
         if ctx.is_null() {
             return;
         }
+        // SAFETY: not NULL (checked above); libs3's contract: ctx came from S3_create_request_context (a
+        // Box::into_raw) and is destroyed once, so we take that Box back.
         let ctx = unsafe { Box::from_raw(ctx as *mut RequestContext) };
         ctx.cancel_all();
     })
@@ -162,6 +175,8 @@ pub unsafe extern "C" fn S3_destroy_request_context(ctx: *mut c_void) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn S3_runall_request_context(ctx: *mut c_void) -> S3Status {
     guard(S3StatusInternalError, || {
+        // SAFETY: ctx is NULL (None) or came from S3_create_request_context and is not freed until
+        // S3_destroy_request_context (libs3's contract).
         let Some(c) = (unsafe { (ctx as *const RequestContext).as_ref() }) else {
             return S3StatusInternalError;
         };
@@ -173,11 +188,13 @@ pub unsafe extern "C" fn S3_runall_request_context(ctx: *mut c_void) -> S3Status
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn S3_runonce_request_context(ctx: *mut c_void, remaining: *mut c_int) -> S3Status {
     guard(S3StatusInternalError, || {
+        // SAFETY: as in S3_runall_request_context.
         let Some(c) = (unsafe { (ctx as *const RequestContext).as_ref() }) else {
             return S3StatusInternalError;
         };
         c.run_one();
         if !remaining.is_null() {
+            // SAFETY: not NULL (checked above); libs3's contract: it points to the caller's int.
             unsafe { *remaining = c.pending().min(c_int::MAX as usize) as c_int };
         }
         S3StatusOK
@@ -187,6 +204,7 @@ pub unsafe extern "C" fn S3_runonce_request_context(ctx: *mut c_void, remaining:
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn S3_process_request_context(ctx: *mut c_void) -> S3Status {
     guard(S3StatusInternalError, || {
+        // SAFETY: as in S3_runall_request_context.
         let Some(c) = (unsafe { (ctx as *const RequestContext).as_ref() }) else {
             return S3StatusInternalError;
         };
@@ -205,6 +223,7 @@ pub unsafe extern "C" fn S3_get_request_context_fdsets(
 ) -> S3Status {
     // Requests run when the context is run, not on sockets: there is nothing to wait for.
     if !max_fd.is_null() {
+        // SAFETY: not NULL (checked above); libs3's contract: it points to the caller's int.
         unsafe { *max_fd = -1 };
     }
     if ctx.is_null() { S3StatusInternalError } else { S3StatusOK }
@@ -233,6 +252,8 @@ pub unsafe extern "C" fn S3_list_service(
     handler: *const S3ListServiceHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
     guard((), || unsafe {
         let h = handler.as_ref();
         let resp = Resp::new(h.map_or(std::ptr::null(), |h| &h.responseHandler), data);
@@ -268,6 +289,10 @@ pub unsafe extern "C" fn S3_test_bucket(
     handler: *const S3ResponseHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
+    // location_constraint_return is NULL or the caller's buffer of location_constraint_return_size bytes,
+    // kept until the request completes.
     guard((), || unsafe {
         let resp = Resp::new(handler, data);
         request(
@@ -298,6 +323,8 @@ pub unsafe extern "C" fn S3_create_bucket(
     handler: *const S3ResponseHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
     guard((), || unsafe {
         let resp = Resp::new(handler, data);
         request(
@@ -324,6 +351,8 @@ pub unsafe extern "C" fn S3_delete_bucket(
     handler: *const S3ResponseHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
     guard((), || unsafe {
         let resp = Resp::new(handler, data);
         request(ctx, resp, || bucket_args(bucket_name, uri_style, access_key_id, secret_access_key), ops::delete_bucket)
@@ -342,6 +371,8 @@ pub unsafe extern "C" fn S3_list_bucket(
     handler: *const S3ListBucketHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
     guard((), || unsafe {
         let h = handler.as_ref();
         let resp = Resp::new(h.map_or(std::ptr::null(), |h| &h.responseHandler), data);
@@ -378,6 +409,9 @@ pub unsafe extern "C" fn S3_put_object(
     handler: *const S3PutObjectHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
+    // put_properties is NULL or valid; data only goes back to the program's own callbacks.
     guard((), || unsafe {
         let h = handler.as_ref();
         let resp = Resp::new(h.map_or(std::ptr::null(), |h| &h.responseHandler), data);
@@ -406,6 +440,8 @@ pub unsafe extern "C" fn S3_copy_object(
     handler: *const S3ResponseHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: the caller's arguments under the same contract, plus part_no 0 and a NULL upload_id,
+    // which S3_copy_object_range accepts.
     unsafe {
         S3_copy_object_range(
             bucket_context,
@@ -447,6 +483,10 @@ pub unsafe extern "C" fn S3_copy_object_range(
     handler: *const S3ResponseHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
+    // `*bucket_context` is read only after `bucket_ctx` found it not NULL; last_modified_return
+    // and etag_return (etag_return_size bytes) are NULL or the caller's, kept until the request completes.
     guard((), || unsafe {
         let resp = Resp::new(handler, data);
         let out = ops::CopyOut { last_modified: last_modified_return, etag: etag_return, etag_size: etag_return_size };
@@ -493,6 +533,9 @@ pub unsafe extern "C" fn S3_get_object(
     handler: *const S3GetObjectHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
+    // get_conditions is NULL or valid.
     guard((), || unsafe {
         let h = handler.as_ref();
         let resp = Resp::new(h.map_or(std::ptr::null(), |h| &h.responseHandler), data);
@@ -515,6 +558,8 @@ pub unsafe extern "C" fn S3_head_object(
     handler: *const S3ResponseHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
     guard((), || unsafe {
         let resp = Resp::new(handler, data);
         request(
@@ -535,6 +580,8 @@ pub unsafe extern "C" fn S3_delete_object(
     handler: *const S3ResponseHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
     guard((), || unsafe {
         let resp = Resp::new(handler, data);
         request(
@@ -559,6 +606,8 @@ macro_rules! unimplemented_request {
             data: *mut c_void,
         ) {
             $(let _ = $arg;)*
+            // SAFETY: libs3's contract: handler is NULL or a valid handler, ctx is NULL or a live request context;
+            // no other argument is read.
             guard((), || unsafe {
                 let resp = Resp::new(handler, data);
                 request(ctx, resp, || Ok(()), |_, _| not_implemented(stringify!($name)))
@@ -616,6 +665,9 @@ pub unsafe extern "C" fn S3_initiate_multipart(
     _timeout_ms: c_int,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
+    // put_properties is NULL or valid; the handler is only read.
     guard((), || unsafe {
         let h = (handler as *const S3MultipartInitialHandler).as_ref();
         let resp = Resp::new(h.map_or(std::ptr::null(), |h| &h.responseHandler), data);
@@ -642,6 +694,9 @@ pub unsafe extern "C" fn S3_upload_part(
     _timeout_ms: c_int,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
+    // put_properties is NULL or valid; the handler is only read.
     guard((), || unsafe {
         let h = (handler as *const S3PutObjectHandler).as_ref();
         let resp = Resp::new(h.map_or(std::ptr::null(), |h| &h.responseHandler), data);
@@ -676,6 +731,9 @@ pub unsafe extern "C" fn S3_complete_multipart_upload(
     _timeout_ms: c_int,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
+    // The handler is only read.
     guard((), || unsafe {
         let h = (handler as *const S3MultipartCommitHandler).as_ref();
         let resp = Resp::new(h.map_or(std::ptr::null(), |h| &h.responseHandler), data);
@@ -708,6 +766,8 @@ pub unsafe extern "C" fn S3_list_parts(
     handler: *const S3ListPartsHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
     guard((), || unsafe {
         let h = handler.as_ref();
         let resp = Resp::new(h.map_or(std::ptr::null(), |h| &h.responseHandler), data);
@@ -736,6 +796,9 @@ pub unsafe extern "C" fn S3_abort_multipart_upload(
     _timeout_ms: c_int,
     handler: *mut S3AbortMultipartUploadHandler,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
+    // The handler is only read; ctx is NULL (the request runs now).
     guard((), || unsafe {
         let h = (handler as *const S3AbortMultipartUploadHandler).as_ref();
         // As in libs3, the callbacks of an abort receive no callback data.
@@ -763,6 +826,8 @@ pub unsafe extern "C" fn S3_list_multipart_uploads(
     handler: *const S3ListMultipartUploadsHandler,
     data: *mut c_void,
 ) {
+    // SAFETY: libs3's contract: handler is NULL or a valid handler, bucket_context is NULL or valid, the
+    // strings are NULL or NUL-terminated (all read before `request` returns), ctx is NULL or a live request context.
     guard((), || unsafe {
         let h = handler.as_ref();
         let resp = Resp::new(h.map_or(std::ptr::null(), |h| &h.responseHandler), data);

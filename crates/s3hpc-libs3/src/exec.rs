@@ -162,6 +162,7 @@ impl Resp {
     /// # Safety
     /// `h` is NULL or points to a valid handler.
     pub unsafe fn new(h: *const S3ResponseHandler, data: *mut c_void) -> Self {
+        // SAFETY: `h` is NULL (None) or points to a valid handler (# Safety above).
         let (props, complete) = match unsafe { h.as_ref() } {
             Some(h) => (h.propertiesCallback, h.completeCallback),
             None => (None, None),
@@ -199,6 +200,8 @@ impl Resp {
             metaData: if nv.is_empty() { ptr::null() } else { nv.as_ptr() },
             usesServerSideEncryption: 0,
         };
+        // SAFETY: cb is the program's properties callback, called with the data pointer it gave us; `c`
+        // and the strings it points to (`buf`, `nv`) live until it returns.
         let st = unsafe { cb(&c, self.data) };
         drop(nv);
         let _ = PROPS_BUF.try_with(|b| {
@@ -228,6 +231,8 @@ impl Resp {
                     extraDetailsCount: 0,
                     extraDetails: ptr::null_mut(),
                 };
+                // SAFETY: cb is the program's complete callback, called with the data pointer it gave us; `d` lives
+                // until it returns.
                 unsafe { cb(S3StatusOK, &d, self.data) };
             }
             Err(f) => {
@@ -246,6 +251,7 @@ impl Resp {
                 };
                 // Keep the strings alive after the callback (replacing the previous error's).
                 let _ = LAST_ERROR.try_with(|l| *l.borrow_mut() = strings);
+                // SAFETY: as above; `d`'s strings stay in LAST_ERROR after the callback returns.
                 unsafe { cb(st, &d, self.data) };
             }
         }
@@ -275,6 +281,8 @@ type JobFn = Box<dyn FnOnce(bool)>;
 /// A queued request. It holds the program's callback pointers; libs3 lets a context be run
 /// from any one thread at a time, so moving it between threads is the program's business.
 struct Job(JobFn);
+// SAFETY: a Job holds the program's callback and data pointers; libs3 lets a context be run from one
+// thread at a time, so a Job runs on one thread, and which one is the program's choice as in libs3.
 unsafe impl Send for Job {}
 
 /// What `S3RequestContext*` points to.
@@ -326,6 +334,7 @@ impl Default for RequestContext {
 /// `ctx` is NULL or a context made by `S3_create_request_context` and not yet destroyed.
 pub unsafe fn dispatch(ctx: *mut c_void, resp: Resp, op: impl FnOnce(&Resp) -> Res + 'static) {
     let ctx = ctx as *const RequestContext;
+    // SAFETY: `ctx` is NULL (None) or a live context from S3_create_request_context (# Safety above).
     match unsafe { ctx.as_ref() } {
         None => run(resp, op),
         Some(c) => {
@@ -351,6 +360,7 @@ pub unsafe fn opt_str(p: *const c_char, what: &str) -> Res<Option<String>> {
     if p.is_null() {
         return Ok(None);
     }
+    // SAFETY: not NULL (checked above) and NUL-terminated (# Safety above).
     match unsafe { CStr::from_ptr(p) }.to_str() {
         Ok(s) => Ok(Some(s.to_string())),
         Err(_) => Err(Fail::invalid(format!("{what} is not valid UTF-8"))),
@@ -362,6 +372,7 @@ pub unsafe fn opt_str(p: *const c_char, what: &str) -> Res<Option<String>> {
 /// # Safety
 /// As [`opt_str`].
 pub unsafe fn req_str(p: *const c_char, what: &str) -> Res<String> {
+    // SAFETY: `p` is NULL or NUL-terminated (# Safety above), as opt_str requires.
     unsafe { opt_str(p, what) }?.ok_or_else(|| Fail::invalid(format!("{what} must not be NULL")))
 }
 
@@ -370,6 +381,7 @@ pub unsafe fn req_str(p: *const c_char, what: &str) -> Res<String> {
 /// # Safety
 /// As [`opt_str`].
 pub unsafe fn key_arg(p: *const c_char) -> Res<String> {
+    // SAFETY: `p` is NULL or NUL-terminated (# Safety above), as req_str requires.
     let k = unsafe { req_str(p, "key") }?;
     if k.is_empty() {
         return Err(Fail::Store(Error::new(ErrorCode::InvalidArgument, "Object key must not be empty"), true));
@@ -397,6 +409,7 @@ pub unsafe fn bucket_args(
     if name.is_null() {
         return Err(Fail::Status(S3StatusInvalidBucketNameTooShort, "bucket name is NULL".into()));
     }
+    // SAFETY: not NULL (checked above) and NUL-terminated (# Safety above).
     let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
     let st = validate_bucket_name(bytes, uri_style);
     if st != S3StatusOK {
@@ -406,8 +419,10 @@ pub unsafe fn bucket_args(
     let creds = !crate::target::is_embedded();
     Ok(Bucket {
         name: String::from_utf8_lossy(bytes).into_owned(),
+        // SAFETY: `access` is NULL or NUL-terminated (# Safety above).
         access_key: if creds { unsafe { opt_str(access, "accessKeyId") }?.unwrap_or_default() } else { String::new() },
         secret_key: if creds {
+            // SAFETY: `secret` is NULL or NUL-terminated (# Safety above).
             unsafe { opt_str(secret, "secretAccessKey") }?.unwrap_or_default()
         } else {
             String::new()
@@ -418,9 +433,11 @@ pub unsafe fn bucket_args(
 /// # Safety
 /// `ctx` is NULL or a valid bucket context.
 pub unsafe fn bucket_ctx(ctx: *const S3BucketContext) -> Res<Bucket> {
+    // SAFETY: `ctx` is NULL (None) or a valid bucket context (# Safety above).
     let Some(c) = (unsafe { ctx.as_ref() }) else {
         return Err(Fail::invalid("bucket context must not be NULL"));
     };
+    // SAFETY: a valid bucket context's strings are NULL or NUL-terminated (libs3's contract).
     unsafe { bucket_args(c.bucketName, c.uriStyle, c.accessKeyId, c.secretAccessKey) }
 }
 

@@ -4,6 +4,7 @@
 //! `include/libs3.h`) that sends libs3 requests to an s3hpc store instead of an HTTP server:
 //! embedded on a POSIX file system (`S3HPC_TARGET=file:///path`) or to the node-local gateway
 //! (`unix:///path.sock`, `tcp://host:port`). See `docs/LIBS3.md`.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod api;
 mod backends;

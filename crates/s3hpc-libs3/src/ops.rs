@@ -66,26 +66,35 @@ pub struct PutProps {
 /// # Safety
 /// `p` is NULL or a valid `S3PutProperties` whose strings are NUL-terminated.
 pub unsafe fn put_props(p: *const S3PutProperties) -> Res<Option<PutProps>> {
+    // SAFETY: `p` is NULL (None) or a valid S3PutProperties (# Safety above).
     let Some(p) = (unsafe { p.as_ref() }) else {
         return Ok(None);
     };
     let mut meta = ObjectMeta {
+        // SAFETY: a valid S3PutProperties' strings are NULL or NUL-terminated (# Safety above).
         content_type: unsafe { opt_str(p.contentType, "contentType") }?,
+        // SAFETY: as above.
         cache_control: unsafe { opt_str(p.cacheControl, "cacheControl") }?,
+        // SAFETY: as above.
         content_encoding: unsafe { opt_str(p.contentEncoding, "contentEncoding") }?,
+        // SAFETY: as above.
         content_disposition: unsafe { opt_str(p.contentDispositionFilename, "contentDispositionFilename") }?
             .map(|f| format!("attachment; filename=\"{f}\"")),
         expires: (p.expires >= 0).then(|| http_date(p.expires)),
         ..Default::default()
     };
     if p.metaDataCount > 0 && !p.metaData.is_null() {
+        // SAFETY: not NULL (checked above); libs3's contract: metaData points to metaDataCount name-value pairs.
         let nv = unsafe { std::slice::from_raw_parts(p.metaData, p.metaDataCount as usize) };
         for e in nv {
+            // SAFETY: the same contract: each name is NUL-terminated.
             let name = unsafe { req_str(e.name, "metaData name") }?;
+            // SAFETY: the same contract: each value is NULL or NUL-terminated.
             let value = unsafe { opt_str(e.value, "metaData value") }?.unwrap_or_default();
             meta.user.insert(name.to_ascii_lowercase(), value);
         }
     }
+    // SAFETY: a valid S3PutProperties' md5 is NULL or NUL-terminated (# Safety above).
     let md5 = match unsafe { opt_str(p.md5, "md5") }? {
         Some(m) => Some(s3hpc_core::checksum::parse_content_md5(&m)?),
         None => None,
@@ -96,12 +105,15 @@ pub unsafe fn put_props(p: *const S3PutProperties) -> Res<Option<PutProps>> {
 /// # Safety
 /// `c` is NULL or a valid `S3GetConditions`.
 pub unsafe fn get_conditions(c: *const S3GetConditions) -> Res<Conditions> {
+    // SAFETY: `c` is NULL (None) or a valid S3GetConditions (# Safety above).
     let Some(c) = (unsafe { c.as_ref() }) else {
         return Ok(Conditions::default());
     };
     let t = |s: i64| (s >= 0).then(|| UNIX_EPOCH + Duration::from_secs(s as u64));
     Ok(Conditions {
+        // SAFETY: a valid S3GetConditions' ETags are NULL or NUL-terminated (# Safety above).
         if_match: unsafe { opt_str(c.ifMatchETag, "ifMatchETag") }?,
+        // SAFETY: as above.
         if_none_match: unsafe { opt_str(c.ifNotMatchETag, "ifNotMatchETag") }?,
         if_modified_since: t(c.ifModifiedSince),
         if_unmodified_since: t(c.ifNotModifiedSince),
@@ -129,6 +141,8 @@ impl DataSource {
             return Ok(0);
         };
         let want = len.min(i32::MAX as usize);
+        // SAFETY: cb is the program's data callback, called with the data pointer it gave us; `buf` has
+        // `len` >= `want` writable bytes (every caller passes a buffer it owns).
         let n = unsafe { cb(want as c_int, buf as *mut c_char, self.data) };
         if n < 0 {
             return Err(Fail::Status(S3StatusAbortedByCallback, "the data callback aborted the upload".into()));
@@ -343,6 +357,8 @@ fn deliver(cb: GetObjectDataCallback, data: *mut c_void, chunk: &[u8]) -> Res {
         ));
     };
     for piece in chunk.chunks(i32::MAX as usize) {
+        // SAFETY: cb is the program's data callback, called with the data pointer it gave us; `piece` is
+        // valid for `piece.len()` bytes while it runs.
         let st = unsafe { cb(piece.len() as c_int, piece.as_ptr() as *const c_char, data) };
         check_cb(st, "data callback")?;
     }
@@ -437,17 +453,22 @@ pub struct CopyOut {
 impl CopyOut {
     fn clear(&self) {
         if !self.etag.is_null() && self.etag_size > 0 {
+            // SAFETY: not NULL and etag_size > 0 (checked above): libs3's contract makes it the caller's buffer
+            // of etag_size bytes, kept until the request completes.
             unsafe { *self.etag = 0 };
         }
     }
 
     fn write(&self, etag: &str, mtime: SystemTime) {
         if !self.last_modified.is_null() {
+            // SAFETY: not NULL (checked above): the caller's i64, kept until the request completes (libs3's contract).
             unsafe { *self.last_modified = secs(mtime) };
         }
         if !self.etag.is_null() && self.etag_size > 0 {
             let q = quoted(etag);
             let n = q.len().min(self.etag_size as usize - 1);
+            // SAFETY: n < etag_size (the min above), so n bytes and the NUL fit in the caller's etag_size-byte
+            // buffer (libs3's contract); `q` is ours, so they do not overlap.
             unsafe {
                 ptr::copy_nonoverlapping(q.as_ptr() as *const c_char, self.etag, n);
                 *self.etag.add(n) = 0;
@@ -523,6 +544,8 @@ pub struct LocationOut {
 
 pub fn test_bucket(b: Bucket, out: LocationOut, resp: &Resp) -> Res {
     if !out.buf.is_null() && out.size > 0 {
+        // SAFETY: not NULL and size > 0 (checked above): the caller's buffer of `size` bytes, kept until the
+        // request completes (libs3's contract).
         unsafe { *out.buf = 0 };
     }
     let s = store(&b)?;
@@ -539,6 +562,8 @@ pub fn list_service(access: String, secret: String, cb: ListServiceCb, resp: &Re
     if let Some(cb) = cb {
         for bk in buckets {
             let name = cstring(&bk.name);
+            // SAFETY: cb is the program's list service callback, called with the data pointer it gave us; `name`
+            // lives until it returns.
             let st = unsafe { cb(ptr::null(), ptr::null(), name.as_ptr(), secs(bk.created), resp.data) };
             check_cb(st, "list service callback")?;
         }
@@ -589,6 +614,8 @@ pub fn list_bucket(b: Bucket, a: ListArgs, cb: ListBucketCallback, resp: &Resp) 
             .collect();
         let pcs: Vec<CString> = pres.iter().map(|p| cstring(p)).collect();
         let pptrs: Vec<*const c_char> = pcs.iter().map(|c| c.as_ptr()).collect();
+        // SAFETY: cb is the program's list bucket callback, called with the data pointer it gave us; the
+        // arrays and the C strings they point to are locals that outlive the call (`next` is kept).
         let st = unsafe {
             cb(
                 truncated,
@@ -619,6 +646,8 @@ pub fn initiate_multipart(
     let id = block_on(async move { s.create_multipart_upload(&b.name, &key, req).await })?;
     resp.properties(&Props::default())?;
     if let Some(cb) = cb {
+        // SAFETY: cb is the program's multipart initial callback, called with the data pointer it gave us;
+        // `kept` strings stay valid after it returns.
         let st = unsafe { cb(kept(&id), resp.data) };
         check_cb(st, "multipart initial callback")?;
     }
@@ -735,6 +764,8 @@ pub fn complete_multipart(
     if let Some(cb) = cb {
         let loc = cstring(&location);
         let etag = cstring(&quoted(&out.etag));
+        // SAFETY: cb is the program's multipart commit callback, called with the data pointer it gave us;
+        // `loc` and `etag` live until it returns.
         let st = unsafe { cb(loc.as_ptr(), etag.as_ptr(), resp.data) };
         check_cb(st, "multipart commit callback")?;
     }
@@ -782,6 +813,8 @@ pub fn list_parts(
                 size: p.size,
             })
             .collect();
+        // SAFETY: cb is the program's list parts callback, called with the data pointer it gave us; the
+        // array and the C strings it points to are locals that outlive the call.
         let st = unsafe {
             cb(
                 c_int::from(page.is_truncated),
@@ -850,6 +883,8 @@ pub fn list_uploads(b: Bucket, a: ListUploadsArgs, cb: ListMultipartUploadsCallb
             .collect();
         let pcs: Vec<CString> = pres.iter().map(|p| cstring(p)).collect();
         let pptrs: Vec<*const c_char> = pcs.iter().map(|c| c.as_ptr()).collect();
+        // SAFETY: cb is the program's list multipart uploads callback, called with the data pointer it gave
+        // us; the arrays and the C strings they point to are locals that outlive the call.
         let st = unsafe {
             cb(
                 c_int::from(page.is_truncated),

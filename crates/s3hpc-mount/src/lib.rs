@@ -12,6 +12,7 @@
 //! - directories: ListObjectsV2 with `/` as delimiter, page by page; `mkdir` is local until a
 //!   file is written below it;
 //! - metadata (lookups and attributes, negative lookups too) is cached for `metadata_ttl`.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod errors;
 mod fs;

@@ -176,6 +176,7 @@ fn set_attr(at: &At, s: &SetFsAttr, identity: bool, what: &str) -> Result<()> {
         .map_err(|e| err(e, "chmod"))?;
         // SAFETY: all-zero is a valid `struct stat`; a valid descriptor.
         let mut fst: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `f` is an open descriptor and `fst` a live `struct stat` to fill.
         if unsafe { libc::fstat(f.as_raw_fd(), &mut fst) } != 0 {
             return Err(err(last_errno(), "chmod"));
         }

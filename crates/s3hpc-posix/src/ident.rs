@@ -37,6 +37,7 @@ fn process() -> &'static Identity {
         // SAFETY: size query, then a buffer of that size.
         let n = unsafe { libc::getgroups(0, std::ptr::null_mut()) }.max(0) as usize;
         let mut groups = vec![0 as libc::gid_t; n];
+        // SAFETY: `groups` has room for `n` gids, the count passed.
         let got = unsafe { libc::getgroups(n as libc::c_int, groups.as_mut_ptr()) }.max(0) as usize;
         groups.truncate(got);
         Identity { uid, gid, groups }

@@ -7,6 +7,7 @@
 //! go to a uniquely named temp file in the gateway's staging area (`ROOT/.s3hpc/staging/tmp/`,
 //! out of local users' reach, see `state`) and are published with one `rename`, so no reader
 //! ever sees a partial object. See `docs/SEMANTICS.md` for the full mapping.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::collections::HashMap;
 use std::fs::{self, File};

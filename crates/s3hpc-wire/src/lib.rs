@@ -11,6 +11,7 @@
 //! * [`WireClient`]: a [`s3hpc_core::Store`] that talks to such a server. Its
 //!   [`body_buffer`](s3hpc_core::Store::body_buffer) lends an upload slot to write a body into,
 //!   which then reaches the server's store without any copy.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod client;
 pub mod codec;

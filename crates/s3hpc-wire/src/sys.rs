@@ -548,6 +548,7 @@ pub struct SlotMap {
 
 // SAFETY: the mapping is plain memory that lives as long as `self`; writes go through `&mut self`.
 unsafe impl Send for SlotMap {}
+// SAFETY: `&SlotMap` only reads the mapping (`as_ref`); writing needs `&mut self` (`bytes_mut`).
 unsafe impl Sync for SlotMap {}
 
 impl SlotMap {

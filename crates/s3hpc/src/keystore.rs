@@ -649,6 +649,7 @@ fn user_of_uid(uid: u32) -> Option<String> {
     let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
     let mut buf = vec![0 as libc::c_char; 16384];
     let mut res: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: `pw`, `buf` (of `buf.len()` bytes) and `res` are live locals that outlive the call.
     let rc = unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr(), buf.len(), &mut res) };
     if rc != 0 || res.is_null() || pw.pw_name.is_null() {
         return None;

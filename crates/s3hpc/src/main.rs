@@ -1,4 +1,5 @@
 //! The `s3hpc` command: a thin dispatcher over the library crates.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use clap::{Parser, Subcommand};
 

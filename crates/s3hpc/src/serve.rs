@@ -324,6 +324,7 @@ pub(crate) fn lookup_login(login: &str) -> anyhow::Result<(u32, u32, Vec<u32>)> 
     let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
     let mut buf = vec![0 as libc::c_char; 16384];
     let mut res: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: `name` is NUL-terminated; `pw`, `buf` (of `buf.len()` bytes) and `res` are live locals.
     let rc = unsafe { libc::getpwnam_r(name.as_ptr(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut res) };
     if rc != 0 || res.is_null() {
         bail!("no such user `{login}` (getpwnam)");
