@@ -158,19 +158,11 @@ class Gateways:
             log.close()
 
 
-def run_op(a, gws, name, n, bucket, wdir):
-    op, size, label = OPS[name]
-    conc = a.conc_per_gateway * n
-    objects = max(conc, 256) if size <= 65536 else conc
-    js = os.path.join(wdir, f"{name}-{n}.json")
-    argv = [*pinned(a.client_cores), a.bin, "bench", "mixed", "-t", ",".join(gws.endpoints),
-            "--mix", f"{op}=100", "--overwrite", "--objects", str(objects), "--size", str(size),
-            "--duration", a.duration, "-c", str(conc), "--bucket", bucket, "--keep", "-q", "--json", js]
-    env = dict(os.environ, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET)
-    # A client that hangs is killed after its phase + 90 s (preparing included).
-    deadline = parse_secs(a.duration) + 90
-    srv = [[(time.monotonic(), ticks(p))] for p in gws.pids]
-    cli = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
+def watch(cli, pids, deadline):
+    """Sample the CPU ticks of the client process `cli` and of the gateways `pids` every 10 ms
+    until the client exits (killed after `deadline` seconds); returns (gateway samples, client
+    samples, end time), each sample (monotonic time, ticks)."""
+    srv = [[(time.monotonic(), ticks(p))] for p in pids]
     csamp = [(time.monotonic(), 0)]
     while True:
         now = time.monotonic()
@@ -178,7 +170,7 @@ def run_op(a, gws, name, n, bucket, wdir):
             csamp.append((now, ticks(cli.pid)))
         except (OSError, ValueError, IndexError):
             pass
-        for s, p in zip(srv, gws.pids):
+        for s, p in zip(srv, pids):
             s.append((now, ticks(p)))
         # Reaped here with wait4 for the client's total CPU at exit (its rusage; the last /proc
         # sample may be 10 ms old).
@@ -190,9 +182,24 @@ def run_op(a, gws, name, n, bucket, wdir):
             cli.kill()
         time.sleep(0.01)
     end = time.monotonic()
-    for s, p in zip(srv, gws.pids):
+    for s, p in zip(srv, pids):
         s.append((end, ticks(p)))
     csamp.append((end, round((ru.ru_utime + ru.ru_stime) * TCK, 3)))
+    return srv, csamp, end
+
+
+def run_op(a, gws, name, n, bucket, wdir):
+    op, size, label = OPS[name]
+    conc = a.conc_per_gateway * n
+    objects = max(conc, 256) if size <= 65536 else conc
+    js = os.path.join(wdir, f"{name}-{n}.json")
+    argv = [*pinned(a.client_cores), a.bin, "bench", "mixed", "-t", ",".join(gws.endpoints),
+            "--mix", f"{op}=100", "--overwrite", "--objects", str(objects), "--size", str(size),
+            "--duration", a.duration, "-c", str(conc), "--bucket", bucket, "--keep", "-q", "--json", js]
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET)
+    # A client that hangs is killed after its phase + 90 s (preparing included).
+    cli = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
+    srv, csamp, end = watch(cli, gws.pids, parse_secs(a.duration) + 90)
     if cli.returncode != 0:
         sys.exit(f"bench failed ({cli.returncode}): {' '.join(argv)}")
     with open(js) as f:
@@ -237,20 +244,7 @@ def run_warp(a, gws, name, n, wdir):
                     marks[m] = time.monotonic()
     th = threading.Thread(target=read, daemon=True)
     th.start()
-    srv = [[(time.monotonic(), ticks(p))] for p in gws.pids]
-    csamp = [(time.monotonic(), 0)]
-    deadline = time.monotonic() + parse_secs(a.duration) + 120
-    while cli.poll() is None:
-        now = time.monotonic()
-        try:
-            csamp.append((now, ticks(cli.pid)))
-        except (OSError, ValueError, IndexError):
-            pass
-        for sm, p in zip(srv, gws.pids):
-            sm.append((now, ticks(p)))
-        if now > deadline:
-            cli.kill()
-        time.sleep(0.01)
+    srv, csamp, _ = watch(cli, gws.pids, parse_secs(a.duration) + 120)
     th.join(5)
     out = "".join(lines)
     t0, t1 = marks.get("Benchmark starting"), marks.get("Saving benchmark data")
