@@ -6,7 +6,7 @@ that local users share (mode 1777, like /tmp), with real Unix users from useradd
 - eve: a local user with no S3 account at all.
 
 Each attack of the hostile-local-users issue is a test that fails when its protection is removed
-(docs/SEMANTICS.md, "Threat model")."""
+(docs/SECURITY.md, "Threat model")."""
 from __future__ import annotations
 
 import fcntl

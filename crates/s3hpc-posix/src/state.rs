@@ -1,4 +1,4 @@
-//! The gateway's own state, where no local user can reach it (docs/SEMANTICS.md, "Threat
+//! The gateway's own state, where no local user can reach it (docs/SECURITY.md, "Threat
 //! model").
 //!
 //! Everything the store keeps for itself lives in one tree on the root's file system, owned by

@@ -59,7 +59,7 @@ pub struct ServeArgs {
     pub identity: String,
     /// With `--identity posix`: the umask new files and directories get (octal). The default
     /// keeps what S3 calls private private on the file system too; share through POSIX groups and
-    /// default ACLs (docs/SEMANTICS.md, "Threat model").
+    /// default ACLs (docs/SECURITY.md, "Threat model").
     #[arg(long, default_value = "077")]
     pub umask: String,
     /// How conditional writes, versioned writes, completes and renames exclude each other across
