@@ -19,7 +19,10 @@
 
 use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
+
+use rustix::fs::{AtFlags, Mode, OFlags, Stat};
+use rustix::io::Errno;
 
 use s3hpc_core::fsattr::{
     FsAttr, FsKind, FsOp, FsTime, Owner, SetFsAttr, SetTime, entry_path, fs_error, validate_fs_key,
@@ -32,28 +35,27 @@ fn cstr(s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| fs_error(libc::EINVAL, "a name with a NUL byte"))
 }
 
-fn last_errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+/// The errno of a failed call.
+fn errno(e: Errno) -> i32 {
+    e.raw_os_error()
+}
+
+/// `AT_EMPTY_PATH` when `name` is empty (the call is then about `dir` itself).
+fn empty_path(name: &str) -> AtFlags {
+    if name.is_empty() { AtFlags::EMPTY_PATH } else { AtFlags::empty() }
 }
 
 /// `openat(dir, name, flags)`.
 fn open_at(dir: &File, name: &str, flags: libc::c_int) -> std::result::Result<File, i32> {
     let c = CString::new(name).map_err(|_| libc::EINVAL)?;
-    // SAFETY: a valid descriptor and a NUL-terminated name.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC) };
-    // SAFETY: a fresh descriptor we own.
-    if fd >= 0 { Ok(unsafe { File::from_raw_fd(fd) }) } else { Err(last_errno()) }
+    let flags = OFlags::from_bits_retain(flags as u32) | OFlags::CLOEXEC;
+    rustix::fs::openat(dir, &c, flags, Mode::empty()).map(File::from).map_err(errno)
 }
 
 /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)` (`name` empty: `dir` itself).
-fn lstat_at(dir: &File, name: &str) -> std::result::Result<libc::stat, i32> {
+fn lstat_at(dir: &File, name: &str) -> std::result::Result<Stat, i32> {
     let c = CString::new(name).map_err(|_| libc::EINVAL)?;
-    // SAFETY: all-zero is a valid `struct stat`.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let flags = libc::AT_SYMLINK_NOFOLLOW | if name.is_empty() { libc::AT_EMPTY_PATH } else { 0 };
-    // SAFETY: a valid descriptor, a NUL-terminated name and a live stat buffer.
-    let r = unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), &mut st, flags) };
-    if r == 0 { Ok(st) } else { Err(last_errno()) }
+    rustix::fs::statat(dir, &c, AtFlags::SYMLINK_NOFOLLOW | empty_path(name)).map_err(errno)
 }
 
 /// The directory `name` in `dir`, as an `O_PATH` handle, never through a symlink.
@@ -90,12 +92,12 @@ fn attr_of(at: &At) -> std::result::Result<FsAttr, i32> {
         gid: st.st_gid,
         size: st.st_size as u64,
         nlink: st.st_nlink as u32,
-        atime: time_of(st.st_atime, st.st_atime_nsec),
-        mtime: time_of(st.st_mtime, st.st_mtime_nsec),
-        ctime: time_of(st.st_ctime, st.st_ctime_nsec),
-        rdev: st.st_rdev,
+        atime: time_of(st.st_atime as i64, st.st_atime_nsec as i64),
+        mtime: time_of(st.st_mtime as i64, st.st_mtime_nsec as i64),
+        ctime: time_of(st.st_ctime as i64, st.st_ctime_nsec as i64),
+        rdev: st.st_rdev as u64,
         target,
-        ino: st.st_ino,
+        ino: st.st_ino as u64,
     })
 }
 
@@ -114,37 +116,32 @@ fn settle_new(at: &At, mode: u32, owner: Option<Owner>, identity: bool, what: &s
 }
 
 /// `unlinkat(dir, name, flags)`.
-fn unlink_at(at: &At, flags: libc::c_int) -> std::result::Result<(), i32> {
+fn unlink_at(at: &At, flags: AtFlags) -> std::result::Result<(), i32> {
     let n = CString::new(at.name.as_str()).map_err(|_| libc::EINVAL)?;
-    // SAFETY: a valid descriptor and a NUL-terminated name.
-    if unsafe { libc::unlinkat(at.dir.as_raw_fd(), n.as_ptr(), flags) } == 0 { Ok(()) } else { Err(last_errno()) }
+    rustix::fs::unlinkat(&at.dir, &n, flags).map_err(errno)
 }
 
 fn read_link(at: &At) -> std::result::Result<String, i32> {
     let c = CString::new(at.name.as_str()).map_err(|_| libc::EINVAL)?;
-    let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
-    // SAFETY: a valid descriptor, a NUL-terminated name and a buffer of the given length.
-    let n = unsafe { libc::readlinkat(at.dir.as_raw_fd(), c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        return Err(last_errno());
-    }
-    buf.truncate(n as usize);
+    let buf = Vec::with_capacity(libc::PATH_MAX as usize + 1);
+    let buf = rustix::fs::readlinkat(&at.dir, &c, buf).map_err(errno)?.into_bytes();
     // A target that is not UTF-8 (made by a POSIX user) is shown lossily.
     Ok(String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
-fn timespec(t: &Option<SetTime>) -> libc::timespec {
+fn timespec(t: &Option<SetTime>) -> rustix::fs::Timespec {
+    use rustix::fs::{Timespec, UTIME_NOW, UTIME_OMIT};
     match t {
-        None => libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
-        Some(SetTime::Now) => libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW },
-        Some(SetTime::At(t)) => libc::timespec { tv_sec: t.sec, tv_nsec: t.nsec as i64 },
+        None => Timespec { tv_sec: 0, tv_nsec: UTIME_OMIT },
+        Some(SetTime::Now) => Timespec { tv_sec: 0, tv_nsec: UTIME_NOW },
+        Some(SetTime::At(t)) => Timespec { tv_sec: t.sec, tv_nsec: t.nsec as _ },
     }
 }
 
 fn set_attr(at: &At, s: &SetFsAttr, identity: bool, what: &str) -> Result<()> {
     let err = |e: i32, op: &str| fs_error(e, &format!("{op} of {what}"));
     let name = cstr(&at.name)?;
-    let empty = if at.name.is_empty() { libc::AT_EMPTY_PATH } else { 0 };
+    let empty = empty_path(&at.name);
     let st = lstat_at(&at.dir, &at.name).map_err(|e| err(e, "stat"))?;
     if s.uid.is_some() || s.gid.is_some() {
         let uid = s.uid.filter(|u| *u != st.st_uid);
@@ -152,12 +149,11 @@ fn set_attr(at: &At, s: &SetFsAttr, identity: bool, what: &str) -> Result<()> {
         if !identity && (uid.is_some() || gid.is_some()) {
             return Err(err(libc::EPERM, "chown (owners are kept only under --identity posix)"));
         }
-        let (u, g) = (s.uid.unwrap_or(u32::MAX), s.gid.unwrap_or(u32::MAX));
-        // SAFETY: a valid descriptor and a NUL-terminated name; -1 leaves an id as it is.
-        let r = unsafe { libc::fchownat(at.dir.as_raw_fd(), name.as_ptr(), u, g, libc::AT_SYMLINK_NOFOLLOW | empty) };
-        if r != 0 {
-            return Err(err(last_errno(), "chown"));
-        }
+        // None (-1) leaves an id as it is.
+        let u = s.uid.map(rustix::fs::Uid::from_raw_unchecked);
+        let g = s.gid.map(rustix::fs::Gid::from_raw_unchecked);
+        rustix::fs::chownat(&at.dir, &name, u, g, AtFlags::SYMLINK_NOFOLLOW | empty)
+            .map_err(|e| err(errno(e), "chown"))?;
     }
     if let Some(mode) = s.mode {
         if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
@@ -174,20 +170,12 @@ fn set_attr(at: &At, s: &SetFsAttr, identity: bool, what: &str) -> Result<()> {
             open_at(&at.dir, &at.name, libc::O_PATH | libc::O_NOFOLLOW)
         }
         .map_err(|e| err(e, "chmod"))?;
-        // SAFETY: all-zero is a valid `struct stat`; a valid descriptor.
-        let mut fst: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: `f` is an open descriptor and `fst` a live `struct stat` to fill.
-        if unsafe { libc::fstat(f.as_raw_fd(), &mut fst) } != 0 {
-            return Err(err(last_errno(), "chmod"));
-        }
+        let fst = rustix::fs::fstat(&f).map_err(|e| err(errno(e), "chmod"))?;
         if fst.st_mode & libc::S_IFMT == libc::S_IFLNK {
             return Err(err(libc::EOPNOTSUPP, "chmod of a symlink"));
         }
         let proc = cstr(&format!("/proc/self/fd/{}", f.as_raw_fd()))?;
-        // SAFETY: a NUL-terminated path.
-        if unsafe { libc::chmod(proc.as_ptr(), mode as libc::mode_t) } != 0 {
-            return Err(err(last_errno(), "chmod"));
-        }
+        rustix::fs::chmod(&proc, Mode::from_raw_mode(mode)).map_err(|e| err(errno(e), "chmod"))?;
     }
     if let Some(size) = s.size {
         match st.st_mode & libc::S_IFMT {
@@ -201,14 +189,9 @@ fn set_attr(at: &At, s: &SetFsAttr, identity: bool, what: &str) -> Result<()> {
         f.set_len(size).map_err(|e| err(e.raw_os_error().unwrap_or(libc::EIO), "truncate"))?;
     }
     if s.atime.is_some() || s.mtime.is_some() {
-        let times = [timespec(&s.atime), timespec(&s.mtime)];
-        // SAFETY: a valid descriptor, a NUL-terminated name and two timespecs.
-        let r = unsafe {
-            libc::utimensat(at.dir.as_raw_fd(), name.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW | empty)
-        };
-        if r != 0 {
-            return Err(err(last_errno(), "utimensat"));
-        }
+        let times = rustix::fs::Timestamps { last_access: timespec(&s.atime), last_modification: timespec(&s.mtime) };
+        rustix::fs::utimensat(&at.dir, &name, &times, AtFlags::SYMLINK_NOFOLLOW | empty)
+            .map_err(|e| err(errno(e), "utimensat"))?;
     }
     Ok(())
 }
@@ -274,10 +257,7 @@ impl Inner {
                 if target.is_empty() {
                     return Err(fs_error(libc::ENOENT, "a symlink to an empty target"));
                 }
-                // SAFETY: NUL-terminated strings and a valid descriptor.
-                if unsafe { libc::symlinkat(t.as_ptr(), at.dir.as_raw_fd(), n.as_ptr()) } != 0 {
-                    return Err(fs_error(last_errno(), &format!("symlink {what}")));
-                }
+                rustix::fs::symlinkat(&t, &at.dir, &n).map_err(|e| fs_error(errno(e), &format!("symlink {what}")))?;
             }
             FsOp::Mknod { kind, mode, rdev, owner } => {
                 if at.name.is_empty() {
@@ -301,13 +281,9 @@ impl Inner {
                 }
                 exists(&at)?;
                 let n = cstr(&at.name)?;
-                // SAFETY: a valid descriptor and a NUL-terminated name.
-                let r = unsafe {
-                    libc::mknodat(at.dir.as_raw_fd(), n.as_ptr(), fmt | (mode & 0o777), *rdev as libc::dev_t)
-                };
-                if r != 0 {
-                    return Err(fs_error(last_errno(), &format!("mknod {what}")));
-                }
+                let (kind, perm) = (rustix::fs::FileType::from_raw_mode(fmt), Mode::from_raw_mode(mode & 0o777));
+                rustix::fs::mknodat(&at.dir, &n, kind, perm, *rdev as libc::dev_t)
+                    .map_err(|e| fs_error(errno(e), &format!("mknod {what}")))?;
                 self.note_changed(bucket, p);
                 // The owner and mode asked for, whatever the gateway's umask took away.
                 settle_new(&at, *mode, *owner, identity, &what)?;
@@ -317,10 +293,8 @@ impl Inner {
                     return Err(fs_error(libc::EEXIST, "the bucket's directory"));
                 }
                 let n = cstr(&at.name)?;
-                // SAFETY: a valid descriptor and a NUL-terminated name.
-                if unsafe { libc::mkdirat(at.dir.as_raw_fd(), n.as_ptr(), (mode & 0o777) as libc::mode_t) } != 0 {
-                    return Err(fs_error(last_errno(), &format!("mkdir {what}")));
-                }
+                rustix::fs::mkdirat(&at.dir, &n, Mode::from_raw_mode(mode & 0o777))
+                    .map_err(|e| fs_error(errno(e), &format!("mkdir {what}")))?;
                 // A directory object (`key/`, as a PutObject of it makes): it stays when the
                 // last object below it goes (DeleteObject and RenameObject prune emptied
                 // directories that are not objects). A path longer than keys stays plain.
@@ -350,14 +324,11 @@ impl Inner {
                     ));
                 }
                 let (s, n) = (cstr(&from.name)?, cstr(&at.name)?);
-                let flags = if *noreplace { libc::RENAME_NOREPLACE } else { 0 };
-                // SAFETY: valid descriptors and NUL-terminated names; renameat2 follows no final
-                // symlink (it moves the name).
-                let r =
-                    unsafe { libc::renameat2(from.dir.as_raw_fd(), s.as_ptr(), at.dir.as_raw_fd(), n.as_ptr(), flags) };
-                if r != 0 {
-                    return Err(fs_error(last_errno(), &format!("rename {source:?} to {what}")));
-                }
+                use rustix::fs::RenameFlags;
+                let flags = if *noreplace { RenameFlags::NOREPLACE } else { RenameFlags::empty() };
+                // renameat2 follows no final symlink (it moves the name).
+                rustix::fs::renameat_with(&from.dir, &s, &at.dir, &n, flags)
+                    .map_err(|e| fs_error(errno(e), &format!("rename {source:?} to {what}")))?;
                 self.note_changed(bucket, sp);
                 self.note_changed(bucket, p);
             }
@@ -378,7 +349,7 @@ impl Inner {
                     }
                     _ => {}
                 }
-                unlink_at(&at, 0).map_err(|e| fs_error(e, &format!("unlink {what}")))?;
+                unlink_at(&at, AtFlags::empty()).map_err(|e| fs_error(e, &format!("unlink {what}")))?;
                 self.note_changed(bucket, p);
                 a.nlink = a.nlink.saturating_sub(1);
                 return Ok(a);
@@ -391,7 +362,7 @@ impl Inner {
                 if a.kind != FsKind::Dir {
                     return Err(fs_error(libc::ENOTDIR, &format!("rmdir {what}")));
                 }
-                unlink_at(&at, libc::AT_REMOVEDIR).map_err(|e| fs_error(e, &format!("rmdir {what}")))?;
+                unlink_at(&at, AtFlags::REMOVEDIR).map_err(|e| fs_error(e, &format!("rmdir {what}")))?;
                 self.note_changed(bucket, p);
                 return Ok(a);
             }
@@ -405,12 +376,9 @@ impl Inner {
                     return Err(fs_error(libc::EPERM, "a hard link to the bucket's directory"));
                 }
                 let (s, n) = (cstr(&from.name)?, cstr(&at.name)?);
-                // SAFETY: valid descriptors and NUL-terminated names; flags 0: a final symlink
-                // is linked itself, not followed.
-                let r = unsafe { libc::linkat(from.dir.as_raw_fd(), s.as_ptr(), at.dir.as_raw_fd(), n.as_ptr(), 0) };
-                if r != 0 {
-                    return Err(fs_error(last_errno(), &format!("link {what} to {src:?}")));
-                }
+                // No flags: a final symlink is linked itself, not followed.
+                rustix::fs::linkat(&from.dir, &s, &at.dir, &n, AtFlags::empty())
+                    .map_err(|e| fs_error(errno(e), &format!("link {what} to {src:?}")))?;
                 self.note_changed(bucket, p);
             }
         }

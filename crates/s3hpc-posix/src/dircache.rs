@@ -39,7 +39,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, Metadata};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtOrd};
@@ -155,12 +155,10 @@ fn lookup(fs: &Beneath, d: &File, dir: &Path, name: &str) -> Option<Option<bool>
         return Some(None);
     }
     let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: all-zero is a valid `struct stat`.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid dir fd, NUL-terminated single component, pointer to a live stat buffer.
-    if unsafe { libc::fstatat(d.as_raw_fd(), c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
-        return (io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT)).then_some(None);
-    }
+    let st = match rustix::fs::statat(d, &c, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(e) => return (e == rustix::io::Errno::NOENT).then_some(None),
+    };
     Some(match st.st_mode & libc::S_IFMT {
         libc::S_IFDIR => Some(true),
         libc::S_IFREG => Some(false),
@@ -461,18 +459,16 @@ impl DirCache {
         let fd = self
             .notify
             .get_or_init(|| {
-                // SAFETY: plain system call; the descriptor is owned from here on.
-                let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-                // SAFETY: a valid descriptor nothing else owns.
-                (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+                use rustix::fs::inotify::{CreateFlags, init};
+                init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).ok()
             })
             .as_ref()?;
         // inotify takes a path: the open directory's own, through /proc (no walk from the root,
         // nothing to swap in between).
         let path = std::ffi::CString::new(format!("/proc/self/fd/{}", d.as_raw_fd())).ok()?;
         let mask = IN_CHANGES | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_ONLYDIR;
-        // SAFETY: a valid inotify descriptor and a NUL-terminated path.
-        let wd = unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask) };
+        let wd = rustix::fs::inotify::add_watch(fd, &path, rustix::fs::inotify::WatchFlags::from_bits_retain(mask))
+            .unwrap_or(-1);
         if wd < 0 || st.wds.contains_key(&wd) {
             // No watch, or this directory is watched already (under another path, or being
             // read by another thread right now): leave it to that one.
@@ -485,8 +481,8 @@ impl DirCache {
     fn unwatch(&self, st: &mut State, wd: i32) {
         st.wds.remove(&wd);
         if let Some(fd) = self.notify_fd() {
-            // SAFETY: plain system call (a watch already gone is EINVAL, harmless).
-            unsafe { libc::inotify_rm_watch(fd.as_raw_fd(), wd) };
+            // A watch already gone is EINVAL, harmless.
+            let _ = rustix::fs::inotify::remove_watch(fd, wd);
         }
     }
 
@@ -505,12 +501,11 @@ impl DirCache {
         let Some(fd) = self.notify_fd() else { return };
         let mut buf = [0u8; 16 * 1024];
         loop {
-            // SAFETY: a valid descriptor and a buffer of that length.
-            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n <= 0 {
-                return; // EAGAIN: nothing more queued
-            }
-            let mut b = &buf[..n as usize];
+            let n = match rustix::io::read(fd, &mut buf) {
+                Ok(n) if n > 0 => n,
+                _ => return, // EAGAIN: nothing more queued
+            };
+            let mut b = &buf[..n];
             // struct inotify_event: wd, mask, cookie, len, then `len` bytes of NUL-padded name.
             while b.len() >= 16 {
                 let word = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
@@ -719,13 +714,9 @@ mod tests {
         let c = DirCache::new(Some(dev));
         std::fs::create_dir(d.join("zdir")).unwrap();
         c.read_sorted(&fs, &d).unwrap();
-        let p = |n: &str| std::ffi::CString::new(d.join(n).into_os_string().into_encoded_bytes()).unwrap();
-        let (a, b) = (p("f00001"), p("zdir"));
-        // SAFETY: NUL-terminated paths.
-        let r =
-            unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
-        if r != 0 {
-            eprintln!("skipped: no RENAME_EXCHANGE here: {}", io::Error::last_os_error());
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        if let Err(e) = renameat_with(CWD, d.join("f00001"), CWD, d.join("zdir"), RenameFlags::EXCHANGE) {
+            eprintln!("skipped: no RENAME_EXCHANGE here: {}", io::Error::from(e));
             return;
         }
         assert_eq!(names(&c.read_sorted(&fs, &d).unwrap()), fresh(&d));

@@ -32,14 +32,9 @@ pub fn init() {
 fn process() -> &'static Identity {
     static P: OnceLock<Identity> = OnceLock::new();
     P.get_or_init(|| {
-        // SAFETY: plain getters.
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        // SAFETY: size query, then a buffer of that size.
-        let n = unsafe { libc::getgroups(0, std::ptr::null_mut()) }.max(0) as usize;
-        let mut groups = vec![0 as libc::gid_t; n];
-        // SAFETY: `groups` has room for `n` gids, the count passed.
-        let got = unsafe { libc::getgroups(n as libc::c_int, groups.as_mut_ptr()) }.max(0) as usize;
-        groups.truncate(got);
+        let (uid, gid) = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
+        // This thread's groups (the raw system call, as the switches use).
+        let groups = rustix::process::getgroups().unwrap_or_default().into_iter().map(|g| g.as_raw()).collect();
         Identity { uid, gid, groups }
     })
 }
@@ -122,11 +117,21 @@ pub fn as_gateway<T>(f: impl FnOnce() -> T) -> io::Result<T> {
 fn switch(to: &Identity) -> io::Result<()> {
     SWITCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // Groups and gid first, while the fsuid may still be the process's.
-    // SAFETY: a pointer to `len` gids that outlives the call.
-    let r = unsafe { libc::syscall(libc::SYS_setgroups, to.groups.len(), to.groups.as_ptr()) };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // This thread's groups only (the raw system call); up to 32 groups without an allocation.
+    use rustix::process::Gid;
+    const SMALL: usize = 32;
+    let (mut small, heap): ([Gid; SMALL], Vec<Gid>);
+    let gids: &[Gid] = if to.groups.len() <= SMALL {
+        small = [Gid::ROOT; SMALL];
+        for (d, &g) in small.iter_mut().zip(&to.groups) {
+            *d = Gid::from_raw_unchecked(g);
+        }
+        &small[..to.groups.len()]
+    } else {
+        heap = to.groups.iter().map(|&g| Gid::from_raw_unchecked(g)).collect();
+        &heap
+    };
+    rustix::thread::set_thread_groups(gids)?;
     set_fs(libc::SYS_setfsgid, to.gid)?;
     set_fs(libc::SYS_setfsuid, to.uid)
 }

@@ -360,8 +360,7 @@ impl PosixStore {
             ident::init();
             // New files and directories get the mode bits of a login with this umask (a
             // directory's default ACL, where set, decides instead, as for the user's own tools).
-            // SAFETY: plain system call.
-            unsafe { libc::umask(opts.umask as libc::mode_t) };
+            rustix::process::umask(rustix::fs::Mode::from_raw_mode(opts.umask as libc::mode_t));
         }
         fs::create_dir_all(root)?;
         let root = root.canonicalize()?;

@@ -82,31 +82,23 @@ impl PosixStore {
                 }
                 xattr_max = Some(n);
             }
-            // SAFETY: plain fcntl on a descriptor we own, with a pointer to a live flock.
-            let ofd_locks = unsafe {
-                let mut fl: libc::flock = std::mem::zeroed();
-                fl.l_type = libc::F_WRLCK as libc::c_short;
-                fl.l_whence = libc::SEEK_SET as libc::c_short;
-                libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl as *const libc::flock) == 0
+            // The whole file, as `sys::lock_until` takes it (rustix has no OFD locks).
+            let fl = libc::flock {
+                l_type: libc::F_WRLCK as libc::c_short,
+                l_whence: libc::SEEK_SET as libc::c_short,
+                l_start: 0,
+                l_len: 0,
+                l_pid: 0,
             };
+            // SAFETY: plain fcntl on a descriptor we own, with a pointer to a live flock.
+            let ofd_locks = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl as *const libc::flock) == 0 };
             let b = name("y");
             let rename_noreplace = match sys::create_at(dir, &b) {
                 Ok(_) => {
-                    let c = std::ffi::CString::new(a.as_str()).expect("no NUL");
-                    let d = std::ffi::CString::new(b.as_str()).expect("no NUL");
-                    // SAFETY: NUL-terminated names, an open directory descriptor.
-                    let r = unsafe {
-                        libc::renameat2(
-                            dir.as_raw_fd(),
-                            c.as_ptr(),
-                            dir.as_raw_fd(),
-                            d.as_ptr(),
-                            libc::RENAME_NOREPLACE,
-                        )
-                    };
-                    let e = io::Error::last_os_error();
+                    use rustix::fs::{RenameFlags, renameat_with};
+                    let r = renameat_with(dir, a.as_str(), dir, b.as_str(), RenameFlags::NOREPLACE);
                     let _ = sys::unlink_at(dir, &b);
-                    r != 0 && e.raw_os_error() == Some(libc::EEXIST)
+                    r == Err(rustix::io::Errno::EXIST)
                 }
                 Err(_) => false,
             };

@@ -42,11 +42,8 @@ fn queue() -> Option<&'static SyncSender<(File, u64)>> {
 /// rather than `SCHED_IDLE`: on a node whose cores a compute job keeps busy, an idle-class
 /// thread might never run, and the replaced files would keep their space indefinitely.
 fn lowest_priority() {
-    // SAFETY: plain syscalls; `gettid` names this thread, whose niceness alone changes.
-    unsafe {
-        let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
-    }
+    // `gettid` names this thread, whose niceness alone changes.
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
 }
 
 /// Close `f` on the reaper thread (or here, if a bound is reached or there is no thread).

@@ -1,7 +1,13 @@
 //! Thin wrappers over the Linux system calls std does not expose: extended attributes,
-//! `renameat2(RENAME_NOREPLACE)`, `copy_file_range`, `gethostname`.
+//! `openat2(RESOLVE_BENEATH)`, `renameat2(RENAME_NOREPLACE)`, `copy_file_range`, `*at` calls
+//! relative to open directories.
+//!
+//! The calls go through rustix's safe API (direct system calls, the same cost as libc's);
+//! what rustix does not offer stays a `libc` call in an `unsafe` block: `getxattrat`,
+//! `faccessat2(AT_EMPTY_PATH)`, `sync_file_range` and open-file-description locks
+//! (`F_OFD_SETLK`; rustix's `fcntl_lock` takes process-associated locks).
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -9,15 +15,19 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags, XattrFlags};
+use rustix::io::Errno;
+
 /// The one extended attribute that carries an object's metadata.
-pub const XATTR_NAME: &[u8] = b"user.s3hpc\0";
+const XATTR: &CStr = c"user.s3hpc";
 
 fn cpath(p: &Path) -> io::Result<CString> {
     CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
 }
 
-fn name() -> *const libc::c_char {
-    XATTR_NAME.as_ptr().cast()
+/// A NUL-terminated xattr name given as bytes (`b"user.x\0"`); panics without the NUL.
+fn xattr_name(name: &[u8]) -> &CStr {
+    CStr::from_bytes_with_nul(name).expect("xattr name must be NUL-terminated")
 }
 
 /// The file system refuses extended attributes (or user.* ones) here.
@@ -30,36 +40,23 @@ pub fn is_too_big(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::E2BIG) | Some(libc::ENOSPC) | Some(libc::ERANGE))
 }
 
-fn check(r: libc::c_int) -> io::Result<()> {
-    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
-}
-
 pub fn fset_xattr(f: &File, val: &[u8]) -> io::Result<()> {
-    // SAFETY: valid fd, NUL-terminated name, buffer of the given length.
-    check(unsafe { libc::fsetxattr(f.as_raw_fd(), name(), val.as_ptr().cast(), val.len(), 0) })
+    Ok(rustix::fs::fsetxattr(f, XATTR, val, XattrFlags::empty())?)
 }
 
-fn get_with(mut call: impl FnMut(*mut libc::c_void, usize) -> isize) -> io::Result<Option<Vec<u8>>> {
-    // Uninitialised capacity (no zeroing on every read): the call writes the first n bytes.
+/// Read an xattr with `get` (which appends the value to the vector's spare capacity: no zeroing
+/// on every read), asking `size` for the length when the first buffer is too small.
+fn get_with(
+    mut get: impl FnMut(&mut Vec<u8>) -> rustix::io::Result<usize>,
+    mut size: impl FnMut() -> rustix::io::Result<usize>,
+) -> io::Result<Option<Vec<u8>>> {
     let mut buf: Vec<u8> = Vec::with_capacity(512);
     for _ in 0..4 {
-        let n = call(buf.spare_capacity_mut().as_mut_ptr().cast(), buf.capacity());
-        if n >= 0 {
-            // SAFETY: the call wrote n <= capacity bytes at the start of the buffer.
-            unsafe { buf.set_len((n as usize).min(buf.capacity())) };
-            return Ok(Some(buf));
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::ENODATA) => return Ok(None),
-            Some(libc::ERANGE) => {
-                let need = call(std::ptr::null_mut(), 0);
-                if need < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                buf.reserve_exact(need as usize + 64);
-            }
-            _ => return Err(e),
+        match get(&mut buf) {
+            Ok(_) => return Ok(Some(buf)),
+            Err(Errno::NODATA) => return Ok(None),
+            Err(Errno::RANGE) => buf.reserve_exact(size()? + 64),
+            Err(e) => return Err(e.into()),
         }
     }
     Err(io::Error::other("extended attribute keeps growing"))
@@ -67,40 +64,40 @@ fn get_with(mut call: impl FnMut(*mut libc::c_void, usize) -> isize) -> io::Resu
 
 /// `Ok(None)` when the attribute is absent.
 pub fn fget_xattr(f: &File) -> io::Result<Option<Vec<u8>>> {
-    let fd = f.as_raw_fd();
-    // SAFETY: valid fd; the buffer pointer/length pair comes from get_with.
-    get_with(|b, n| unsafe { libc::fgetxattr(fd, name(), b, n) })
+    get_with(
+        |b| rustix::fs::fgetxattr(f, XATTR, rustix::buffer::spare_capacity(b)),
+        || rustix::fs::fgetxattr_query(f, XATTR),
+    )
 }
 
 /// Set the extended attribute `name` (NUL-terminated) of an open file.
 pub fn fset_xattr_named(f: &File, name: &[u8], val: &[u8]) -> io::Result<()> {
-    assert_eq!(name.last(), Some(&0), "xattr name must be NUL-terminated");
-    // SAFETY: valid fd, NUL-terminated name (checked), buffer of the given length.
-    check(unsafe { libc::fsetxattr(f.as_raw_fd(), name.as_ptr().cast(), val.as_ptr().cast(), val.len(), 0) })
+    Ok(rustix::fs::fsetxattr(f, xattr_name(name), val, XattrFlags::empty())?)
 }
 
 /// The extended attribute `name` (NUL-terminated) of an open file; `Ok(None)` when absent.
 pub fn fget_xattr_named(f: &File, name: &[u8]) -> io::Result<Option<Vec<u8>>> {
-    assert_eq!(name.last(), Some(&0), "xattr name must be NUL-terminated");
-    let fd = f.as_raw_fd();
-    // SAFETY: valid fd, NUL-terminated name; the buffer pointer/length pair comes from get_with.
-    get_with(|b, n| unsafe { libc::fgetxattr(fd, name.as_ptr().cast(), b, n) })
+    let name = xattr_name(name);
+    get_with(
+        |b| rustix::fs::fgetxattr(f, name, rustix::buffer::spare_capacity(b)),
+        || rustix::fs::fgetxattr_query(f, name),
+    )
 }
 
 /// Remove the extended attribute `name` (NUL-terminated) of an open file; absent is fine.
 pub fn fremove_xattr_named(f: &File, name: &[u8]) -> io::Result<()> {
-    assert_eq!(name.last(), Some(&0), "xattr name must be NUL-terminated");
-    // SAFETY: valid fd, NUL-terminated name.
-    match check(unsafe { libc::fremovexattr(f.as_raw_fd(), name.as_ptr().cast()) }) {
-        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(()),
-        r => r,
+    match rustix::fs::fremovexattr(f, xattr_name(name)) {
+        Err(Errno::NODATA) => Ok(()),
+        r => Ok(r?),
     }
 }
 
 pub fn get_xattr(p: &Path) -> io::Result<Option<Vec<u8>>> {
     let c = cpath(p)?;
-    // SAFETY: NUL-terminated path; the buffer pointer/length pair comes from get_with.
-    get_with(|b, n| unsafe { libc::getxattr(c.as_ptr(), name(), b, n) })
+    get_with(
+        |b| rustix::fs::getxattr(&c, XATTR, rustix::buffer::spare_capacity(b)),
+        || rustix::fs::getxattr_query(&c, XATTR),
+    )
 }
 
 /// Copy `len` bytes from `src` at `src_off` to `dst` at `dst_off`, in the kernel
@@ -109,20 +106,15 @@ pub fn get_xattr(p: &Path) -> io::Result<Option<Vec<u8>>> {
 pub fn copy_range(src: &File, mut src_off: u64, dst: &File, mut dst_off: u64, len: u64) -> io::Result<()> {
     let mut left = len;
     while left > 0 {
-        let mut so = src_off as libc::loff_t;
-        let mut d = dst_off as libc::loff_t;
+        let (mut so, mut d) = (src_off, dst_off);
         let chunk = left.min(1 << 30) as usize;
-        // SAFETY: valid fds and offset pointers to locals.
-        let n = unsafe { libc::copy_file_range(src.as_raw_fd(), &mut so, dst.as_raw_fd(), &mut d, chunk, 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EXDEV) | Some(libc::ENOSYS) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => {
-                    copy_range_rw(src, src_off, dst, dst_off, left)
-                }
-                _ => Err(e),
-            };
-        }
+        let n = match rustix::fs::copy_file_range(src, Some(&mut so), dst, Some(&mut d), chunk) {
+            Ok(n) => n,
+            Err(Errno::XDEV | Errno::NOSYS | Errno::INVAL | Errno::OPNOTSUPP) => {
+                return copy_range_rw(src, src_off, dst, dst_off, left);
+            }
+            Err(e) => return Err(e.into()),
+        };
         if n == 0 {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "source shorter than expected"));
         }
@@ -150,14 +142,9 @@ fn copy_range_rw(src: &File, mut src_off: u64, dst: &File, mut dst_off: u64, mut
 }
 
 pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buffer and its length.
-    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if r != 0 {
-        return "host".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let h: String = String::from_utf8_lossy(&buf[..end])
+    // uname(2)'s node name is what gethostname(2) returns.
+    let uts = rustix::system::uname();
+    let h: String = String::from_utf8_lossy(uts.nodename().to_bytes())
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
         .take(64)
@@ -171,11 +158,11 @@ pub fn hostname() -> String {
 /// falls back to a plain open of `full`.
 pub fn open_beneath(dir: &File, rel: &Path, full: &Path) -> io::Result<File> {
     let c = cpath(rel)?;
-    open_beneath_c(dir, c.as_ptr(), READ_FLAGS).unwrap_or_else(|| open_plain(full))
+    open_beneath_c(dir, &c, READ_FLAGS).unwrap_or_else(|| open_plain(full))
 }
 
 /// Flags of the read-only opens of [`open_beneath`].
-const READ_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
+const READ_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::CLOEXEC).union(OFlags::NONBLOCK).union(OFlags::NOCTTY);
 
 /// Check that the directory `a/b` resolves beneath `dir` by the rules of [`open_beneath`]
 /// (symlinks that stay beneath `dir` are followed; `..`, absolute symlinks and symlinks leading
@@ -184,7 +171,7 @@ const READ_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBL
 /// directory as an `O_PATH` handle (usable as the directory of `*at` calls), `None` where openat2
 /// is unavailable (the caller then goes by path, as reads do).
 pub fn open_dir_beneath2(dir: &File, a: &str, b: &str) -> io::Result<Option<File>> {
-    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     with_cpath2(a, b, |c| open_beneath_c(dir, c, flags)).ok_or_else(bad_name)?.transpose()
 }
 
@@ -211,67 +198,42 @@ pub fn open_beneath2(dir: &File, a: &str, b: &str, full: impl FnOnce() -> PathBu
 /// followed, resolution cannot leave `dir`, and the lookup skips the scoped-resolution checks
 /// (about 0.2 us of a 2.8 us open+close here). Only a path that meets a symlink (`ELOOP`) is
 /// opened again with `RESOLVE_BENEATH`, which follows symlinks that stay beneath `dir`.
-fn open_beneath_c(dir: &File, c: *const libc::c_char, flags: libc::c_int) -> Option<io::Result<File>> {
-    // SAFETY: `c` is NUL-terminated (callers build it so).
-    let dotdot = unsafe { std::ffi::CStr::from_ptr(c) }.to_bytes().windows(2).any(|w| w == b"..");
+fn open_beneath_c(dir: &File, c: &CStr, flags: OFlags) -> Option<io::Result<File>> {
+    let dotdot = c.to_bytes().windows(2).any(|w| w == b"..");
     if !dotdot {
-        match openat2_c(dir, c, flags, libc::RESOLVE_NO_SYMLINKS) {
+        match openat2_c(dir, c, flags, ResolveFlags::NO_SYMLINKS) {
             Ok(f) => return Some(Ok(f)),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {}
+            Err(Errno::LOOP) => {}
             Err(e) => return scoped_open_error(e),
         }
     }
-    match openat2_c(dir, c, flags, libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS) {
+    match openat2_c(dir, c, flags, ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS) {
         Ok(f) => Some(Ok(f)),
         Err(e) => scoped_open_error(e),
     }
 }
 
 /// What a failed `openat2` means for [`open_beneath_c`].
-fn scoped_open_error(e: io::Error) -> Option<io::Result<File>> {
-    match e.raw_os_error() {
-        Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG) => None,
-        Some(libc::EXDEV) | Some(libc::ELOOP) => Some(Err(io::Error::new(
+fn scoped_open_error(e: Errno) -> Option<io::Result<File>> {
+    match e {
+        Errno::NOSYS | Errno::PERM | Errno::TOOBIG => None,
+        Errno::XDEV | Errno::LOOP => Some(Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             "the key resolves through a symlink that leaves the store root",
         ))),
-        _ => Some(Err(e)),
+        _ => Some(Err(e.into())),
     }
 }
 
-/// `openat2(dir, c, flags, resolve)`.
-fn openat2_c(dir: &File, c: *const libc::c_char, flags: libc::c_int, resolve: u64) -> io::Result<File> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: open_how is plain data; all-zero is its documented default.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = flags as u64;
-    if flags & libc::O_CREAT != 0 {
-        how.mode = 0o644;
-    }
-    how.resolve = resolve;
-    // SAFETY: valid dir fd, NUL-terminated path, pointer and size of a live open_how.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir.as_raw_fd(),
-            c,
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if fd >= 0 {
-        // SAFETY: a fresh fd we own.
-        Ok(unsafe { File::from_raw_fd(fd as i32) })
-    } else {
-        Err(io::Error::last_os_error())
-    }
+/// `openat2(dir, c, flags, resolve)` (mode 0644 when creating).
+fn openat2_c(dir: &File, c: &CStr, flags: OFlags, resolve: ResolveFlags) -> rustix::io::Result<File> {
+    let mode = if flags.contains(OFlags::CREATE) { Mode::from_raw_mode(0o644) } else { Mode::empty() };
+    rustix::fs::openat2(dir, c, flags, mode, resolve).map(File::from)
 }
 
 /// `unlinkat(dir, name, 0)`: `name` (one component) in the open directory `dir`.
 pub fn unlink_at(dir: &File, name: &str) -> io::Result<()> {
-    // SAFETY: valid dir fd, NUL-terminated name.
-    let r = with_cname(name, |c| unsafe { libc::unlinkat(dir.as_raw_fd(), c, 0) }).ok_or_else(bad_name)?;
-    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    Ok(with_cname(name, |c| rustix::fs::unlinkat(dir, c, AtFlags::empty())).ok_or_else(bad_name)??)
 }
 
 /// What a listing needs of a directory entry's `stat`.
@@ -286,14 +248,16 @@ pub struct Stat {
     pub is_symlink: bool,
 }
 
-/// `name` (one path component, no NUL) NUL-terminated in a stack buffer, or `None` if too long.
-fn with_cname<T>(name: &str, f: impl FnOnce(*const libc::c_char) -> T) -> Option<T> {
+/// `name` (one path component, no NUL) NUL-terminated in a stack buffer, or `None` if too long
+/// or holding a NUL.
+fn with_cname<T>(name: &str, f: impl FnOnce(&CStr) -> T) -> Option<T> {
     let mut buf = [0u8; 256];
-    if name.len() >= buf.len() || name.as_bytes().contains(&0) {
+    if name.len() >= buf.len() {
         return None;
     }
     buf[..name.len()].copy_from_slice(name.as_bytes());
-    Some(f(buf.as_ptr().cast()))
+    // An interior NUL fails here (the one scan the old `contains(&0)` made).
+    CStr::from_bytes_with_nul(&buf[..=name.len()]).ok().map(f)
 }
 
 fn bad_name() -> io::Error {
@@ -302,43 +266,43 @@ fn bad_name() -> io::Error {
 
 /// `bucket/key` (a valid bucket name and a valid key, so at most 1281 bytes) NUL-terminated in a
 /// stack buffer, or `None` if it does not fit or holds a NUL.
-pub fn with_cpath2<T>(a: &str, b: &str, f: impl FnOnce(*const libc::c_char) -> T) -> Option<T> {
+pub fn with_cpath2<T>(a: &str, b: &str, f: impl FnOnce(&CStr) -> T) -> Option<T> {
+    /// Most keys fit here: clearing 256 bytes costs next to nothing, 1536 bytes a little more.
+    const SMALL: usize = 256;
     const CAP: usize = 1536;
     let n = a.len() + 1 + b.len();
-    if n >= CAP || a.as_bytes().contains(&0) || b.as_bytes().contains(&0) {
-        return None;
+    if n < SMALL {
+        cpath2_in(&mut [0u8; SMALL], a, b).map(f)
+    } else if n < CAP {
+        cpath2_in(&mut [0u8; CAP], a, b).map(f)
+    } else {
+        None
     }
-    // Only the first n + 1 bytes are written and read (no need to clear the whole buffer).
-    let mut buf = std::mem::MaybeUninit::<[u8; CAP]>::uninit();
-    let p = buf.as_mut_ptr().cast::<u8>();
-    // SAFETY: n + 1 <= CAP bytes are written within the buffer, from slices that do not overlap it.
-    unsafe {
-        std::ptr::copy_nonoverlapping(a.as_ptr(), p, a.len());
-        *p.add(a.len()) = b'/';
-        std::ptr::copy_nonoverlapping(b.as_ptr(), p.add(a.len() + 1), b.len());
-        *p.add(n) = 0;
-    }
-    Some(f(p.cast_const().cast()))
 }
 
-fn stat_c(dir: &File, c: *const libc::c_char) -> io::Result<Stat> {
-    // SAFETY: all-zero is a valid `struct stat`.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid dir fd, NUL-terminated path (the caller's), pointer to a live stat buffer.
-    if unsafe { libc::fstatat(dir.as_raw_fd(), c, &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(stat_of(&st))
+/// `a/b` NUL-terminated at the start of `buf` (zeroed, longer than the path); `None` with a NUL
+/// inside.
+fn cpath2_in<'b>(buf: &'b mut [u8], a: &str, b: &str) -> Option<&'b CStr> {
+    let n = a.len() + 1 + b.len();
+    buf[..a.len()].copy_from_slice(a.as_bytes());
+    buf[a.len()] = b'/';
+    buf[a.len() + 1..n].copy_from_slice(b.as_bytes());
+    CStr::from_bytes_with_nul(&buf[..=n]).ok()
 }
 
-fn stat_of(st: &libc::stat) -> Stat {
+fn stat_c(dir: &File, c: &CStr) -> io::Result<Stat> {
+    Ok(stat_of(&rustix::fs::statat(dir, c, AtFlags::SYMLINK_NOFOLLOW)?))
+}
+
+fn stat_of(st: &rustix::fs::Stat) -> Stat {
     let fmt = st.st_mode & libc::S_IFMT;
+    let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
     Stat {
         dev: st.st_dev,
         ino: st.st_ino,
         size: st.st_size as u64,
-        mtime_ns: st.st_mtime.saturating_mul(1_000_000_000).saturating_add(st.st_mtime_nsec),
-        ctime_ns: st.st_ctime.saturating_mul(1_000_000_000).saturating_add(st.st_ctime_nsec),
+        mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
+        ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
         is_file: fmt == libc::S_IFREG,
         is_symlink: fmt == libc::S_IFLNK,
     }
@@ -389,7 +353,7 @@ pub fn get_xattr_at2(dir: &File, a: &str, b: &str, full: impl FnOnce() -> PathBu
 
 /// `getxattrat` of the NUL-terminated relative path `c`; `None` when the caller must ask
 /// `getxattr` on the full path instead (no getxattrat, a large value, unsupported xattrs).
-fn getxattrat_c(dir: &File, c: *const libc::c_char) -> Option<io::Result<Option<Vec<u8>>>> {
+fn getxattrat_c(dir: &File, c: &CStr) -> Option<io::Result<Option<Vec<u8>>>> {
     use std::sync::atomic::Ordering;
     if NO_GETXATTRAT.load(Ordering::Relaxed) {
         return None;
@@ -401,9 +365,9 @@ fn getxattrat_c(dir: &File, c: *const libc::c_char) -> Option<io::Result<Option<
         libc::syscall(
             SYS_GETXATTRAT,
             dir.as_raw_fd(),
-            c,
+            c.as_ptr(),
             0 as libc::c_uint,
-            self::name(),
+            XATTR.as_ptr(),
             &mut args as *mut XattrArgs,
             std::mem::size_of::<XattrArgs>(),
         )
@@ -435,12 +399,7 @@ pub fn local_fine_timestamps(dir: &Path) -> bool {
     const BTRFS: i64 = 0x9123_683E;
     const TMPFS: i64 = 0x0102_1994;
     let Ok(c) = cpath(dir) else { return false };
-    // SAFETY: all-zero is a valid statfs buffer.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: NUL-terminated path, pointer to a live statfs buffer.
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return false;
-    }
+    let Ok(st) = rustix::fs::statfs(&c) else { return false };
     matches!(st.f_type as i64, EXT4 | XFS | BTRFS | TMPFS)
 }
 
@@ -466,17 +425,16 @@ pub fn open_path(p: &Path) -> Option<File> {
 /// is unavailable.
 pub fn open_beneath_flags(dir: &File, rel: &Path, flags: libc::c_int) -> Option<io::Result<File>> {
     match cpath(rel) {
-        Ok(c) => open_beneath_c(dir, c.as_ptr(), flags),
+        Ok(c) => open_beneath_c(dir, &c, OFlags::from_bits_retain(flags as u32)),
         Err(e) => Some(Err(e)),
     }
 }
 
 /// `fremovexattr` of the s3hpc record (absent: fine).
 pub fn fremove_xattr(f: &File) -> io::Result<()> {
-    // SAFETY: valid descriptor, NUL-terminated name.
-    match check(unsafe { libc::fremovexattr(f.as_raw_fd(), name()) }) {
-        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(()),
-        r => r,
+    match rustix::fs::fremovexattr(f, XATTR) {
+        Err(Errno::NODATA) => Ok(()),
+        r => Ok(r?),
     }
 }
 
@@ -512,64 +470,43 @@ pub fn open_or_create_at(dir: &File, name: &str, mode: u32) -> io::Result<File> 
 /// `openat(dir, name, flags | O_CLOEXEC, mode)`: one name in an open directory, nothing else
 /// looked up by path.
 pub fn open_at(dir: &File, name: &str, flags: libc::c_int, mode: u32) -> io::Result<File> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: valid dir fd, NUL-terminated name.
-    let fd = with_cname(name, |c| unsafe {
-        libc::openat(dir.as_raw_fd(), c, flags | libc::O_CLOEXEC, mode as libc::c_uint)
-    })
-    .ok_or_else(bad_name)?;
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh fd we own.
-    Ok(unsafe { File::from_raw_fd(fd) })
+    let flags = OFlags::from_bits_retain(flags as u32) | OFlags::CLOEXEC;
+    let fd =
+        with_cname(name, |c| rustix::fs::openat(dir, c, flags, Mode::from_raw_mode(mode))).ok_or_else(bad_name)??;
+    Ok(File::from(fd))
 }
 
 /// Rename `from` in the open directory `fdir` to `to` in the open directory `tdir` (`O_PATH`
 /// handles are enough): nothing is looked up by path. `noreplace`: create-only, with a `link`
 /// fallback where the file system has no renameat2 flags.
 pub fn rename_between(fdir: &File, from: &str, tdir: &File, to: &str, noreplace: bool) -> io::Result<()> {
-    let (fd, td) = (fdir.as_raw_fd(), tdir.as_raw_fd());
     let f = CString::new(from).map_err(|_| bad_name())?;
-    let fp = f.as_ptr();
     let r = with_cname(to, |t| {
-        // SAFETY: NUL-terminated names and open directory descriptors.
-        unsafe {
-            if noreplace {
-                libc::renameat2(fd, fp, td, t, libc::RENAME_NOREPLACE)
-            } else {
-                libc::renameat(fd, fp, td, t)
-            }
+        if noreplace {
+            rustix::fs::renameat_with(fdir, &f, tdir, t, rustix::fs::RenameFlags::NOREPLACE)
+        } else {
+            rustix::fs::renameat(fdir, &f, tdir, t)
         }
     })
     .ok_or_else(bad_name)?;
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP) if noreplace => {
-            // SAFETY: as above; linkat without AT_SYMLINK_FOLLOW does not follow `from`.
-            let r = with_cname(to, |t| unsafe { libc::linkat(fd, fp, td, t, 0) }).ok_or_else(bad_name)?;
-            if r != 0 {
-                return Err(io::Error::last_os_error());
-            }
+    match r {
+        Ok(()) => Ok(()),
+        Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) if noreplace => {
+            // linkat without AT_SYMLINK_FOLLOW does not follow `from`.
+            with_cname(to, |t| rustix::fs::linkat(fdir, &f, tdir, t, AtFlags::empty())).ok_or_else(bad_name)??;
             let _ = unlink_at(fdir, from);
             Ok(())
         }
-        _ => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 
 /// An `O_PATH` descriptor of `name` itself in the open directory `dir` (not following a final
 /// symlink), or `None` if there is nothing there.
 pub fn open_path_at(dir: &File, name: &str) -> Option<File> {
-    use std::os::fd::FromRawFd;
-    let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: valid dir fd, NUL-terminated name.
-    let fd = with_cname(name, |c| unsafe { libc::openat(dir.as_raw_fd(), c, flags) })?;
-    // SAFETY: a fresh fd we own.
-    (fd >= 0).then(|| unsafe { File::from_raw_fd(fd) })
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = with_cname(name, |c| rustix::fs::openat(dir, c, flags, Mode::empty()))?;
+    fd.ok().map(File::from)
 }
 
 /// Does `name` exist in the open directory `dir` (not following a final symlink)?
@@ -581,17 +518,9 @@ pub fn exists_at(dir: &File, name: &str) -> bool {
 /// an `fstat`): a symlink on the way that leads out fails with PermissionDenied. Where openat2
 /// is unavailable, [`stat_at2`].
 pub fn stat_beneath2(dir: &File, a: &str, b: &str) -> io::Result<Stat> {
-    let flags = libc::O_PATH | libc::O_CLOEXEC;
+    let flags = OFlags::PATH | OFlags::CLOEXEC;
     match with_cpath2(a, b, |c| open_beneath_c(dir, c, flags)) {
-        Some(Some(Ok(f))) => {
-            // SAFETY: all-zero is a valid `struct stat`.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            // SAFETY: a valid descriptor and a live stat buffer.
-            if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(stat_of(&st))
-        }
+        Some(Some(Ok(f))) => Ok(stat_of(&rustix::fs::fstat(&f)?)),
         Some(Some(Err(e))) => Err(e),
         Some(None) => stat_at2(dir, a, b),
         None => Err(bad_name()),
@@ -611,19 +540,17 @@ pub fn access_dir(dir: &File, mode: libc::c_int) -> io::Result<()> {
 /// Does this kernel resolve paths beneath a directory (`openat2` with `RESOLVE_BENEATH`, Linux
 /// 5.6+, not blocked by a seccomp filter)?
 pub fn beneath_supported(dir: &File) -> bool {
-    matches!(open_beneath_c(dir, c".".as_ptr(), libc::O_PATH | libc::O_CLOEXEC), Some(Ok(_)))
+    matches!(open_beneath_c(dir, c".", OFlags::PATH | OFlags::CLOEXEC), Some(Ok(_)))
 }
 
 /// Open the directory `name` (one component) in `dir` without following a symlink anywhere
 /// (`openat2(RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)`, `O_NOFOLLOW` where openat2 is missing).
 pub fn open_dir_nofollow(dir: &File, name: &str) -> io::Result<File> {
     let c = CString::new(name).map_err(|_| bad_name())?;
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-    match openat2_c(dir, c.as_ptr(), flags, libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_BENEATH) {
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG)) => {
-            open_at(dir, name, flags, 0)
-        }
-        r => r,
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    match openat2_c(dir, &c, flags, ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH) {
+        Err(Errno::NOSYS | Errno::PERM | Errno::TOOBIG) => open_at(dir, name, flags.bits() as libc::c_int, 0),
+        r => Ok(r?),
     }
 }
 
@@ -639,12 +566,9 @@ pub fn owned_dir(dir: &File, name: &str, mode: u32, owner: u32) -> io::Result<Fi
 pub fn owned_dir_by(dir: &File, name: &str, mode: u32, owner: u32, other: u32) -> io::Result<File> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let c = CString::new(name).map_err(|_| bad_name())?;
-    // SAFETY: valid dir fd and NUL-terminated name.
-    if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), mode as libc::mode_t) } != 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EEXIST) {
-            return Err(e);
-        }
+    match rustix::fs::mkdirat(dir, &c, Mode::from_raw_mode(mode)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(e.into()),
     }
     let d = open_dir_nofollow(dir, name).map_err(|e| {
         if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::ENOTDIR) {
@@ -685,24 +609,30 @@ pub fn lock_until(f: &File, kind: LockKind, deadline: std::time::Instant) -> io:
     let fd = f.as_raw_fd();
     let try_once = || -> io::Result<bool> {
         let r = match kind {
+            // rustix's `fcntl_lock` takes process-associated locks (F_SETLK), not these.
             LockKind::Fcntl => {
-                // SAFETY: flock is plain data; all-zero then filled is valid.
-                let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-                fl.l_type = libc::F_WRLCK as libc::c_short;
-                fl.l_whence = libc::SEEK_SET as libc::c_short;
+                // The whole file (l_start 0, l_len 0); l_pid must be 0 for OFD locks.
+                let fl = libc::flock {
+                    l_type: libc::F_WRLCK as libc::c_short,
+                    l_whence: libc::SEEK_SET as libc::c_short,
+                    l_start: 0,
+                    l_len: 0,
+                    l_pid: 0,
+                };
                 // SAFETY: valid fd and a pointer to a live flock.
-                unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &fl as *const libc::flock) }
+                let r = unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &fl as *const libc::flock) };
+                if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
             }
-            // SAFETY: plain system call on a descriptor we own.
-            LockKind::Flock => unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) },
+            LockKind::Flock => {
+                rustix::fs::flock(f, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(io::Error::from)
+            }
         };
-        if r == 0 {
-            return Ok(true);
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EAGAIN) | Some(libc::EACCES) | Some(libc::EINTR) => Ok(false),
-            _ => Err(e),
+        match r {
+            Ok(()) => Ok(true),
+            Err(e) => match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EACCES) | Some(libc::EINTR) => Ok(false),
+                _ => Err(e),
+            },
         }
     };
     let mut pause = std::time::Duration::from_millis(1);

@@ -108,8 +108,7 @@ fn user(name: &str) -> Identity {
 
 #[tokio::test]
 async fn the_kernel_decides_under_identity_posix() {
-    // SAFETY: a plain getter.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         eprintln!("skipped: needs root to act as other users");
         return;
     }
@@ -158,8 +157,7 @@ async fn the_kernel_decides_under_identity_posix() {
 #[tokio::test]
 async fn namespace_operations() {
     use s3hpc_core::fsattr::Owner;
-    // SAFETY: a plain getter.
-    let root_user = unsafe { libc::geteuid() } == 0;
+    let root_user = rustix::process::geteuid().is_root();
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let root = dir.path().join("root");

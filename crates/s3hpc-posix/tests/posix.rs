@@ -405,13 +405,8 @@ async fn fresh_large_directory_is_cached_on_local_file_systems() {
     let (_d, root, s) = setup_with(PosixOptions { io: IoMode::Inline, ..opts() }).await;
     // The stamp rule (inotify-watched lists need no settling: see tests/listing_cache.rs).
     s.set_listing_watch(false);
-    // SAFETY: zeroed statfs buffer, NUL-terminated path.
-    let local = unsafe {
-        let mut st: libc::statfs = std::mem::zeroed();
-        let c = std::ffi::CString::new(root.as_os_str().as_encoded_bytes()).unwrap();
-        libc::statfs(c.as_ptr(), &mut st) == 0
-            && matches!(st.f_type as i64, 0xEF53 | 0x5846_5342 | 0x9123_683E | 0x0102_1994)
-    };
+    let local = rustix::fs::statfs(&root)
+        .is_ok_and(|st| matches!(st.f_type as i64, 0xEF53 | 0x5846_5342 | 0x9123_683E | 0x0102_1994));
     assert!(local, "this test needs /tmp on ext4, xfs, btrfs or tmpfs");
     for i in 0..600 {
         put(&s, &format!("d/k{i:04}"), vec![1u8; 10]).await.unwrap();
@@ -462,9 +457,7 @@ async fn cached_records_follow_every_change() {
     assert_eq!(s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap().tag_count, 2);
     // Another program removes the xattr: the object loses its record (derived ETag) at once,
     // in HEAD, GET and listings.
-    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: NUL-terminated path and name.
-    assert_eq!(unsafe { libc::removexattr(c.as_ptr(), c"user.s3hpc".as_ptr()) }, 0);
+    rustix::fs::removexattr(&p, c"user.s3hpc").unwrap();
     let h = s.head_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
     assert!(h.etag.ends_with("-1") && h.tag_count == 0, "stale cached record: {h:?}");
     let g = s.get_object("bkt", "obj", GetObjectRequest::default()).await.unwrap();
@@ -1096,11 +1089,9 @@ async fn a_symlinked_internal_directory_is_not_followed() {
 }
 
 fn xattr_names(p: &Path) -> Vec<String> {
-    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
     let mut buf = vec![0u8; 4096];
-    let n = unsafe { libc::listxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    assert!(n >= 0);
-    buf[..n as usize].split(|b| *b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into()).collect()
+    let n = rustix::fs::listxattr(p, &mut buf[..]).unwrap();
+    buf[..n].split(|b| *b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into()).collect()
 }
 
 /// One listing page as (keys with size and ETag, common prefixes, truncated).

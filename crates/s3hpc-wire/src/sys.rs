@@ -1,8 +1,15 @@
 //! Transports (Unix and TCP sockets behind one type), zero-copy `sendfile`, peer credentials, and
 //! the handshake proof.
+//!
+//! The socket calls go through rustix's safe API (`send`, `sendmsg` with `SCM_RIGHTS`,
+//! `shutdown`, `sendfile`, `setsockopt`); `unsafe` is left where memory is handed over
+//! uninitialised (reads into a buffer's spare capacity: `recv` into a `ReadBuf`, `recvmsg`,
+//! whose safe rustix form needs initialised buffers), for the shared mappings of upload slots
+//! (`mmap`), and for registering a descriptor with Tokio's reactor.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -65,7 +72,7 @@ impl Endpoint {
 /// Send buffer asked for on Unix stream sockets. The default (`net.core.wmem_default`, usually
 /// 208 KiB) is less than one 1 MiB DATA frame, so a bulk transfer takes several wake-ups of each
 /// side per frame. The kernel caps the value at `net.core.wmem_max`.
-pub const UNIX_SNDBUF: libc::c_int = 2 << 20;
+pub const UNIX_SNDBUF: usize = 2 << 20;
 
 /// Enlarge the send buffer of a Unix stream socket (best effort).
 pub fn tune_unix(s: &UnixStream) {
@@ -73,17 +80,8 @@ pub fn tune_unix(s: &UnixStream) {
 }
 
 /// Ask for a send buffer of `v` bytes (best effort; the kernel doubles and caps it).
-fn set_sndbuf(s: &impl AsRawFd, v: libc::c_int) {
-    // SAFETY: setsockopt with a pointer to a c_int of the size passed, on a descriptor we own.
-    unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+fn set_sndbuf(s: &impl AsFd, v: usize) {
+    let _ = rustix::net::sockopt::set_socket_send_buffer_size(s, v);
 }
 
 /// A connected socket.
@@ -142,6 +140,10 @@ impl UnixIo {
         self.fd.as_raw_fd()
     }
 
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.get_ref().as_fd()
+    }
+
     /// Run a non-blocking read operation once the socket is readable, retrying on `WouldBlock`.
     async fn read_with<R>(&self, mut f: impl FnMut(RawFd) -> io::Result<R>) -> io::Result<R> {
         loop {
@@ -156,13 +158,10 @@ impl UnixIo {
     fn poll_read(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         loop {
             let mut g = std::task::ready!(self.fd.poll_read_ready(cx))?;
-            // SAFETY: recv(2) writes at most `spare.len()` bytes into the unfilled part of the
-            // buffer, which are then marked initialised and filled.
-            let res = g.try_io(|fd| unsafe {
-                let spare = buf.unfilled_mut();
-                let n = libc::recv(fd.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len(), 0);
-                if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
-            });
+            // SAFETY: recv(2) only writes into the unfilled part (never de-initialises it); the
+            // bytes it wrote are then marked initialised and filled.
+            let spare = unsafe { buf.unfilled_mut() };
+            let res = g.try_io(|fd| Ok(rustix::net::recv(fd, spare, rustix::net::RecvFlags::empty())?.1));
             match res {
                 Ok(Ok(n)) => {
                     // SAFETY: the kernel initialised `n` bytes of the unfilled part.
@@ -188,27 +187,26 @@ impl UnixIo {
     }
 
     fn try_write(&self, b: &[u8]) -> io::Result<usize> {
-        // SAFETY: send(2) reads at most `b.len()` bytes from `b`; MSG_NOSIGNAL: a closed peer
-        // gives EPIPE, never SIGPIPE (the C library runs inside programs that keep SIGPIPE).
-        let n = unsafe { libc::send(self.raw(), b.as_ptr().cast(), b.len(), libc::MSG_NOSIGNAL) };
-        if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+        // MSG_NOSIGNAL: a closed peer gives EPIPE, never SIGPIPE (the C library runs inside
+        // programs that keep SIGPIPE).
+        Ok(rustix::net::send(self.fd(), b, rustix::net::SendFlags::NOSIGNAL)?)
     }
 
     fn try_write_vectored(&self, b: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        // SAFETY: IoSlice is ABI-compatible with iovec; sendmsg(2) only reads the slices.
-        unsafe {
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = b.as_ptr() as *mut libc::iovec;
-            msg.msg_iovlen = b.len() as _;
-            let n = libc::sendmsg(self.raw(), &msg, libc::MSG_NOSIGNAL);
-            if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
-        }
+        let mut no_control = rustix::net::SendAncillaryBuffer::default();
+        Ok(rustix::net::sendmsg(self.fd(), b, &mut no_control, rustix::net::SendFlags::NOSIGNAL)?)
     }
 }
 
 impl AsRawFd for UnixIo {
     fn as_raw_fd(&self) -> RawFd {
         self.raw()
+    }
+}
+
+impl AsFd for UnixIo {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd()
     }
 }
 
@@ -224,10 +222,8 @@ pub struct UnixWrite(Arc<UnixIo>);
 
 impl Drop for UnixWrite {
     fn drop(&mut self) {
-        // SAFETY: shutdown(2) on a descriptor the Arc keeps open; errors are irrelevant.
-        unsafe {
-            libc::shutdown(self.0.raw(), libc::SHUT_WR);
-        }
+        // Errors are irrelevant.
+        let _ = rustix::net::shutdown(self.0.fd(), rustix::net::Shutdown::Write);
     }
 }
 
@@ -292,10 +288,10 @@ impl WriteHalf {
         }
     }
 
-    fn raw_fd(&self) -> RawFd {
+    fn fd(&self) -> BorrowedFd<'_> {
         match self {
-            WriteHalf::Unix(w) => w.0.raw(),
-            WriteHalf::Tcp(w) => w.as_ref().as_raw_fd(),
+            WriteHalf::Unix(w) => w.0.fd(),
+            WriteHalf::Tcp(w) => w.as_ref().as_fd(),
         }
     }
 
@@ -335,40 +331,32 @@ impl WriteHalf {
 
     /// Close the write direction (the peer sees end of stream).
     pub fn shutdown_write(&self) {
-        let fd = self.raw_fd();
-        // SAFETY: shutdown(2) on a descriptor we own; errors (already closed) are irrelevant.
-        unsafe {
-            libc::shutdown(fd, libc::SHUT_WR);
-        }
+        // Errors (already closed) are irrelevant.
+        let _ = rustix::net::shutdown(self.fd(), rustix::net::Shutdown::Write);
     }
 
     /// Whether the peer has closed the connection (its end of stream is waiting to be read): one
     /// non-blocking `recv(MSG_PEEK)`, which consumes nothing.
     pub fn peer_closed(&self) -> bool {
-        let fd = self.raw_fd();
+        use rustix::net::RecvFlags;
         let mut b = [0u8; 1];
-        // SAFETY: recv into a 1-byte stack buffer on a descriptor we own; MSG_PEEK leaves the data
-        // (and any attached descriptors) queued for the reader.
-        let n = unsafe { libc::recv(fd, b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
-        n == 0
+        // MSG_PEEK leaves the data (and any attached descriptors) queued for the reader.
+        matches!(rustix::net::recv(self.fd(), &mut b, RecvFlags::PEEK | RecvFlags::DONTWAIT), Ok((_, 0)))
     }
 
     /// Shut the socket down in both directions (the peer sees end of stream; our reads end).
     pub fn shutdown_both(&self) {
-        let fd = self.raw_fd();
-        // SAFETY: shutdown(2) on a descriptor we own; errors (already closed) are irrelevant.
-        unsafe {
-            libc::shutdown(fd, libc::SHUT_RDWR);
-        }
+        // Errors (already closed) are irrelevant.
+        let _ = rustix::net::shutdown(self.fd(), rustix::net::Shutdown::Both);
     }
 
     /// Write `data` with `fd` attached (SCM_RIGHTS) to its first byte. Unix sockets only.
-    pub async fn send_with_fd(&self, data: &[u8], fd: std::os::fd::RawFd) -> io::Result<()> {
+    pub async fn send_with_fd(&self, data: &[u8], fd: BorrowedFd<'_>) -> io::Result<()> {
         let WriteHalf::Unix(w) = self else {
             return Err(io::Error::new(io::ErrorKind::Unsupported, "descriptor passing needs a Unix socket"));
         };
         let sent = loop {
-            match sendmsg_fd(w.0.raw(), data, fd) {
+            match sendmsg_fd(w.0.fd(), data, fd) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => w.0.writable().await?,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -389,26 +377,15 @@ impl WriteHalf {
 }
 
 /// One `sendmsg(2)` of `data` with `fd` attached (SCM_RIGHTS); the bytes sent.
-pub fn sendmsg_fd(sock: std::os::fd::RawFd, data: &[u8], fd: std::os::fd::RawFd) -> io::Result<usize> {
-    // SAFETY: plain sendmsg(2) with one iovec over `data` and a control buffer sized by
-    // CMSG_SPACE for one int, filled through the CMSG_* accessors.
-    unsafe {
-        let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
-        let space = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
-        let mut cbuf = vec![0u64; space.div_ceil(8)];
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = space as _;
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_SOCKET;
-        (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, fd);
-        let n = libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL);
-        if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+pub fn sendmsg_fd(sock: impl AsFd, data: &[u8], fd: impl AsFd) -> io::Result<usize> {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    let fds = [fd.as_fd()];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(io::Error::other("no room for the descriptor's control message"));
     }
+    Ok(rustix::net::sendmsg(sock, &[io::IoSlice::new(data)], &mut control, SendFlags::NOSIGNAL)?)
 }
 
 impl ReadHalf {
@@ -479,7 +456,7 @@ fn recvmsg_fds(
     }
 }
 
-trait Socketish: AsRawFd {
+trait Socketish: AsFd {
     async fn writable(&self) -> io::Result<()>;
     fn try_io<R>(&self, f: impl FnOnce() -> io::Result<R>) -> io::Result<R>;
 }
@@ -503,17 +480,12 @@ impl Socketish for TcpStream {
 }
 
 async fn sendfile_on<S: Socketish>(sock: &S, file: &std::fs::File, offset: u64, len: u64) -> io::Result<()> {
-    let (out_fd, in_fd) = (sock.as_raw_fd(), file.as_raw_fd());
-    let mut off = offset as libc::off_t;
+    let mut off = offset;
     let end = offset + len;
-    while (off as u64) < end {
-        let want = ((end - off as u64) as usize).min(1 << 30);
-        match sock.try_io(|| {
-            // SAFETY: both descriptors are open for the duration of the call; `off` is a valid
-            // pointer to an off_t that the kernel advances by the bytes sent.
-            let n = unsafe { libc::sendfile(out_fd, in_fd, &mut off, want) };
-            if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
-        }) {
+    while off < end {
+        let want = ((end - off) as usize).min(1 << 30);
+        // The kernel advances `off` by the bytes sent.
+        match sock.try_io(|| Ok(rustix::fs::sendfile(sock.as_fd(), file, Some(&mut off), want)?)) {
             Ok(0) => {
                 return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "object file shorter than its recorded size"));
             }
@@ -658,7 +630,7 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     /// A Unix socket pair: our halves on `a`, and the peer's end `b` as a tokio stream.
-    fn pair(sndbuf: libc::c_int) -> (ReadHalf, WriteHalf, UnixStream) {
+    fn pair(sndbuf: usize) -> (ReadHalf, WriteHalf, UnixStream) {
         let (a, b) = UnixStream::pair().unwrap();
         set_sndbuf(&a, sndbuf);
         let (r, w) = Stream::Unix(a).split().unwrap();
@@ -731,7 +703,7 @@ mod tests {
         let f = tempfile::tempfile().unwrap();
         let sender = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
-            sendmsg_fd(peer.as_raw_fd(), b"hello", f.as_raw_fd()).unwrap();
+            sendmsg_fd(&peer, b"hello", &f).unwrap();
             std::thread::sleep(Duration::from_millis(50));
             (&peer).write_all(b" world").unwrap();
             drop(peer);

@@ -232,8 +232,8 @@ async fn write_batch(s: &Shared, batch: Vec<Out>, bufs: &mut Vec<Bytes>) -> io::
                 s.sock.write_all_vectored(bufs).await?;
                 bufs.clear();
                 pending = 0;
-                use std::os::fd::AsRawFd;
-                s.sock.send_with_fd(&frame, file.as_raw_fd()).await?;
+                use std::os::fd::AsFd;
+                s.sock.send_with_fd(&frame, file.as_fd()).await?;
             }
             Out::Close => {
                 s.sock.write_all_vectored(bufs).await?;

@@ -13,7 +13,7 @@ const SECRET: &str = "wire-accounts-secret-0123456789";
 
 /// alice has this process's uid; bob another one.
 fn accounts() -> CredentialSet {
-    let uid = unsafe { libc::getuid() };
+    let uid = rustix::process::getuid().as_raw();
     let mut set = CredentialSet::default();
     for (key, id, uid) in [("ALICEKEY", "alice", uid), ("BOBKEY", "bob", uid.wrapping_add(1))] {
         set.insert(Credentials::new(key, SECRET));
@@ -63,7 +63,7 @@ async fn no_key_is_refused_over_tcp_and_for_an_unknown_uid() {
     // No account has this process's uid.
     let mut set = CredentialSet::default();
     set.insert(Credentials::new("BOBKEY", SECRET));
-    let other = unsafe { libc::getuid() }.wrapping_add(1);
+    let other = rustix::process::getuid().as_raw().wrapping_add(1);
     set.set_account("BOBKEY", Account { id: "bob".into(), name: None, admin: false, uid: Some(other) });
     let (server, _dir) = start(set, true).await;
     let e = WireClient::connect(&server.url, Credentials::new("", "")).await.err().unwrap();

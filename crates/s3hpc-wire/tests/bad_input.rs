@@ -167,7 +167,7 @@ async fn authentication_failures() {
 async fn peer_credentials_on_unix_socket() {
     let store: DynStore = Arc::new(MemoryStore::new());
     store.create_bucket("bkt").await.unwrap();
-    let uid = unsafe { libc::getuid() };
+    let uid = rustix::process::getuid().as_raw();
     let opts = ServerOptions { trusted_uids: Some(vec![uid]), ..Default::default() };
     let r = common::start(store.clone(), true, opts).await;
     let (_, h, _) = raw_session(&r.server.url, &common::creds(), Some(vec![])).await;

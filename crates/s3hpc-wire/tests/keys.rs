@@ -61,7 +61,7 @@ async fn start(keys: Option<Arc<Keys>>, unix: bool) -> (s3hpc_wire::ServerHandle
 async fn key_operations_are_for_the_kernel_named_uid_and_nothing_else() {
     let keys = Arc::new(Keys::default());
     let (server, _dir) = start(Some(keys.clone()), true).await;
-    let me = unsafe { libc::getuid() };
+    let me = rustix::process::getuid().as_raw();
     // No account has this uid: accepted, for key operations only.
     let c = WireClient::connect(&server.url, Credentials::new("", "")).await.unwrap();
     let (creds, got) = c.create_access_key(Some(Duration::from_secs(60)), "laptop").await.unwrap();

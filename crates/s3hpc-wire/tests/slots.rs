@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -282,8 +282,8 @@ async fn raw_session(url: &str) -> UnixStream {
 }
 
 /// Send `data` with `fd` attached to its first byte (the frames here are small: one sendmsg).
-fn send_with_fd(s: &UnixStream, data: &[u8], fd: RawFd) {
-    assert_eq!(s3hpc_wire::sys::sendmsg_fd(s.as_raw_fd(), data, fd).unwrap(), data.len());
+fn send_with_fd(s: &UnixStream, data: &[u8], fd: BorrowedFd<'_>) {
+    assert_eq!(s3hpc_wire::sys::sendmsg_fd(s, data, fd).unwrap(), data.len());
 }
 
 /// A PutObject REQUEST whose body is `len` bytes of upload slot `slot`.
@@ -342,20 +342,20 @@ async fn bad_slots_fail_cleanly() {
         f.set_len(4096).unwrap();
         f
     };
-    send_with_fd(&s, &slot_put(2, "n2", 0, true, 10), unsealed.as_raw_fd());
+    send_with_fd(&s, &slot_put(2, "n2", 0, true, 10), unsealed.as_fd());
     expect_error(&mut s, 2, ErrorCode::InvalidRequest, "not a memory file sealed").await;
     // A good slot: a body within it lands, one longer than it fails.
     let slot = slot_file(4096).unwrap();
     let mut view = s3hpc_wire::sys::SlotMap::writable(&slot).unwrap();
     view.fill(b"0123456789");
-    send_with_fd(&s, &slot_put(3, "ok", 5, true, 10), slot.as_raw_fd());
+    send_with_fd(&s, &slot_put(3, "ok", 5, true, 10), slot.as_fd());
     let (h, p) = read_frame(&mut s).await.unwrap();
     assert_eq!((h.ty, h.id, p[0]), (ty::RESPONSE, 3, 0));
     assert_eq!(&get(&*store, "ok").await[..], b"0123456789");
     s.write_all(&slot_put(4, "n4", 5, false, 4097)).await.unwrap();
     expect_error(&mut s, 4, ErrorCode::InvalidRequest, "in a slot of 4096").await;
     // A failed attach forgets what the slot held before.
-    send_with_fd(&s, &slot_put(5, "n5", 5, true, 10), unsealed.as_raw_fd());
+    send_with_fd(&s, &slot_put(5, "n5", 5, true, 10), unsealed.as_fd());
     expect_error(&mut s, 5, ErrorCode::InvalidRequest, "not a memory file sealed").await;
     s.write_all(&slot_put(6, "n6", 5, false, 10)).await.unwrap();
     expect_error(&mut s, 6, ErrorCode::InvalidRequest, "no descriptor attached").await;
@@ -375,7 +375,7 @@ async fn bad_slots_fail_cleanly() {
     let s2 = raw_session(&url).await;
     let mut e = Enc::new();
     Request::HeadBucket { bucket: "bkt".into() }.encode(&mut e);
-    send_with_fd(&s2, &frame_bytes(ty::REQUEST, 0, 1, &e.finish()), slot.as_raw_fd());
+    send_with_fd(&s2, &frame_bytes(ty::REQUEST, 0, 1, &e.finish()), slot.as_fd());
     let mut s2 = s2;
     // The HEAD itself may be answered before the reader notices the stray descriptor.
     loop {
