@@ -2,10 +2,11 @@
 """Server CPU per operation of two gateway builds, measured alternately in one run.
 
     bench/cpu_per_op.py OLD_BIN NEW_BIN [--rounds 6] [--secs 3] [--ops head4k,get4k,put4k,put1m,get1m]
-                        [--flags "--durability none"] [--old-flags F] [--new-flags F]
+                        [--flags "--durability none"] [--old-flags F] [--new-flags F] [--wire]
 
 OLD_BIN and NEW_BIN may be the same binary with different --old-flags / --new-flags (the cost of
-a setting).
+a setting). With --wire the gateways also serve the binary protocol on a Unix socket
+(`--binary unix://ROOT.sock`) and the load client speaks it there instead of HTTP.
 
 Both builds serve their own /dev/shm root for the whole run, pinned to CPU 0 (`taskset`); the load
 client (`s3hpc bench mixed` of NEW_BIN, one operation at a time) runs pinned to CPU 1, so the
@@ -43,16 +44,18 @@ OPS = {  # name: (mix, size, concurrency, objects)
 }
 
 
-def serve(binary, root, flags):
+def serve(binary, root, flags, wire=False):
     log = open(os.path.join(root + ".log"), "w+")
+    sock = root + ".sock"
+    extra = ["--binary", "unix://" + sock] if wire else []
     p = subprocess.Popen(
         ["taskset", "-c", "0", binary, "serve", root, "--listen", "127.0.0.1:0", "--access-key", AK,
-         "--secret-key", SK] + flags, stdout=log, stderr=subprocess.STDOUT)
+         "--secret-key", SK] + extra + flags, stdout=log, stderr=subprocess.STDOUT)
     for _ in range(200):
         log.seek(0)
         m = re.search(r"http://127\.0\.0\.1:\d+", log.read())
-        if m:
-            return p, m.group(0)
+        if m and (not wire or os.path.exists(sock)):
+            return p, ("unix://" + sock if wire else m.group(0))
         time.sleep(0.05)
     p.kill()
     sys.exit(f"{binary} did not start; see {root}.log")
@@ -83,6 +86,7 @@ def main():
     a.add_argument("--old-flags", default="", help="extra serve flags for OLD_BIN only")
     a.add_argument("--new-flags", default="", help="extra serve flags for NEW_BIN only")
     a.add_argument("--json", help="write every sample here")
+    a.add_argument("--wire", action="store_true", help="load over the binary protocol's Unix socket")
     args = a.parse_args()
     ops = args.ops.split(",")
     for op in ops:
@@ -94,7 +98,7 @@ def main():
         for name, binary, extra in (("old", args.old, args.old_flags), ("new", args.new, args.new_flags)):
             root = os.path.join(tmp, name)
             os.mkdir(root)
-            servers[name] = serve(binary, root, args.flags.split() + extra.split())
+            servers[name] = serve(binary, root, args.flags.split() + extra.split(), args.wire)
         samples = {op: {"old": [], "new": []} for op in ops}
         for op in ops:
             for name in ("old", "new"):  # populate, and warm up, outside the rounds
@@ -106,8 +110,8 @@ def main():
                     samples[op][name].append(r)
                     print(f"  {op} round {rnd + 1} {name}: {r['cpu_us_per_op']} µs/op, "
                           f"{r['ops_per_s']:.0f} ops/s", file=sys.stderr)
-        print(f"server CPU per operation, median of {args.rounds} alternating rounds of "
-              f"{args.secs:g} s (server on CPU 0, client on CPU 1)")
+        print(f"server CPU per operation ({'binary protocol' if args.wire else 'HTTP'}), median of "
+              f"{args.rounds} alternating rounds of {args.secs:g} s (server on CPU 0, client on CPU 1)")
         print(f"{'op':8} {'old µs':>8} {'new µs':>8} {'new/old':>8} {'paired':>7}   {'old range':>15} "
               f"{'new range':>15}   {'old ops/s':>9} {'new ops/s':>9}")
         for op in ops:
