@@ -92,12 +92,12 @@ fn attr_of(at: &At) -> std::result::Result<FsAttr, i32> {
         gid: st.st_gid,
         size: st.st_size as u64,
         nlink: st.st_nlink as u32,
-        atime: time_of(st.st_atime as i64, st.st_atime_nsec as i64),
-        mtime: time_of(st.st_mtime as i64, st.st_mtime_nsec as i64),
-        ctime: time_of(st.st_ctime as i64, st.st_ctime_nsec as i64),
-        rdev: st.st_rdev as u64,
+        atime: time_of(st.st_atime, st.st_atime_nsec as i64),
+        mtime: time_of(st.st_mtime, st.st_mtime_nsec as i64),
+        ctime: time_of(st.st_ctime, st.st_ctime_nsec as i64),
+        rdev: st.st_rdev,
         target,
-        ino: st.st_ino as u64,
+        ino: st.st_ino,
     })
 }
 

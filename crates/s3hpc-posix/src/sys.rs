@@ -301,8 +301,8 @@ fn stat_of(st: &rustix::fs::Stat) -> Stat {
         dev: st.st_dev,
         ino: st.st_ino,
         size: st.st_size as u64,
-        mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
-        ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
+        mtime_ns: ns(st.st_mtime, st.st_mtime_nsec as i64),
+        ctime_ns: ns(st.st_ctime, st.st_ctime_nsec as i64),
         is_file: fmt == libc::S_IFREG,
         is_symlink: fmt == libc::S_IFLNK,
     }
@@ -400,7 +400,7 @@ pub fn local_fine_timestamps(dir: &Path) -> bool {
     const TMPFS: i64 = 0x0102_1994;
     let Ok(c) = cpath(dir) else { return false };
     let Ok(st) = rustix::fs::statfs(&c) else { return false };
-    matches!(st.f_type as i64, EXT4 | XFS | BTRFS | TMPFS)
+    matches!(st.f_type, EXT4 | XFS | BTRFS | TMPFS)
 }
 
 /// Start writing `f`'s dirty pages back (`sync_file_range(SYNC_FILE_RANGE_WRITE)`: submits the

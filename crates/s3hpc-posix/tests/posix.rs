@@ -405,8 +405,8 @@ async fn fresh_large_directory_is_cached_on_local_file_systems() {
     let (_d, root, s) = setup_with(PosixOptions { io: IoMode::Inline, ..opts() }).await;
     // The stamp rule (inotify-watched lists need no settling: see tests/listing_cache.rs).
     s.set_listing_watch(false);
-    let local = rustix::fs::statfs(&root)
-        .is_ok_and(|st| matches!(st.f_type as i64, 0xEF53 | 0x5846_5342 | 0x9123_683E | 0x0102_1994));
+    let local =
+        rustix::fs::statfs(&root).is_ok_and(|st| matches!(st.f_type, 0xEF53 | 0x5846_5342 | 0x9123_683E | 0x0102_1994));
     assert!(local, "this test needs /tmp on ext4, xfs, btrfs or tmpfs");
     for i in 0..600 {
         put(&s, &format!("d/k{i:04}"), vec![1u8; 10]).await.unwrap();
