@@ -115,7 +115,7 @@ impl Ctx {
         if let Some(a) = i.fs.as_ref().filter(|_| self.posix()) {
             posix::overlay(&mut attr, a, matches!(i.local, Local::Writing(_)));
         }
-        if let Some(m) = i.meta.as_ref().filter(|_| self.opts.s3fs_metadata && i.kind == Kind::File) {
+        if let Some(m) = i.meta.as_ref().filter(|_| self.opts.s3fs_metadata) {
             m.overlay(&mut attr);
         }
         attr
@@ -524,6 +524,75 @@ impl S3Fs {
             }
         });
     }
+
+    /// Wait up to 0.5 s for inode `ino` to stop being written here (the kernel sends a
+    /// handle's RELEASE after close() returned, so `touch f; rm f` may find its writer still
+    /// open), then run `then`.
+    fn after_release(&self, ino: u64, then: impl FnOnce(S3Fs) + Send + 'static) {
+        let fs = S3Fs { ctx: self.ctx.clone() };
+        self.spawn(async move {
+            for _ in 0..100 {
+                let writing =
+                    lock(&fs.ctx.table).inodes.get(&ino).is_some_and(|i| matches!(i.local, Local::Writing(_)));
+                if !writing {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            then(fs)
+        });
+    }
+
+    /// unlink (checked: writable, deletes allowed, a valid name); `waited`: a pending release
+    /// of the file's writer was already waited for.
+    fn unlink_as(&self, parent: INodeNo, name: &str, reply: ReplyEmpty, waited: bool) {
+        let ctx = self.ctx.clone();
+        let (key, no_object) = {
+            let t = lock(&ctx.table);
+            let mut no_object = false;
+            if let Some(ino) = t.child(parent.0, name) {
+                let i = &t.inodes[&ino];
+                if i.kind == Kind::Dir {
+                    reply.error(Errno::EISDIR);
+                    return;
+                }
+                if let Local::Writing(_) = i.local {
+                    if !waited {
+                        drop(t);
+                        let name = name.to_string();
+                        return self.after_release(ino, move |fs| fs.unlink_as(parent, &name, reply, true));
+                    }
+                    // The object does not exist until the writer closes it.
+                    reply.error(Errno::EBUSY);
+                    return;
+                }
+                no_object = i.fs.as_ref().is_some_and(|a| a.kind != s3hpc_core::fsattr::FsKind::File);
+            }
+            let Some(pfx) = t.dir_prefix(parent.0) else {
+                reply.error(Errno::ENOTDIR);
+                return;
+            };
+            (format!("{pfx}{name}"), no_object)
+        };
+        if ctx.posix() && (no_object || !posix::is_object_key(&key)) {
+            return self.posix_unlink(parent, name.to_string(), key, reply);
+        }
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.store.delete_object(&ctx.opts.bucket, &key).await {
+                Ok(()) => {
+                    let mut t = lock(&ctx.table);
+                    t.remove_name(parent.0, &name, ctx.until());
+                    if ctx.posix() {
+                        posix::expire_linked(&mut t);
+                    }
+                    drop(t);
+                    reply.ok();
+                }
+                Err(e) => reply.error(errno(&e, "unlink", &key)),
+            }
+        });
+    }
 }
 
 impl Filesystem for S3Fs {
@@ -581,6 +650,8 @@ impl Filesystem for S3Fs {
                 Ok((Found::File { .. }, _)) if ctx.opts.s3fs_metadata => {
                     ctx.head(&key).await.ok().flatten().map(|info| meta::S3fsAttr::of(&info.meta.user))
                 }
+                // A directory's attributes are on its object `dir/`, where it has one.
+                Ok((Found::Dir, _)) if ctx.opts.s3fs_metadata => meta::dir_attr(&ctx, &key).await.ok(),
                 _ => None,
             };
             match looked {
@@ -649,6 +720,27 @@ impl Filesystem for S3Fs {
         };
         if ctx.posix() {
             return self.posix_getattr(ino, key, reply);
+        }
+        let is_dir = lock(&ctx.table).inodes.get(&ino.0).is_some_and(|i| i.kind == Kind::Dir);
+        if is_dir {
+            // `--metadata s3fs`: a directory's attributes are on its object `dir/`, if any.
+            return self.spawn(async move {
+                let r = meta::dir_attr(&ctx, &key).await;
+                let mut t = lock(&ctx.table);
+                let Some(i) = t.inodes.get_mut(&ino.0) else {
+                    return reply.error(Errno::ENOENT);
+                };
+                match r {
+                    Ok(m) => {
+                        if i.key == key && i.local == Local::No {
+                            i.meta = m;
+                            i.meta_until = Some(ctx.until());
+                        }
+                        reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i))
+                    }
+                    Err(e) => reply.error(errno(&e, "stat", &key)),
+                }
+            });
         }
         self.spawn(async move {
             let r = ctx.head(&key).await;
@@ -739,20 +831,12 @@ impl Filesystem for S3Fs {
                 Err(e) => reply.error(e),
             });
         }
-        if ctx.opts.s3fs_metadata
-            && i.kind == Kind::File
-            && (mode.is_some() || uid.is_some() || gid.is_some() || atime.is_some() || mtime.is_some())
-        {
-            let current = match i.local {
-                Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
-                _ => i.size,
-            };
-            if size.is_none_or(|s| s == current) {
-                let key = i.key.clone();
-                drop(t);
-                let change = meta::Change { mode, uid, gid, atime, mtime };
-                return meta::setattr(self, ino, key, change, reply);
-            }
+        if ctx.opts.s3fs_metadata && ino.0 != crate::inode::ROOT && (i.kind == Kind::File || size.is_none()) {
+            // `--metadata s3fs`: modes, owners, times and sizes are kept in the objects.
+            let key = i.key.clone();
+            drop(t);
+            let change = meta::Change { mode, uid, gid, atime, mtime };
+            return meta::setattr(self, ino, key, change, size, reply);
         }
         let perm = if i.kind == Kind::Dir { ctx.opts.dir_mode } else { ctx.opts.file_mode };
         let local = i.local != Local::No;
@@ -808,6 +892,9 @@ impl Filesystem for S3Fs {
         if ctx.posix() {
             return self.posix_mkdir((req.uid(), req.gid()), parent, name, mode, umask, reply);
         }
+        if ctx.opts.s3fs_metadata {
+            return meta::mkdir(self, (req.uid(), req.gid()), parent.0, name, mode & !umask, reply);
+        }
         if ctx.too_long(name) {
             reply.error(Errno::ENAMETOOLONG);
             return;
@@ -857,48 +944,8 @@ impl Filesystem for S3Fs {
             reply.error(Errno::ENOENT);
             return;
         };
-        let (key, no_object) = {
-            let t = lock(&ctx.table);
-            let mut no_object = false;
-            if let Some(ino) = t.child(parent.0, name) {
-                let i = &t.inodes[&ino];
-                if i.kind == Kind::Dir {
-                    reply.error(Errno::EISDIR);
-                    return;
-                }
-                if let Local::Writing(_) = i.local {
-                    // The object does not exist until the writer closes it.
-                    reply.error(Errno::EBUSY);
-                    return;
-                }
-                no_object = i.fs.as_ref().is_some_and(|a| a.kind != s3hpc_core::fsattr::FsKind::File);
-            }
-            let Some(pfx) = t.dir_prefix(parent.0) else {
-                reply.error(Errno::ENOTDIR);
-                return;
-            };
-            (format!("{pfx}{name}"), no_object)
-        };
-        if ctx.posix() && (no_object || !posix::is_object_key(&key)) {
-            return self.posix_unlink(parent, name.to_string(), key, reply);
-        }
-        let name = name.to_string();
-        self.spawn(async move {
-            match ctx.store.delete_object(&ctx.opts.bucket, &key).await {
-                Ok(()) => {
-                    let mut t = lock(&ctx.table);
-                    t.remove_name(parent.0, &name, ctx.until());
-                    if ctx.posix() {
-                        posix::expire_linked(&mut t);
-                    }
-                    drop(t);
-                    reply.ok();
-                }
-                Err(e) => reply.error(errno(&e, "unlink", &key)),
-            }
-        });
+        self.unlink_as(parent, name, reply, false)
     }
-
     /// Rename a file with one RenameObject (atomic on an s3hpc gateway: one rename(2) there).
     /// Stores without RenameObject answer ENOSYS, as Mountpoint does, or with
     /// `--allow-copy-rename` copy the object and delete the source (not atomic); directories
@@ -1082,7 +1129,8 @@ impl Filesystem for S3Fs {
                 return reply.error(Errno::ENOTEMPTY);
             }
             if marker_only {
-                if !ctx.opts.allow_delete {
+                // `--metadata s3fs`: the object is the directory (made by mkdir, as in s3fs).
+                if !ctx.opts.allow_delete && !ctx.opts.s3fs_metadata {
                     return reply.error(Errno::EPERM);
                 }
                 if let Err(e) = ctx.store.delete_object(&ctx.opts.bucket, &prefix).await {
@@ -1354,8 +1402,14 @@ impl Filesystem for S3Fs {
     }
 
     fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectory) {
-        self.read_dir(fh, offset, reply, |reply, _, _, ino, next, name, found| {
-            reply.add(INodeNo(ino), next, kind_of(found), name)
+        self.read_dir(fh, offset, reply, |reply, ctx, t, ino, next, name, found| {
+            // `--metadata s3fs`: a symlink or special file known here shows its type.
+            let kind = t
+                .inodes
+                .get(&ino)
+                .and_then(|i| i.meta.as_ref().filter(|_| ctx.opts.s3fs_metadata && i.kind == Kind::File))
+                .map_or_else(|| kind_of(found), |m| m.file_type());
+            reply.add(INodeNo(ino), next, kind, name)
         });
     }
 
@@ -1367,11 +1421,7 @@ impl Filesystem for S3Fs {
             let attr = ctx.attr(ino, i);
             // `--metadata s3fs`: a listing carries no metadata; the kernel asks (getattr, a
             // HEAD) unless it was read lately.
-            let ttl = if ctx.opts.s3fs_metadata && i.kind == Kind::File && !ctx.fresh(i, Instant::now()) {
-                Duration::ZERO
-            } else {
-                ctx.ttl()
-            };
+            let ttl = if ctx.opts.s3fs_metadata && !ctx.fresh(i, Instant::now()) { Duration::ZERO } else { ctx.ttl() };
             if reply.add(INodeNo(ino), next, name, &ttl, &attr, Generation(0)) {
                 return true;
             }
@@ -1393,6 +1443,9 @@ impl Filesystem for S3Fs {
         let Some(name) = valid_name(name) else {
             return reply.error(Errno::EINVAL);
         };
+        if self.ctx.opts.s3fs_metadata {
+            return meta::mknod(self, (req.uid(), req.gid()), parent.0, name, mode & !umask, rdev, reply);
+        }
         if !self.ctx.posix() {
             return reply.error(Errno::ENOSYS);
         }
@@ -1400,6 +1453,9 @@ impl Filesystem for S3Fs {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        if self.ctx.opts.s3fs_metadata {
+            return meta::readlink(self, ino.0, reply);
+        }
         if !self.ctx.posix() {
             return reply.error(Errno::EINVAL);
         }
@@ -1408,13 +1464,16 @@ impl Filesystem for S3Fs {
 
     /// Symlinks and hard links exist only where the store keeps them (`--posix-attrs`): else
     /// `EPERM`, as Mountpoint answers.
-    fn symlink(&self, _req: &Request, parent: INodeNo, link_name: &OsStr, target: &std::path::Path, reply: ReplyEntry) {
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &std::path::Path, reply: ReplyEntry) {
         let Some(name) = valid_name(link_name) else {
             return reply.error(Errno::EINVAL);
         };
         let Some(target) = target.to_str() else {
             return reply.error(Errno::EINVAL);
         };
+        if self.ctx.opts.s3fs_metadata {
+            return meta::symlink(self, (req.uid(), req.gid()), parent.0, name, target, reply);
+        }
         if !self.ctx.posix() {
             return reply.error(Errno::EPERM);
         }
@@ -1552,12 +1611,10 @@ impl Filesystem for S3Fs {
         }
         let now_t = SystemTime::now();
         let new_meta = ctx.opts.s3fs_metadata.then(|| meta::S3fsAttr {
-            mode: mode & !umask & 0o7777,
-            uid: Some(req.uid()),
-            gid: Some(req.gid()),
             mtime: Some(now_t),
             atime: Some(now_t),
             ctime: Some(now_t),
+            ..meta::S3fsAttr::new(libc::S_IFREG, mode & !umask, (req.uid(), req.gid()))
         });
         let now = Instant::now();
         let key = {

@@ -56,6 +56,11 @@ impl Ctx {
             // `--metadata s3fs`: the attributes need a HEAD within the TTL.
             return now < i.valid_until && i.meta_until.is_some_and(|u| now < u);
         }
+        if self.opts.s3fs_metadata && i.local == Local::No && !i.name.is_empty() {
+            // A directory (not the root): the attributes of its object `dir/`, read within
+            // the TTL.
+            return i.meta_until.is_some_and(|u| now < u);
+        }
         i.fresh(now)
     }
 
