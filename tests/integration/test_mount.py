@@ -1369,3 +1369,52 @@ def test_s3fs_and_s3hpc_mounts_of_one_bucket_agree(versitygw, tmp_path):
                 s3fs_m.close()
     finally:
         os.umask(old)
+
+
+def test_s3fs_metadata_truncate(versitygw, tmp_path):
+    """`--metadata s3fs`: truncate and ftruncate change the object (rewritten, as s3fs does,
+    keeping its metadata) where before they were EPERM; a file being written is extended with
+    zeros or cut while its bytes are all in the part buffer. Without --allow-overwrite a file of
+    the bucket is not rewritten (EPERM, as O_TRUNC)."""
+    s3 = make_client(versitygw)
+    b = "trunc-" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="f", Body=b"0123456789", Metadata={"mode": str(0o100640), "uid": "7", "gid": "8"})
+    m = Mount(versitygw, b, tmp_path / "mnt", "--metadata", "s3fs", "--allow-overwrite", log=tmp_path / "mount.log")
+    try:
+        f = m.path / "f"
+        os.truncate(f, 4)
+        assert s3.get_object(Bucket=b, Key="f")["Body"].read() == b"0123"
+        os.truncate(f, 6)
+        o = s3.get_object(Bucket=b, Key="f")
+        assert o["Body"].read() == b"0123\0\0" and o["Metadata"]["mode"] == str(0o100640) and o["Metadata"]["uid"] == "7"
+        assert f.read_bytes() == b"0123\0\0" and os.stat(f).st_size == 6
+        # A file being written: cut, then extended with zeros, then written on.
+        fd = os.open(m.path / "new", os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"abcdef")
+        os.ftruncate(fd, 2)
+        os.ftruncate(fd, 4)
+        os.lseek(fd, 4, os.SEEK_SET)
+        os.write(fd, b"xy")
+        os.close(fd)
+        assert s3.get_object(Bucket=b, Key="new")["Body"].read() == b"ab\0\0xy"
+    finally:
+        m.close()
+    m = Mount(versitygw, b, tmp_path / "mnt2", "--metadata", "s3fs", log=tmp_path / "mount2.log")
+    try:
+        with pytest.raises(PermissionError):
+            os.truncate(m.path / "f", 1)
+        assert s3.get_object(Bucket=b, Key="f")["Body"].read() == b"0123\0\0"
+    finally:
+        m.close()
+
+
+def test_unlink_right_after_close(mounted):
+    """`touch f; rm f`: an empty new file is uploaded at its writer's RELEASE, which the kernel
+    sends after close() returned, so the unlink comes while the file is still being written
+    here; it waits for the release (as an open does) instead of failing with EBUSY."""
+    for k in range(30):
+        p = mounted.path / f"t{k}"
+        os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+        os.unlink(p)
+        assert not p.exists()
