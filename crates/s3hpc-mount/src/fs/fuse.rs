@@ -1,0 +1,1063 @@
+//! The fuser adapter: each kernel request of [`fuser::Filesystem`] becomes a call of the file
+//! system's logic (`Ctx`'s operations, the modules next to this one), and its answer the reply.
+
+use super::*;
+
+impl Filesystem for S3Fs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        crate::configure_kernel(config);
+        tracing::info!("s3hpc mount: kernel connection {config:?}");
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        // Files still open for writing are never completed: their uploads are aborted as the
+        // handles drop.
+        lock(&self.ctx.handles).clear();
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let ctx = self.ctx.clone();
+        let Some(name) = valid_name(name) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        if ctx.too_long(name) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
+        let now = Instant::now();
+        let key = {
+            let mut t = lock(&ctx.table);
+            if let Some(ino) = t.child(parent.0, name)
+                && ctx.fresh(&t.inodes[&ino], now)
+            {
+                ctx.reply_entry(&mut t, ino, reply);
+                return;
+            }
+            if t.negative.get(&(parent.0, name.to_string())).is_some_and(|until| *until > now) {
+                ctx.reply_negative(reply);
+                return;
+            }
+            let Some(pfx) = t.dir_prefix(parent.0) else {
+                reply.error(Errno::ENOTDIR);
+                return;
+            };
+            (format!("{pfx}{name}"), t.epoch())
+        };
+        let (key, epoch) = key;
+        let name = name.to_string();
+        self.spawn(async move {
+            let looked = if ctx.posix() {
+                ctx.posix_lookup(&key).await
+            } else {
+                ctx.remote_lookup(&key).await.map(|f| (f, None))
+            };
+            // `--metadata s3fs`: a file's mode, owner and times are in its metadata (a HEAD).
+            let s3fs = match &looked {
+                Ok((Found::File { .. }, _)) if ctx.opts.s3fs_metadata => {
+                    ctx.head(&key).await.ok().flatten().map(|info| meta::S3fsAttr::of(&info.meta.user))
+                }
+                // A directory's attributes are on its object `dir/`, where it has one.
+                Ok((Found::Dir, _)) if ctx.opts.s3fs_metadata => meta::dir_attr(&ctx, &key).await.ok(),
+                _ => None,
+            };
+            match looked {
+                Ok((found, fsattr)) => {
+                    let mut t = lock(&ctx.table);
+                    t.prune_negative(Instant::now());
+                    if t.changed_since(parent.0, &name, epoch) {
+                        // This mount created, removed or renamed the name while the LISTs were
+                        // out (a lookup that revalidates a name does not hold the directory's
+                        // lock): what the table knows is newer than what they found.
+                        return match t.child(parent.0, &name) {
+                            Some(ino) => ctx.reply_entry(&mut t, ino, reply),
+                            None => ctx.reply_negative(reply),
+                        };
+                    }
+                    // A hard link of a file this mount knows under another name: the same inode.
+                    if let Some(a) = &fsattr
+                        && a.kind != s3hpc_core::fsattr::FsKind::Dir
+                        && a.nlink > 1
+                        && t.child(parent.0, &name).is_none()
+                        && let Some(ino) = t.by_store_ino(a.ino)
+                        && t.alias(parent.0, &name, ino)
+                    {
+                        ctx.keep(&mut t, ino, a.clone());
+                        return ctx.reply_entry(&mut t, ino, reply);
+                    }
+                    match t.install(parent.0, &name, found, ctx.until()) {
+                        Some(ino) => {
+                            if let Some(a) = fsattr {
+                                ctx.keep(&mut t, ino, a);
+                            }
+                            if let Some(m) = s3fs
+                                && let Some(i) = t.inodes.get_mut(&ino)
+                                && i.local == Local::No
+                            {
+                                i.meta = m;
+                                i.meta_until = Some(ctx.until());
+                            }
+                            ctx.reply_entry(&mut t, ino, reply)
+                        }
+                        None => ctx.reply_negative(reply),
+                    }
+                }
+                Err(e) => reply.error(errno(&e, "lookup", &key)),
+            }
+        });
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        lock(&self.ctx.table).forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let ctx = self.ctx.clone();
+        let key = {
+            let t = lock(&ctx.table);
+            let Some(i) = t.inodes.get(&ino.0) else {
+                reply.error(Errno::ENOENT);
+                return;
+            };
+            if ctx.fresh(i, Instant::now()) {
+                reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
+                return;
+            }
+            i.key.clone()
+        };
+        if ctx.posix() {
+            return self.posix_getattr(ino, key, reply);
+        }
+        let is_dir = lock(&ctx.table).inodes.get(&ino.0).is_some_and(|i| i.kind == Kind::Dir);
+        if is_dir {
+            // `--metadata s3fs`: a directory's attributes are on its object `dir/`, if any.
+            return self.spawn(async move {
+                let r = meta::dir_attr(&ctx, &key).await;
+                let mut t = lock(&ctx.table);
+                let Some(i) = t.inodes.get_mut(&ino.0) else {
+                    return reply.error(Errno::ENOENT);
+                };
+                match r {
+                    Ok(m) => {
+                        if i.key == key && i.local == Local::No {
+                            i.meta = m;
+                            i.meta_until = Some(ctx.until());
+                        }
+                        reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i))
+                    }
+                    Err(e) => reply.error(errno(&e, "stat", &key)),
+                }
+            });
+        }
+        self.spawn(async move {
+            let r = ctx.head(&key).await;
+            let mut t = lock(&ctx.table);
+            let until = ctx.until();
+            let Some(i) = t.inodes.get_mut(&ino.0) else {
+                reply.error(Errno::ENOENT);
+                return;
+            };
+            if i.key != key {
+                // Renamed by this mount while the HEAD was out: the answer is about the old
+                // name (NoSuchKey, or another object that took it); the rename kept the object.
+                reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
+                return;
+            }
+            match r {
+                Ok(Some(info)) => {
+                    if i.local == Local::No {
+                        i.size = info.size;
+                        i.mtime = info.last_modified;
+                        i.valid_until = until;
+                        i.meta = meta::S3fsAttr::of(&info.meta.user);
+                        i.meta_until = Some(until);
+                        i.etag = info.etag;
+                    }
+                    reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
+                }
+                Ok(None) => reply.error(Errno::ENOENT),
+                Err(e) => reply.error(errno(&e, "stat", &key)),
+            }
+        });
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        // Modes, owners and times are the mount's (`--uid`, `--file-mode`, ...) and the object's
+        // (Last-Modified): nothing can keep a change to them, so a change is refused with EPERM,
+        // as Mountpoint does, rather than accepted and lost. What changes nothing is accepted:
+        // the mode, owner or time an entry already has, a time of "now" on a file being written
+        // here (its object gets the time of its close) or a directory made here, and a size
+        // equal to the current one (S3 objects cannot be truncated in place).
+        let ctx = &self.ctx;
+        let t = lock(&ctx.table);
+        let Some(i) = t.inodes.get(&ino.0) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        if ctx.posix() && i.local == Local::No {
+            let key = i.key.clone();
+            drop(t);
+            return self.posix_setattr(ino, key, mode, uid, gid, size, atime, mtime, reply);
+        }
+        if ctx.posix()
+            && let Local::Writing(fh) = i.local
+            && size.is_some()
+        {
+            // ftruncate of a file being written: in the store when it is there (see
+            // posix_resize_writing); the other changes go with it.
+            let key = i.key.clone();
+            drop(t);
+            let set = s3hpc_core::fsattr::SetFsAttr {
+                mode: mode.map(|m| m & 0o7777),
+                uid,
+                gid,
+                size,
+                atime: posix::set_time(atime),
+                mtime: posix::set_time(mtime),
+            };
+            let ttl = self.ctx.ttl();
+            return self.posix_resize_writing(ino, fh, key, set, move |r| match r {
+                Ok(attr) => reply.attr(&ttl, &attr),
+                Err(e) => reply.error(e),
+            });
+        }
+        if ctx.opts.s3fs_metadata && ino.0 != crate::inode::ROOT && (i.kind == Kind::File || size.is_none()) {
+            // `--metadata s3fs`: modes, owners, times and sizes are kept in the objects.
+            let key = i.key.clone();
+            drop(t);
+            let change = meta::Change { mode, uid, gid, atime, mtime };
+            return meta::setattr(self, ino, key, change, size, reply);
+        }
+        let perm = if i.kind == Kind::Dir { ctx.opts.dir_mode } else { ctx.opts.file_mode };
+        let local = i.local != Local::No;
+        let same_time = |t: &Option<TimeOrNow>| match t {
+            None => true,
+            Some(TimeOrNow::Now) => local,
+            Some(TimeOrNow::SpecificTime(at)) => *at == i.mtime,
+        };
+        let refused = if mode.is_some_and(|m| m & 0o7777 != u32::from(perm)) {
+            Some("mode")
+        } else if uid.is_some_and(|u| u != ctx.opts.uid) || gid.is_some_and(|g| g != ctx.opts.gid) {
+            Some("owner")
+        } else if !same_time(&atime) || !same_time(&mtime) {
+            Some("times")
+        } else {
+            None
+        };
+        if let Some(what) = refused {
+            tracing::info!(
+                "s3hpc mount: setattr of {:?} refused: the {what} cannot be kept (modes and owners come from the mount's options, times from the object)",
+                i.key
+            );
+            reply.error(Errno::EPERM);
+            return;
+        }
+        if let Some(size) = size {
+            let current = match i.local {
+                Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
+                _ => i.size,
+            };
+            if i.kind == Kind::Dir {
+                reply.error(Errno::EISDIR);
+                return;
+            }
+            if size != current {
+                reply.error(Errno::EPERM);
+                return;
+            }
+        }
+        reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
+    }
+
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        let Some(name) = valid_name(name) else {
+            reply.error(Errno::EINVAL);
+            return;
+        };
+        if ctx.posix() {
+            return self.posix_mkdir((req.uid(), req.gid()), parent, name, mode, umask, reply);
+        }
+        if ctx.opts.s3fs_metadata {
+            return meta::mkdir(self, (req.uid(), req.gid()), parent.0, name, mode & !umask, reply);
+        }
+        if ctx.too_long(name) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
+        let key = {
+            let t = lock(&ctx.table);
+            if t.child(parent.0, name).is_some_and(|ino| t.inodes[&ino].fresh(Instant::now())) {
+                reply.error(Errno::EEXIST);
+                return;
+            }
+            let Some(pfx) = t.dir_prefix(parent.0) else {
+                reply.error(Errno::ENOTDIR);
+                return;
+            };
+            format!("{pfx}{name}")
+        };
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.remote_lookup(&key).await {
+                Ok(Found::Nothing) => {
+                    let mut t = lock(&ctx.table);
+                    match t.insert_local(parent.0, &name, Kind::Dir, Local::Dir) {
+                        Some(ino) => ctx.reply_entry(&mut t, ino, reply),
+                        None => reply.error(Errno::ENOENT),
+                    }
+                }
+                Ok(found) => {
+                    lock(&ctx.table).install(parent.0, &name, found, ctx.until());
+                    reply.error(Errno::EEXIST)
+                }
+                Err(e) => reply.error(errno(&e, "mkdir", &key)),
+            }
+        });
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        if !ctx.opts.allow_delete {
+            reply.error(Errno::EPERM);
+            return;
+        }
+        let Some(name) = valid_name(name) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        self.unlink_as(parent, name, reply, false)
+    }
+    /// Rename a file with one RenameObject (atomic on an s3hpc gateway: one rename(2) there).
+    /// Stores without RenameObject answer ENOSYS, as Mountpoint does, or with
+    /// `--allow-copy-rename` copy the object and delete the source (not atomic); directories
+    /// are renamed as a prefix (see `rename_dir`). Replacing an existing object needs
+    /// `--allow-overwrite`, as overwriting it by writing does.
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+            reply.error(Errno::EINVAL);
+            return;
+        }
+        let (Some(name), Some(newname)) = (valid_name(name), valid_name(newname)) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        if ctx.too_long(name) || ctx.too_long(newname) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
+        let is_dir = {
+            let t = lock(&ctx.table);
+            t.child(parent.0, name).is_some_and(|i| t.inodes[&i].kind == Kind::Dir)
+        };
+        if is_dir {
+            let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
+            return rename_dir::rename_dir(self, (parent.0, name), (newparent.0, newname), noreplace, reply);
+        }
+        let (src, dst) = {
+            let t = lock(&ctx.table);
+            for (p, n) in [(parent.0, name), (newparent.0, newname)] {
+                if let Some(ino) = t.child(p, n) {
+                    let i = &t.inodes[&ino];
+                    if i.kind == Kind::Dir {
+                        // The source is a file (checked above), so this is the destination: a
+                        // file does not replace a directory (rename(2): EISDIR).
+                        reply.error(Errno::EISDIR);
+                        return;
+                    }
+                    if let Local::Writing(_) = i.local {
+                        reply.error(Errno::EBUSY);
+                        return;
+                    }
+                }
+            }
+            let (Some(a), Some(b)) = (t.dir_prefix(parent.0), t.dir_prefix(newparent.0)) else {
+                reply.error(Errno::ENOTDIR);
+                return;
+            };
+            (format!("{a}{name}"), format!("{b}{newname}"))
+        };
+        // `--posix-attrs`: what is no object (a symlink, a special file, a path longer than S3's
+        // keys) is renamed by the store's rename(2), through the extension.
+        let no_object = ctx.posix() && {
+            let t = lock(&ctx.table);
+            let special = t
+                .child(parent.0, name)
+                .and_then(|i| t.inodes[&i].fs.as_ref())
+                .is_some_and(|a| a.kind != s3hpc_core::fsattr::FsKind::File);
+            special || !posix::is_object_key(&src) || !posix::is_object_key(&dst)
+        };
+        let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE) || !ctx.opts.allow_overwrite;
+        let req = s3hpc_core::RenameObjectRequest {
+            conditions: s3hpc_core::Conditions {
+                if_none_match: noreplace.then(|| "*".to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let (name, newname) = (name.to_string(), newname.to_string());
+        let explicit_noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
+        self.spawn(async move {
+            let mut r = if no_object {
+                let op = s3hpc_core::fsattr::FsOp::Rename { source: src.clone(), noreplace };
+                match ctx.fs_op(&dst, op).await {
+                    Ok(_) => Ok(()),
+                    Err(e) if !explicit_noreplace && s3hpc_core::fsattr::errno_of(&e) == Some(libc::EEXIST) => {
+                        // Replacing needs --allow-overwrite, as for objects.
+                        return reply.error(Errno::EPERM);
+                    }
+                    Err(e) => return reply.error(errno(&e, "rename", &src)),
+                }
+            } else {
+                ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, req).await
+            };
+            if ctx.opts.allow_copy_rename && r.as_ref().is_err_and(|e| e.code == ErrorCode::NotImplemented) {
+                r = copy_rename(&ctx, &src, &dst, noreplace).await;
+            }
+            match r {
+                Ok(()) => {
+                    let mut t = lock(&ctx.table);
+                    t.rename(parent.0, &name, newparent.0, &newname, dst.clone(), ctx.until());
+                    if ctx.posix() {
+                        // A rename changes the file's ctime, and a replaced file's link count.
+                        posix::expire_linked(&mut t);
+                        if let Some(ino) = t.child(newparent.0, &newname)
+                            && let Some(i) = t.inodes.get_mut(&ino)
+                        {
+                            i.valid_until = Instant::now();
+                        }
+                    }
+                    drop(t);
+                    // Open readers of the file read it under its new name (as an open file
+                    // survives a rename in POSIX).
+                    rename_dir::rekey_readers(&ctx, &src, &dst, false);
+                    reply.ok();
+                }
+                Err(e) if e.code == ErrorCode::NotImplemented => reply.error(Errno::ENOSYS),
+                Err(e) if e.code == ErrorCode::PreconditionFailed => {
+                    reply.error(if explicit_noreplace { Errno::EEXIST } else { Errno::EPERM })
+                }
+                // A key in the way on the gateway's file system, met where this mount (and the
+                // kernel) did not know the destination yet: a directory there is EISDIR, a
+                // file among its parents ENOTDIR, as rename(2) says.
+                Err(e) if e.code == ErrorCode::InvalidRequest => {
+                    let below = format!("{dst}/");
+                    reply.error(match ctx.list(&below, None, 1).await {
+                        Ok(p) if !p.objects.is_empty() || !p.common_prefixes.is_empty() => Errno::EISDIR,
+                        Ok(_) => Errno::ENOTDIR,
+                        Err(_) => errno(&e, "rename", &src),
+                    })
+                }
+                Err(e) => reply.error(errno(&e, "rename", &src)),
+            }
+        });
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        let Some(name) = valid_name(name) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        let prefix = {
+            let t = lock(&ctx.table);
+            let Some(ino) = t.child(parent.0, name) else {
+                reply.error(Errno::ENOENT);
+                return;
+            };
+            let i = &t.inodes[&ino];
+            if i.kind != Kind::Dir {
+                reply.error(Errno::ENOTDIR);
+                return;
+            }
+            if t.has_local_children(ino) {
+                reply.error(Errno::ENOTEMPTY);
+                return;
+            }
+            if ctx.posix() && i.local == Local::No {
+                let key = i.key.clone();
+                drop(t);
+                return self.posix_rmdir(parent, name.to_string(), key, reply);
+            }
+            format!("{}/", i.key)
+        };
+        let name = name.to_string();
+        self.spawn(async move {
+            let page = match ctx.list(&prefix, None, 2).await {
+                Ok(p) => p,
+                Err(e) => return reply.error(errno(&e, "rmdir", &prefix)),
+            };
+            let empty = page.objects.is_empty() && page.common_prefixes.is_empty();
+            let marker_only = !empty && page.common_prefixes.is_empty() && page.objects.iter().all(|o| o.key == prefix);
+            if !empty && !marker_only {
+                return reply.error(Errno::ENOTEMPTY);
+            }
+            if marker_only {
+                // `--metadata s3fs`: the object is the directory (made by mkdir, as in s3fs).
+                if !ctx.opts.allow_delete && !ctx.opts.s3fs_metadata {
+                    return reply.error(Errno::EPERM);
+                }
+                if let Err(e) = ctx.store.delete_object(&ctx.opts.bucket, &prefix).await {
+                    return reply.error(errno(&e, "rmdir", &prefix));
+                }
+            }
+            lock(&ctx.table).remove_name(parent.0, &name, ctx.until());
+            reply.ok();
+        });
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        self.open_as(req.pid(), ino, flags, reply, false)
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let ctx = self.ctx.clone();
+        let Some(h) = ctx.handle(fh) else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        let Handle::Read { reader, .. } = &*h else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        let (plan, key, etag) = {
+            let mut r = lock(reader);
+            let plan = r.plan(offset, size, &ctx.store, &ctx.opts.bucket, &ctx.rt);
+            (plan, r.key.clone(), r.etag.clone())
+        };
+        match plan {
+            Plan::Empty => reply.data(&[]),
+            Plan::Chunks { parts, offset, end } => {
+                if let Some(r) = assemble_ready(&parts, offset, end) {
+                    match r {
+                        Ok(b) => reply.data(&b),
+                        Err(e) => {
+                            lock(reader).failed();
+                            reply.error(errno(&e, "read", &key));
+                        }
+                    }
+                    return;
+                }
+                let h = h.clone();
+                self.spawn(async move {
+                    match assemble_wait(parts, offset, end).await {
+                        Ok(b) => reply.data(&b),
+                        Err(e) => {
+                            if let Handle::Read { reader, .. } = &*h {
+                                lock(reader).failed();
+                            }
+                            reply.error(errno(&e, "read", &key));
+                        }
+                    }
+                });
+            }
+            Plan::Direct { offset, end } => {
+                self.spawn(async move {
+                    match crate::read::get_range(
+                        ctx.store.clone(),
+                        ctx.opts.bucket.clone(),
+                        key.clone(),
+                        etag,
+                        offset,
+                        end,
+                    )
+                    .await
+                    {
+                        Ok(b) => reply.data(&b),
+                        Err(e) => reply.error(errno(&e, "read", &key)),
+                    }
+                });
+            }
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let Some(h) = self.ctx.handle(fh) else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        let Handle::Write { writer, .. } = &*h else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        let mut w = lock(writer);
+        let n = data.len() as u32;
+        match w.write(offset, data) {
+            Ok(Wait::Done) => reply.written(n),
+            Ok(Wait::Slot(rx)) => {
+                drop(w);
+                self.spawn(async move {
+                    let _ = rx.await;
+                    reply.written(n);
+                });
+            }
+            Ok(Wait::Append(append)) => {
+                // The write that lost to another writer fails itself (EIO, the log names
+                // InvalidWriteOffset), so that `echo >> log` reports it.
+                let key = w.key.clone();
+                drop(w);
+                let h = h.clone();
+                self.spawn(async move {
+                    match append.await {
+                        Ok(out) => {
+                            if let Handle::Write { writer, .. } = &*h {
+                                lock(writer).appended(out.size);
+                            }
+                            reply.written(n)
+                        }
+                        Err(e) => reply.error(errno(&e, "append", &key)),
+                    }
+                });
+            }
+            Err(e) => {
+                let en = match e {
+                    WriteError::NotSequential => {
+                        tracing::info!(
+                            "s3hpc mount: write to {:?} at {offset} refused: only sequential writes (next offset {})",
+                            w.key,
+                            w.offset
+                        );
+                        Errno::EINVAL
+                    }
+                    WriteError::Closed => Errno::EPERM,
+                    WriteError::Failed => Errno::EIO,
+                    WriteError::TooLarge => Errno::EFBIG,
+                };
+                reply.error(en);
+            }
+        }
+    }
+
+    fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        let Some(h) = self.ctx.handle(fh) else {
+            reply.ok();
+            return;
+        };
+        let Handle::Write { ino, writer } = &*h else {
+            reply.ok();
+            return;
+        };
+        // close() by the process that opened the file completes the object (another process
+        // closing an inherited descriptor does not: the opener may still write).
+        let done = {
+            let mut w = lock(writer);
+            // Nothing written yet: a shell's `>` redirection opens, dup2s and closes the
+            // first descriptor before writing through the copy, so wait for a later close.
+            // (An appender has nothing to wait for: its object exists already.)
+            if w.opener_pid != req.pid() && !w.is_completing() || w.untouched() && !w.is_appender() {
+                reply.ok();
+                return;
+            }
+            Done::of(&mut w)
+        };
+        let (ctx, ino) = (self.ctx.clone(), *ino);
+        self.spawn(async move {
+            // The opener's close: the kernel sends the release later, after close() returned,
+            // so the file stops being written here now (a next open may append at once).
+            match ctx.finish_write(ino, fh.0, done, true).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        let Some(h) = self.ctx.handle(fh) else {
+            reply.ok();
+            return;
+        };
+        let Handle::Write { ino, writer } = &*h else {
+            reply.ok();
+            return;
+        };
+        let done = Done::of(&mut lock(writer));
+        let (ctx, ino) = (self.ctx.clone(), *ino);
+        self.spawn(async move {
+            match ctx.finish_write(ino, fh.0, done, false).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let ctx = self.ctx.clone();
+        let Some(h) = lock(&ctx.handles).remove(&fh.0) else {
+            reply.ok();
+            return;
+        };
+        match &*h {
+            Handle::Read { ino, .. } => {
+                let mut t = lock(&ctx.table);
+                if let Some(i) = t.inodes.get_mut(ino) {
+                    i.opens = i.opens.saturating_sub(1);
+                }
+                t.drop_if_unused(*ino);
+                reply.ok();
+            }
+            Handle::Write { ino, writer } => {
+                let ino = *ino;
+                let done = Done::of(&mut lock(writer));
+                self.spawn(async move {
+                    let r = ctx.finish_write(ino, fh.0, done, true).await;
+                    {
+                        let mut t = lock(&ctx.table);
+                        if let Some(i) = t.inodes.get_mut(&ino) {
+                            i.opens = i.opens.saturating_sub(1);
+                        }
+                        t.drop_if_unused(ino);
+                    }
+                    drop(h);
+                    match r {
+                        Ok(()) => reply.ok(),
+                        Err(e) => reply.error(e),
+                    }
+                });
+            }
+            Handle::Dir(_) => reply.ok(),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let ctx = &self.ctx;
+        let t = lock(&ctx.table);
+        let Some(i) = t.inodes.get(&ino.0) else {
+            reply.error(Errno::ENOENT);
+            return;
+        };
+        let Some(prefix) = t.dir_prefix(ino.0) else {
+            reply.error(Errno::ENOTDIR);
+            return;
+        };
+        let parent = i.parent;
+        drop(t);
+        let fh = ctx.new_fh(Handle::Dir(tokio::sync::Mutex::new(DirState::new(ino.0, parent, prefix))));
+        reply.opened(FileHandle(fh), FopenFlags::empty());
+    }
+
+    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectory) {
+        self.read_dir(fh, offset, reply, |reply, ctx, t, ino, next, name, found| {
+            // `--metadata s3fs`: a symlink or special file known here shows its type.
+            let kind = t
+                .inodes
+                .get(&ino)
+                .and_then(|i| i.meta.as_ref().filter(|_| ctx.opts.s3fs_metadata && i.kind == Kind::File))
+                .map_or_else(|| kind_of(found), |m| m.file_type());
+            reply.add(INodeNo(ino), next, kind, name)
+        });
+    }
+
+    fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectoryPlus) {
+        self.read_dir(fh, offset, reply, |reply, ctx, t, ino, next, name, _| {
+            let Some(i) = t.inodes.get(&ino) else {
+                return false;
+            };
+            let attr = ctx.attr(ino, i);
+            // `--metadata s3fs`: a listing carries no metadata; the kernel asks (getattr, a
+            // HEAD) unless it was read lately.
+            let ttl = if ctx.opts.s3fs_metadata && !ctx.fresh(i, Instant::now()) { Duration::ZERO } else { ctx.ttl() };
+            if reply.add(INodeNo(ino), next, name, &ttl, &attr, Generation(0)) {
+                return true;
+            }
+            // Every entry but "." and ".." counts as a lookup the kernel will forget.
+            if name != "." && name != ".." {
+                t.inodes.get_mut(&ino).expect("present").lookups += 1;
+            }
+            false
+        });
+    }
+
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        lock(&self.ctx.handles).remove(&fh.0);
+        reply.ok();
+    }
+
+    /// Special files exist only where the store keeps them (`--posix-attrs`): else `ENOSYS`.
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+        let Some(name) = valid_name(name) else {
+            return reply.error(Errno::EINVAL);
+        };
+        if self.ctx.opts.s3fs_metadata {
+            return meta::mknod(self, (req.uid(), req.gid()), parent.0, name, mode & !umask, rdev, reply);
+        }
+        if !self.ctx.posix() {
+            return reply.error(Errno::ENOSYS);
+        }
+        self.posix_mknod((req.uid(), req.gid()), parent, name, mode, umask, rdev, reply)
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        if self.ctx.opts.s3fs_metadata {
+            return meta::readlink(self, ino.0, reply);
+        }
+        if !self.ctx.posix() {
+            return reply.error(Errno::EINVAL);
+        }
+        self.posix_readlink(ino, reply)
+    }
+
+    /// Symlinks and hard links exist only where the store keeps them (`--posix-attrs`): else
+    /// `EPERM`, as Mountpoint answers.
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &std::path::Path, reply: ReplyEntry) {
+        let Some(name) = valid_name(link_name) else {
+            return reply.error(Errno::EINVAL);
+        };
+        let Some(target) = target.to_str() else {
+            return reply.error(Errno::EINVAL);
+        };
+        if self.ctx.opts.s3fs_metadata {
+            return meta::symlink(self, (req.uid(), req.gid()), parent.0, name, target, reply);
+        }
+        if !self.ctx.posix() {
+            return reply.error(Errno::EPERM);
+        }
+        self.posix_symlink(parent, name, target.to_string(), reply)
+    }
+
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let Some(name) = valid_name(newname) else {
+            return reply.error(Errno::EINVAL);
+        };
+        if !self.ctx.posix() {
+            return reply.error(Errno::EPERM);
+        }
+        self.posix_link(ino, newparent, name, reply)
+    }
+
+    /// posix_fallocate (mode 0) in `--posix-attrs` mode: a file shorter than `offset + length`
+    /// is extended to it in the store (with zeros; the blocks are the file system's to
+    /// allocate); else nothing changes. Other modes (punching holes, ...) and other mounts:
+    /// `EOPNOTSUPP`.
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let ctx = self.ctx.clone();
+        if !ctx.posix() || mode != 0 {
+            return reply.error(Errno::EOPNOTSUPP);
+        }
+        if ctx.opts.read_only {
+            return reply.error(Errno::EROFS);
+        }
+        let Some(end) = offset.checked_add(length) else {
+            return reply.error(Errno::EFBIG);
+        };
+        let t = lock(&ctx.table);
+        let Some(i) = t.inodes.get(&ino.0) else {
+            return reply.error(Errno::ENOENT);
+        };
+        let size = match i.local {
+            Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
+            _ => i.fs.as_ref().map_or(i.size, |a| a.size),
+        };
+        if end <= size || i.kind == Kind::Dir {
+            return if i.kind == Kind::Dir { reply.error(Errno::EISDIR) } else { reply.ok() };
+        }
+        let key = i.key.clone();
+        let set = s3hpc_core::fsattr::SetFsAttr { size: Some(end), ..Default::default() };
+        if let Local::Writing(fh) = i.local {
+            drop(t);
+            return self.posix_resize_writing(ino, fh, key, set, move |r| match r {
+                Ok(_) => reply.ok(),
+                Err(e) => reply.error(e),
+            });
+        }
+        drop(t);
+        self.spawn(async move {
+            match ctx.fs_op(&key, s3hpc_core::fsattr::FsOp::SetAttr(set)).await {
+                Ok(a) => {
+                    if let Some(i) = lock(&ctx.table).inodes.get_mut(&ino.0) {
+                        i.etag = String::new();
+                        i.cached_etag = None;
+                        ctx.keep_attr(i, a);
+                    }
+                    reply.ok()
+                }
+                Err(e) => reply.error(errno(&e, "fallocate", &key)),
+            }
+        });
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        // An object store has no fixed size: report plenty, so tools that check space go on.
+        let blocks = 1u64 << 40;
+        reply.statfs(blocks, blocks, blocks, 1 << 32, 1 << 32, 4096, self.ctx.opts.name_max as u32, 4096);
+    }
+
+    fn getxattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: fuser::ReplyXattr) {
+        reply.error(Errno::NO_XATTR);
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: fuser::ReplyXattr) {
+        if size == 0 { reply.size(0) } else { reply.data(&[]) }
+    }
+
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        reply.error(Errno::ENOTTY);
+    }
+
+    fn access(&self, _req: &Request, _ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let ctx = self.ctx.clone();
+        if ctx.opts.read_only {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        let Some(name) = valid_name(name) else {
+            reply.error(Errno::EINVAL);
+            return;
+        };
+        if ctx.too_long(name) {
+            reply.error(Errno::ENAMETOOLONG);
+            return;
+        }
+        let pid = req.pid();
+        if ctx.posix() {
+            return self.posix_create((req.uid(), req.gid()), parent, name, mode, umask, pid, reply);
+        }
+        let now_t = SystemTime::now();
+        let new_meta = ctx.opts.s3fs_metadata.then(|| meta::S3fsAttr {
+            mtime: Some(now_t),
+            atime: Some(now_t),
+            ctime: Some(now_t),
+            ..meta::S3fsAttr::new(libc::S_IFREG, mode & !umask, (req.uid(), req.gid()))
+        });
+        let now = Instant::now();
+        let key = {
+            let t = lock(&ctx.table);
+            if let Some(ino) = t.child(parent.0, name)
+                && ctx.fresh(&t.inodes[&ino], now)
+            {
+                reply.error(Errno::EEXIST);
+                return;
+            }
+            let Some(pfx) = t.dir_prefix(parent.0) else {
+                reply.error(Errno::ENOTDIR);
+                return;
+            };
+            let key = format!("{pfx}{name}");
+            if t.negative.get(&(parent.0, name.to_string())).is_some_and(|u| *u > now) {
+                drop(t);
+                create_local(&ctx, parent.0, name, key, pid, None, new_meta, reply);
+                return;
+            }
+            key
+        };
+        let name = name.to_string();
+        self.spawn(async move {
+            match ctx.remote_lookup(&key).await {
+                Ok(Found::Nothing) => create_local(&ctx, parent.0, &name, key, pid, None, new_meta.clone(), reply),
+                Ok(Found::File { .. }) if ctx.opts.allow_overwrite => {
+                    create_local(&ctx, parent.0, &name, key, pid, None, new_meta.clone(), reply)
+                }
+                Ok(found) => {
+                    lock(&ctx.table).install(parent.0, &name, found, ctx.until());
+                    reply.error(Errno::EEXIST)
+                }
+                Err(e) => reply.error(errno(&e, "create", &key)),
+            }
+        });
+    }
+}
