@@ -17,95 +17,12 @@ impl Filesystem for S3Fs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let ctx = self.ctx.clone();
         let Some(name) = valid_name(name) else {
-            reply.error(Errno::ENOENT);
-            return;
+            return reply.error(Errno::ENOENT);
         };
-        if ctx.too_long(name) {
-            reply.error(Errno::ENAMETOOLONG);
-            return;
-        }
-        let now = Instant::now();
-        let key = {
-            let mut t = lock(&ctx.table);
-            if let Some(ino) = t.child(parent.0, name)
-                && ctx.fresh(&t.inodes[&ino], now)
-            {
-                ctx.reply_entry(&mut t, ino, reply);
-                return;
-            }
-            if t.negative.get(&(parent.0, name.to_string())).is_some_and(|until| *until > now) {
-                ctx.reply_negative(reply);
-                return;
-            }
-            let Some(pfx) = t.dir_prefix(parent.0) else {
-                reply.error(Errno::ENOTDIR);
-                return;
-            };
-            (format!("{pfx}{name}"), t.epoch())
-        };
-        let (key, epoch) = key;
-        let name = name.to_string();
-        self.spawn(async move {
-            let looked = if ctx.posix() {
-                ctx.posix_lookup(&key).await
-            } else {
-                ctx.remote_lookup(&key).await.map(|f| (f, None))
-            };
-            // `--metadata s3fs`: a file's mode, owner and times are in its metadata (a HEAD).
-            let s3fs = match &looked {
-                Ok((Found::File { .. }, _)) if ctx.opts.s3fs_metadata => {
-                    ctx.head(&key).await.ok().flatten().map(|info| meta::S3fsAttr::of(&info.meta.user))
-                }
-                // A directory's attributes are on its object `dir/`, where it has one.
-                Ok((Found::Dir, _)) if ctx.opts.s3fs_metadata => meta::dir_attr(&ctx, &key).await.ok(),
-                _ => None,
-            };
-            match looked {
-                Ok((found, fsattr)) => {
-                    let mut t = lock(&ctx.table);
-                    t.prune_negative(Instant::now());
-                    if t.changed_since(parent.0, &name, epoch) {
-                        // This mount created, removed or renamed the name while the LISTs were
-                        // out (a lookup that revalidates a name does not hold the directory's
-                        // lock): what the table knows is newer than what they found.
-                        return match t.child(parent.0, &name) {
-                            Some(ino) => ctx.reply_entry(&mut t, ino, reply),
-                            None => ctx.reply_negative(reply),
-                        };
-                    }
-                    // A hard link of a file this mount knows under another name: the same inode.
-                    if let Some(a) = &fsattr
-                        && a.kind != s3hpc_core::fsattr::FsKind::Dir
-                        && a.nlink > 1
-                        && t.child(parent.0, &name).is_none()
-                        && let Some(ino) = t.by_store_ino(a.ino)
-                        && t.alias(parent.0, &name, ino)
-                    {
-                        ctx.keep(&mut t, ino, a.clone());
-                        return ctx.reply_entry(&mut t, ino, reply);
-                    }
-                    match t.install(parent.0, &name, found, ctx.until()) {
-                        Some(ino) => {
-                            if let Some(a) = fsattr {
-                                ctx.keep(&mut t, ino, a);
-                            }
-                            if let Some(m) = s3fs
-                                && let Some(i) = t.inodes.get_mut(&ino)
-                                && i.local == Local::No
-                            {
-                                i.meta = m;
-                                i.meta_until = Some(ctx.until());
-                            }
-                            ctx.reply_entry(&mut t, ino, reply)
-                        }
-                        None => ctx.reply_negative(reply),
-                    }
-                }
-                Err(e) => reply.error(errno(&e, "lookup", &key)),
-            }
-        });
+        let (ctx, name) = (self.ctx.clone(), name.to_string());
+        let c = ctx.clone();
+        self.run(async move { c.lookup(parent.0, &name).await }, move |r| ctx.reply_lookup(r, reply));
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -114,71 +31,10 @@ impl Filesystem for S3Fs {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let ctx = self.ctx.clone();
-        let key = {
-            let t = lock(&ctx.table);
-            let Some(i) = t.inodes.get(&ino.0) else {
-                reply.error(Errno::ENOENT);
-                return;
-            };
-            if ctx.fresh(i, Instant::now()) {
-                reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
-                return;
-            }
-            i.key.clone()
-        };
-        if ctx.posix() {
-            return self.posix_getattr(ino, key, reply);
-        }
-        let is_dir = lock(&ctx.table).inodes.get(&ino.0).is_some_and(|i| i.kind == Kind::Dir);
-        if is_dir {
-            // `--metadata s3fs`: a directory's attributes are on its object `dir/`, if any.
-            return self.spawn(async move {
-                let r = meta::dir_attr(&ctx, &key).await;
-                let mut t = lock(&ctx.table);
-                let Some(i) = t.inodes.get_mut(&ino.0) else {
-                    return reply.error(Errno::ENOENT);
-                };
-                match r {
-                    Ok(m) => {
-                        if i.key == key && i.local == Local::No {
-                            i.meta = m;
-                            i.meta_until = Some(ctx.until());
-                        }
-                        reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i))
-                    }
-                    Err(e) => reply.error(errno(&e, "stat", &key)),
-                }
-            });
-        }
-        self.spawn(async move {
-            let r = ctx.head(&key).await;
-            let mut t = lock(&ctx.table);
-            let until = ctx.until();
-            let Some(i) = t.inodes.get_mut(&ino.0) else {
-                reply.error(Errno::ENOENT);
-                return;
-            };
-            if i.key != key {
-                // Renamed by this mount while the HEAD was out: the answer is about the old
-                // name (NoSuchKey, or another object that took it); the rename kept the object.
-                reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
-                return;
-            }
-            match r {
-                Ok(Some(info)) => {
-                    if i.local == Local::No {
-                        i.size = info.size;
-                        i.mtime = info.last_modified;
-                        i.valid_until = until;
-                        i.meta = meta::S3fsAttr::of(&info.meta.user);
-                        i.meta_until = Some(until);
-                        i.etag = info.etag;
-                    }
-                    reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
-                }
-                Ok(None) => reply.error(Errno::ENOENT),
-                Err(e) => reply.error(errno(&e, "stat", &key)),
-            }
+        let c = ctx.clone();
+        self.run(async move { c.getattr(ino.0).await }, move |r| match r {
+            Ok(attr) => reply.attr(&ctx.ttl(), &attr),
+            Err(e) => reply.error(e),
         });
     }
 
@@ -303,57 +159,18 @@ impl Filesystem for S3Fs {
         if ctx.opts.s3fs_metadata {
             return meta::mkdir(self, (req.uid(), req.gid()), parent.0, name, mode & !umask, reply);
         }
-        if ctx.too_long(name) {
-            reply.error(Errno::ENAMETOOLONG);
-            return;
-        }
-        let key = {
-            let t = lock(&ctx.table);
-            if t.child(parent.0, name).is_some_and(|ino| t.inodes[&ino].fresh(Instant::now())) {
-                reply.error(Errno::EEXIST);
-                return;
-            }
-            let Some(pfx) = t.dir_prefix(parent.0) else {
-                reply.error(Errno::ENOTDIR);
-                return;
-            };
-            format!("{pfx}{name}")
-        };
-        let name = name.to_string();
-        self.spawn(async move {
-            match ctx.remote_lookup(&key).await {
-                Ok(Found::Nothing) => {
-                    let mut t = lock(&ctx.table);
-                    match t.insert_local(parent.0, &name, Kind::Dir, Local::Dir) {
-                        Some(ino) => ctx.reply_entry(&mut t, ino, reply),
-                        None => reply.error(Errno::ENOENT),
-                    }
-                }
-                Ok(found) => {
-                    lock(&ctx.table).install(parent.0, &name, found, ctx.until());
-                    reply.error(Errno::EEXIST)
-                }
-                Err(e) => reply.error(errno(&e, "mkdir", &key)),
-            }
-        });
+        let (c, name) = (ctx.clone(), name.to_string());
+        self.run(async move { c.mkdir(parent.0, &name).await }, move |r| ctx.reply_lookup(r, reply));
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let ctx = self.ctx.clone();
-        if ctx.opts.read_only {
-            reply.error(Errno::EROFS);
-            return;
-        }
-        if !ctx.opts.allow_delete {
-            reply.error(Errno::EPERM);
-            return;
-        }
         let Some(name) = valid_name(name) else {
-            reply.error(Errno::ENOENT);
-            return;
+            return reply.error(Errno::ENOENT);
         };
-        self.unlink_as(parent, name, reply, false)
+        let (ctx, name) = (self.ctx.clone(), name.to_string());
+        self.run(async move { ctx.unlink(parent.0, &name).await }, move |r| reply_empty(r, reply));
     }
+
     /// Rename a file with one RenameObject (atomic on an s3hpc gateway: one rename(2) there).
     /// Stores without RenameObject answer ENOSYS, as Mountpoint does, or with
     /// `--allow-copy-rename` copy the object and delete the source (not atomic); directories
@@ -494,60 +311,11 @@ impl Filesystem for S3Fs {
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let ctx = self.ctx.clone();
-        if ctx.opts.read_only {
-            reply.error(Errno::EROFS);
-            return;
-        }
         let Some(name) = valid_name(name) else {
-            reply.error(Errno::ENOENT);
-            return;
+            return reply.error(Errno::ENOENT);
         };
-        let prefix = {
-            let t = lock(&ctx.table);
-            let Some(ino) = t.child(parent.0, name) else {
-                reply.error(Errno::ENOENT);
-                return;
-            };
-            let i = &t.inodes[&ino];
-            if i.kind != Kind::Dir {
-                reply.error(Errno::ENOTDIR);
-                return;
-            }
-            if t.has_local_children(ino) {
-                reply.error(Errno::ENOTEMPTY);
-                return;
-            }
-            if ctx.posix() && i.local == Local::No {
-                let key = i.key.clone();
-                drop(t);
-                return self.posix_rmdir(parent, name.to_string(), key, reply);
-            }
-            format!("{}/", i.key)
-        };
-        let name = name.to_string();
-        self.spawn(async move {
-            let page = match ctx.list(&prefix, None, 2).await {
-                Ok(p) => p,
-                Err(e) => return reply.error(errno(&e, "rmdir", &prefix)),
-            };
-            let empty = page.objects.is_empty() && page.common_prefixes.is_empty();
-            let marker_only = !empty && page.common_prefixes.is_empty() && page.objects.iter().all(|o| o.key == prefix);
-            if !empty && !marker_only {
-                return reply.error(Errno::ENOTEMPTY);
-            }
-            if marker_only {
-                // `--metadata s3fs`: the object is the directory (made by mkdir, as in s3fs).
-                if !ctx.opts.allow_delete && !ctx.opts.s3fs_metadata {
-                    return reply.error(Errno::EPERM);
-                }
-                if let Err(e) = ctx.store.delete_object(&ctx.opts.bucket, &prefix).await {
-                    return reply.error(errno(&e, "rmdir", &prefix));
-                }
-            }
-            lock(&ctx.table).remove_name(parent.0, &name, ctx.until());
-            reply.ok();
-        });
+        let (ctx, name) = (self.ctx.clone(), name.to_string());
+        self.run(async move { ctx.rmdir(parent.0, &name).await }, move |r| reply_empty(r, reply));
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -1059,5 +827,12 @@ impl Filesystem for S3Fs {
                 Err(e) => reply.error(errno(&e, "create", &key)),
             }
         });
+    }
+}
+
+fn reply_empty(r: Result<(), Errno>, reply: ReplyEmpty) {
+    match r {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(e),
     }
 }

@@ -25,6 +25,7 @@ mod dir;
 mod files;
 mod fuse;
 pub(crate) mod meta;
+mod ops;
 mod posix;
 mod rename_dir;
 
@@ -157,6 +158,15 @@ impl Ctx {
         i.lookups += 1;
         let attr = self.attr(ino, i);
         reply.entry(&self.ttl(), &attr, Generation(0));
+    }
+
+    /// Answer a lookup (or an entry made: mkdir) with what the logic found.
+    fn reply_lookup(&self, r: Result<ops::Entry, Errno>, reply: ReplyEntry) {
+        match r {
+            Ok(ops::Entry::Found { attr, .. }) => reply.entry(&self.ttl(), &attr, Generation(0)),
+            Ok(ops::Entry::Absent) => self.reply_negative(reply),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn reply_negative(&self, reply: ReplyEntry) {
@@ -522,75 +532,6 @@ impl S3Fs {
                 }
                 Ok(None) => reply.error(Errno::ENOENT),
                 Err(e) => reply.error(errno(&e, "open", &key)),
-            }
-        });
-    }
-
-    /// Wait up to 0.5 s for inode `ino` to stop being written here (the kernel sends a
-    /// handle's RELEASE after close() returned, so `touch f; rm f` may find its writer still
-    /// open), then run `then`.
-    fn after_release(&self, ino: u64, then: impl FnOnce(S3Fs) + Send + 'static) {
-        let fs = S3Fs { ctx: self.ctx.clone() };
-        self.spawn(async move {
-            for _ in 0..100 {
-                let writing =
-                    lock(&fs.ctx.table).inodes.get(&ino).is_some_and(|i| matches!(i.local, Local::Writing(_)));
-                if !writing {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-            }
-            then(fs)
-        });
-    }
-
-    /// unlink (checked: writable, deletes allowed, a valid name); `waited`: a pending release
-    /// of the file's writer was already waited for.
-    fn unlink_as(&self, parent: INodeNo, name: &str, reply: ReplyEmpty, waited: bool) {
-        let ctx = self.ctx.clone();
-        let (key, no_object) = {
-            let t = lock(&ctx.table);
-            let mut no_object = false;
-            if let Some(ino) = t.child(parent.0, name) {
-                let i = &t.inodes[&ino];
-                if i.kind == Kind::Dir {
-                    reply.error(Errno::EISDIR);
-                    return;
-                }
-                if let Local::Writing(_) = i.local {
-                    if !waited {
-                        drop(t);
-                        let name = name.to_string();
-                        return self.after_release(ino, move |fs| fs.unlink_as(parent, &name, reply, true));
-                    }
-                    // The object does not exist until the writer closes it.
-                    reply.error(Errno::EBUSY);
-                    return;
-                }
-                no_object = i.fs.as_ref().is_some_and(|a| a.kind != s3hpc_core::fsattr::FsKind::File);
-            }
-            let Some(pfx) = t.dir_prefix(parent.0) else {
-                reply.error(Errno::ENOTDIR);
-                return;
-            };
-            (format!("{pfx}{name}"), no_object)
-        };
-        if ctx.posix() && (no_object || !posix::is_object_key(&key)) {
-            return self.posix_unlink(parent, name.to_string(), key, reply);
-        }
-        let name = name.to_string();
-        self.spawn(async move {
-            match ctx.store.delete_object(&ctx.opts.bucket, &key).await {
-                Ok(()) => {
-                    let mut t = lock(&ctx.table);
-                    t.remove_name(parent.0, &name, ctx.until());
-                    if ctx.posix() {
-                        posix::expire_linked(&mut t);
-                    }
-                    drop(t);
-                    reply.ok();
-                }
-                Err(e) => reply.error(errno(&e, "unlink", &key)),
             }
         });
     }

@@ -10,8 +10,8 @@ use std::time::Instant;
 use std::sync::Mutex;
 
 use fuser::{
-    Errno, FileHandle, FileType, FopenFlags, INodeNo, ReplyAttr, ReplyCreate, ReplyData, ReplyEmpty, ReplyEntry,
-    ReplyOpen, TimeOrNow,
+    Errno, FileHandle, FileType, FopenFlags, INodeNo, ReplyAttr, ReplyCreate, ReplyData, ReplyEntry, ReplyOpen,
+    TimeOrNow,
 };
 use s3hpc_core::Error;
 use s3hpc_core::fsattr::{FsAttr, FsKind, FsOp, FsTime, Owner, SetFsAttr, SetTime, errno_of};
@@ -154,28 +154,6 @@ impl Ctx {
 }
 
 impl super::S3Fs {
-    /// getattr in `--posix-attrs` mode, when the attributes are stale.
-    pub(super) fn posix_getattr(&self, ino: INodeNo, key: String, reply: ReplyAttr) {
-        let ctx = self.ctx.clone();
-        self.spawn(async move {
-            let r = ctx.fs_op(&key, FsOp::GetAttr).await;
-            let mut t = lock(&ctx.table);
-            let Some(i) = t.inodes.get_mut(&ino.0) else {
-                return reply.error(Errno::ENOENT);
-            };
-            if i.key != key {
-                return reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
-            }
-            match r {
-                Ok(a) => {
-                    ctx.keep_attr(i, a);
-                    reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i))
-                }
-                Err(e) => reply.error(errno(&e, "stat", &key)),
-            }
-        });
-    }
-
     /// setattr of an entry of the store in `--posix-attrs` mode: chown, chmod, truncate, utimes
     /// as the store's file system does them.
     #[allow(clippy::too_many_arguments)]
@@ -489,38 +467,6 @@ impl super::S3Fs {
             ctx.keep_attr(i, a);
             let attr = ctx.attr(ino.0, i);
             done(Ok(attr))
-        });
-    }
-
-    /// rmdir in `--posix-attrs` mode: the store's rmdir(2) (ENOTEMPTY for special files and
-    /// symlinks too, which a listing of objects does not show).
-    pub(super) fn posix_rmdir(&self, parent: INodeNo, name: String, key: String, reply: ReplyEmpty) {
-        let ctx = self.ctx.clone();
-        self.spawn(async move {
-            match ctx.fs_op(&key, FsOp::Rmdir).await {
-                Ok(_) => {
-                    lock(&ctx.table).remove_name(parent.0, &name, ctx.until());
-                    reply.ok()
-                }
-                Err(e) => reply.error(errno(&e, "rmdir", &key)),
-            }
-        });
-    }
-
-    /// unlink in `--posix-attrs` mode of what is no object: a symlink, a special file, a path
-    /// longer than S3's keys (the store's unlink(2)).
-    pub(super) fn posix_unlink(&self, parent: INodeNo, name: String, key: String, reply: ReplyEmpty) {
-        let ctx = self.ctx.clone();
-        self.spawn(async move {
-            match ctx.fs_op(&key, FsOp::Unlink).await {
-                Ok(_) => {
-                    let mut t = lock(&ctx.table);
-                    t.remove_name(parent.0, &name, ctx.until());
-                    expire_linked(&mut t);
-                    reply.ok()
-                }
-                Err(e) => reply.error(errno(&e, "unlink", &key)),
-            }
         });
     }
 }
