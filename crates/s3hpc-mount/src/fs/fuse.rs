@@ -319,7 +319,9 @@ impl Filesystem for S3Fs {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        self.open_as(req.pid(), ino, flags, reply, false)
+        let (ctx, pid) = (self.ctx.clone(), req.pid());
+        let c = ctx.clone();
+        self.run(async move { c.open(ino.0, flags.0, pid).await }, move |r| ctx.reply_opened(r, reply));
     }
 
     fn read(
@@ -334,63 +336,10 @@ impl Filesystem for S3Fs {
         reply: ReplyData,
     ) {
         let ctx = self.ctx.clone();
-        let Some(h) = ctx.handle(fh) else {
-            reply.error(Errno::EBADF);
-            return;
-        };
-        let Handle::Read { reader, .. } = &*h else {
-            reply.error(Errno::EBADF);
-            return;
-        };
-        let (plan, key, etag) = {
-            let mut r = lock(reader);
-            let plan = r.plan(offset, size, &ctx.store, &ctx.opts.bucket, &ctx.rt);
-            (plan, r.key.clone(), r.etag.clone())
-        };
-        match plan {
-            Plan::Empty => reply.data(&[]),
-            Plan::Chunks { parts, offset, end } => {
-                if let Some(r) = assemble_ready(&parts, offset, end) {
-                    match r {
-                        Ok(b) => reply.data(&b),
-                        Err(e) => {
-                            lock(reader).failed();
-                            reply.error(errno(&e, "read", &key));
-                        }
-                    }
-                    return;
-                }
-                let h = h.clone();
-                self.spawn(async move {
-                    match assemble_wait(parts, offset, end).await {
-                        Ok(b) => reply.data(&b),
-                        Err(e) => {
-                            if let Handle::Read { reader, .. } = &*h {
-                                lock(reader).failed();
-                            }
-                            reply.error(errno(&e, "read", &key));
-                        }
-                    }
-                });
-            }
-            Plan::Direct { offset, end } => {
-                self.spawn(async move {
-                    match crate::read::get_range(
-                        ctx.store.clone(),
-                        ctx.opts.bucket.clone(),
-                        key.clone(),
-                        etag,
-                        offset,
-                        end,
-                    )
-                    .await
-                    {
-                        Ok(b) => reply.data(&b),
-                        Err(e) => reply.error(errno(&e, "read", &key)),
-                    }
-                });
-            }
-        }
+        self.run(async move { ctx.read(fh.0, offset, size).await }, move |r| match r {
+            Ok(b) => reply.data(&b),
+            Err(e) => reply.error(e),
+        });
     }
 
     fn write(
@@ -405,112 +354,20 @@ impl Filesystem for S3Fs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let Some(h) = self.ctx.handle(fh) else {
-            reply.error(Errno::EBADF);
-            return;
-        };
-        let Handle::Write { writer, .. } = &*h else {
-            reply.error(Errno::EBADF);
-            return;
-        };
-        let mut w = lock(writer);
-        let n = data.len() as u32;
-        match w.write(offset, data) {
-            Ok(Wait::Done) => reply.written(n),
-            Ok(Wait::Slot(rx)) => {
-                drop(w);
-                self.spawn(async move {
-                    let _ = rx.await;
-                    reply.written(n);
-                });
-            }
-            Ok(Wait::Append(append)) => {
-                // The write that lost to another writer fails itself (EIO, the log names
-                // InvalidWriteOffset), so that `echo >> log` reports it.
-                let key = w.key.clone();
-                drop(w);
-                let h = h.clone();
-                self.spawn(async move {
-                    match append.await {
-                        Ok(out) => {
-                            if let Handle::Write { writer, .. } = &*h {
-                                lock(writer).appended(out.size);
-                            }
-                            reply.written(n)
-                        }
-                        Err(e) => reply.error(errno(&e, "append", &key)),
-                    }
-                });
-            }
-            Err(e) => {
-                let en = match e {
-                    WriteError::NotSequential => {
-                        tracing::info!(
-                            "s3hpc mount: write to {:?} at {offset} refused: only sequential writes (next offset {})",
-                            w.key,
-                            w.offset
-                        );
-                        Errno::EINVAL
-                    }
-                    WriteError::Closed => Errno::EPERM,
-                    WriteError::Failed => Errno::EIO,
-                    WriteError::TooLarge => Errno::EFBIG,
-                };
-                reply.error(en);
-            }
-        }
+        self.run(self.ctx.write(fh.0, offset, data), move |r| match r {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        });
     }
 
     fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        let Some(h) = self.ctx.handle(fh) else {
-            reply.ok();
-            return;
-        };
-        let Handle::Write { ino, writer } = &*h else {
-            reply.ok();
-            return;
-        };
-        // close() by the process that opened the file completes the object (another process
-        // closing an inherited descriptor does not: the opener may still write).
-        let done = {
-            let mut w = lock(writer);
-            // Nothing written yet: a shell's `>` redirection opens, dup2s and closes the
-            // first descriptor before writing through the copy, so wait for a later close.
-            // (An appender has nothing to wait for: its object exists already.)
-            if w.opener_pid != req.pid() && !w.is_completing() || w.untouched() && !w.is_appender() {
-                reply.ok();
-                return;
-            }
-            Done::of(&mut w)
-        };
-        let (ctx, ino) = (self.ctx.clone(), *ino);
-        self.spawn(async move {
-            // The opener's close: the kernel sends the release later, after close() returned,
-            // so the file stops being written here now (a next open may append at once).
-            match ctx.finish_write(ino, fh.0, done, true).await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(e),
-            }
-        });
+        let (ctx, pid) = (self.ctx.clone(), req.pid());
+        self.run(async move { ctx.flush(fh.0, pid).await }, move |r| reply_empty(r, reply));
     }
 
     fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        let Some(h) = self.ctx.handle(fh) else {
-            reply.ok();
-            return;
-        };
-        let Handle::Write { ino, writer } = &*h else {
-            reply.ok();
-            return;
-        };
-        let done = Done::of(&mut lock(writer));
-        let (ctx, ino) = (self.ctx.clone(), *ino);
-        self.spawn(async move {
-            match ctx.finish_write(ino, fh.0, done, false).await {
-                Ok(()) => reply.ok(),
-                Err(e) => reply.error(e),
-            }
-        });
+        let ctx = self.ctx.clone();
+        self.run(async move { ctx.fsync(fh.0).await }, move |r| reply_empty(r, reply));
     }
 
     fn release(
@@ -524,40 +381,7 @@ impl Filesystem for S3Fs {
         reply: ReplyEmpty,
     ) {
         let ctx = self.ctx.clone();
-        let Some(h) = lock(&ctx.handles).remove(&fh.0) else {
-            reply.ok();
-            return;
-        };
-        match &*h {
-            Handle::Read { ino, .. } => {
-                let mut t = lock(&ctx.table);
-                if let Some(i) = t.inodes.get_mut(ino) {
-                    i.opens = i.opens.saturating_sub(1);
-                }
-                t.drop_if_unused(*ino);
-                reply.ok();
-            }
-            Handle::Write { ino, writer } => {
-                let ino = *ino;
-                let done = Done::of(&mut lock(writer));
-                self.spawn(async move {
-                    let r = ctx.finish_write(ino, fh.0, done, true).await;
-                    {
-                        let mut t = lock(&ctx.table);
-                        if let Some(i) = t.inodes.get_mut(&ino) {
-                            i.opens = i.opens.saturating_sub(1);
-                        }
-                        t.drop_if_unused(ino);
-                    }
-                    drop(h);
-                    match r {
-                        Ok(()) => reply.ok(),
-                        Err(e) => reply.error(e),
-                    }
-                });
-            }
-            Handle::Dir(_) => reply.ok(),
-        }
+        self.run(async move { ctx.release(fh.0).await }, move |r| reply_empty(r, reply));
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -770,63 +594,21 @@ impl Filesystem for S3Fs {
     ) {
         let ctx = self.ctx.clone();
         if ctx.opts.read_only {
-            reply.error(Errno::EROFS);
-            return;
+            return reply.error(Errno::EROFS);
         }
         let Some(name) = valid_name(name) else {
-            reply.error(Errno::EINVAL);
-            return;
+            return reply.error(Errno::EINVAL);
         };
         if ctx.too_long(name) {
-            reply.error(Errno::ENAMETOOLONG);
-            return;
+            return reply.error(Errno::ENAMETOOLONG);
         }
         let pid = req.pid();
         if ctx.posix() {
             return self.posix_create((req.uid(), req.gid()), parent, name, mode, umask, pid, reply);
         }
-        let now_t = SystemTime::now();
-        let new_meta = ctx.opts.s3fs_metadata.then(|| meta::S3fsAttr {
-            mtime: Some(now_t),
-            atime: Some(now_t),
-            ctime: Some(now_t),
-            ..meta::S3fsAttr::new(libc::S_IFREG, mode & !umask, (req.uid(), req.gid()))
-        });
-        let now = Instant::now();
-        let key = {
-            let t = lock(&ctx.table);
-            if let Some(ino) = t.child(parent.0, name)
-                && ctx.fresh(&t.inodes[&ino], now)
-            {
-                reply.error(Errno::EEXIST);
-                return;
-            }
-            let Some(pfx) = t.dir_prefix(parent.0) else {
-                reply.error(Errno::ENOTDIR);
-                return;
-            };
-            let key = format!("{pfx}{name}");
-            if t.negative.get(&(parent.0, name.to_string())).is_some_and(|u| *u > now) {
-                drop(t);
-                create_local(&ctx, parent.0, name, key, pid, None, new_meta, reply);
-                return;
-            }
-            key
-        };
-        let name = name.to_string();
-        self.spawn(async move {
-            match ctx.remote_lookup(&key).await {
-                Ok(Found::Nothing) => create_local(&ctx, parent.0, &name, key, pid, None, new_meta.clone(), reply),
-                Ok(Found::File { .. }) if ctx.opts.allow_overwrite => {
-                    create_local(&ctx, parent.0, &name, key, pid, None, new_meta.clone(), reply)
-                }
-                Ok(found) => {
-                    lock(&ctx.table).install(parent.0, &name, found, ctx.until());
-                    reply.error(Errno::EEXIST)
-                }
-                Err(e) => reply.error(errno(&e, "create", &key)),
-            }
-        });
+        let c = io::Creator { uid: req.uid(), gid: req.gid(), pid, mode, umask };
+        let (op, name) = (ctx.clone(), name.to_string());
+        self.run(async move { op.create(parent.0, &name, c).await }, move |r| ctx.reply_created(r, reply));
     }
 }
 

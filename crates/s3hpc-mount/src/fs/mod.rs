@@ -1,6 +1,20 @@
 //! The FUSE file system. Requests that the caches answer are answered on the FUSE thread; the
 //! others become tasks on the Tokio runtime that answer when the S3 requests are done, so a
 //! few FUSE threads keep many S3 requests in flight.
+//!
+//! Layout (as Mountpoint splits its file system from its fuser adapter):
+//! - [`Ctx`] (here): the mount's state (the inode table, open handles, the store) and what the
+//!   operations share (attributes, retries, the two-LIST lookup, completing a writer);
+//! - the logic, plain async functions of `Ctx` that answer a value or an errno and know no FUSE
+//!   request or reply: `ops` (lookup, getattr, mkdir, unlink, rmdir), `io` (create, open, read,
+//!   write, flush, fsync, release), `files` (handles, the copy rename), `dir` (listings), and
+//!   the modes: `meta` (`--metadata s3fs`), `posix` (`--posix-attrs`); tested against the
+//!   memory store without FUSE;
+//! - `fuse`: the fuser adapter (`impl Filesystem`), which takes a request's arguments, runs the
+//!   logic ([`S3Fs::run`]: at once when it is ready at the first poll, else on the runtime) and
+//!   replies. Not yet moved behind plain signatures: setattr, rename (files and `rename_dir`),
+//!   readdir, mknod/symlink/link/readlink, fallocate, and the reply-taking functions of
+//!   `meta` and `posix` these call.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -10,27 +24,30 @@ use std::time::{Duration, Instant, SystemTime};
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig, LockOwner,
-    OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use s3hpc_core::{DynStore, Error, ErrorCode, GetObjectRequest, ListObjectsPage, ListObjectsRequest};
 
 use crate::MountOptions;
 use crate::errors::errno;
 use crate::inode::{Found, Inode, Kind, Local, Table};
+use bytes::Bytes;
+
 use crate::read::{Plan, Reader, assemble_ready, assemble_wait};
 use crate::write::{Wait, WriteCtx, WriteError, Writer};
 
 mod dir;
 mod files;
 mod fuse;
+mod io;
 pub(crate) mod meta;
 mod ops;
 mod posix;
 mod rename_dir;
 
 use dir::{DirReply, DirState, entry_ino, kind_of};
-use files::{copy_rename, create_local, open_appender, open_reader, reply_opened};
+use files::{copy_rename, create_local, open_appender, open_reader, opened};
 
 const BLKSIZE: u32 = 1 << 20;
 
@@ -165,6 +182,25 @@ impl Ctx {
         match r {
             Ok(ops::Entry::Found { attr, .. }) => reply.entry(&self.ttl(), &attr, Generation(0)),
             Ok(ops::Entry::Absent) => self.reply_negative(reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// Answer a create with what the logic made.
+    fn reply_created(&self, r: Result<io::Created, Errno>, reply: ReplyCreate) {
+        match r {
+            Ok(c) => reply.created(&self.ttl(), &c.attr, Generation(0), FileHandle(c.fh), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// Answer an open with what the logic opened.
+    fn reply_opened(&self, r: Result<io::Opened, Errno>, reply: ReplyOpen) {
+        match r {
+            Ok(o) => {
+                let flags = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                reply.opened(FileHandle(o.fh), flags)
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -407,132 +443,5 @@ impl S3Fs {
 
     fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {
         self.ctx.rt.spawn(f);
-    }
-
-    /// `open` for the process `req_pid`; `waited`: a pending release of this file's writer was
-    /// already waited for.
-    fn open_as(&self, req_pid: u32, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen, waited: bool) {
-        let ctx = self.ctx.clone();
-        let trunc = flags.0 & libc::O_TRUNC != 0;
-        let append = flags.0 & libc::O_APPEND != 0;
-        let write = match flags.acc_mode() {
-            OpenAccMode::O_RDONLY => false,
-            OpenAccMode::O_WRONLY => true,
-            // Read-write without O_TRUNC or O_APPEND opens for reading (writes then fail): S3
-            // cannot change an object in place.
-            OpenAccMode::O_RDWR => trunc || append,
-        };
-        if write && ctx.opts.read_only {
-            reply.error(Errno::EROFS);
-            return;
-        }
-        let mut t = lock(&ctx.table);
-        let Some(i) = t.inodes.get(&ino.0) else {
-            reply.error(Errno::ENOENT);
-            return;
-        };
-        if i.kind == Kind::Dir {
-            reply.error(Errno::EISDIR);
-            return;
-        }
-        if let Local::Writing(_) = i.local {
-            if !waited {
-                // The kernel sends a handle's RELEASE after close() has returned, so the
-                // previous writer of this file may be closed and only not released yet (`: > f;
-                // echo x > f`): wait a moment for that before refusing.
-                drop(t);
-                let fs = S3Fs { ctx: ctx.clone() };
-                self.spawn(async move {
-                    for _ in 0..100 {
-                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                        let writing = lock(&fs.ctx.table)
-                            .inodes
-                            .get(&ino.0)
-                            .is_some_and(|i| matches!(i.local, Local::Writing(_)));
-                        if !writing {
-                            break;
-                        }
-                    }
-                    fs.open_as(req_pid, ino, flags, reply, true);
-                });
-                return;
-            }
-            // One writer, and no reader until the object exists.
-            reply.error(Errno::EPERM);
-            return;
-        }
-        if write && !trunc {
-            let key = i.key.clone();
-            drop(t);
-            self.spawn(async move { open_appender(&ctx, ino.0, key, append, req_pid, reply).await });
-            return;
-        }
-        if write {
-            if !ctx.opts.allow_overwrite {
-                tracing::info!(
-                    "s3hpc mount: open {:?} with O_TRUNC refused: overwriting needs --allow-overwrite",
-                    i.key
-                );
-                reply.error(Errno::EPERM);
-                return;
-            }
-            if ctx.posix() && i.local == Local::No {
-                let key = i.key.clone();
-                drop(t);
-                return self.posix_open_trunc(ino, key, req_pid, reply);
-            }
-            let key = i.key.clone();
-            let mut writer = Writer::new(ctx.wctx.clone(), key, req_pid);
-            if ctx.opts.s3fs_metadata
-                && let Some(m) = &i.meta
-            {
-                // The new object keeps the file's mode and owner.
-                let now = SystemTime::now();
-                writer.meta = meta::S3fsAttr { mtime: Some(now), ctime: Some(now), ..m.clone() }.object_meta();
-            }
-            let fh = ctx.new_fh(Handle::Write { ino: ino.0, writer: Mutex::new(writer) });
-            let (parent, name) = (i.parent, i.name.clone());
-            let i = t.inodes.get_mut(&ino.0).expect("present");
-            i.local = Local::Writing(fh);
-            i.opens += 1;
-            t.local_children.entry(parent).or_default().insert(name);
-            reply.opened(FileHandle(fh), FopenFlags::empty());
-            return;
-        }
-        if i.fresh(Instant::now()) {
-            let fh = open_reader(&ctx, &mut t, ino.0);
-            reply_opened(&ctx, &mut t, ino.0, fh, reply);
-            return;
-        }
-        let key = i.key.clone();
-        drop(t);
-        self.spawn(async move {
-            match ctx.head(&key).await {
-                Ok(_) if lock(&ctx.table).inodes.get(&ino.0).is_some_and(|i| i.key != key) => {
-                    // Renamed by this mount while the HEAD was out: open what the table knows
-                    // (the rename kept the object, ETag included).
-                    let mut t = lock(&ctx.table);
-                    let fh = open_reader(&ctx, &mut t, ino.0);
-                    reply_opened(&ctx, &mut t, ino.0, fh, reply);
-                }
-                Ok(Some(info)) => {
-                    let mut t = lock(&ctx.table);
-                    let until = ctx.until();
-                    let Some(i) = t.inodes.get_mut(&ino.0) else {
-                        return reply.error(Errno::ENOENT);
-                    };
-                    i.size = info.size;
-                    i.mtime = info.last_modified;
-                    i.valid_until = until;
-                    i.meta = meta::S3fsAttr::of(&info.meta.user);
-                    i.meta_until = Some(until);
-                    i.etag = info.etag;
-                    let fh = open_reader(&ctx, &mut t, ino.0);
-                    reply_opened(&ctx, &mut t, ino.0, fh, reply);
-                }
-                Ok(None) => reply.error(Errno::ENOENT),
-                Err(e) => reply.error(errno(&e, "open", &key)),
-            }
-        });
     }
 }

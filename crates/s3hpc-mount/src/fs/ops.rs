@@ -254,7 +254,7 @@ impl Ctx {
     }
 
     /// Wait up to 0.5 s for inode `ino` to stop being written here.
-    async fn released(&self, ino: u64) {
+    pub(super) async fn released(&self, ino: u64) {
         for _ in 0..100 {
             let writing = lock(&self.table).inodes.get(&ino).is_some_and(|i| matches!(i.local, Local::Writing(_)));
             if !writing {
