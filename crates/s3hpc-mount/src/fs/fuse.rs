@@ -171,11 +171,6 @@ impl Filesystem for S3Fs {
         self.run(async move { ctx.unlink(parent.0, &name).await }, move |r| reply_empty(r, reply));
     }
 
-    /// Rename a file with one RenameObject (atomic on an s3hpc gateway: one rename(2) there).
-    /// Stores without RenameObject answer ENOSYS, as Mountpoint does, or with
-    /// `--allow-copy-rename` copy the object and delete the source (not atomic); directories
-    /// are renamed as a prefix (see `rename_dir`). Replacing an existing object needs
-    /// `--allow-overwrite`, as overwriting it by writing does.
     fn rename(
         &self,
         _req: &Request,
@@ -186,127 +181,19 @@ impl Filesystem for S3Fs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let ctx = self.ctx.clone();
-        if ctx.opts.read_only {
-            reply.error(Errno::EROFS);
-            return;
+        if self.ctx.opts.read_only {
+            return reply.error(Errno::EROFS);
         }
         if flags.contains(RenameFlags::RENAME_EXCHANGE) {
-            reply.error(Errno::EINVAL);
-            return;
+            return reply.error(Errno::EINVAL);
         }
         let (Some(name), Some(newname)) = (valid_name(name), valid_name(newname)) else {
-            reply.error(Errno::ENOENT);
-            return;
+            return reply.error(Errno::ENOENT);
         };
-        if ctx.too_long(name) || ctx.too_long(newname) {
-            reply.error(Errno::ENAMETOOLONG);
-            return;
-        }
-        let is_dir = {
-            let t = lock(&ctx.table);
-            t.child(parent.0, name).is_some_and(|i| t.inodes[&i].kind == Kind::Dir)
-        };
-        if is_dir {
-            let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
-            return rename_dir::rename_dir(self, (parent.0, name), (newparent.0, newname), noreplace, reply);
-        }
-        let (src, dst) = {
-            let t = lock(&ctx.table);
-            for (p, n) in [(parent.0, name), (newparent.0, newname)] {
-                if let Some(ino) = t.child(p, n) {
-                    let i = &t.inodes[&ino];
-                    if i.kind == Kind::Dir {
-                        // The source is a file (checked above), so this is the destination: a
-                        // file does not replace a directory (rename(2): EISDIR).
-                        reply.error(Errno::EISDIR);
-                        return;
-                    }
-                    if let Local::Writing(_) = i.local {
-                        reply.error(Errno::EBUSY);
-                        return;
-                    }
-                }
-            }
-            let (Some(a), Some(b)) = (t.dir_prefix(parent.0), t.dir_prefix(newparent.0)) else {
-                reply.error(Errno::ENOTDIR);
-                return;
-            };
-            (format!("{a}{name}"), format!("{b}{newname}"))
-        };
-        // `--posix-attrs`: what is no object (a symlink, a special file, a path longer than S3's
-        // keys) is renamed by the store's rename(2), through the extension.
-        let no_object = ctx.posix() && {
-            let t = lock(&ctx.table);
-            let special = t
-                .child(parent.0, name)
-                .and_then(|i| t.inodes[&i].fs.as_ref())
-                .is_some_and(|a| a.kind != s3hpc_core::fsattr::FsKind::File);
-            special || !posix::is_object_key(&src) || !posix::is_object_key(&dst)
-        };
-        let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE) || !ctx.opts.allow_overwrite;
-        let req = s3hpc_core::RenameObjectRequest {
-            conditions: s3hpc_core::Conditions {
-                if_none_match: noreplace.then(|| "*".to_string()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let (name, newname) = (name.to_string(), newname.to_string());
-        let explicit_noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
-        self.spawn(async move {
-            let mut r = if no_object {
-                let op = s3hpc_core::fsattr::FsOp::Rename { source: src.clone(), noreplace };
-                match ctx.fs_op(&dst, op).await {
-                    Ok(_) => Ok(()),
-                    Err(e) if !explicit_noreplace && s3hpc_core::fsattr::errno_of(&e) == Some(libc::EEXIST) => {
-                        // Replacing needs --allow-overwrite, as for objects.
-                        return reply.error(Errno::EPERM);
-                    }
-                    Err(e) => return reply.error(errno(&e, "rename", &src)),
-                }
-            } else {
-                ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, req).await
-            };
-            if ctx.opts.allow_copy_rename && r.as_ref().is_err_and(|e| e.code == ErrorCode::NotImplemented) {
-                r = copy_rename(&ctx, &src, &dst, noreplace).await;
-            }
-            match r {
-                Ok(()) => {
-                    let mut t = lock(&ctx.table);
-                    t.rename(parent.0, &name, newparent.0, &newname, dst.clone(), ctx.until());
-                    if ctx.posix() {
-                        // A rename changes the file's ctime, and a replaced file's link count.
-                        posix::expire_linked(&mut t);
-                        if let Some(ino) = t.child(newparent.0, &newname)
-                            && let Some(i) = t.inodes.get_mut(&ino)
-                        {
-                            i.valid_until = Instant::now();
-                        }
-                    }
-                    drop(t);
-                    // Open readers of the file read it under its new name (as an open file
-                    // survives a rename in POSIX).
-                    rename_dir::rekey_readers(&ctx, &src, &dst, false);
-                    reply.ok();
-                }
-                Err(e) if e.code == ErrorCode::NotImplemented => reply.error(Errno::ENOSYS),
-                Err(e) if e.code == ErrorCode::PreconditionFailed => {
-                    reply.error(if explicit_noreplace { Errno::EEXIST } else { Errno::EPERM })
-                }
-                // A key in the way on the gateway's file system, met where this mount (and the
-                // kernel) did not know the destination yet: a directory there is EISDIR, a
-                // file among its parents ENOTDIR, as rename(2) says.
-                Err(e) if e.code == ErrorCode::InvalidRequest => {
-                    let below = format!("{dst}/");
-                    reply.error(match ctx.list(&below, None, 1).await {
-                        Ok(p) if !p.objects.is_empty() || !p.common_prefixes.is_empty() => Errno::EISDIR,
-                        Ok(_) => Errno::ENOTDIR,
-                        Err(_) => errno(&e, "rename", &src),
-                    })
-                }
-                Err(e) => reply.error(errno(&e, "rename", &src)),
-            }
+        let how = ops::RenameHow { noreplace: flags.contains(RenameFlags::RENAME_NOREPLACE), exchange: false };
+        let (ctx, name, newname) = (self.ctx.clone(), name.to_string(), newname.to_string());
+        self.run(async move { ctx.rename((parent.0, &name), (newparent.0, &newname), how).await }, move |r| {
+            reply_empty(r, reply)
         });
     }
 

@@ -307,6 +307,134 @@ impl Ctx {
     }
 }
 
+/// How a rename may treat its destination (`renameat2(2)`'s flags).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct RenameHow {
+    /// `RENAME_NOREPLACE`: an existing destination is `EEXIST`.
+    pub noreplace: bool,
+    /// `RENAME_EXCHANGE`: not supported (`EINVAL`).
+    pub exchange: bool,
+}
+
+impl Ctx {
+    /// Rename a file with one RenameObject (atomic on an s3hpc gateway: one rename(2) there).
+    /// Stores without RenameObject answer ENOSYS, as Mountpoint does, or with
+    /// `--allow-copy-rename` copy the object and delete the source (not atomic); directories
+    /// are renamed as a prefix (see `rename_dir`). Replacing an existing object needs
+    /// `--allow-overwrite`, as overwriting it by writing does.
+    pub(super) async fn rename(
+        &self,
+        (parent, name): (u64, &str),
+        (newparent, newname): (u64, &str),
+        how: RenameHow,
+    ) -> Result<(), Errno> {
+        if self.opts.read_only {
+            return Err(Errno::EROFS);
+        }
+        if how.exchange {
+            return Err(Errno::EINVAL);
+        }
+        if self.too_long(name) || self.too_long(newname) {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let is_dir = {
+            let t = lock(&self.table);
+            t.child(parent, name).is_some_and(|i| t.inodes[&i].kind == Kind::Dir)
+        };
+        if is_dir {
+            return rename_dir::rename_dir(self, (parent, name), (newparent, newname), how.noreplace).await;
+        }
+        let (src, dst, no_object) = {
+            let t = lock(&self.table);
+            for (p, n) in [(parent, name), (newparent, newname)] {
+                if let Some(ino) = t.child(p, n) {
+                    let i = &t.inodes[&ino];
+                    if i.kind == Kind::Dir {
+                        // The source is a file (checked above), so this is the destination: a
+                        // file does not replace a directory (rename(2): EISDIR).
+                        return Err(Errno::EISDIR);
+                    }
+                    if let Local::Writing(_) = i.local {
+                        return Err(Errno::EBUSY);
+                    }
+                }
+            }
+            let (Some(a), Some(b)) = (t.dir_prefix(parent), t.dir_prefix(newparent)) else {
+                return Err(Errno::ENOTDIR);
+            };
+            let (src, dst) = (format!("{a}{name}"), format!("{b}{newname}"));
+            // `--posix-attrs`: what is no object (a symlink, a special file, a path longer than
+            // S3's keys) is renamed by the store's rename(2), through the extension.
+            let special = t
+                .child(parent, name)
+                .and_then(|i| t.inodes[&i].fs.as_ref())
+                .is_some_and(|a| a.kind != s3hpc_core::fsattr::FsKind::File);
+            let no_object = self.posix() && (special || !posix::is_object_key(&src) || !posix::is_object_key(&dst));
+            (src, dst, no_object)
+        };
+        let noreplace = how.noreplace || !self.opts.allow_overwrite;
+        let mut r = if no_object {
+            let op = s3hpc_core::fsattr::FsOp::Rename { source: src.clone(), noreplace };
+            match self.fs_op(&dst, op).await {
+                Ok(_) => Ok(()),
+                Err(e) if !how.noreplace && s3hpc_core::fsattr::errno_of(&e) == Some(libc::EEXIST) => {
+                    // Replacing needs --allow-overwrite, as for objects.
+                    return Err(Errno::EPERM);
+                }
+                Err(e) => return Err(errno(&e, "rename", &src)),
+            }
+        } else {
+            let req = s3hpc_core::RenameObjectRequest {
+                conditions: s3hpc_core::Conditions {
+                    if_none_match: noreplace.then(|| "*".to_string()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            self.store.rename_object(&self.opts.bucket, &src, &dst, req).await
+        };
+        if self.opts.allow_copy_rename && r.as_ref().is_err_and(|e| e.code == ErrorCode::NotImplemented) {
+            r = copy_rename(self, &src, &dst, noreplace).await;
+        }
+        match r {
+            Ok(()) => {
+                let mut t = lock(&self.table);
+                t.rename(parent, name, newparent, newname, dst.clone(), self.until());
+                if self.posix() {
+                    // A rename changes the file's ctime, and a replaced file's link count.
+                    posix::expire_linked(&mut t);
+                    if let Some(ino) = t.child(newparent, newname)
+                        && let Some(i) = t.inodes.get_mut(&ino)
+                    {
+                        i.valid_until = Instant::now();
+                    }
+                }
+                drop(t);
+                // Open readers of the file read it under its new name (as an open file survives
+                // a rename in POSIX).
+                rename_dir::rekey_readers(self, &src, &dst, false);
+                Ok(())
+            }
+            Err(e) if e.code == ErrorCode::NotImplemented => Err(Errno::ENOSYS),
+            Err(e) if e.code == ErrorCode::PreconditionFailed => {
+                Err(if how.noreplace { Errno::EEXIST } else { Errno::EPERM })
+            }
+            // A key in the way on the gateway's file system, met where this mount (and the
+            // kernel) did not know the destination yet: a directory there is EISDIR, a file
+            // among its parents ENOTDIR, as rename(2) says.
+            Err(e) if e.code == ErrorCode::InvalidRequest => {
+                let below = format!("{dst}/");
+                Err(match self.list(&below, None, 1).await {
+                    Ok(p) if !p.objects.is_empty() || !p.common_prefixes.is_empty() => Errno::EISDIR,
+                    Ok(_) => Errno::ENOTDIR,
+                    Err(_) => errno(&e, "rename", &src),
+                })
+            }
+            Err(e) => Err(errno(&e, "rename", &src)),
+        }
+    }
+}
+
 impl S3Fs {
     /// Run an operation of the logic and hand its answer to `done` (which replies): at once on
     /// this (FUSE) thread when the operation needs nothing from the store (its first poll is
@@ -421,6 +549,44 @@ mod tests {
         assert_eq!(ro.unlink(ROOT, "x").await.unwrap_err(), Errno::EPERM);
         let read_only = fs_over(&s, |o| o.read_only = true).await;
         assert_eq!(read_only.mkdir(ROOT, "z").await.unwrap_err(), Errno::EROFS);
+    }
+
+    #[tokio::test]
+    async fn renames_of_files_and_directories() {
+        let s = store().await;
+        put(&s, "a", b"aaa").await;
+        put(&s, "b", b"bbb").await;
+        put(&s, "dir/x", b"x").await;
+        let ctx = fs_over(&s, |_| {}).await;
+        let (a, _) = found(ctx.lookup(ROOT, "a").await.unwrap());
+        found(ctx.lookup(ROOT, "b").await.unwrap());
+        let (dir, _) = found(ctx.lookup(ROOT, "dir").await.unwrap());
+        let (x, _) = found(ctx.lookup(dir, "x").await.unwrap());
+        let plain = RenameHow::default();
+        // Replacing an object needs --allow-overwrite; RENAME_NOREPLACE says EEXIST.
+        assert_eq!(ctx.rename((ROOT, "a"), (ROOT, "b"), plain).await, Err(Errno::EPERM));
+        let noreplace = RenameHow { noreplace: true, ..plain };
+        assert_eq!(ctx.rename((ROOT, "a"), (ROOT, "b"), noreplace).await, Err(Errno::EEXIST));
+        let exchange = RenameHow { exchange: true, ..plain };
+        assert_eq!(ctx.rename((ROOT, "a"), (ROOT, "b"), exchange).await, Err(Errno::EINVAL));
+        assert_eq!(ctx.rename((ROOT, "a"), (ROOT, "dir"), plain).await, Err(Errno::EISDIR));
+        // A file: one RenameObject; the inode keeps its number under the new name.
+        ctx.rename((ROOT, "a"), (ROOT, "c"), plain).await.unwrap();
+        assert_eq!(found(ctx.lookup(ROOT, "c").await.unwrap()).0, a);
+        assert!(matches!(ctx.lookup(ROOT, "a").await.unwrap(), Entry::Absent));
+        assert!(s.head_object("bkt", "a", Default::default()).await.is_err());
+        assert_eq!(s.head_object("bkt", "c", Default::default()).await.unwrap().size, 3);
+        // A directory: one RenameObject of the prefix; what is below keeps its inode numbers.
+        ctx.rename((ROOT, "dir"), (ROOT, "moved"), plain).await.unwrap();
+        assert_eq!(found(ctx.lookup(ROOT, "moved").await.unwrap()).0, dir);
+        assert_eq!(lock(&ctx.table).inodes[&x].key, "moved/x");
+        assert_eq!(s.head_object("bkt", "moved/x", Default::default()).await.unwrap().size, 1);
+        // With --allow-overwrite a file replaces another.
+        let over = fs_over(&s, |o| o.allow_overwrite = true).await;
+        found(over.lookup(ROOT, "c").await.unwrap());
+        over.rename((ROOT, "c"), (ROOT, "b"), plain).await.unwrap();
+        let out = s.get_object("bkt", "b", Default::default()).await.unwrap();
+        assert_eq!(&out.body.collect().await.unwrap()[..], b"aaa");
     }
 
     #[tokio::test]
