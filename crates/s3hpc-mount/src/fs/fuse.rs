@@ -56,12 +56,8 @@ impl Filesystem for S3Fs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        // Modes, owners and times are the mount's (`--uid`, `--file-mode`, ...) and the object's
-        // (Last-Modified): nothing can keep a change to them, so a change is refused with EPERM,
-        // as Mountpoint does, rather than accepted and lost. What changes nothing is accepted:
-        // the mode, owner or time an entry already has, a time of "now" on a file being written
-        // here (its object gets the time of its close) or a directory made here, and a size
-        // equal to the current one (S3 objects cannot be truncated in place).
+        // `--posix-attrs` and `--metadata s3fs` keep the changes (in the store, in the objects'
+        // metadata); else see `Ctx::setattr_unkept`.
         let ctx = &self.ctx;
         let t = lock(&ctx.table);
         let Some(i) = t.inodes.get(&ino.0) else {
@@ -102,45 +98,12 @@ impl Filesystem for S3Fs {
             let change = meta::Change { mode, uid, gid, atime, mtime };
             return meta::setattr(self, ino, key, change, size, reply);
         }
-        let perm = if i.kind == Kind::Dir { ctx.opts.dir_mode } else { ctx.opts.file_mode };
-        let local = i.local != Local::No;
-        let same_time = |t: &Option<TimeOrNow>| match t {
-            None => true,
-            Some(TimeOrNow::Now) => local,
-            Some(TimeOrNow::SpecificTime(at)) => *at == i.mtime,
-        };
-        let refused = if mode.is_some_and(|m| m & 0o7777 != u32::from(perm)) {
-            Some("mode")
-        } else if uid.is_some_and(|u| u != ctx.opts.uid) || gid.is_some_and(|g| g != ctx.opts.gid) {
-            Some("owner")
-        } else if !same_time(&atime) || !same_time(&mtime) {
-            Some("times")
-        } else {
-            None
-        };
-        if let Some(what) = refused {
-            tracing::info!(
-                "s3hpc mount: setattr of {:?} refused: the {what} cannot be kept (modes and owners come from the mount's options, times from the object)",
-                i.key
-            );
-            reply.error(Errno::EPERM);
-            return;
+        drop(t);
+        let change = ops::Change { mode, uid, gid, size, atime, mtime };
+        match ctx.setattr_unkept(ino.0, &change) {
+            Ok(attr) => reply.attr(&ctx.ttl(), &attr),
+            Err(e) => reply.error(e),
         }
-        if let Some(size) = size {
-            let current = match i.local {
-                Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
-                _ => i.size,
-            };
-            if i.kind == Kind::Dir {
-                reply.error(Errno::EISDIR);
-                return;
-            }
-            if size != current {
-                reply.error(Errno::EPERM);
-                return;
-            }
-        }
-        reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {

@@ -6,14 +6,15 @@
 //! - [`Ctx`] (here): the mount's state (the inode table, open handles, the store) and what the
 //!   operations share (attributes, retries, the two-LIST lookup, completing a writer);
 //! - the logic, plain async functions of `Ctx` that answer a value or an errno and know no FUSE
-//!   request or reply: `ops` (lookup, getattr, mkdir, unlink, rmdir, rename; directories'
-//!   renames in `rename_dir`), `io` (create, open, read,
+//!   request or reply: `ops` (lookup, getattr, mkdir, unlink, rmdir, rename, and setattr where
+//!   nothing keeps attributes; directories' renames in `rename_dir`), `io` (create, open, read,
 //!   write, flush, fsync, release), `files` (handles, the copy rename), `dir` (listings), and
 //!   the modes: `meta` (`--metadata s3fs`), `posix` (`--posix-attrs`); tested against the
 //!   memory store without FUSE;
 //! - `fuse`: the fuser adapter (`impl Filesystem`), which takes a request's arguments, runs the
 //!   logic ([`S3Fs::run`]: at once when it is ready at the first poll, else on the runtime) and
-//!   replies. Not yet moved behind plain signatures: setattr, readdir,
+//!   replies. Not yet moved behind plain signatures: setattr with `--posix-attrs` or
+//!   `--metadata s3fs`, readdir,
 //!   mknod/symlink/link/readlink, fallocate, and the reply-taking functions of `meta` and
 //!   `posix` these call.
 

@@ -307,6 +307,67 @@ impl Ctx {
     }
 }
 
+/// The changes of one setattr: chmod, chown, truncate, utimes.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Change {
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    pub atime: Option<TimeOrNow>,
+    pub mtime: Option<TimeOrNow>,
+}
+
+impl Ctx {
+    /// setattr where nothing keeps modes, owners and times (neither `--posix-attrs` nor
+    /// `--metadata s3fs`): they are the mount's (`--uid`, `--file-mode`, ...) and the object's
+    /// (Last-Modified), so a change is refused with EPERM, as Mountpoint does, rather than
+    /// accepted and lost. What changes nothing is accepted: the mode, owner or time an entry
+    /// already has, a time of "now" on a file being written here (its object gets the time of
+    /// its close) or a directory made here, and a size equal to the current one (S3 objects
+    /// cannot be truncated in place).
+    pub(super) fn setattr_unkept(&self, ino: u64, c: &Change) -> Result<FileAttr, Errno> {
+        let t = lock(&self.table);
+        let i = t.inodes.get(&ino).ok_or(Errno::ENOENT)?;
+        let perm = if i.kind == Kind::Dir { self.opts.dir_mode } else { self.opts.file_mode };
+        let local = i.local != Local::No;
+        let same_time = |t: &Option<TimeOrNow>| match t {
+            None => true,
+            Some(TimeOrNow::Now) => local,
+            Some(TimeOrNow::SpecificTime(at)) => *at == i.mtime,
+        };
+        let refused = if c.mode.is_some_and(|m| m & 0o7777 != u32::from(perm)) {
+            Some("mode")
+        } else if c.uid.is_some_and(|u| u != self.opts.uid) || c.gid.is_some_and(|g| g != self.opts.gid) {
+            Some("owner")
+        } else if !same_time(&c.atime) || !same_time(&c.mtime) {
+            Some("times")
+        } else {
+            None
+        };
+        if let Some(what) = refused {
+            tracing::info!(
+                "s3hpc mount: setattr of {:?} refused: the {what} cannot be kept (modes and owners come from the mount's options, times from the object)",
+                i.key
+            );
+            return Err(Errno::EPERM);
+        }
+        if let Some(size) = c.size {
+            let current = match i.local {
+                Local::Writing(fh) => self.written(fh).unwrap_or(i.size),
+                _ => i.size,
+            };
+            if i.kind == Kind::Dir {
+                return Err(Errno::EISDIR);
+            }
+            if size != current {
+                return Err(Errno::EPERM);
+            }
+        }
+        Ok(self.attr(ino, i))
+    }
+}
+
 /// How a rename may treat its destination (`renameat2(2)`'s flags).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct RenameHow {
@@ -587,6 +648,32 @@ mod tests {
         over.rename((ROOT, "c"), (ROOT, "b"), plain).await.unwrap();
         let out = s.get_object("bkt", "b", Default::default()).await.unwrap();
         assert_eq!(&out.body.collect().await.unwrap()[..], b"aaa");
+    }
+
+    #[tokio::test]
+    async fn setattr_refuses_what_cannot_be_kept() {
+        let s = store().await;
+        put(&s, "f", b"four").await;
+        let ctx = fs_over(&s, |_| {}).await;
+        let (f, attr) = found(ctx.lookup(ROOT, "f").await.unwrap());
+        let set = |c: Change| ctx.setattr_unkept(f, &c);
+        assert_eq!(set(Change { mode: Some(0o600), ..Default::default() }).err(), Some(Errno::EPERM));
+        assert_eq!(set(Change { uid: Some(12345), ..Default::default() }).err(), Some(Errno::EPERM));
+        assert_eq!(set(Change { size: Some(1), ..Default::default() }).err(), Some(Errno::EPERM));
+        assert_eq!(set(Change { mtime: Some(TimeOrNow::Now), ..Default::default() }).err(), Some(Errno::EPERM));
+        // What changes nothing is accepted: the mode it has, the size it has, its own time.
+        let same = Change {
+            mode: Some(0o100644),
+            size: Some(4),
+            mtime: Some(TimeOrNow::SpecificTime(attr.mtime)),
+            ..Default::default()
+        };
+        assert_eq!(set(same).unwrap().size, 4);
+        assert_eq!(
+            ctx.setattr_unkept(ROOT, &Change { size: Some(0), ..Default::default() }).err(),
+            Some(Errno::EISDIR)
+        );
+        assert_eq!(ctx.setattr_unkept(999, &Change::default()).err(), Some(Errno::ENOENT));
     }
 
     #[tokio::test]
