@@ -1261,3 +1261,160 @@ def test_s3fs_metadata_on_another_s3_server(versitygw, tmp_path):
             os.chmod(m.path / "from-s3fs", 0o600)
     finally:
         m.close()
+
+
+class S3fsMount:
+    """s3fs-fuse (`s3fs`, Debian's s3fs package) mounting `bucket` of `endpoint`: the peer whose
+    object layout `--metadata s3fs` keeps."""
+
+    def __init__(self, endpoint: str, bucket: str, path: Path, workdir: Path):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        passwd = workdir / f"s3fs-passwd-{uuid.uuid4().hex[:6]}"
+        passwd.write_text(f"{ACCESS_KEY}:{SECRET_KEY}\n")
+        passwd.chmod(0o600)
+        r = subprocess.run(["s3fs", bucket, str(self.path), "-o", f"url={endpoint}", "-o", "use_path_request_style",
+                            "-o", f"passwd_file={passwd}", "-o", "stat_cache_expire=1", "-o", "allow_other"],
+                           capture_output=True, text=True, timeout=60,
+                           env={k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"})
+        assert r.returncode == 0, f"s3fs failed ({r.returncode}): {r.stderr}"
+        assert wait_until(lambda: is_mounted(self.path), 15), "s3fs mounted nothing"
+
+    def close(self):
+        unmount(self.path)
+
+
+def kinds_modes_owners(root: Path) -> dict:
+    """What a mount shows of every entry below `root`: type, permission bits, owner, size,
+    symlink target, mtime in whole seconds (s3fs keeps seconds)."""
+    out = {}
+    for dirpath, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = Path(dirpath) / n
+            st = os.lstat(p)
+            out[str(p.relative_to(root))] = (stat.S_IFMT(st.st_mode), st.st_mode & 0o7777, st.st_uid, st.st_gid,
+                                             st.st_size if not stat.S_ISDIR(st.st_mode) else 0,
+                                             os.readlink(p) if stat.S_ISLNK(st.st_mode) else None,
+                                             int(st.st_mtime))
+    return out
+
+
+def make_tree(p: Path):
+    """Directories with their own modes and owners, a symlink, a FIFO, a socket and devices, and
+    files with modes, owners and times: everything s3fs keeps in objects."""
+    os.mkdir(p / "d", 0o750)
+    os.chown(p / "d", 1234, 5678)
+    os.mkdir(p / "d" / "sub", 0o700)
+    (p / "d" / "f").write_bytes(b"file in d")
+    os.chmod(p / "d" / "f", 0o604)
+    os.chown(p / "d" / "f", 4321, 8765)
+    os.utime(p / "d" / "f", (1_600_000_000, 1_600_000_001))
+    os.utime(p / "d", (1_500_000_000, 1_500_000_002))
+    os.symlink("d/f", p / "link")
+    os.symlink("/nowhere/at/all", p / "dangling")
+    os.mkfifo(p / "fifo", 0o640)
+    os.mknod(p / "chr", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    os.mknod(p / "sock", 0o644 | stat.S_IFSOCK)
+    (p / "top").write_bytes(b"top")
+    os.chmod(p / "top", 0o4711)
+
+
+@pytest.mark.skipif(shutil.which("s3fs") is None, reason="s3fs (s3fs-fuse) is not installed")
+def test_s3fs_and_s3hpc_mounts_of_one_bucket_agree(versitygw, tmp_path):
+    """issue 38: with `--metadata s3fs` the mount keeps directories' modes and owners (on `dir/`
+    objects), symlinks (the target as the body), FIFOs, sockets and devices (empty objects whose
+    x-amz-meta-mode carries the type) as s3fs does, so that a tree made through an s3fs mount
+    reads the same through this one and back. Before: directories showed --dir-mode, symlinks
+    and special files were regular files (s3fs's objects) or EPERM/ENOSYS (made here)."""
+    s3 = make_client(versitygw)
+    old = os.umask(0)
+    try:
+        for maker in ("s3fs", "s3hpc"):
+            b = f"agree-{maker}-" + uuid.uuid4().hex[:6]
+            s3.create_bucket(Bucket=b)
+            s3fs_m = S3fsMount(versitygw, b, tmp_path / f"s3fs-{maker}", tmp_path)
+            hpc_m = Mount(versitygw, b, tmp_path / f"hpc-{maker}", "--metadata", "s3fs", "--metadata-ttl", "0",
+                          "-o", "allow_other", log=tmp_path / f"mount-{maker}.log")
+            try:
+                make_tree(s3fs_m.path if maker == "s3fs" else hpc_m.path)
+                time.sleep(1.5)  # s3fs's stat cache
+                seen_s3fs, seen_hpc = kinds_modes_owners(s3fs_m.path), kinds_modes_owners(hpc_m.path)
+                assert seen_hpc == seen_s3fs, f"made by {maker}:\n s3fs sees {seen_s3fs}\n s3hpc sees {seen_hpc}"
+                assert seen_hpc["d"][:4] == (stat.S_IFDIR, 0o750, 1234, 5678)
+                assert seen_hpc["d/sub"][:2] == (stat.S_IFDIR, 0o700)
+                assert seen_hpc["d/f"] == (stat.S_IFREG, 0o604, 4321, 8765, 9, None, 1_600_000_001)
+                assert seen_hpc["link"][0] == stat.S_IFLNK and seen_hpc["link"][5] == "d/f"
+                assert seen_hpc["dangling"][5] == "/nowhere/at/all"
+                assert seen_hpc["fifo"][:2] == (stat.S_IFIFO, 0o640)
+                assert seen_hpc["chr"][:2] == (stat.S_IFCHR, 0o600)
+                assert seen_hpc["sock"][:2] == (stat.S_IFSOCK, 0o644)
+                assert seen_hpc["top"][:2] == (stat.S_IFREG, 0o4711)
+                assert (hpc_m.path / "link").read_bytes() == b"file in d"  # followed by the kernel
+                # The layout both use: a directory object, the target as a symlink's body.
+                # (s3fs 1.90's chmod of a directory writes the mode without S_IFDIR.)
+                assert int(s3.head_object(Bucket=b, Key="d/")["Metadata"]["mode"]) & 0o7777 == 0o750
+                assert s3.get_object(Bucket=b, Key="link")["Body"].read() == b"d/f"
+                assert int(s3.head_object(Bucket=b, Key="link")["Metadata"]["mode"]) == stat.S_IFLNK | 0o777
+                assert int(s3.head_object(Bucket=b, Key="fifo")["Metadata"]["mode"]) == stat.S_IFIFO | 0o640
+                # A change through one mount is seen through the other.
+                other = hpc_m.path if maker == "s3fs" else s3fs_m.path
+                os.chmod(other / "d", 0o711)
+                os.chmod(other / "fifo", 0o600)
+                time.sleep(1.5)
+                for m in (s3fs_m, hpc_m):
+                    assert os.stat(m.path / "d").st_mode & 0o7777 == 0o711, m.path
+                    assert os.lstat(m.path / "fifo").st_mode & 0o7777 == 0o600, m.path
+            finally:
+                hpc_m.close()
+                s3fs_m.close()
+    finally:
+        os.umask(old)
+
+
+def test_s3fs_metadata_truncate(versitygw, tmp_path):
+    """`--metadata s3fs`: truncate and ftruncate change the object (rewritten, as s3fs does,
+    keeping its metadata) where before they were EPERM; a file being written is extended with
+    zeros or cut while its bytes are all in the part buffer. Without --allow-overwrite a file of
+    the bucket is not rewritten (EPERM, as O_TRUNC)."""
+    s3 = make_client(versitygw)
+    b = "trunc-" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="f", Body=b"0123456789", Metadata={"mode": str(0o100640), "uid": "7", "gid": "8"})
+    m = Mount(versitygw, b, tmp_path / "mnt", "--metadata", "s3fs", "--allow-overwrite", log=tmp_path / "mount.log")
+    try:
+        f = m.path / "f"
+        os.truncate(f, 4)
+        assert s3.get_object(Bucket=b, Key="f")["Body"].read() == b"0123"
+        os.truncate(f, 6)
+        o = s3.get_object(Bucket=b, Key="f")
+        assert o["Body"].read() == b"0123\0\0" and o["Metadata"]["mode"] == str(0o100640) and o["Metadata"]["uid"] == "7"
+        assert f.read_bytes() == b"0123\0\0" and os.stat(f).st_size == 6
+        # A file being written: cut, then extended with zeros, then written on.
+        fd = os.open(m.path / "new", os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"abcdef")
+        os.ftruncate(fd, 2)
+        os.ftruncate(fd, 4)
+        os.lseek(fd, 4, os.SEEK_SET)
+        os.write(fd, b"xy")
+        os.close(fd)
+        assert s3.get_object(Bucket=b, Key="new")["Body"].read() == b"ab\0\0xy"
+    finally:
+        m.close()
+    m = Mount(versitygw, b, tmp_path / "mnt2", "--metadata", "s3fs", log=tmp_path / "mount2.log")
+    try:
+        with pytest.raises(PermissionError):
+            os.truncate(m.path / "f", 1)
+        assert s3.get_object(Bucket=b, Key="f")["Body"].read() == b"0123\0\0"
+    finally:
+        m.close()
+
+
+def test_unlink_right_after_close(mounted):
+    """`touch f; rm f`: an empty new file is uploaded at its writer's RELEASE, which the kernel
+    sends after close() returned, so the unlink comes while the file is still being written
+    here; it waits for the release (as an open does) instead of failing with EBUSY."""
+    for k in range(30):
+        p = mounted.path / f"t{k}"
+        os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+        os.unlink(p)
+        assert not p.exists()

@@ -163,6 +163,23 @@ impl Writer {
         }
     }
 
+    /// Cut what was written to `size` bytes (`--metadata s3fs`'s ftruncate of a file being
+    /// written): possible while every byte is still in the part buffer (no part sent, nothing
+    /// being completed, not an appender); `false` otherwise.
+    pub fn shrink(&mut self, size: u64) -> bool {
+        if self.append.is_some() || self.completion.is_some() || !self.parts.is_empty() || size > self.offset {
+            return false;
+        }
+        let keep = size as usize;
+        match &mut self.buf {
+            PartBuf::None => {}
+            PartBuf::Lent(_, n) => *n = keep.min(*n),
+            PartBuf::Own(b) => b.truncate(keep),
+        }
+        self.offset = size;
+        true
+    }
+
     /// The writer of a file that exists, empty, in the store (see `made`).
     pub fn made_empty(mut self) -> Writer {
         self.made = true;

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use fuser::{Errno, FileHandle, FopenFlags, Generation, ReplyCreate, ReplyOpen};
+use fuser::Errno;
 use s3hpc_core::{Error, ErrorCode, PutObjectOutput};
 
 use super::{Ctx, Handle, lock};
@@ -15,7 +15,6 @@ use crate::write::Writer;
 
 /// A new file `name` in `parent`, local until its writer (the handle made here) closes it.
 /// `made`: the file exists, empty, in the store with these attributes (`--posix-attrs`).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn create_local(
     ctx: &Arc<Ctx>,
     parent: u64,
@@ -24,14 +23,10 @@ pub(super) fn create_local(
     pid: u32,
     made: Option<s3hpc_core::fsattr::FsAttr>,
     meta: Option<super::meta::S3fsAttr>,
-    reply: ReplyCreate,
-) {
+) -> Result<super::io::Created, Errno> {
     let fh = ctx.next_fh.fetch_add(1, Ordering::Relaxed);
     let mut t = lock(&ctx.table);
-    let Some(ino) = t.insert_local(parent, name, Kind::File, Local::Writing(fh)) else {
-        reply.error(Errno::ENOENT);
-        return;
-    };
+    let ino = t.insert_local(parent, name, Kind::File, Local::Writing(fh)).ok_or(Errno::ENOENT)?;
     let mut writer = Writer::new(ctx.wctx.clone(), key, pid);
     if made.is_some() {
         writer = writer.made_empty();
@@ -48,33 +43,36 @@ pub(super) fn create_local(
     i.meta = meta;
     i.lookups += 1;
     i.opens += 1;
-    let attr = ctx.attr(ino, i);
-    reply.created(&ctx.ttl(), &attr, Generation(0), FileHandle(fh), FopenFlags::empty());
+    Ok(super::io::Created { attr: ctx.attr(ino, i), fh })
 }
 
 /// Open the existing file `ino` for writing without `O_TRUNC`: where the store appends (an
 /// s3hpc gateway), a writer at the object's end (`any_offset` for `O_APPEND`); elsewhere
 /// `EPERM`, as Mountpoint answers.
-pub(super) async fn open_appender(ctx: &Arc<Ctx>, ino: u64, key: String, any_offset: bool, pid: u32, reply: ReplyOpen) {
+pub(super) async fn open_appender(
+    ctx: &Arc<Ctx>,
+    ino: u64,
+    key: String,
+    any_offset: bool,
+    pid: u32,
+) -> Result<super::io::Opened, Errno> {
     if !ctx.store.appends(&ctx.opts.bucket).await {
         tracing::info!(
             "s3hpc mount: open {key:?} for writing refused: the store does not append (overwriting needs --allow-overwrite and O_TRUNC)"
         );
-        return reply.error(Errno::EPERM);
+        return Err(Errno::EPERM);
     }
     let info = match ctx.head(&key).await {
         Ok(Some(info)) => info,
-        Ok(None) => return reply.error(Errno::ENOENT),
-        Err(e) => return reply.error(errno(&e, "open", &key)),
+        Ok(None) => return Err(Errno::ENOENT),
+        Err(e) => return Err(errno(&e, "open", &key)),
     };
     let mut t = lock(&ctx.table);
     let until = ctx.until();
-    let Some(i) = t.inodes.get_mut(&ino) else {
-        return reply.error(Errno::ENOENT);
-    };
+    let i = t.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
     if i.local != Local::No {
         // Another writer opened it meanwhile: one writer per file.
-        return reply.error(Errno::EPERM);
+        return Err(Errno::EPERM);
     }
     i.size = info.size;
     i.etag = info.etag.clone();
@@ -91,7 +89,7 @@ pub(super) async fn open_appender(ctx: &Arc<Ctx>, ino: u64, key: String, any_off
     let fh = ctx.new_fh(Handle::Write { ino, writer: Mutex::new(writer) });
     i.local = Local::Writing(fh);
     i.opens += 1;
-    reply.opened(FileHandle(fh), FopenFlags::empty());
+    Ok(super::io::Opened { fh, keep_cache: false })
 }
 
 /// A rename where the store has no RenameObject (`--allow-copy-rename`): a server-side copy,
@@ -118,10 +116,10 @@ pub(super) fn open_reader(ctx: &Ctx, t: &mut Table, ino: u64) -> u64 {
     ctx.new_fh(Handle::Read { ino, reader: Mutex::new(reader) })
 }
 
-/// Answer an open: keep the kernel's page cache when it holds this very ETag's data.
-pub(super) fn reply_opened(_ctx: &Ctx, t: &mut Table, ino: u64, fh: u64, reply: ReplyOpen) {
+/// A read handle opened: keep the kernel's page cache when it holds this very ETag's data.
+pub(super) fn opened(t: &mut Table, ino: u64, fh: u64) -> super::io::Opened {
     let i = t.inodes.get_mut(&ino).expect("caller checked");
     let keep = i.cached_etag.as_deref() == Some(i.etag.as_str()) && !i.etag.is_empty();
     i.cached_etag = Some(i.etag.clone());
-    reply.opened(FileHandle(fh), if keep { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() });
+    super::io::Opened { fh, keep_cache: keep }
 }

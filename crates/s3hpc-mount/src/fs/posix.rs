@@ -9,10 +9,7 @@ use std::time::Instant;
 
 use std::sync::Mutex;
 
-use fuser::{
-    Errno, FileHandle, FileType, FopenFlags, INodeNo, ReplyAttr, ReplyCreate, ReplyData, ReplyEmpty, ReplyEntry,
-    ReplyOpen, TimeOrNow,
-};
+use fuser::{Errno, FileHandle, FileType, INodeNo, ReplyAttr, ReplyCreate, ReplyData, ReplyEntry, TimeOrNow};
 use s3hpc_core::Error;
 use s3hpc_core::fsattr::{FsAttr, FsKind, FsOp, FsTime, Owner, SetFsAttr, SetTime, errno_of};
 
@@ -55,6 +52,11 @@ impl Ctx {
         if self.opts.s3fs_metadata && i.local == Local::No && i.kind == Kind::File {
             // `--metadata s3fs`: the attributes need a HEAD within the TTL.
             return now < i.valid_until && i.meta_until.is_some_and(|u| now < u);
+        }
+        if self.opts.s3fs_metadata && i.local == Local::No && !i.name.is_empty() {
+            // A directory (not the root): the attributes of its object `dir/`, read within
+            // the TTL.
+            return i.meta_until.is_some_and(|u| now < u);
         }
         i.fresh(now)
     }
@@ -146,31 +148,37 @@ impl Ctx {
         let pfx = t.dir_prefix(parent).ok_or(Errno::ENOTDIR)?;
         Ok(format!("{pfx}{name}"))
     }
+
+    /// open with `O_TRUNC` of a file of the store in `--posix-attrs` mode: truncated there at
+    /// once (the file keeps its inode, mode, owner and links while nothing is written), then
+    /// written as a new file would be.
+    pub(super) async fn posix_open_trunc(&self, ino: u64, key: String, pid: u32) -> Result<super::io::Opened, Errno> {
+        let set = SetFsAttr { size: Some(0), ..Default::default() };
+        let a = self.fs_op(&key, FsOp::SetAttr(set)).await.map_err(|e| errno(&e, "open", &key))?;
+        let mut t = lock(&self.table);
+        let linked = a.nlink > 1;
+        let i = t.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
+        if i.local != Local::No {
+            // Another writer opened it meanwhile: one writer per file.
+            return Err(Errno::EPERM);
+        }
+        i.etag = String::new();
+        i.cached_etag = None;
+        self.keep_attr(i, a);
+        let writer = Writer::new(self.wctx.clone(), i.key.clone(), pid).made_empty();
+        let fh = self.new_fh(Handle::Write { ino, writer: Mutex::new(writer) });
+        i.local = Local::Writing(fh);
+        i.opens += 1;
+        let (parent, name) = (i.parent, i.name.clone());
+        t.local_children.entry(parent).or_default().insert(name);
+        if linked {
+            expire_linked(&mut t);
+        }
+        Ok(super::io::Opened { fh, keep_cache: false })
+    }
 }
 
 impl super::S3Fs {
-    /// getattr in `--posix-attrs` mode, when the attributes are stale.
-    pub(super) fn posix_getattr(&self, ino: INodeNo, key: String, reply: ReplyAttr) {
-        let ctx = self.ctx.clone();
-        self.spawn(async move {
-            let r = ctx.fs_op(&key, FsOp::GetAttr).await;
-            let mut t = lock(&ctx.table);
-            let Some(i) = t.inodes.get_mut(&ino.0) else {
-                return reply.error(Errno::ENOENT);
-            };
-            if i.key != key {
-                return reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
-            }
-            match r {
-                Ok(a) => {
-                    ctx.keep_attr(i, a);
-                    reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i))
-                }
-                Err(e) => reply.error(errno(&e, "stat", &key)),
-            }
-        });
-    }
-
     /// setattr of an entry of the store in `--posix-attrs` mode: chown, chmod, truncate, utimes
     /// as the store's file system does them.
     #[allow(clippy::too_many_arguments)]
@@ -391,45 +399,11 @@ impl super::S3Fs {
         self.spawn(async move {
             let op = FsOp::Mknod { kind: FsKind::File, mode: mode & !umask & 0o7777, rdev: 0, owner };
             match ctx.fs_op(&key, op).await {
-                Ok(a) => super::files::create_local(&ctx, parent.0, &name, key, pid, Some(a), None, reply),
+                Ok(a) => {
+                    ctx.reply_created(super::files::create_local(&ctx, parent.0, &name, key, pid, Some(a), None), reply)
+                }
                 Err(e) => reply.error(errno(&e, "create", &key)),
             }
-        });
-    }
-
-    /// open with `O_TRUNC` of a file of the store in `--posix-attrs` mode: truncated there at
-    /// once (the file keeps its inode, mode, owner and links while nothing is written), then
-    /// written as a new file would be.
-    pub(super) fn posix_open_trunc(&self, ino: INodeNo, key: String, pid: u32, reply: ReplyOpen) {
-        let ctx = self.ctx.clone();
-        self.spawn(async move {
-            let set = SetFsAttr { size: Some(0), ..Default::default() };
-            let a = match ctx.fs_op(&key, FsOp::SetAttr(set)).await {
-                Ok(a) => a,
-                Err(e) => return reply.error(errno(&e, "open", &key)),
-            };
-            let mut t = lock(&ctx.table);
-            let linked = a.nlink > 1;
-            let Some(i) = t.inodes.get_mut(&ino.0) else {
-                return reply.error(Errno::ENOENT);
-            };
-            if i.local != Local::No {
-                // Another writer opened it meanwhile: one writer per file.
-                return reply.error(Errno::EPERM);
-            }
-            i.etag = String::new();
-            i.cached_etag = None;
-            ctx.keep_attr(i, a);
-            let writer = Writer::new(ctx.wctx.clone(), i.key.clone(), pid).made_empty();
-            let fh = ctx.new_fh(Handle::Write { ino: ino.0, writer: Mutex::new(writer) });
-            i.local = Local::Writing(fh);
-            i.opens += 1;
-            let (parent, name) = (i.parent, i.name.clone());
-            t.local_children.entry(parent).or_default().insert(name);
-            if linked {
-                expire_linked(&mut t);
-            }
-            reply.opened(FileHandle(fh), FopenFlags::empty());
         });
     }
 
@@ -484,38 +458,6 @@ impl super::S3Fs {
             ctx.keep_attr(i, a);
             let attr = ctx.attr(ino.0, i);
             done(Ok(attr))
-        });
-    }
-
-    /// rmdir in `--posix-attrs` mode: the store's rmdir(2) (ENOTEMPTY for special files and
-    /// symlinks too, which a listing of objects does not show).
-    pub(super) fn posix_rmdir(&self, parent: INodeNo, name: String, key: String, reply: ReplyEmpty) {
-        let ctx = self.ctx.clone();
-        self.spawn(async move {
-            match ctx.fs_op(&key, FsOp::Rmdir).await {
-                Ok(_) => {
-                    lock(&ctx.table).remove_name(parent.0, &name, ctx.until());
-                    reply.ok()
-                }
-                Err(e) => reply.error(errno(&e, "rmdir", &key)),
-            }
-        });
-    }
-
-    /// unlink in `--posix-attrs` mode of what is no object: a symlink, a special file, a path
-    /// longer than S3's keys (the store's unlink(2)).
-    pub(super) fn posix_unlink(&self, parent: INodeNo, name: String, key: String, reply: ReplyEmpty) {
-        let ctx = self.ctx.clone();
-        self.spawn(async move {
-            match ctx.fs_op(&key, FsOp::Unlink).await {
-                Ok(_) => {
-                    let mut t = lock(&ctx.table);
-                    t.remove_name(parent.0, &name, ctx.until());
-                    expire_linked(&mut t);
-                    reply.ok()
-                }
-                Err(e) => reply.error(errno(&e, "unlink", &key)),
-            }
         });
     }
 }

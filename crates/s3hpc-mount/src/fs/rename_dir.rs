@@ -21,71 +21,61 @@ enum Plan {
 }
 
 /// Rename the directory `name` in `parent` (known to be a directory) to `newname` in
-/// `newparent`, and answer `reply`.
-pub(super) fn rename_dir(
-    fs: &S3Fs,
+/// `newparent`.
+pub(super) async fn rename_dir(
+    ctx: &Ctx,
     (parent, name): (u64, &str),
     (newparent, newname): (u64, &str),
     noreplace: bool,
-    reply: ReplyEmpty,
-) {
-    let ctx = fs.ctx.clone();
-    let plan = plan(&ctx, (parent, name), (newparent, newname), noreplace);
-    let (src, dst, local) = match plan {
-        Plan::Refuse(e) => return reply.error(e),
-        Plan::Done => return reply.ok(),
+) -> Result<(), Errno> {
+    let (src, dst, local) = match plan(ctx, (parent, name), (newparent, newname), noreplace) {
+        Plan::Refuse(e) => return Err(e),
+        Plan::Done => return Ok(()),
         Plan::Remote { src, dst, local } => (src, dst, local),
     };
-    let (name, newname) = (name.to_string(), newname.to_string());
-    fs.spawn(async move {
-        let r = ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, Default::default()).await;
-        match r {
-            Ok(()) => {
-                let key = dst.trim_end_matches('/').to_string();
-                lock(&ctx.table).rename_dir(parent, &name, newparent, &newname, key);
-                rekey_readers(&ctx, &src, &dst, true);
-                reply.ok();
-            }
-            // Nothing of it in the bucket yet: a directory of this mount alone.
-            Err(e) if ctx.posix() && matches!(e.code, ErrorCode::NoSuchKey | ErrorCode::KeyTooLongError) => {
-                // `--posix-attrs`: a directory that is no object and holds none (a plain
-                // directory of the store, a path longer than keys): the store's rename(2).
-                let (from, to) = (src.trim_end_matches('/'), dst.trim_end_matches('/'));
-                let op = s3hpc_core::fsattr::FsOp::Rename { source: from.to_string(), noreplace };
-                match ctx.fs_op(to, op).await {
-                    Ok(_) => {
-                        lock(&ctx.table).rename_dir(parent, &name, newparent, &newname, to.to_string());
-                        rekey_readers(&ctx, &src, &dst, true);
-                        reply.ok();
-                    }
-                    Err(e) => reply.error(errno(&e, "rename", from)),
-                }
-            }
-            Err(e) if local && e.code == ErrorCode::NoSuchKey => {
-                let key = dst.trim_end_matches('/').to_string();
-                lock(&ctx.table).rename_dir(parent, &name, newparent, &newname, key);
-                reply.ok();
-            }
-            // A key in the way, met where this mount (and the kernel) did not know the
-            // destination yet: an object there means a directory onto a file (ENOTDIR).
-            Err(e)
-                if e.code == ErrorCode::InvalidRequest
-                    && matches!(ctx.head(dst.trim_end_matches('/')).await, Ok(Some(_))) =>
-            {
-                reply.error(Errno::ENOTDIR)
-            }
-            Err(e) => reply.error(match e.code {
-                ErrorCode::PrefixNotEmpty => Errno::ENOTEMPTY,
-                // No prefix rename here (another S3 store, an older s3hpc gateway, a key in
-                // the way on the gateway's file system): `mv` copies.
-                ErrorCode::NotImplemented | ErrorCode::InvalidRequest => {
-                    tracing::debug!("s3hpc mount: rename of directory {src:?}: {} {}: EXDEV", e.code, e.message);
-                    Errno::EXDEV
-                }
-                _ => errno(&e, "rename", &src),
-            }),
+    let r = ctx.store.rename_object(&ctx.opts.bucket, &src, &dst, Default::default()).await;
+    match r {
+        Ok(()) => {
+            let key = dst.trim_end_matches('/').to_string();
+            lock(&ctx.table).rename_dir(parent, name, newparent, newname, key);
+            rekey_readers(ctx, &src, &dst, true);
+            Ok(())
         }
-    });
+        // Nothing of it in the bucket yet: a directory of this mount alone.
+        Err(e) if ctx.posix() && matches!(e.code, ErrorCode::NoSuchKey | ErrorCode::KeyTooLongError) => {
+            // `--posix-attrs`: a directory that is no object and holds none (a plain directory
+            // of the store, a path longer than keys): the store's rename(2).
+            let (from, to) = (src.trim_end_matches('/'), dst.trim_end_matches('/'));
+            let op = s3hpc_core::fsattr::FsOp::Rename { source: from.to_string(), noreplace };
+            ctx.fs_op(to, op).await.map_err(|e| errno(&e, "rename", from))?;
+            lock(&ctx.table).rename_dir(parent, name, newparent, newname, to.to_string());
+            rekey_readers(ctx, &src, &dst, true);
+            Ok(())
+        }
+        Err(e) if local && e.code == ErrorCode::NoSuchKey => {
+            let key = dst.trim_end_matches('/').to_string();
+            lock(&ctx.table).rename_dir(parent, name, newparent, newname, key);
+            Ok(())
+        }
+        // A key in the way, met where this mount (and the kernel) did not know the destination
+        // yet: an object there means a directory onto a file (ENOTDIR).
+        Err(e)
+            if e.code == ErrorCode::InvalidRequest
+                && matches!(ctx.head(dst.trim_end_matches('/')).await, Ok(Some(_))) =>
+        {
+            Err(Errno::ENOTDIR)
+        }
+        Err(e) => Err(match e.code {
+            ErrorCode::PrefixNotEmpty => Errno::ENOTEMPTY,
+            // No prefix rename here (another S3 store, an older s3hpc gateway, a key in the way
+            // on the gateway's file system): `mv` copies.
+            ErrorCode::NotImplemented | ErrorCode::InvalidRequest => {
+                tracing::debug!("s3hpc mount: rename of directory {src:?}: {} {}: EXDEV", e.code, e.message);
+                Errno::EXDEV
+            }
+            _ => errno(&e, "rename", &src),
+        }),
+    }
 }
 
 /// The checks on the inode table: a file being written below the source (its upload would
