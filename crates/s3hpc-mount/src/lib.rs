@@ -12,7 +12,7 @@
 //! - directories: ListObjectsV2 with `/` as delimiter, page by page; `mkdir` is local until a
 //!   file is written below it;
 //! - metadata (lookups and attributes, negative lookups too) is cached for `metadata_ttl`.
-#![deny(clippy::undocumented_unsafe_blocks)]
+#![forbid(unsafe_code)]
 
 pub mod errors;
 mod fs;
@@ -76,8 +76,7 @@ pub struct MountOptions {
 
 impl MountOptions {
     pub fn new(bucket: impl Into<String>) -> MountOptions {
-        // SAFETY: getuid/getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (uid, gid) = (rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw());
         MountOptions {
             bucket: bucket.into(),
             prefix: String::new(),
