@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # FUSE mounts of one bucket side by side over the same s3hpc gateway (posix backend, durability
 # none): s3hpc mount over HTTP and over the binary protocol's unix socket, s3fs and rclone when
-# installed, and Mountpoint for Amazon S3 when the path of a `mount-s3` binary is given (it is
-# not built here: it takes about 35 minutes; build it from its source elsewhere). Per client:
+# installed, and Mountpoint for Amazon S3 when the path of a `mount-s3` binary is given (the
+# project does not build it: docs/MOUNT.md, "Mountpoint for Amazon S3 over s3hpc", says how to
+# build it from its source, about 45 minutes on a shared 2-core machine). Per client:
 #
 #   write   sequential write of SIZE_MB MiB (dd bs=1M), then checked in the gateway's root;
 #           w_rss: the peak resident memory of the mount's process over a fresh mount and that
@@ -30,7 +31,8 @@
 #   SIZE_MB=1024 RSS_MB=10240 NPAR=64 PAR_MB=16 NLS=5000 NSMALL=500 bench/mount_compare.sh target/release/s3hpc /tmp/mc /path/to/mount-s3
 # (RSS_MB needs that much free disk once, besides SIZE_MB per client and the gateway's files).
 # KINDS (e.g. "s3hpc-http mountpoint") runs only those clients, in that order.
-# MOUNTPOINT_ARGS adds options to mount-s3 (e.g. "--upload-checksums off").
+# MOUNTPOINT_ARGS adds options to mount-s3 (e.g. "--upload-checksums off"), S3HPC_MOUNT_ARGS to
+# s3hpc mount (e.g. "--max-upload-parts 8").
 # Needs root (or FUSE for the user) and fuse3.
 set -euo pipefail
 BIN=${1:-$(dirname "$0")/../target/release/s3hpc}
@@ -44,6 +46,7 @@ NPAR=${NPAR:-16}
 PAR_MB=${PAR_MB:-4}
 RSS_MB=${RSS_MB:-}
 MOUNTPOINT_ARGS=${MOUNTPOINT_ARGS:-}
+S3HPC_MOUNT_ARGS=${S3HPC_MOUNT_ARGS:-}
 AK=benchAccessKey01
 SK=benchSecretKey01
 PORT=${PORT:-9393}
@@ -96,8 +99,9 @@ mount_it() {
     s3hpc-http|s3hpc-unix)
       local ep=$EP
       [ "$kind" = s3hpc-unix ] && ep="unix://$WORK/gw.sock"
+      # shellcheck disable=SC2086 # S3HPC_MOUNT_ARGS is a list of options
       S3HPC_ACCESS_KEY=$AK S3HPC_SECRET_KEY=$SK "$BIN" mount $B "$dir" --endpoint "$ep" --allow-delete \
-        --allow-overwrite --foreground > "$WORK/$kind.log" 2>&1 &
+        --allow-overwrite --foreground $S3HPC_MOUNT_ARGS > "$WORK/$kind.log" 2>&1 &
       MPID=$!
       ;;
     s3fs)
