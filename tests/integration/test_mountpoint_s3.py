@@ -219,8 +219,7 @@ def test_mv_is_atomic_for_a_concurrent_observer(gw, mp):
                 return False
             raise
 
-    def observer(first, second, verdict):
-        client = make_client(gw.endpoint)
+    def observer(client, first, second, verdict):
         try:
             while not stop.is_set():
                 # `first` seen at t1 and `second` at t2 > t1: for (new, old) both existed at t2;
@@ -233,8 +232,10 @@ def test_mv_is_atomic_for_a_concurrent_observer(gw, mp):
         except BaseException as e:  # noqa: BLE001 - reported by the test's thread
             errors.append(e)
 
-    threads = [threading.Thread(target=observer, args=(new, old, lambda a, b: a and b)),
-               threading.Thread(target=observer, args=(old, new, lambda a, b: not a and not b))]
+    # (boto3 clients made here: making them in the threads at once races in botocore)
+    threads = [threading.Thread(target=observer, args=(make_client(gw.endpoint), new, old, lambda a, b: a and b)),
+               threading.Thread(target=observer,
+                                args=(make_client(gw.endpoint), old, new, lambda a, b: not a and not b))]
     for t in threads:
         t.start()
     time.sleep(0.3)
