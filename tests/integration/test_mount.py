@@ -1418,3 +1418,24 @@ def test_unlink_right_after_close(mounted):
         os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
         os.unlink(p)
         assert not p.exists()
+
+
+def test_extended_attributes_are_not_supported_once_for_all(mounted):
+    """The mount keeps no extended attributes. It answered each getxattr with ENODATA, so `ls -l`
+    (two getxattr per file) cost two FUSE round trips per file: 10,000 for 5,000 files
+    (docs/MOUNT.md, "Performance"). It answers ENOSYS now, as Mountpoint does: the kernel then
+    answers every later getxattr itself with EOPNOTSUPP. listxattr still lists none."""
+    (mounted.root / "x.txt").write_text("x")
+    f = mounted.path / "x.txt"
+    for name in ("user.a", "security.selinux", "user.b"):
+        with pytest.raises(OSError) as e:
+            os.getxattr(f, name)
+        assert e.value.errno == errno.EOPNOTSUPP, (name, e.value)
+    # POSIX ACLs: the kernel's ACL code reads "no ACL" from that (ENODATA), as on a file system
+    # without ACLs.
+    with pytest.raises(OSError) as e:
+        os.getxattr(f, "system.posix_acl_access")
+    assert e.value.errno == errno.ENODATA, e.value
+    assert os.listxattr(f) == []
+    r = subprocess.run(["ls", "-l", str(mounted.path)], capture_output=True, text=True)
+    assert r.returncode == 0 and "x.txt" in r.stdout and r.stderr == "", r

@@ -627,7 +627,7 @@ const MALLOC_ARENAS: usize = 2;
 /// piles up: capping the arenas lowered peak RSS under 256 concurrent 1 MiB PUTs by about a
 /// fifth (docs/perf/http.md), and keeps it from growing with the core count
 /// ([`MALLOC_ARENAS`]). An explicit MALLOC_ARENA_MAX wins.
-fn limit_malloc_arenas(n: usize) {
+pub(crate) fn limit_malloc_arenas(n: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
         // SAFETY: mallopt only changes a malloc tunable; called before the runtime's threads start.
