@@ -107,8 +107,7 @@ pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
 
 pub(super) async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
     let h = &r.parts.headers;
-    let id = upload_id(r)?;
-    let n = part_number(r)?;
+    let (id, n) = upload_part_target(r)?;
     let (sb, sk, sv) = copy_source(h)?;
     let range = match hdr(h, "x-amz-copy-source-range") {
         None => None,
