@@ -110,3 +110,21 @@ def test_reduced_redundancy_is_stored_unknown_class_is_invalid(server, s3, bucke
     assert _xml(body, "Message") == "The storage class you specified is not valid."
     st, _, body = raw_request(server, "PUT", f"/{bucket}/gl", body=b"x", headers={"x-amz-storage-class": "GLACIER"})
     assert st == 501 and _xml(body, "Code") == "NotImplemented", body
+
+
+def test_copy_with_a_body_is_invalid_request(server, s3, bucket):
+    """CopyObject and UploadPartCopy take no body (versitygw issue 1242: AWS's answer)."""
+    msg = "The request included a body. Requests of this type must not include a non-empty body."
+    s3.put_object(Bucket=bucket, Key="src", Body=b"source")
+    st, _, body = raw_request(server, "PUT", f"/{bucket}/dst", body=b"payload",
+                              headers={"x-amz-copy-source": f"/{bucket}/src"})
+    assert st == 400, body
+    assert _xml(body, "Code") == "InvalidRequest" and _xml(body, "Message") == msg
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket, Prefix="dst")
+    uid = _upload(s3, bucket, "mp")
+    st, _, body = raw_request(server, "PUT", f"/{bucket}/mp?partNumber=1&uploadId={uid}", body=b"payload",
+                              headers={"x-amz-copy-source": f"/{bucket}/src"})
+    assert st == 400 and _xml(body, "Message") == msg, body
+    # an empty body, as every SDK sends, copies
+    s3.copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"})
+    assert s3.get_object(Bucket=bucket, Key="dst")["Body"].read() == b"source"
