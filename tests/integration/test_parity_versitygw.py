@@ -128,3 +128,20 @@ def test_copy_with_a_body_is_invalid_request(server, s3, bucket):
     # an empty body, as every SDK sends, copies
     s3.copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"})
     assert s3.get_object(Bucket=bucket, Key="dst")["Body"].read() == b"source"
+
+
+def test_malformed_trailer_checksum_value_is_invalid_request(server, s3, bucket):
+    """An aws-chunked trailer whose checksum value is no digest of the algorithm's size
+    (versitygw suite "chunked upload - <alg> trailer - invalid", AWS's answer): 400 InvalidRequest
+    naming the trailing header; a well-formed wrong value stays BadDigest."""
+    from test_parity_chunked import _chunked_put
+    for alg in ("sha1", "sha256", "crc32", "crc32c", "crc64nvme"):
+        body = b"5\r\nhello\r\n0\r\nx-amz-checksum-" + alg.encode() + b":a\r\n\r\n"
+        st, resp = _chunked_put(server, f"/{bucket}/bad-{alg}", body, 5, trailer=f"x-amz-checksum-{alg}")
+        assert st == 400, resp[:400]
+        assert _xml(resp, "Code") == "InvalidRequest", resp[:400]
+        assert _xml(resp, "Message") == f"Value for x-amz-checksum-{alg} trailing header is invalid."
+    body = b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n"
+    st, resp = _chunked_put(server, f"/{bucket}/wrong", body, 5, trailer="x-amz-checksum-crc32")
+    assert st == 400 and _xml(resp, "Code") == "BadDigest", resp[:400]
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket)
