@@ -412,7 +412,7 @@ def test_added_checksum_algorithms_in_multipart_uploads(server, s3, bucket):
         st, _, b = raw_request(server, "POST", f"/{bucket}/{key}?uploads",
                                headers={"x-amz-checksum-algorithm": alg.upper(), "x-amz-checksum-type": "FULL_OBJECT"})
         assert_error(st, b, 400, "InvalidRequest",
-                     f"The FULL_OBJECT checksum type cannot be used with the {alg.upper()} checksum algorithm")
+                     f"The FULL_OBJECT checksum type cannot be used with the {alg} checksum algorithm.")
         st, h, b = raw_request(server, "POST", f"/{bucket}/{key}?uploads",
                                headers={"x-amz-checksum-algorithm": alg.upper()})
         assert st == 200 and h["x-amz-checksum-algorithm"] == alg.upper(), (h, b)

@@ -156,7 +156,7 @@ def test_plain_http_on_the_tls_port_gets_a_400_saying_so(tls_server):
         while chunk := s.recv(65536):
             data += chunk
     assert data.startswith(b"HTTP/1.1 400 Bad Request\r\n"), data
-    assert b"<Code>BadRequest</Code>" in data and b"https://" in data and b"connection: close" in data
+    assert b"<Code>BadRequest</Code>" in data and b"https://" in data and b"connection: close" in data.lower()
     from botocore.exceptions import ClientError
     plain = tls_client(f"http://{host}:{port}")
     with pytest.raises(ClientError) as e:
@@ -165,3 +165,31 @@ def test_plain_http_on_the_tls_port_gets_a_400_saying_so(tls_server):
     assert "plain HTTP" in e.value.response["Error"]["Message"]
     # TLS clients are served as before.
     assert "Buckets" in tls_client(srv.endpoint, verify=str(srv.ca)).list_buckets()
+
+
+def test_idle_connection_closed_with_close_notify(tls_server):
+    """A kept-alive connection the gateway closes (here at shutdown; likewise after the idle
+    timeout) ends with TLS close_notify, not a bare TCP close: clients that read to the end
+    (`openssl s_client -ign_eof`, the versitygw suite's aws-chunked cases) otherwise report
+    "unexpected eof while reading"."""
+    srv = tls_server
+    host, port = srv.host_port
+    ctx = ssl.create_default_context(cafile=str(srv.ca))
+    raw = socket.create_connection((host, port), timeout=20)
+    s = ctx.wrap_socket(raw, server_hostname="127.0.0.1", suppress_ragged_eofs=False)
+    try:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += s.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:")))
+        while len(body) < length:
+            body += s.recv(65536)
+        assert b"connection: close" not in head.lower()  # kept alive
+        srv.stop()
+        # close_notify: a clean end of stream (b""); a bare close raises SSLEOFError here.
+        assert s.recv(65536) == b""
+    finally:
+        s.close()

@@ -8,7 +8,7 @@ use md5_simd::Md5;
 use sha2::Digest as _;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::types::{Checksum, ChecksumAlgorithm, ChecksumRequest};
+use crate::types::{Checksum, ChecksumAlgorithm, ChecksumRequest, Expected};
 
 /// The `crc-fast` algorithm behind a CRC checksum algorithm; `None` for the hashes.
 fn crc_algorithm(alg: ChecksumAlgorithm) -> Option<crc_fast::CrcAlgorithm> {
@@ -286,6 +286,17 @@ impl Digests {
                     return Err(Error::new(
                         ErrorCode::InvalidRequest,
                         format!("missing {} value (trailer not received)", req.algorithm.header_name()),
+                    ));
+                }
+                // A trailer value that is no digest of the algorithm's size is AWS's
+                // InvalidRequest (a header value is refused so before the body is read).
+                Some(want)
+                    if matches!(exp, Expected::Deferred(_))
+                        && !B64.decode(want).is_ok_and(|d| d.len() == req.algorithm.digest_len()) =>
+                {
+                    return Err(Error::new(
+                        ErrorCode::InvalidRequest,
+                        format!("Value for {} trailing header is invalid.", req.algorithm.header_name()),
                     ));
                 }
                 Some(want) if Some(want) != got => {

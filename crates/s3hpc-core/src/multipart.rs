@@ -104,7 +104,12 @@ pub fn resolve_checksum_type(alg: Option<ChecksumAlgorithm>, ty: Option<Checksum
         }
         (_, Some(t)) => Err(Error::new(
             ErrorCode::InvalidRequest,
-            format!("The {} checksum type cannot be used with the {} checksum algorithm", t.as_str(), a.as_str()),
+            // AWS's text: the type in capitals, the algorithm in lower case, a full stop.
+            format!(
+                "The {} checksum type cannot be used with the {} checksum algorithm.",
+                t.as_str(),
+                a.as_str().to_ascii_lowercase()
+            ),
         )),
     }
 }

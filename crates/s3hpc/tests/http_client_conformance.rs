@@ -339,13 +339,15 @@ async fn client_sends_checksum_trailers() {
         assert_eq!(out.size, data.len() as u64);
         let head = c.head_object("trailers", alg.as_str(), GetObjectRequest::default()).await.unwrap();
         assert_eq!(head.checksum, Some(want));
-        // A deferred value that only appears once the body ended, and is wrong: BadDigest.
+        // A deferred value that only appears once the body ended, and is wrong (a digest of the
+        // algorithm's size; one of another size is InvalidRequest): BadDigest.
         let cell = Arc::new(std::sync::OnceLock::new());
         let setter = cell.clone();
+        let wrong = s3hpc_core::checksum::checksum_of(alg, b"other data").value;
         let stream = futures::StreamExt::chain(
             chunk_stream(&chunks),
             futures::stream::poll_fn(move |_| {
-                let _ = setter.set("AAAAAAAAAAA=".to_string());
+                let _ = setter.set(wrong.clone());
                 std::task::Poll::Ready(None)
             }),
         );

@@ -58,7 +58,22 @@ pub(super) fn directive(h: &HeaderMap, name: &'static str) -> Result<bool> {
     }
 }
 
+/// CopyObject and UploadPartCopy take no body: a non-empty one is refused as AWS refuses it
+/// (versitygw issue 1242 records AWS's answer).
+fn refuse_body(r: &Req) -> Result<()> {
+    let h = &r.parts.headers;
+    let sent = |name| hdr(h, name).and_then(|v| v.trim().parse::<u64>().ok()).is_some_and(|n| n > 0);
+    if sent("content-length") || sent("x-amz-decoded-content-length") {
+        return Err(Error::new(
+            ErrorCode::InvalidRequest,
+            "The request included a body. Requests of this type must not include a non-empty body.",
+        ));
+    }
+    Ok(())
+}
+
 pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
+    refuse_body(r)?;
     let h = &r.parts.headers;
     refuse_unsupported_object_headers(h)?;
     let lock = super::object_lock::lock_headers(h)?;
@@ -107,8 +122,8 @@ pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
 
 pub(super) async fn upload_part_copy(r: &Req<'_>) -> Result<Resp> {
     let h = &r.parts.headers;
-    let id = upload_id(r)?;
-    let n = part_number(r)?;
+    let (id, n) = upload_part_target(r)?;
+    refuse_body(r)?;
     let (sb, sk, sv) = copy_source(h)?;
     let range = match hdr(h, "x-amz-copy-source-range") {
         None => None,

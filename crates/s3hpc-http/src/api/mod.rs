@@ -349,6 +349,13 @@ pub(crate) async fn dispatch(
             (None, Some(caller(st, parts, None)), st.cfg.anonymous_identity.clone())
         }
         Auth::SigV4 => {
+            // An aws-chunked body without its decoded length: 411 MissingContentLength, as AWS
+            // answers before looking at the signature (which may well name the absent header).
+            if hdr(&parts.headers, "x-amz-content-sha256").is_some_and(|v| v.starts_with("STREAMING-"))
+                && !parts.headers.contains_key("x-amz-decoded-content-length")
+            {
+                return Err(Error::code(ErrorCode::MissingContentLength));
+            }
             let v = s3hpc_sigv4::verify(parts, &st.cfg.creds, SystemTime::now(), &st.accept)?;
             // Temporary credentials (STS) need their session token; a long-term key takes none.
             let token = session_token(parts);

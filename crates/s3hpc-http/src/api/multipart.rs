@@ -31,7 +31,8 @@ pub(super) async fn create_multipart(r: &Req<'_>) -> Result<Resp> {
     let checksum_algorithm = match hdr(h, "x-amz-checksum-algorithm") {
         None => None,
         Some(a) => Some(
-            ChecksumAlgorithm::parse(a).ok_or_else(|| Error::invalid_argument("invalid x-amz-checksum-algorithm"))?,
+            ChecksumAlgorithm::parse(a)
+                .ok_or_else(|| Error::new(ErrorCode::InvalidRequest, "Checksum algorithm provided is unsupported."))?,
         ),
     };
     // Refused here already (the store checks again) so the answer can name the type it will use.
@@ -60,8 +61,7 @@ pub(super) async fn create_multipart(r: &Req<'_>) -> Result<Resp> {
 
 pub(super) async fn upload_part(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let h = &r.parts.headers;
-    let id = upload_id(r)?;
-    let n = part_number(r)?;
+    let (id, n) = upload_part_target(r)?;
     let content_length = upload_length(r)?;
     let (checksum, sink) = checksum_request(h)?;
     let req = UploadPartRequest {

@@ -175,6 +175,29 @@ pub(super) fn tags_header(h: &HeaderMap) -> Result<Tags> {
     }
 }
 
+/// `x-amz-storage-class` of a write. STANDARD, and REDUCED_REDUNDANCY (a class AWS still
+/// accepts and which promises less than STANDARD, so storing it as STANDARD keeps every promise:
+/// AWS's own aws-chunked example request sends it) are stored; AWS's other classes (archive
+/// tiers with restore semantics, other media) are 501 NotImplemented; a name AWS does not know is
+/// 400 InvalidStorageClass, as AWS answers.
+fn storage_class(v: &[u8]) -> Result<()> {
+    match v {
+        b"STANDARD" | b"REDUCED_REDUNDANCY" => Ok(()),
+        b"STANDARD_IA"
+        | b"ONEZONE_IA"
+        | b"INTELLIGENT_TIERING"
+        | b"GLACIER"
+        | b"DEEP_ARCHIVE"
+        | b"OUTPOSTS"
+        | b"GLACIER_IR"
+        | b"SNOW"
+        | b"EXPRESS_ONEZONE"
+        | b"FSX_OPENZFS"
+        | b"FSX_ONTAP" => Err(Error::not_implemented("only the STANDARD storage class is supported")),
+        _ => Err(Error::code(ErrorCode::InvalidStorageClass)),
+    }
+}
+
 /// Headers that ask for features s3hpc does not have: refuse rather than succeed wrongly.
 pub(super) fn refuse_unsupported_write_headers(h: &HeaderMap) -> Result<()> {
     refuse_unsupported(h, false)
@@ -192,8 +215,8 @@ fn refuse_unsupported(h: &HeaderMap, lock: bool) -> Result<()> {
         if k.starts_with("x-amz-server-side-encryption") || (!lock && k.starts_with("x-amz-object-lock")) {
             return Err(Error::not_implemented(format!("{k} is not supported by s3hpc")));
         }
-        if k == "x-amz-storage-class" && v.as_bytes() != b"STANDARD" {
-            return Err(Error::not_implemented("only the STANDARD storage class is supported"));
+        if k == "x-amz-storage-class" {
+            storage_class(v.as_bytes())?;
         }
     }
     Ok(())
@@ -260,7 +283,8 @@ pub(super) fn default_checksum(r: &Req) -> Option<ChecksumRequest> {
 }
 
 /// Every `x-amz-checksum-<name>` header must name an algorithm s3hpc verifies: a checksum a
-/// client sends is checked or refused, never ignored. An unknown name is InvalidRequest.
+/// client sends is checked or refused, never ignored. An unknown name is InvalidRequest, with
+/// AWS's text (versitygw issue 1104 records AWS's answer to `x-amz-checksum-sha256a`).
 pub(super) fn refuse_unknown_checksum_headers(h: &HeaderMap) -> Result<()> {
     for name in h.keys() {
         let Some(alg) = name.as_str().strip_prefix("x-amz-checksum-") else { continue };
@@ -269,7 +293,7 @@ pub(super) fn refuse_unknown_checksum_headers(h: &HeaderMap) -> Result<()> {
         }
         return Err(Error::new(
             ErrorCode::InvalidRequest,
-            format!("The {} checksum algorithm is not supported.", alg.to_ascii_uppercase()),
+            "The algorithm type you specified in x-amz-checksum- header is invalid.",
         ));
     }
     Ok(())
@@ -465,6 +489,26 @@ pub(super) async fn small_body_with(
 
 pub(super) fn upload_id<'a>(r: &'a Req) -> Result<&'a str> {
     r.q.get("uploadId").filter(|s| !s.is_empty()).ok_or_else(|| Error::invalid_argument("uploadId is required"))
+}
+
+/// Upload ID and part number of UploadPart / UploadPartCopy, refused as AWS refuses a request
+/// lacking one of them: a part number without an upload ID is 400 InvalidArgument, an upload ID
+/// without a part number is a PUT on the upload itself, which has no such operation (405, as for
+/// the upload resource's other unsupported methods; AWS answers `Allow: DELETE, POST, GET`).
+pub(super) fn upload_part_target<'a>(r: &'a Req) -> Result<(&'a str, u32)> {
+    if !r.q.has("uploadId") {
+        return Err(Error::invalid_arg(
+            "This operation does not accept partNumber without uploadId",
+            "partNumber",
+            "partNumber",
+        ));
+    }
+    if !r.q.has("partNumber") {
+        return Err(Error::code(ErrorCode::MethodNotAllowed)
+            .with("Method", r.parts.method.as_str())
+            .with("ResourceType", "UPLOAD"));
+    }
+    Ok((upload_id(r)?, part_number(r)?))
 }
 
 pub(super) fn part_number(r: &Req) -> Result<u32> {

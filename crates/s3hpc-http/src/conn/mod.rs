@@ -23,7 +23,7 @@
 //!    response rather than a reset).
 //!
 //! Graceful shutdown: idle connections close at once; a request in flight finishes and its
-//! response carries `connection: close`.
+//! response carries `Connection: close`.
 //!
 //! Modules: `head` (reading and parsing request heads), `framing` (request bodies),
 //! `response` (the response writer), `sendfile` (file bodies on a blocking-pool thread); here
@@ -177,10 +177,18 @@ pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watc
     loop {
         let head = match read_head(&st, &io, &mut buf, &mut stop, &mut shed).await {
             HeadResult::Head(h) => h,
-            HeadResult::Close => return,
+            HeadResult::Close => {
+                // An idle connection closed by us (timeout, shutdown) or by the client: over TLS
+                // the close is announced with close_notify, or clients that wait for the
+                // server's close (`openssl s_client -ign_eof`) report a truncation error.
+                if let Some(t) = &io.tls {
+                    t.close_notify(io.fd());
+                }
+                return;
+            }
             HeadResult::Bad(status) => {
                 let reason = StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Error");
-                let msg = format!("HTTP/1.1 {status} {reason}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                let msg = format!("HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
                 if write_all(&io, msg.as_bytes(), st.cfg.body_idle_timeout).await.is_ok() {
                     linger_close(&io).await;
                 }
@@ -282,6 +290,23 @@ async fn linger_close(io: &Conn) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_names_in_aws_case() {
+        let name = |n: &str| {
+            let mut v = Vec::new();
+            response::push_name(&mut v, n);
+            String::from_utf8(v).unwrap()
+        };
+        assert_eq!(name("content-length"), "Content-Length");
+        assert_eq!(name("last-modified"), "Last-Modified");
+        assert_eq!(name("etag"), "ETag");
+        assert_eq!(name("content-md5"), "Content-MD5");
+        assert_eq!(name("access-control-allow-origin"), "Access-Control-Allow-Origin");
+        assert_eq!(name("x-amz-request-id"), "x-amz-request-id");
+        assert_eq!(name("x-amz-meta-mixedcase"), "x-amz-meta-mixedcase");
+        assert_eq!(name("server"), "Server");
+    }
 
     #[test]
     fn chunk_sizes() {

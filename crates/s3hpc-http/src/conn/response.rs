@@ -6,6 +6,27 @@ use super::*;
 /// Full bodies up to this size are copied behind the head and sent with one `send`.
 pub(super) const COPY_BODY_MAX: usize = 32 * 1024;
 
+/// A header name as AWS writes it on the wire: `x-amz-*` and other `x-` names in lower case,
+/// `ETag`, and every other name capitalised per word (`Content-Length`, `Last-Modified`,
+/// `Access-Control-Allow-Origin`). HTTP names are case-insensitive, but clients that read the
+/// raw head (scripts grepping `curl -i` output, as the versitygw suite does) look for AWS's case.
+pub(super) fn push_name(out: &mut Vec<u8>, name: &str) {
+    let b = name.as_bytes();
+    if b.starts_with(b"x-") || b.starts_with(b"X-") {
+        out.extend_from_slice(b);
+    } else if name.eq_ignore_ascii_case("etag") {
+        out.extend_from_slice(b"ETag");
+    } else if name.eq_ignore_ascii_case("content-md5") {
+        out.extend_from_slice(b"Content-MD5");
+    } else {
+        let mut start = true;
+        for &c in b {
+            out.push(if start { c.to_ascii_uppercase() } else { c });
+            start = c == b'-';
+        }
+    }
+}
+
 /// The `date` header value, formatted once per second per thread.
 pub(super) fn push_date(out: &mut Vec<u8>) {
     thread_local! {
@@ -18,7 +39,7 @@ pub(super) fn push_date(out: &mut Vec<u8>) {
         if d.0 != secs {
             *d = (secs, httpdate::fmt_http_date(now));
         }
-        out.extend_from_slice(b"date: ");
+        out.extend_from_slice(b"Date: ");
         out.extend_from_slice(d.1.as_bytes());
         out.extend_from_slice(b"\r\n");
     });
@@ -58,7 +79,7 @@ pub(super) async fn write_response(
                 Some(v.to_str().ok().and_then(|s| s.trim().parse().ok()).ok_or_else(|| invalid("bad content-length"))?);
         }
         has_date |= k == header::DATE;
-        head.extend_from_slice(k.as_str().as_bytes());
+        push_name(&mut head, k.as_str());
         head.extend_from_slice(b": ");
         head.extend_from_slice(v.as_bytes());
         head.extend_from_slice(b"\r\n");
@@ -82,18 +103,18 @@ pub(super) async fn write_response(
     if !no_body && declared.is_none() {
         match len {
             Some(n) => {
-                head.extend_from_slice(b"content-length: ");
+                head.extend_from_slice(b"Content-Length: ");
                 head.extend_from_slice(n.to_string().as_bytes());
                 head.extend_from_slice(b"\r\n");
             }
-            None if chunked => head.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+            None if chunked => head.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
             None => {}
         }
     }
     if !keep {
-        head.extend_from_slice(b"connection: close\r\n");
+        head.extend_from_slice(b"Connection: close\r\n");
     } else if version == Version::HTTP_10 {
-        head.extend_from_slice(b"connection: keep-alive\r\n");
+        head.extend_from_slice(b"Connection: keep-alive\r\n");
     }
     head.extend_from_slice(b"\r\n");
     if is_head || no_body {
