@@ -132,7 +132,7 @@ mkdir "$WORK/root"
   ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"} >"$OUT/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do
-  grep -q "listening on" "$OUT/server.log" && break
+  grep -qs "listening on" "$OUT/server.log" && break
   kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUT/server.log" >&2; exit 1; }
   sleep 0.1
 done
