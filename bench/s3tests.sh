@@ -14,7 +14,10 @@
 # runs s3tests/functional/test_s3.py and test_headers.py minus what s3hpc does not offer
 # (server-side encryption, bucket logging, cloud tiering) and the cases ceph marks
 # fails_on_rgw, and prints "s3-tests score: core P/N, all P/N" (core: test_s3.py cases with no
-# pytest marker at all; bench/s3tests_score.py). Per-test outcomes go to $OUT/results.json and
+# pytest marker at all; bench/s3tests_score.py) and a second line in issue 37's counting
+# (test_s3.py minus fails_on_aws, fails_on_rgw and the two IAM-account cases: 587 at suite
+# commit 8f0ae7b; the SSE and bucket-logging cases of it run too, only for that line).
+# Per-test outcomes go to $OUT/results.json and
 # pytest's log to $OUT/pytest.log (OUT defaults to /tmp/s3tests-out).
 # Env: S3HPC_BIN (default target/debug/s3hpc), S3TESTS_PY (a Python with the suite's
 # requirements.txt installed; by default a venv at ${S3TESTS_VENV:-/tmp/s3tests-venv} is made and
@@ -129,24 +132,29 @@ mkdir "$WORK/root"
   ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"} >"$OUT/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do
-  grep -q "listening on" "$OUT/server.log" && break
+  grep -qs "listening on" "$OUT/server.log" && break
   kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUT/server.log" >&2; exit 1; }
   sleep 0.1
 done
 
+# The script's selection ("all"): both files minus these markers. Issue 37's counting (587 cases)
+# also takes the test_s3.py cases these markers drop that are not fails_on_aws (SSE, bucket
+# logging); they run too, so one run prints both scores (bench/s3tests_score.py).
 EXCLUDE="encryption or sse_s3 or bucket_encryption or bucket_logging or bucket_logging_cleanup"
 EXCLUDE="$EXCLUDE or fails_without_logging_rollover or cloud_transition or cloud_restore or fails_on_rgw"
+ISSUE37="not fails_on_aws and not fails_on_rgw and not iam_account and not iam_user"
+export S3TESTS_EXCLUDE_MARKS="${EXCLUDE// or / }"
 TIMEOUT_ARGS=()
 if "$S3TESTS_PY" -c "import pytest_timeout" 2>/dev/null; then TIMEOUT_ARGS=(--timeout "${TEST_TIMEOUT:-120}"); fi
 cd "$SUITE"
 set +e
 S3TEST_CONF="$WORK/s3tests.conf" S3TESTS_RESULTS="$OUT/results.json" PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" \
   "$S3TESTS_PY" -m pytest -p s3tests_score -q -rf --no-header --tb=native --durations=20 -o cache_dir="$WORK/.pytest_cache" \
-  ${TIMEOUT_ARGS[@]+"${TIMEOUT_ARGS[@]}"} -m "not ($EXCLUDE)" \
+  ${TIMEOUT_ARGS[@]+"${TIMEOUT_ARGS[@]}"} -m "not ($EXCLUDE) or ($ISSUE37)" \
   s3tests/functional/test_s3.py s3tests/functional/test_headers.py \
   ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"} >"$OUT/pytest.log" 2>&1
 rc=$?
 set -e
-grep -E "^s3-tests score:" "$OUT/pytest.log" || { tail -30 "$OUT/pytest.log"; exit 1; }
+grep -E "^s3-tests score" "$OUT/pytest.log" || { tail -30 "$OUT/pytest.log"; exit 1; }
 tail -1 "$OUT/pytest.log"
 exit 0

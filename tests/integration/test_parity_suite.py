@@ -91,3 +91,38 @@ def test_delete_objects_with_bypass_in_a_bucket_without_lock_is_refused_whole(s3
     assert (err_status(e.value), err_code(e.value)) == (400, "InvalidArgument")
     assert "x-amz-bypass-governance-retention is only applicable to Object Lock enabled buckets." in str(e.value)
     assert s3.get_object(Bucket=bucket, Key="asdf")["Body"].read() == b"str"
+
+
+def test_completion_naming_a_part_twice_is_invalid_part_order(s3, bucket):
+    """s3-tests test_multipart_resend_first_finishes_last lists part 1 twice, the superseded
+    upload's ETag first, and expects the later upload to win; AWS refuses any completion that
+    repeats a part number with 400 InvalidPartOrder (transloadit/uppy#2351: duplicated parts
+    from the client, AWS's InvalidPartOrder), judging the order of the whole list before the
+    ETags. s3hpc answered InvalidPart (the first entry's ETag is no longer the part's)."""
+    up = s3.create_multipart_upload(Bucket=bucket, Key="twice")["UploadId"]
+    old = s3.upload_part(Bucket=bucket, Key="twice", UploadId=up, PartNumber=1, Body=b"A" * 8)["ETag"]
+    new = s3.upload_part(Bucket=bucket, Key="twice", UploadId=up, PartNumber=1, Body=b"B" * 8)["ETag"]
+    assert old != new
+    for parts in ([old, new], [new, old], [new, new]):
+        with pytest.raises(ClientError) as e:
+            s3.complete_multipart_upload(Bucket=bucket, Key="twice", UploadId=up, MultipartUpload={
+                "Parts": [{"ETag": t, "PartNumber": 1} for t in parts]})
+        assert (err_status(e.value), err_code(e.value)) == (400, "InvalidPartOrder")
+        assert "The list of parts was not in ascending order. Parts must be ordered by part number." in str(e.value)
+    # The part's latest upload is the one a completion takes.
+    s3.complete_multipart_upload(Bucket=bucket, Key="twice", UploadId=up,
+                                 MultipartUpload={"Parts": [{"ETag": new, "PartNumber": 1}]})
+    assert s3.get_object(Bucket=bucket, Key="twice")["Body"].read() == b"B" * 8
+
+
+def test_zero_default_retention_is_invalid_argument_naming_days(s3):
+    """s3-tests test_object_lock_put_obj_lock_invalid_days expects RGW's InvalidRetentionPeriod;
+    AWS answers 400 InvalidArgument "Default retention period must be a positive integer value."
+    with <ArgumentName>Days</ArgumentName> (versity/versitygw#1738 quotes AWS's document)."""
+    s3.create_bucket(Bucket="suite-lock-zero", ObjectLockEnabledForBucket=True)
+    with pytest.raises(ClientError) as e:
+        s3.put_object_lock_configuration(Bucket="suite-lock-zero", ObjectLockConfiguration={
+            "ObjectLockEnabled": "Enabled", "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 0}}})
+    assert (err_status(e.value), err_code(e.value)) == (400, "InvalidArgument")
+    assert e.value.response["Error"]["Message"] == "Default retention period must be a positive integer value."
+    assert e.value.response["Error"].get("ArgumentName") == "Days"

@@ -11,6 +11,7 @@ import hmac
 import html
 import json
 import re
+import xml.etree.ElementTree as ET
 import zlib
 
 import pytest
@@ -85,8 +86,10 @@ def test_success_action_status(s3, bucket, status, want):
     r = post(p["url"], p["fields"], b"x")
     assert r.status == want, r.data
     if want == 201:
-        # In the S3 namespace, as AWS answers.
-        assert b'<PostResponse xmlns="http://s3.amazonaws.com/doc/2006-03-01/">' in r.data
+        # Without a namespace, as AWS answers (minio/minio#1477, localstack/localstack#1302 quote
+        # S3's document; ceph s3-tests test_post_object_set_success_code reads it so).
+        assert b"<PostResponse><Location>" in r.data and b"xmlns" not in r.data
+        assert ET.fromstring(r.data).find("Key").text == f"st-{status}"
         assert f"<Key>st-{status}</Key>".encode() in r.data
         assert f"<Bucket>{bucket}</Bucket>".encode() in r.data and b"<ETag>&quot;" in r.data
     else:

@@ -32,6 +32,12 @@ pub fn check_part_checksum(upload: Option<ChecksumAlgorithm>, part: Option<&Chec
 /// ascending part order (`InvalidPartOrder`), each part uploaded with a matching ETag and, when
 /// the client sends one, a matching checksum (`InvalidPart`), and every part but the last at
 /// least [`MIN_PART_SIZE`] (`EntityTooSmall`). Returns the stored infos of the chosen parts.
+///
+/// The order is judged on the whole list before any part is looked up, so a list naming a part
+/// number twice is InvalidPartOrder whichever ETags it gives (AWS answers a completion that
+/// repeats a part with InvalidPartOrder, e.g. transloadit/uppy#2351; a part uploaded again keeps
+/// only its latest upload, so the first of two entries with different ETags would otherwise be
+/// answered InvalidPart).
 pub fn validate_completion<'a>(
     parts: &[CompletePart],
     lookup: impl Fn(u32) -> Option<&'a PartInfo>,
@@ -39,13 +45,11 @@ pub fn validate_completion<'a>(
     if parts.is_empty() {
         return Err(Error::new(ErrorCode::MalformedXML, "You must specify at least one part"));
     }
+    if parts.windows(2).any(|w| w[1].part_number <= w[0].part_number) {
+        return Err(Error::code(ErrorCode::InvalidPartOrder));
+    }
     let mut chosen = Vec::with_capacity(parts.len());
-    let mut prev = 0u32;
     for p in parts {
-        if p.part_number <= prev {
-            return Err(Error::code(ErrorCode::InvalidPartOrder));
-        }
-        prev = p.part_number;
         // AWS names the part (`<PartNumber>`, `<ETag>` as listed); the front end adds `<UploadId>`.
         let invalid = || {
             Error::code(ErrorCode::InvalidPart)
@@ -256,6 +260,24 @@ mod tests {
             last_modified: SystemTime::UNIX_EPOCH,
             checksum: Some(checksum_of(alg, data)),
         }
+    }
+
+    #[test]
+    fn a_repeated_part_number_is_invalid_part_order_whatever_its_etags() {
+        let stored = PartInfo {
+            part_number: 1,
+            etag: "new".into(),
+            size: 8,
+            last_modified: SystemTime::UNIX_EPOCH,
+            checksum: None,
+        };
+        let cp = |etag: &str| CompletePart { part_number: 1, etag: etag.into(), checksum: None };
+        let lookup = |n: u32| (n == 1).then_some(&stored);
+        for list in [vec![cp("old"), cp("new")], vec![cp("new"), cp("old")], vec![cp("new"), cp("new")]] {
+            assert_eq!(validate_completion(&list, lookup).unwrap_err().code, ErrorCode::InvalidPartOrder);
+        }
+        assert_eq!(validate_completion(&[cp("old")], lookup).unwrap_err().code, ErrorCode::InvalidPart);
+        assert_eq!(validate_completion(&[cp("new")], lookup).unwrap().len(), 1);
     }
 
     #[test]

@@ -141,11 +141,14 @@ pub(super) async fn get_config(r: &Req<'_>) -> Result<Resp> {
     Ok(xml_ok(s))
 }
 
-/// A `Days` / `Years` value: a positive integer up to S3's limit.
+/// A `Days` / `Years` value: a positive integer up to S3's limit. A zero or negative `Days` is
+/// AWS's InvalidArgument with `<ArgumentName>Days</ArgumentName>` (AWS's answer quoted in
+/// versity/versitygw#1738); for `Years` the element is not confirmed and left out.
 fn period(text: &str, max: u32, what: fn(u32) -> Period) -> Result<Period> {
     let n: i64 = text.trim().parse().map_err(|_| xml::malformed("Days and Years must be integers"))?;
     if n <= 0 {
-        return Err(Error::invalid_argument("Default retention period must be a positive integer value."));
+        let e = Error::invalid_argument("Default retention period must be a positive integer value.");
+        return Err(if matches!(what(1), Period::Days(_)) { e.with("ArgumentName", "Days") } else { e });
     }
     if n > max as i64 {
         return Err(Error::invalid_argument("Default retention period too large."));

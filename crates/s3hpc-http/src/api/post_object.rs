@@ -24,7 +24,7 @@ use super::response::*;
 use crate::body::{ReqBody, RespBody};
 use crate::form::FormReader;
 use crate::util::url_encode_key;
-use crate::xml::{self, DECL, NS, elem};
+use crate::xml::{self, DECL, elem};
 
 /// Most bytes of the form fields before the file (names and values), as on AWS.
 pub(super) const MAX_PRE_DATA: usize = 20 * 1024;
@@ -446,7 +446,10 @@ fn answer(r: &Req<'_>, f: &Fields, key: &str, out: &PutObjectOutput) -> Result<R
         Some("200") => Ok(b(StatusCode::OK)?.header(header::CONTENT_LENGTH, "0").body(RespBody::Empty).unwrap()),
         Some("201") => {
             let mut s = String::from(DECL);
-            s.push_str(&format!("<PostResponse xmlns=\"{NS}\">"));
+            // Without a namespace, as AWS writes it (S3's answers quoted in minio/minio#1477 and
+            // localstack/localstack#1302; ceph s3-tests test_post_object_set_success_code reads
+            // `Key` without one).
+            s.push_str("<PostResponse>");
             elem(&mut s, "Location", &location);
             elem(&mut s, "Bucket", &r.bucket);
             elem(&mut s, "Key", key);
