@@ -57,6 +57,17 @@ impl Inode {
     pub fn fresh(&self, now: Instant) -> bool {
         self.local != Local::No || self.kind == Kind::Dir || now < self.valid_until
     }
+
+    /// Take what a HEAD of the object said (size, time, ETag, s3fs-style attributes), valid
+    /// until `until`.
+    pub fn take_head(&mut self, info: s3hpc_core::ObjectInfo, until: Instant) {
+        self.size = info.size;
+        self.mtime = info.last_modified;
+        self.valid_until = until;
+        self.meta = crate::fs::meta::S3fsAttr::of(&info.meta.user);
+        self.meta_until = Some(until);
+        self.etag = info.etag;
+    }
 }
 
 /// What a lookup in the bucket found under a name.

@@ -153,12 +153,7 @@ impl Ctx {
             Ok(Some(info)) => {
                 let until = self.until();
                 let i = t.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
-                i.size = info.size;
-                i.mtime = info.last_modified;
-                i.valid_until = until;
-                i.meta = meta::S3fsAttr::of(&info.meta.user);
-                i.meta_until = Some(until);
-                i.etag = info.etag;
+                i.take_head(info, until);
                 let fh = open_reader(self, &mut t, ino);
                 Ok(opened(&mut t, ino, fh))
             }

@@ -148,12 +148,7 @@ impl Ctx {
         match r {
             Ok(Some(info)) => {
                 if i.local == Local::No {
-                    i.size = info.size;
-                    i.mtime = info.last_modified;
-                    i.valid_until = until;
-                    i.meta = meta::S3fsAttr::of(&info.meta.user);
-                    i.meta_until = Some(until);
-                    i.etag = info.etag;
+                    i.take_head(info, until);
                 }
                 Ok(self.attr(ino, i))
             }
