@@ -56,74 +56,27 @@ impl Filesystem for S3Fs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        // `--posix-attrs` and `--metadata s3fs` keep the changes (in the store, in the objects'
-        // metadata); else see `Ctx::setattr_unkept`.
-        let ctx = &self.ctx;
-        let t = lock(&ctx.table);
-        let Some(i) = t.inodes.get(&ino.0) else {
-            reply.error(Errno::ENOENT);
-            return;
-        };
-        if ctx.posix() && i.local == Local::No {
-            let key = i.key.clone();
-            drop(t);
-            return self.posix_setattr(ino, key, mode, uid, gid, size, atime, mtime, reply);
-        }
-        if ctx.posix()
-            && let Local::Writing(fh) = i.local
-            && size.is_some()
-        {
-            // ftruncate of a file being written: in the store when it is there (see
-            // posix_resize_writing); the other changes go with it.
-            let key = i.key.clone();
-            drop(t);
-            let set = s3hpc_core::fsattr::SetFsAttr {
-                mode: mode.map(|m| m & 0o7777),
-                uid,
-                gid,
-                size,
-                atime: posix::set_time(atime),
-                mtime: posix::set_time(mtime),
-            };
-            let ttl = self.ctx.ttl();
-            return self.posix_resize_writing(ino, fh, key, set, move |r| match r {
-                Ok(attr) => reply.attr(&ttl, &attr),
-                Err(e) => reply.error(e),
-            });
-        }
-        if ctx.opts.s3fs_metadata && ino.0 != crate::inode::ROOT && (i.kind == Kind::File || size.is_none()) {
-            // `--metadata s3fs`: modes, owners, times and sizes are kept in the objects.
-            let key = i.key.clone();
-            drop(t);
-            let change = meta::Change { mode, uid, gid, atime, mtime };
-            return meta::setattr(self, ino, key, change, size, reply);
-        }
-        drop(t);
+        let ctx = self.ctx.clone();
+        let c = ctx.clone();
         let change = ops::Change { mode, uid, gid, size, atime, mtime };
-        match ctx.setattr_unkept(ino.0, &change) {
+        self.run(async move { c.setattr(ino.0, change).await }, move |r| match r {
             Ok(attr) => reply.attr(&ctx.ttl(), &attr),
             Err(e) => reply.error(e),
-        }
+        });
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
-        let ctx = self.ctx.clone();
-        if ctx.opts.read_only {
-            reply.error(Errno::EROFS);
-            return;
+        if self.ctx.opts.read_only {
+            return reply.error(Errno::EROFS);
         }
         let Some(name) = valid_name(name) else {
-            reply.error(Errno::EINVAL);
-            return;
+            return reply.error(Errno::EINVAL);
         };
-        if ctx.posix() {
-            return self.posix_mkdir((req.uid(), req.gid()), parent, name, mode, umask, reply);
-        }
-        if ctx.opts.s3fs_metadata {
-            return meta::mkdir(self, (req.uid(), req.gid()), parent.0, name, mode & !umask, reply);
-        }
-        let (c, name) = (ctx.clone(), name.to_string());
-        self.run(async move { c.mkdir(parent.0, &name).await }, move |r| ctx.reply_lookup(r, reply));
+        let (ctx, name, owner) = (self.ctx.clone(), name.to_string(), (req.uid(), req.gid()));
+        let c = ctx.clone();
+        self.run(async move { c.mkdir(owner, parent.0, &name, mode, umask).await }, move |r| {
+            ctx.reply_lookup(r, reply)
+        });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -235,85 +188,63 @@ impl Filesystem for S3Fs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let ctx = &self.ctx;
-        let t = lock(&ctx.table);
-        let Some(i) = t.inodes.get(&ino.0) else {
-            reply.error(Errno::ENOENT);
-            return;
-        };
-        let Some(prefix) = t.dir_prefix(ino.0) else {
-            reply.error(Errno::ENOTDIR);
-            return;
-        };
-        let parent = i.parent;
-        drop(t);
-        let fh = ctx.new_fh(Handle::Dir(tokio::sync::Mutex::new(DirState::new(ino.0, parent, prefix))));
-        reply.opened(FileHandle(fh), FopenFlags::empty());
+        match self.ctx.opendir(ino.0) {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectory) {
-        self.read_dir(fh, offset, reply, |reply, ctx, t, ino, next, name, found| {
-            // `--metadata s3fs`: a symlink or special file known here shows its type.
-            let kind = t
-                .inodes
-                .get(&ino)
-                .and_then(|i| i.meta.as_ref().filter(|_| ctx.opts.s3fs_metadata && i.kind == Kind::File))
-                .map_or_else(|| kind_of(found), |m| m.file_type());
-            reply.add(INodeNo(ino), next, kind, name)
+        let ctx = self.ctx.clone();
+        let list = async move {
+            let mut out = Entries(reply);
+            let r = ctx.readdir(fh.0, offset, false, &mut out).await;
+            (r, out.0)
+        };
+        self.run(list, |(r, reply)| match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
         });
     }
 
     fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectoryPlus) {
-        self.read_dir(fh, offset, reply, |reply, ctx, t, ino, next, name, _| {
-            let Some(i) = t.inodes.get(&ino) else {
-                return false;
-            };
-            let attr = ctx.attr(ino, i);
-            // `--metadata s3fs`: a listing carries no metadata; the kernel asks (getattr, a
-            // HEAD) unless it was read lately.
-            let ttl = if ctx.opts.s3fs_metadata && !ctx.fresh(i, Instant::now()) { Duration::ZERO } else { ctx.ttl() };
-            if reply.add(INodeNo(ino), next, name, &ttl, &attr, Generation(0)) {
-                return true;
-            }
-            // Every entry but "." and ".." counts as a lookup the kernel will forget.
-            if name != "." && name != ".." {
-                t.inodes.get_mut(&ino).expect("present").lookups += 1;
-            }
-            false
+        let ctx = self.ctx.clone();
+        let list = async move {
+            let mut out = EntriesPlus(reply);
+            let r = ctx.readdir(fh.0, offset, true, &mut out).await;
+            (r, out.0)
+        };
+        self.run(list, |(r, reply)| match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
         });
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
-        lock(&self.ctx.handles).remove(&fh.0);
+        self.ctx.releasedir(fh.0);
         reply.ok();
     }
 
-    /// Special files exist only where the store keeps them (`--posix-attrs`): else `ENOSYS`.
+    /// Special files exist only where a mode keeps them (see `special.rs`).
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
         let Some(name) = valid_name(name) else {
             return reply.error(Errno::EINVAL);
         };
-        if self.ctx.opts.s3fs_metadata {
-            return meta::mknod(self, (req.uid(), req.gid()), parent.0, name, mode & !umask, rdev, reply);
-        }
-        if !self.ctx.posix() {
-            return reply.error(Errno::ENOSYS);
-        }
-        self.posix_mknod((req.uid(), req.gid()), parent, name, mode, umask, rdev, reply)
+        let (ctx, name, owner) = (self.ctx.clone(), name.to_string(), (req.uid(), req.gid()));
+        let c = ctx.clone();
+        self.run(async move { c.mknod(owner, parent.0, &name, mode, umask, rdev).await }, move |r| {
+            ctx.reply_lookup(r, reply)
+        });
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        if self.ctx.opts.s3fs_metadata {
-            return meta::readlink(self, ino.0, reply);
-        }
-        if !self.ctx.posix() {
-            return reply.error(Errno::EINVAL);
-        }
-        self.posix_readlink(ino, reply)
+        let ctx = self.ctx.clone();
+        self.run(async move { ctx.readlink(ino.0).await }, move |r| match r {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(e),
+        });
     }
 
-    /// Symlinks and hard links exist only where the store keeps them (`--posix-attrs`): else
-    /// `EPERM`, as Mountpoint answers.
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &std::path::Path, reply: ReplyEntry) {
         let Some(name) = valid_name(link_name) else {
             return reply.error(Errno::EINVAL);
@@ -321,29 +252,21 @@ impl Filesystem for S3Fs {
         let Some(target) = target.to_str() else {
             return reply.error(Errno::EINVAL);
         };
-        if self.ctx.opts.s3fs_metadata {
-            return meta::symlink(self, (req.uid(), req.gid()), parent.0, name, target, reply);
-        }
-        if !self.ctx.posix() {
-            return reply.error(Errno::EPERM);
-        }
-        self.posix_symlink(parent, name, target.to_string(), reply)
+        let (ctx, name, target, owner) =
+            (self.ctx.clone(), name.to_string(), target.to_string(), (req.uid(), req.gid()));
+        let c = ctx.clone();
+        self.run(async move { c.symlink(owner, parent.0, &name, &target).await }, move |r| ctx.reply_lookup(r, reply));
     }
 
     fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
         let Some(name) = valid_name(newname) else {
             return reply.error(Errno::EINVAL);
         };
-        if !self.ctx.posix() {
-            return reply.error(Errno::EPERM);
-        }
-        self.posix_link(ino, newparent, name, reply)
+        let (ctx, name) = (self.ctx.clone(), name.to_string());
+        let c = ctx.clone();
+        self.run(async move { c.link(ino.0, newparent.0, &name).await }, move |r| ctx.reply_lookup(r, reply));
     }
 
-    /// posix_fallocate (mode 0) in `--posix-attrs` mode: a file shorter than `offset + length`
-    /// is extended to it in the store (with zeros; the blocks are the file system's to
-    /// allocate); else nothing changes. Other modes (punching holes, ...) and other mounts:
-    /// `EOPNOTSUPP`.
     fn fallocate(
         &self,
         _req: &Request,
@@ -355,49 +278,7 @@ impl Filesystem for S3Fs {
         reply: ReplyEmpty,
     ) {
         let ctx = self.ctx.clone();
-        if !ctx.posix() || mode != 0 {
-            return reply.error(Errno::EOPNOTSUPP);
-        }
-        if ctx.opts.read_only {
-            return reply.error(Errno::EROFS);
-        }
-        let Some(end) = offset.checked_add(length) else {
-            return reply.error(Errno::EFBIG);
-        };
-        let t = lock(&ctx.table);
-        let Some(i) = t.inodes.get(&ino.0) else {
-            return reply.error(Errno::ENOENT);
-        };
-        let size = match i.local {
-            Local::Writing(fh) => ctx.written(fh).unwrap_or(i.size),
-            _ => i.fs.as_ref().map_or(i.size, |a| a.size),
-        };
-        if end <= size || i.kind == Kind::Dir {
-            return if i.kind == Kind::Dir { reply.error(Errno::EISDIR) } else { reply.ok() };
-        }
-        let key = i.key.clone();
-        let set = s3hpc_core::fsattr::SetFsAttr { size: Some(end), ..Default::default() };
-        if let Local::Writing(fh) = i.local {
-            drop(t);
-            return self.posix_resize_writing(ino, fh, key, set, move |r| match r {
-                Ok(_) => reply.ok(),
-                Err(e) => reply.error(e),
-            });
-        }
-        drop(t);
-        self.spawn(async move {
-            match ctx.fs_op(&key, s3hpc_core::fsattr::FsOp::SetAttr(set)).await {
-                Ok(a) => {
-                    if let Some(i) = lock(&ctx.table).inodes.get_mut(&ino.0) {
-                        i.etag = String::new();
-                        i.cached_etag = None;
-                        ctx.keep_attr(i, a);
-                    }
-                    reply.ok()
-                }
-                Err(e) => reply.error(errno(&e, "fallocate", &key)),
-            }
-        });
+        self.run(async move { ctx.fallocate(ino.0, offset, length, mode).await }, move |r| reply_empty(r, reply));
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -445,22 +326,15 @@ impl Filesystem for S3Fs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        let ctx = self.ctx.clone();
-        if ctx.opts.read_only {
+        if self.ctx.opts.read_only {
             return reply.error(Errno::EROFS);
         }
         let Some(name) = valid_name(name) else {
             return reply.error(Errno::EINVAL);
         };
-        if ctx.too_long(name) {
-            return reply.error(Errno::ENAMETOOLONG);
-        }
-        let pid = req.pid();
-        if ctx.posix() {
-            return self.posix_create((req.uid(), req.gid()), parent, name, mode, umask, pid, reply);
-        }
-        let c = io::Creator { uid: req.uid(), gid: req.gid(), pid, mode, umask };
-        let (op, name) = (ctx.clone(), name.to_string());
+        let c = io::Creator { uid: req.uid(), gid: req.gid(), pid: req.pid(), mode, umask };
+        let (ctx, name) = (self.ctx.clone(), name.to_string());
+        let op = ctx.clone();
         self.run(async move { op.create(parent.0, &name, c).await }, move |r| ctx.reply_created(r, reply));
     }
 }
@@ -469,5 +343,24 @@ fn reply_empty(r: Result<(), Errno>, reply: ReplyEmpty) {
     match r {
         Ok(()) => reply.ok(),
         Err(e) => reply.error(e),
+    }
+}
+
+/// readdir's reply as the listing fills it.
+struct Entries(ReplyDirectory);
+
+impl DirSink for Entries {
+    fn add(&mut self, e: DirEntry<'_>) -> bool {
+        self.0.add(INodeNo(e.ino), e.next, e.kind, e.name)
+    }
+}
+
+/// readdirplus's reply as the listing fills it.
+struct EntriesPlus(ReplyDirectoryPlus);
+
+impl DirSink for EntriesPlus {
+    fn add(&mut self, e: DirEntry<'_>) -> bool {
+        let (attr, ttl) = e.attr.expect("readdirplus entries carry attributes");
+        self.0.add(INodeNo(e.ino), e.next, e.name, &ttl, &attr, Generation(0))
     }
 }

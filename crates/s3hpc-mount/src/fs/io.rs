@@ -34,15 +34,19 @@ pub(super) struct Creator {
 }
 
 impl Ctx {
-    /// create without `--posix-attrs`: a new file of this mount, written through the handle
-    /// made here and uploaded at its close; `EEXIST` for a name the table or the bucket holds
-    /// (a file: replaced at close under `--allow-overwrite`).
+    /// create: a new file of this mount, written through the handle made here and uploaded at
+    /// its close; `EEXIST` for a name the table or the bucket holds (a file: replaced at close
+    /// under `--allow-overwrite`). With `--posix-attrs` the file is made in the store first
+    /// ([`Ctx::posix_create`]).
     pub(super) async fn create(self: &Arc<Self>, parent: u64, name: &str, c: Creator) -> Result<Created, Errno> {
         if self.opts.read_only {
             return Err(Errno::EROFS);
         }
         if self.too_long(name) {
             return Err(Errno::ENAMETOOLONG);
+        }
+        if self.posix() {
+            return self.posix_create(parent, name, c).await;
         }
         let now_t = SystemTime::now();
         let new_meta = self.opts.s3fs_metadata.then(|| meta::S3fsAttr {

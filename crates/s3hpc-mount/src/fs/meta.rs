@@ -13,9 +13,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use fuser::Errno;
+use fuser::{Errno, FileAttr};
 use s3hpc_core::{CopyObjectRequest, Directive, Error, GetObjectRequest, PutObjectOutput, PutObjectRequest};
 
+use super::ops::Entry;
 use super::{Ctx, Handle, lock};
 use crate::errors::errno;
 use crate::inode::{Found, Kind, Local};
@@ -254,22 +255,18 @@ pub(super) const TRUNCATE_MAX: u64 = 64 << 20;
 /// conditional on the ETag the HEAD saw; a new size: the object read, cut or padded with zeros
 /// and uploaded again, up to [`TRUNCATE_MAX`]); a directory without a `dir/` object gets one,
 /// as s3fs makes it.
-pub(super) fn setattr(
-    fs: &super::S3Fs,
-    ino: fuser::INodeNo,
+pub(super) async fn setattr(
+    ctx: &Ctx,
+    ino: u64,
     key: String,
     change: Change,
     size: Option<u64>,
-    reply: fuser::ReplyAttr,
-) {
-    let ctx = fs.ctx.clone();
+) -> Result<FileAttr, Errno> {
     let kind = {
         let mut t = lock(&ctx.table);
-        let Some(i) = t.inodes.get_mut(&ino.0) else {
-            return reply.error(Errno::ENOENT);
-        };
+        let i = t.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
         if let Local::Writing(fh) = i.local {
-            let mut a = i.meta.clone().unwrap_or_else(|| defaults(&ctx, i.kind, i.mtime));
+            let mut a = i.meta.clone().unwrap_or_else(|| defaults(ctx, i.kind, i.mtime));
             change.apply(&mut a);
             if let Some(h) = ctx.handle(fuser::FileHandle(fh))
                 && let Handle::Write { writer, .. } = &*h
@@ -280,13 +277,13 @@ pub(super) fn setattr(
                         // Extending a file being written writes zeros at its end; shrinking it
                         // cuts the part buffer, unless a part of it is uploaded already.
                         if s > TRUNCATE_MAX || s < w.offset && !w.shrink(s) {
-                            return reply.error(Errno::EPERM);
+                            return Err(Errno::EPERM);
                         }
                         if s > w.offset {
                             let at = w.offset;
                             match w.write(at, &vec![0u8; (s - at) as usize]) {
                                 Ok(crate::write::Wait::Done) | Ok(crate::write::Wait::Slot(_)) => {}
-                                Ok(crate::write::Wait::Append(_)) | Err(_) => return reply.error(Errno::EIO),
+                                Ok(crate::write::Wait::Append(_)) | Err(_) => return Err(Errno::EIO),
                             }
                         }
                         a.mtime = Some(SystemTime::now());
@@ -294,74 +291,60 @@ pub(super) fn setattr(
                     w.meta = a.object_meta();
                     drop(w);
                     i.meta = Some(a);
-                    return reply.attr(&ctx.ttl(), &ctx.attr(ino.0, i));
+                    return Ok(ctx.attr(ino, i));
                 }
             }
             // The object is being completed (or appended to): its metadata is set.
-            return reply.error(Errno::EBUSY);
+            return Err(Errno::EBUSY);
         }
         if size.is_some() && (!ctx.opts.allow_overwrite || ctx.opts.read_only) {
             tracing::info!("s3hpc mount: truncate of {key:?} refused: rewriting an object needs --allow-overwrite");
-            return reply.error(if ctx.opts.read_only { Errno::EROFS } else { Errno::EPERM });
+            return Err(if ctx.opts.read_only { Errno::EROFS } else { Errno::EPERM });
         }
         i.kind
     };
     let okey = object_key(&key, kind);
-    fs.spawn(async move {
-        let info = match ctx.head(&okey).await {
-            Ok(info) => info,
-            Err(e) => return reply.error(errno(&e, "setattr", &key)),
-        };
-        let r = match info {
-            Some(info) => {
-                let mut a = S3fsAttr::of(&info.meta.user).unwrap_or_else(|| defaults(&ctx, kind, info.last_modified));
-                change.apply(&mut a);
-                let mut m = info.meta.clone();
-                if let Some(s) = size.filter(|s| *s != info.size && kind == Kind::File) {
-                    if s.max(info.size) > TRUNCATE_MAX {
-                        tracing::info!("s3hpc mount: truncate of {key:?} to {s} refused: larger than {TRUNCATE_MAX}");
-                        return reply.error(Errno::EPERM);
-                    }
-                    a.mtime = Some(SystemTime::now());
-                    return match resize(&ctx, &okey, &info, s, &a).await {
-                        Ok(out) => done(&ctx, ino.0, &key, kind, out, a, reply),
-                        Err(e) => reply.error(errno(&e, "truncate", &key)),
-                    };
+    let info = ctx.head(&okey).await.map_err(|e| errno(&e, "setattr", &key))?;
+    let r = match info {
+        Some(info) => {
+            let mut a = S3fsAttr::of(&info.meta.user).unwrap_or_else(|| defaults(ctx, kind, info.last_modified));
+            change.apply(&mut a);
+            let mut m = info.meta.clone();
+            if let Some(s) = size.filter(|s| *s != info.size && kind == Kind::File) {
+                if s.max(info.size) > TRUNCATE_MAX {
+                    tracing::info!("s3hpc mount: truncate of {key:?} to {s} refused: larger than {TRUNCATE_MAX}");
+                    return Err(Errno::EPERM);
                 }
-                a.put(&mut m.user);
-                let req = CopyObjectRequest {
-                    metadata: Directive::Replace(m),
-                    source_conditions: s3hpc_core::Conditions {
-                        if_match: Some(info.etag.clone()),
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                };
-                let bucket = &ctx.opts.bucket;
-                ctx.store.copy_object(bucket, &okey, bucket, &okey, req).await.map(|out| (out, a))
+                a.mtime = Some(SystemTime::now());
+                let out = resize(ctx, &okey, &info, s, &a).await.map_err(|e| errno(&e, "truncate", &key))?;
+                return done(ctx, ino, &key, kind, out, a);
             }
-            None if kind == Kind::Dir => {
-                // A directory that is only a prefix: its object, as s3fs makes one.
-                let mtime = lock(&ctx.table).inodes.get(&ino.0).map_or_else(SystemTime::now, |i| i.mtime);
-                let mut a = defaults(&ctx, kind, mtime);
-                change.apply(&mut a);
-                put_entry(&ctx, &okey, &a, Vec::new()).await.map(|out| (out, a))
-            }
-            None => return reply.error(Errno::ENOENT),
-        };
-        match r {
-            Ok((out, a)) => done(&ctx, ino.0, &key, kind, out, a, reply),
-            Err(e) => reply.error(errno(&e, "setattr", &key)),
+            a.put(&mut m.user);
+            let req = CopyObjectRequest {
+                metadata: Directive::Replace(m),
+                source_conditions: s3hpc_core::Conditions { if_match: Some(info.etag.clone()), ..Default::default() },
+                ..Default::default()
+            };
+            let bucket = &ctx.opts.bucket;
+            ctx.store.copy_object(bucket, &okey, bucket, &okey, req).await.map(|out| (out, a))
         }
-    });
+        None if kind == Kind::Dir => {
+            // A directory that is only a prefix: its object, as s3fs makes one.
+            let mtime = lock(&ctx.table).inodes.get(&ino).map_or_else(SystemTime::now, |i| i.mtime);
+            let mut a = defaults(ctx, kind, mtime);
+            change.apply(&mut a);
+            put_entry(ctx, &okey, &a, Vec::new()).await.map(|out| (out, a))
+        }
+        None => return Err(Errno::ENOENT),
+    };
+    let (out, a) = r.map_err(|e| errno(&e, "setattr", &key))?;
+    done(ctx, ino, &key, kind, out, a)
 }
 
 /// A setattr's object is written: the table gets its new state, the kernel the attributes.
-fn done(ctx: &Ctx, ino: u64, key: &str, kind: Kind, out: PutObjectOutput, a: S3fsAttr, reply: fuser::ReplyAttr) {
+fn done(ctx: &Ctx, ino: u64, key: &str, kind: Kind, out: PutObjectOutput, a: S3fsAttr) -> Result<FileAttr, Errno> {
     let mut t = lock(&ctx.table);
-    let Some(i) = t.inodes.get_mut(&ino) else {
-        return reply.error(Errno::ENOENT);
-    };
+    let i = t.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
     if i.key == key && i.local == Local::No {
         if kind == Kind::File {
             i.etag = out.etag;
@@ -373,7 +356,7 @@ fn done(ctx: &Ctx, ino: u64, key: &str, kind: Kind, out: PutObjectOutput, a: S3f
         i.meta = Some(a);
         i.meta_until = Some(ctx.until());
     }
-    reply.attr(&ctx.ttl(), &ctx.attr(ino, i))
+    Ok(ctx.attr(ino, i))
 }
 
 /// The object `key` (as `info` describes it) cut or padded with zeros to `size` and uploaded
@@ -414,127 +397,103 @@ async fn resize(
 
 /// A new entry `name` in `parent` made as s3fs makes it: an object holding its attributes
 /// (`body`: a symlink's target), after a lookup that finds nothing there (`EEXIST` else).
-fn make(fs: &super::S3Fs, parent: u64, name: &str, a: S3fsAttr, body: Vec<u8>, reply: fuser::ReplyEntry) {
-    let ctx = fs.ctx.clone();
+async fn make(ctx: &Ctx, parent: u64, name: &str, a: S3fsAttr, body: Vec<u8>) -> Result<Entry, Errno> {
     if ctx.opts.read_only {
-        return reply.error(Errno::EROFS);
+        return Err(Errno::EROFS);
     }
     if ctx.too_long(name) {
-        return reply.error(Errno::ENAMETOOLONG);
+        return Err(Errno::ENAMETOOLONG);
     }
     let key = {
         let t = lock(&ctx.table);
         if t.child(parent, name).is_some_and(|ino| ctx.fresh(&t.inodes[&ino], Instant::now())) {
-            return reply.error(Errno::EEXIST);
+            return Err(Errno::EEXIST);
         }
-        let Some(pfx) = t.dir_prefix(parent) else {
-            return reply.error(Errno::ENOTDIR);
-        };
+        let pfx = t.dir_prefix(parent).ok_or(Errno::ENOTDIR)?;
         format!("{pfx}{name}")
     };
-    let name = name.to_string();
-    fs.spawn(async move {
-        match ctx.remote_lookup(&key).await {
-            Ok(Found::Nothing) => {}
-            Ok(found) => {
-                lock(&ctx.table).install(parent, &name, found, ctx.until());
-                return reply.error(Errno::EEXIST);
-            }
-            Err(e) => return reply.error(errno(&e, "create", &key)),
+    match ctx.remote_lookup(&key).await {
+        Ok(Found::Nothing) => {}
+        Ok(found) => {
+            lock(&ctx.table).install(parent, name, found, ctx.until());
+            return Err(Errno::EEXIST);
         }
-        let dir = a.kind() == libc::S_IFDIR;
-        let okey = if dir { format!("{key}/") } else { key.clone() };
-        match put_entry(&ctx, &okey, &a, body).await {
-            Ok(out) => {
-                let mut t = lock(&ctx.table);
-                let kind = if dir { Kind::Dir } else { Kind::File };
-                let Some(ino) = t.insert_local(parent, &name, kind, Local::No) else {
-                    return reply.error(Errno::ENOENT);
-                };
-                t.make_remote(ino);
-                let until = ctx.until();
-                let i = t.inodes.get_mut(&ino).expect("just inserted");
-                if !dir {
-                    i.size = out.size;
-                    i.etag = out.etag;
-                }
-                i.mtime = out.last_modified;
-                i.valid_until = until;
-                i.meta = Some(a);
-                i.meta_until = Some(until);
-                ctx.reply_entry(&mut t, ino, reply)
-            }
-            Err(e) => reply.error(errno(&e, "create", &key)),
-        }
-    });
+        Err(e) => return Err(errno(&e, "create", &key)),
+    }
+    let dir = a.kind() == libc::S_IFDIR;
+    let okey = if dir { format!("{key}/") } else { key.clone() };
+    let out = put_entry(ctx, &okey, &a, body).await.map_err(|e| errno(&e, "create", &key))?;
+    let mut t = lock(&ctx.table);
+    let kind = if dir { Kind::Dir } else { Kind::File };
+    let ino = t.insert_local(parent, name, kind, Local::No).ok_or(Errno::ENOENT)?;
+    t.make_remote(ino);
+    let until = ctx.until();
+    let i = t.inodes.get_mut(&ino).expect("just inserted");
+    if !dir {
+        i.size = out.size;
+        i.etag = out.etag;
+    }
+    i.mtime = out.last_modified;
+    i.valid_until = until;
+    i.meta = Some(a);
+    i.meta_until = Some(until);
+    ctx.entry(&mut t, ino)
 }
 
 /// mkdir with `--metadata s3fs`: the directory's object `dir/` with its mode and owner, at once
 /// (so the directory stays, as in s3fs, and keeps its attributes).
-pub(super) fn mkdir(fs: &super::S3Fs, owner: (u32, u32), parent: u64, name: &str, perm: u32, reply: fuser::ReplyEntry) {
-    make(fs, parent, name, S3fsAttr::new(libc::S_IFDIR, perm, owner), Vec::new(), reply)
+pub(super) async fn mkdir(ctx: &Ctx, owner: (u32, u32), parent: u64, name: &str, perm: u32) -> Result<Entry, Errno> {
+    make(ctx, parent, name, S3fsAttr::new(libc::S_IFDIR, perm, owner), Vec::new()).await
 }
 
 /// symlink with `--metadata s3fs`: an object whose body is the target, mode `S_IFLNK | 0777`.
-pub(super) fn symlink(
-    fs: &super::S3Fs,
+pub(super) async fn symlink(
+    ctx: &Ctx,
     owner: (u32, u32),
     parent: u64,
     name: &str,
     target: &str,
-    reply: fuser::ReplyEntry,
-) {
+) -> Result<Entry, Errno> {
     let a = S3fsAttr::new(libc::S_IFLNK, 0o777, owner);
-    make(fs, parent, name, a, target.as_bytes().to_vec(), reply)
+    make(ctx, parent, name, a, target.as_bytes().to_vec()).await
 }
 
 /// mknod with `--metadata s3fs`: an empty object with the mode (FIFOs, sockets, devices,
 /// regular files) and the device number (`x-amz-meta-rdev`, which s3fs ignores).
-pub(super) fn mknod(
-    fs: &super::S3Fs,
+pub(super) async fn mknod(
+    ctx: &Ctx,
     owner: (u32, u32),
     parent: u64,
     name: &str,
     mode: u32,
     rdev: u32,
-    reply: fuser::ReplyEntry,
-) {
+) -> Result<Entry, Errno> {
     let kind = match mode & libc::S_IFMT {
         0 => libc::S_IFREG,
         k @ (libc::S_IFREG | libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR | libc::S_IFBLK) => k,
-        _ => return reply.error(Errno::EINVAL),
+        _ => return Err(Errno::EINVAL),
     };
     let mut a = S3fsAttr::new(kind, mode, owner);
     if matches!(kind, libc::S_IFCHR | libc::S_IFBLK) {
         a.rdev = Some(rdev);
     }
-    make(fs, parent, name, a, Vec::new(), reply)
+    make(ctx, parent, name, a, Vec::new()).await
 }
 
 /// readlink with `--metadata s3fs`: the body of the symlink's object (`EINVAL` for anything
 /// but a symlink).
-pub(super) fn readlink(fs: &super::S3Fs, ino: u64, reply: fuser::ReplyData) {
-    let ctx = fs.ctx.clone();
+pub(super) async fn readlink(ctx: &Ctx, ino: u64) -> Result<bytes::Bytes, Errno> {
     let key = {
         let t = lock(&ctx.table);
-        let Some(i) = t.inodes.get(&ino) else {
-            return reply.error(Errno::ENOENT);
-        };
+        let i = t.inodes.get(&ino).ok_or(Errno::ENOENT)?;
         if i.meta.as_ref().is_none_or(|m| m.kind() != libc::S_IFLNK) {
-            return reply.error(Errno::EINVAL);
+            return Err(Errno::EINVAL);
         }
         i.key.clone()
     };
-    fs.spawn(async move {
-        let r = ctx.retry(|| ctx.store.get_object(&ctx.opts.bucket, &key, GetObjectRequest::default())).await;
-        match r {
-            Ok(out) => match out.body.collect_limited(libc::PATH_MAX as usize).await {
-                Ok(b) => reply.data(&b),
-                Err(e) => reply.error(errno(&e, "readlink", &key)),
-            },
-            Err(e) => reply.error(errno(&e, "readlink", &key)),
-        }
-    });
+    let r = ctx.retry(|| ctx.store.get_object(&ctx.opts.bucket, &key, GetObjectRequest::default())).await;
+    let out = r.map_err(|e| errno(&e, "readlink", &key))?;
+    out.body.collect_limited(libc::PATH_MAX as usize).await.map_err(|e| errno(&e, "readlink", &key))
 }
 
 #[cfg(test)]

@@ -8,15 +8,13 @@
 //! - the logic, plain async functions of `Ctx` that answer a value or an errno and know no FUSE
 //!   request or reply: `ops` (lookup, getattr, mkdir, unlink, rmdir, rename, and setattr where
 //!   nothing keeps attributes; directories' renames in `rename_dir`), `io` (create, open, read,
-//!   write, flush, fsync, release), `files` (handles, the copy rename), `dir` (listings), and
-//!   the modes: `meta` (`--metadata s3fs`), `posix` (`--posix-attrs`); tested against the
-//!   memory store without FUSE;
+//!   write, flush, fsync, release), `attrs` (setattr and fallocate in every mode), `special`
+//!   (mknod, symlink, link, readlink), `files` (handles, the copy rename), `dir` (listings:
+//!   readdir and readdirplus into a [`DirSink`]), and the modes: `meta` (`--metadata s3fs`),
+//!   `posix` (`--posix-attrs`); tested against the memory store without FUSE;
 //! - `fuse`: the fuser adapter (`impl Filesystem`), which takes a request's arguments, runs the
 //!   logic ([`S3Fs::run`]: at once when it is ready at the first poll, else on the runtime) and
-//!   replies. Not yet moved behind plain signatures: setattr with `--posix-attrs` or
-//!   `--metadata s3fs`, readdir,
-//!   mknod/symlink/link/readlink, fallocate, and the reply-taking functions of `meta` and
-//!   `posix` these call.
+//!   replies.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -39,6 +37,7 @@ use bytes::Bytes;
 use crate::read::{Plan, Reader, assemble_ready, assemble_wait};
 use crate::write::{Wait, WriteCtx, WriteError, Writer};
 
+mod attrs;
 mod dir;
 mod files;
 mod fuse;
@@ -47,8 +46,9 @@ pub(crate) mod meta;
 mod ops;
 mod posix;
 mod rename_dir;
+mod special;
 
-use dir::{DirReply, DirState, entry_ino, kind_of};
+use dir::{DirEntry, DirSink, DirState};
 use files::{copy_rename, create_local, open_appender, open_reader, opened};
 
 const BLKSIZE: u32 = 1 << 20;
@@ -166,17 +166,6 @@ impl Ctx {
 
     fn handle(&self, fh: FileHandle) -> Option<Arc<Handle>> {
         lock(&self.handles).get(&fh.0).cloned()
-    }
-
-    /// Answer a lookup from the table: `Some(ino)` (a reference counted), or a known absence.
-    fn reply_entry(&self, t: &mut Table, ino: u64, reply: ReplyEntry) {
-        let Some(i) = t.inodes.get_mut(&ino) else {
-            reply.error(Errno::ENOENT);
-            return;
-        };
-        i.lookups += 1;
-        let attr = self.attr(ino, i);
-        reply.entry(&self.ttl(), &attr, Generation(0));
     }
 
     /// Answer a lookup (or an entry made: mkdir) with what the logic found.
@@ -402,45 +391,6 @@ impl S3Fs {
                 wctx,
             }),
         }
-    }
-
-    /// readdir and readdirplus: the open listing `fh`, positioned at `offset`, handed entry by
-    /// entry to `add` (the reply, the table, the entry's inode, the offset of the entry after
-    /// it, its name and what it is) until `add` says the reply is full.
-    fn read_dir<R: DirReply>(
-        &self,
-        fh: FileHandle,
-        offset: u64,
-        mut reply: R,
-        add: impl Fn(&mut R, &Ctx, &mut Table, u64, u64, &str, &Found) -> bool + Send + 'static,
-    ) {
-        let ctx = self.ctx.clone();
-        let Some(h) = ctx.handle(fh) else {
-            reply.error(Errno::EBADF);
-            return;
-        };
-        self.spawn(async move {
-            let Handle::Dir(d) = &*h else {
-                return reply.error(Errno::EBADF);
-            };
-            let mut d = d.lock().await;
-            match d.seek(offset, &ctx).await {
-                Ok(true) => {}
-                Ok(false) => return reply.ok(),
-                Err(e) => return reply.error(errno(&e, "list", &d.prefix)),
-            }
-            let mut t = lock(&ctx.table);
-            let start = (offset - d.base) as usize;
-            for (k, (name, found)) in d.entries.iter().enumerate().skip(start) {
-                let Some(ino) = entry_ino(&ctx, &mut t, &d, name, found) else {
-                    continue;
-                };
-                if add(&mut reply, &ctx, &mut t, ino, d.base + k as u64 + 1, name, found) {
-                    break;
-                }
-            }
-            reply.ok();
-        });
     }
 
     fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {

@@ -22,7 +22,7 @@ pub(super) enum Entry {
 
 impl Ctx {
     /// The entry `ino` of the table for a lookup: one more kernel reference.
-    fn entry(&self, t: &mut Table, ino: u64) -> Result<Entry, Errno> {
+    pub(super) fn entry(&self, t: &mut Table, ino: u64) -> Result<Entry, Errno> {
         let i = t.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
         i.lookups += 1;
         Ok(Entry::Found { attr: self.attr(ino, i) })
@@ -157,10 +157,33 @@ impl Ctx {
         }
     }
 
+    /// mkdir of `name` in `parent` by `owner` with `mode` and `umask`: made in the store with
+    /// `--posix-attrs`, as its object `dir/` with `--metadata s3fs`, else a directory of this
+    /// mount alone ([`Ctx::mkdir_local`]).
+    pub(super) async fn mkdir(
+        &self,
+        owner: (u32, u32),
+        parent: u64,
+        name: &str,
+        mode: u32,
+        umask: u32,
+    ) -> Result<Entry, Errno> {
+        if self.opts.read_only {
+            return Err(Errno::EROFS);
+        }
+        if self.posix() {
+            return self.posix_mkdir(owner, parent, name, mode, umask).await;
+        }
+        if self.opts.s3fs_metadata {
+            return meta::mkdir(self, owner, parent, name, mode & !umask).await;
+        }
+        self.mkdir_local(parent, name).await
+    }
+
     /// mkdir without `--posix-attrs` or `--metadata s3fs`: a directory of this mount alone
     /// until a file is written below it (S3 has no empty directories), after a lookup that
     /// finds nothing under the name.
-    pub(super) async fn mkdir(&self, parent: u64, name: &str) -> Result<Entry, Errno> {
+    pub(super) async fn mkdir_local(&self, parent: u64, name: &str) -> Result<Entry, Errno> {
         if self.opts.read_only {
             return Err(Errno::EROFS);
         }
@@ -510,14 +533,19 @@ impl S3Fs {
     }
 }
 
+/// What the logic's tests share: a mount's state over the memory store.
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::inode::ROOT;
     use s3hpc_core::memory::MemoryStore;
     use s3hpc_core::{Body, PutObjectRequest, Store};
 
-    async fn fs_over(store: &Arc<MemoryStore>, opts: impl FnOnce(&mut MountOptions)) -> Arc<Ctx> {
+    /// The caller of the tests' mkdir, mknod, symlink: its uid and gid.
+    pub(in crate::fs) const OWNER: (u32, u32) = (1, 2);
+
+    /// A mount of the bucket `bkt` of `store` (deletes allowed), with `opts` changed.
+    pub(in crate::fs) async fn fs_over(store: &Arc<MemoryStore>, opts: impl FnOnce(&mut MountOptions)) -> Arc<Ctx> {
         let mut o = MountOptions::new("bkt");
         o.allow_delete = true;
         opts(&mut o);
@@ -526,18 +554,20 @@ mod tests {
         S3Fs::new(dynstore, o, tokio::runtime::Handle::current()).ctx
     }
 
-    async fn put(store: &MemoryStore, key: &str, body: &'static [u8]) {
+    pub(in crate::fs) async fn put(store: &MemoryStore, key: &str, body: &'static [u8]) {
         let req = PutObjectRequest { content_length: Some(body.len() as u64), ..Default::default() };
         store.put_object("bkt", key, req, Body::from(bytes::Bytes::from_static(body))).await.unwrap();
     }
 
-    async fn store() -> Arc<MemoryStore> {
+    /// A memory store with the bucket `bkt`.
+    pub(in crate::fs) async fn store() -> Arc<MemoryStore> {
         let s = Arc::new(MemoryStore::new());
         s.create_bucket("bkt").await.unwrap();
         s
     }
 
-    fn found(e: Entry) -> (u64, FileAttr) {
+    /// The inode and attributes of what a lookup found.
+    pub(in crate::fs) fn found(e: Entry) -> (u64, FileAttr) {
         match e {
             Entry::Found { attr } => (attr.ino.0, attr),
             Entry::Absent => panic!("absent"),
@@ -580,11 +610,11 @@ mod tests {
         put(&s, "full/x", b"x").await;
         put(&s, "marker/", b"").await;
         let ctx = fs_over(&s, |_| {}).await;
-        let (d, attr) = found(ctx.mkdir(ROOT, "new").await.unwrap());
+        let (d, attr) = found(ctx.mkdir(OWNER, ROOT, "new", 0o777, 0o022).await.unwrap());
         assert_eq!(attr.kind, FileType::Directory);
         assert_eq!(lock(&ctx.table).inodes[&d].local, Local::Dir, "local until a file is written below it");
-        assert_eq!(ctx.mkdir(ROOT, "new").await.unwrap_err(), Errno::EEXIST);
-        assert_eq!(ctx.mkdir(ROOT, "f").await.unwrap_err(), Errno::EEXIST);
+        assert_eq!(ctx.mkdir(OWNER, ROOT, "new", 0o777, 0o022).await.unwrap_err(), Errno::EEXIST);
+        assert_eq!(ctx.mkdir(OWNER, ROOT, "f", 0o777, 0o022).await.unwrap_err(), Errno::EEXIST);
         ctx.rmdir(ROOT, "new").await.unwrap();
         assert!(matches!(ctx.lookup(ROOT, "new").await.unwrap(), Entry::Absent));
         found(ctx.lookup(ROOT, "full").await.unwrap());
@@ -604,7 +634,7 @@ mod tests {
         found(ro.lookup(ROOT, "full").await.unwrap());
         assert_eq!(ro.unlink(ROOT, "x").await.unwrap_err(), Errno::EPERM);
         let read_only = fs_over(&s, |o| o.read_only = true).await;
-        assert_eq!(read_only.mkdir(ROOT, "z").await.unwrap_err(), Errno::EROFS);
+        assert_eq!(read_only.mkdir(OWNER, ROOT, "z", 0o777, 0o022).await.unwrap_err(), Errno::EROFS);
     }
 
     #[tokio::test]

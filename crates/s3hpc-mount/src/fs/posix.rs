@@ -7,12 +7,13 @@
 
 use std::time::Instant;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use fuser::{Errno, FileHandle, FileType, INodeNo, ReplyAttr, ReplyCreate, ReplyData, ReplyEntry, TimeOrNow};
+use fuser::{Errno, FileAttr, FileHandle, FileType, TimeOrNow};
 use s3hpc_core::Error;
 use s3hpc_core::fsattr::{FsAttr, FsKind, FsOp, FsTime, Owner, SetFsAttr, SetTime, errno_of};
 
+use super::ops::Entry;
 use super::{Ctx, Handle, lock};
 use crate::errors::errno;
 use crate::inode::{Found, Inode, Kind, Local};
@@ -124,16 +125,15 @@ impl Ctx {
         i.valid_until = self.until();
     }
 
-    /// A new entry `name` in `parent` that now exists in the store with attributes `a`.
-    fn install_made(&self, parent: u64, name: &str, a: FsAttr, reply: ReplyEntry) {
+    /// A new entry `name` in `parent` that now exists in the store with attributes `a`: the
+    /// lookup's answer for it (one kernel reference).
+    fn install_made(&self, parent: u64, name: &str, a: FsAttr) -> Result<Entry, Errno> {
         let mut t = lock(&self.table);
         let kind = if a.kind == FsKind::Dir { Kind::Dir } else { Kind::File };
-        let Some(ino) = t.insert_local(parent, name, kind, Local::No) else {
-            return reply.error(Errno::ENOENT);
-        };
+        let ino = t.insert_local(parent, name, kind, Local::No).ok_or(Errno::ENOENT)?;
         t.make_remote(ino);
         self.keep(&mut t, ino, a);
-        self.reply_entry(&mut t, ino, reply);
+        self.entry(&mut t, ino)
     }
 
     /// The key of `name` in directory `parent`, or the errno.
@@ -178,287 +178,199 @@ impl Ctx {
     }
 }
 
-impl super::S3Fs {
+impl Ctx {
     /// setattr of an entry of the store in `--posix-attrs` mode: chown, chmod, truncate, utimes
     /// as the store's file system does them.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn posix_setattr(
-        &self,
-        ino: INodeNo,
-        key: String,
-        mode: Option<u32>,
-        uid: Option<u32>,
-        gid: Option<u32>,
-        size: Option<u64>,
-        atime: Option<TimeOrNow>,
-        mtime: Option<TimeOrNow>,
-        reply: ReplyAttr,
-    ) {
-        let ctx = self.ctx.clone();
-        if ctx.opts.read_only {
-            return reply.error(Errno::EROFS);
+    pub(super) async fn posix_setattr(&self, ino: u64, key: String, set: SetFsAttr) -> Result<FileAttr, Errno> {
+        if self.opts.read_only {
+            return Err(Errno::EROFS);
         }
-        let set = SetFsAttr {
-            mode: mode.map(|m| m & 0o7777),
-            uid,
-            gid,
-            size,
-            atime: set_time(atime),
-            mtime: set_time(mtime),
-        };
-        self.spawn(async move {
-            let r = ctx.fs_op(&key, FsOp::SetAttr(set)).await;
-            let mut t = lock(&ctx.table);
-            let Some(i) = t.inodes.get_mut(&ino.0) else {
-                return reply.error(Errno::ENOENT);
-            };
-            match r {
-                Ok(a) => {
-                    if size.is_some() {
-                        // The bytes changed: the page cache of the old ones is not theirs.
-                        i.etag = String::new();
-                        i.cached_etag = None;
-                    }
-                    let linked = a.nlink > 1;
-                    ctx.keep_attr(i, a);
-                    let attr = ctx.attr(ino.0, i);
-                    if linked {
-                        expire_linked(&mut t);
-                    }
-                    reply.attr(&ctx.ttl(), &attr)
-                }
-                Err(e) => reply.error(errno(&e, "setattr", &key)),
-            }
-        });
+        let resized = set.size.is_some();
+        let r = self.fs_op(&key, FsOp::SetAttr(set)).await;
+        let mut t = lock(&self.table);
+        let i = t.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
+        let a = r.map_err(|e| errno(&e, "setattr", &key))?;
+        if resized {
+            // The bytes changed: the page cache of the old ones is not theirs.
+            i.etag = String::new();
+            i.cached_etag = None;
+        }
+        let linked = a.nlink > 1;
+        self.keep_attr(i, a);
+        let attr = self.attr(ino, i);
+        if linked {
+            expire_linked(&mut t);
+        }
+        Ok(attr)
     }
 
-    pub(super) fn posix_readlink(&self, ino: INodeNo, reply: ReplyData) {
-        let ctx = self.ctx.clone();
+    /// readlink in `--posix-attrs` mode: the target the store reports (from the table while its
+    /// attributes are fresh); `EINVAL` for anything but a symlink.
+    pub(super) async fn posix_readlink(&self, ino: u64) -> Result<String, Errno> {
         let key = {
-            let t = lock(&ctx.table);
-            let Some(i) = t.inodes.get(&ino.0) else {
-                return reply.error(Errno::ENOENT);
-            };
+            let t = lock(&self.table);
+            let i = t.inodes.get(&ino).ok_or(Errno::ENOENT)?;
             if let Some(target) = i.fs.as_ref().and_then(|a| a.target.clone())
-                && ctx.fresh(i, Instant::now())
+                && self.fresh(i, Instant::now())
             {
-                return reply.data(target.as_bytes());
+                return Ok(target);
             }
             i.key.clone()
         };
-        self.spawn(async move {
-            match ctx.fs_op(&key, FsOp::GetAttr).await {
-                Ok(a) => match a.target.clone() {
-                    Some(target) => {
-                        if let Some(i) = lock(&ctx.table).inodes.get_mut(&ino.0) {
-                            ctx.keep_attr(i, a);
-                        }
-                        reply.data(target.as_bytes())
-                    }
-                    None => reply.error(Errno::EINVAL),
-                },
-                Err(e) => reply.error(errno(&e, "readlink", &key)),
-            }
-        });
+        let a = self.fs_op(&key, FsOp::GetAttr).await.map_err(|e| errno(&e, "readlink", &key))?;
+        let target = a.target.clone().ok_or(Errno::EINVAL)?;
+        if let Some(i) = lock(&self.table).inodes.get_mut(&ino) {
+            self.keep_attr(i, a);
+        }
+        Ok(target)
     }
 
-    pub(super) fn posix_symlink(&self, parent: INodeNo, name: &str, target: String, reply: ReplyEntry) {
-        let ctx = self.ctx.clone();
-        let key = match ctx.key_in(parent.0, name) {
-            Ok(k) => k,
-            Err(e) => return reply.error(e),
-        };
-        let name = name.to_string();
-        self.spawn(async move {
-            match ctx.fs_op(&key, FsOp::Symlink(target)).await {
-                Ok(a) => ctx.install_made(parent.0, &name, a, reply),
-                Err(e) => reply.error(errno(&e, "symlink", &key)),
-            }
-        });
+    /// symlink in `--posix-attrs` mode: made in the store (`symlinkat` there).
+    pub(super) async fn posix_symlink(&self, parent: u64, name: &str, target: String) -> Result<Entry, Errno> {
+        let key = self.key_in(parent, name)?;
+        let a = self.fs_op(&key, FsOp::Symlink(target)).await.map_err(|e| errno(&e, "symlink", &key))?;
+        self.install_made(parent, name, a)
     }
 
-    pub(super) fn posix_link(&self, ino: INodeNo, newparent: INodeNo, newname: &str, reply: ReplyEntry) {
-        let ctx = self.ctx.clone();
-        let key = match ctx.key_in(newparent.0, newname) {
-            Ok(k) => k,
-            Err(e) => return reply.error(e),
-        };
+    /// link in `--posix-attrs` mode: a hard link made in the store (`linkat` there) to the file
+    /// `ino` (`EPERM` while it is being written here: its file is not the store's yet).
+    pub(super) async fn posix_link(&self, ino: u64, newparent: u64, newname: &str) -> Result<Entry, Errno> {
+        let key = self.key_in(newparent, newname)?;
         let src = {
-            let t = lock(&ctx.table);
-            match t.inodes.get(&ino.0) {
+            let t = lock(&self.table);
+            match t.inodes.get(&ino) {
                 Some(i) if i.local == Local::No => i.key.clone(),
-                Some(_) => return reply.error(Errno::EPERM),
-                None => return reply.error(Errno::ENOENT),
+                Some(_) => return Err(Errno::EPERM),
+                None => return Err(Errno::ENOENT),
             }
         };
-        let newname = newname.to_string();
-        self.spawn(async move {
-            match ctx.fs_op(&key, FsOp::Link(src.clone())).await {
-                Ok(a) => {
-                    // The new name is one more name of the source's inode (one st_ino, one set
-                    // of attributes); the link count (and ctime) changed for all its names.
-                    let mut t = lock(&ctx.table);
-                    expire_linked(&mut t);
-                    if t.alias(newparent.0, &newname, ino.0) {
-                        ctx.keep(&mut t, ino.0, a);
-                        return ctx.reply_entry(&mut t, ino.0, reply);
-                    }
-                    drop(t);
-                    ctx.install_made(newparent.0, &newname, a, reply)
-                }
-                Err(e) => reply.error(errno(&e, "link", &key)),
-            }
-        });
+        let a = self.fs_op(&key, FsOp::Link(src)).await.map_err(|e| errno(&e, "link", &key))?;
+        // The new name is one more name of the source's inode (one st_ino, one set of
+        // attributes); the link count (and ctime) changed for all its names.
+        let mut t = lock(&self.table);
+        expire_linked(&mut t);
+        if t.alias(newparent, newname, ino) {
+            self.keep(&mut t, ino, a);
+            return self.entry(&mut t, ino);
+        }
+        drop(t);
+        self.install_made(newparent, newname, a)
     }
 
     /// mknod in `--posix-attrs` mode: FIFOs, sockets, devices (as the store's file system
     /// allows the account) and empty regular files, made in the store.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn posix_mknod(
+    pub(super) async fn posix_mknod(
         &self,
         owner: (u32, u32),
-        parent: INodeNo,
+        parent: u64,
         name: &str,
         mode: u32,
         umask: u32,
         rdev: u32,
-        reply: ReplyEntry,
-    ) {
-        let ctx = self.ctx.clone();
-        let key = match ctx.key_in(parent.0, name) {
-            Ok(k) => k,
-            Err(e) => return reply.error(e),
-        };
+    ) -> Result<Entry, Errno> {
+        let key = self.key_in(parent, name)?;
         let kind = match mode & libc::S_IFMT {
             libc::S_IFREG | 0 => FsKind::File,
             libc::S_IFIFO => FsKind::Fifo,
             libc::S_IFSOCK => FsKind::Socket,
             libc::S_IFCHR => FsKind::CharDevice,
             libc::S_IFBLK => FsKind::BlockDevice,
-            _ => return reply.error(Errno::EINVAL),
+            _ => return Err(Errno::EINVAL),
         };
-        let owner = Some(ctx.owner_for(parent.0, owner.0, owner.1));
+        let owner = Some(self.owner_for(parent, owner.0, owner.1));
         let op = FsOp::Mknod { kind, mode: mode & !umask & 0o7777, rdev: u64::from(rdev), owner };
-        let name = name.to_string();
-        self.spawn(async move {
-            match ctx.fs_op(&key, op).await {
-                Ok(a) => ctx.install_made(parent.0, &name, a, reply),
-                Err(e) => reply.error(errno(&e, "mknod", &key)),
-            }
-        });
+        let a = self.fs_op(&key, op).await.map_err(|e| errno(&e, "mknod", &key))?;
+        self.install_made(parent, name, a)
     }
 
     /// mkdir in `--posix-attrs` mode: the directory is made in the store at once (`mkdirat`
     /// there), with the mode asked for and the caller as its owner.
-    pub(super) fn posix_mkdir(
+    pub(super) async fn posix_mkdir(
         &self,
         owner: (u32, u32),
-        parent: INodeNo,
+        parent: u64,
         name: &str,
         mode: u32,
         umask: u32,
-        reply: ReplyEntry,
-    ) {
-        let ctx = self.ctx.clone();
-        let key = match ctx.key_in(parent.0, name) {
-            Ok(k) => k,
-            Err(e) => return reply.error(e),
-        };
-        let name = name.to_string();
-        let owner = Some(ctx.owner_for(parent.0, owner.0, owner.1));
-        self.spawn(async move {
-            match ctx.fs_op(&key, FsOp::Mkdir { mode: mode & !umask & 0o7777, owner }).await {
-                Ok(a) => ctx.install_made(parent.0, &name, a, reply),
-                Err(e) => reply.error(errno(&e, "mkdir", &key)),
-            }
-        });
+    ) -> Result<Entry, Errno> {
+        let key = self.key_in(parent, name)?;
+        let owner = Some(self.owner_for(parent, owner.0, owner.1));
+        let a = self
+            .fs_op(&key, FsOp::Mkdir { mode: mode & !umask & 0o7777, owner })
+            .await
+            .map_err(|e| errno(&e, "mkdir", &key))?;
+        self.install_made(parent, name, a)
     }
 
     /// create in `--posix-attrs` mode: the file is made in the store at once (an empty file,
     /// with the mode asked for and the caller as its owner: an `O_EXCL` create that loses to
     /// another is `EEXIST` there), and its bytes go up on close; a file closed with nothing
     /// written stays the empty file made here.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn posix_create(
-        &self,
-        owner: (u32, u32),
-        parent: INodeNo,
+    pub(super) async fn posix_create(
+        self: &Arc<Self>,
+        parent: u64,
         name: &str,
-        mode: u32,
-        umask: u32,
-        pid: u32,
-        reply: ReplyCreate,
-    ) {
-        let ctx = self.ctx.clone();
-        let key = match ctx.key_in(parent.0, name) {
-            Ok(k) => k,
-            Err(e) => return reply.error(e),
-        };
-        let name = name.to_string();
-        let owner = Some(ctx.owner_for(parent.0, owner.0, owner.1));
-        self.spawn(async move {
-            let op = FsOp::Mknod { kind: FsKind::File, mode: mode & !umask & 0o7777, rdev: 0, owner };
-            match ctx.fs_op(&key, op).await {
-                Ok(a) => {
-                    ctx.reply_created(super::files::create_local(&ctx, parent.0, &name, key, pid, Some(a), None), reply)
-                }
-                Err(e) => reply.error(errno(&e, "create", &key)),
-            }
-        });
+        c: super::io::Creator,
+    ) -> Result<super::io::Created, Errno> {
+        let key = self.key_in(parent, name)?;
+        let owner = Some(self.owner_for(parent, c.uid, c.gid));
+        let op = FsOp::Mknod { kind: FsKind::File, mode: c.mode & !c.umask & 0o7777, rdev: 0, owner };
+        let a = self.fs_op(&key, op).await.map_err(|e| errno(&e, "create", &key))?;
+        super::files::create_local(self, parent, name, key, c.pid, Some(a), None)
     }
 
-    /// truncate, ftruncate or fallocate in `--posix-attrs` mode of a file being written here:
-    /// done in the store when the file is there and nothing was written through the handle yet
-    /// (a file just created, an appender that has not appended), else `EPERM` (bytes not
-    /// uploaded cannot be cut or extended in the store). `done` gets the new attributes.
-    pub(super) fn posix_resize_writing(
+    /// truncate, ftruncate or fallocate in `--posix-attrs` mode of a file being written here
+    /// (through the handle `fh`): done in the store when the file is there and nothing was
+    /// written through the handle yet (a file just created, an appender that has not appended),
+    /// else `EPERM` (bytes not uploaded cannot be cut or extended in the store). Answers the
+    /// new attributes.
+    pub(super) async fn posix_resize_writing(
         &self,
-        ino: INodeNo,
+        ino: u64,
         fh: u64,
         key: String,
         set: SetFsAttr,
-        done: impl FnOnce(Result<fuser::FileAttr, Errno>) + Send + 'static,
-    ) {
-        let ctx = self.ctx.clone();
-        let Some(h) = ctx.handle(FileHandle(fh)) else {
-            return done(Err(Errno::EBADF));
-        };
+    ) -> Result<FileAttr, Errno> {
+        let h = self.handle(FileHandle(fh)).ok_or(Errno::EBADF)?;
         let Handle::Write { writer, .. } = &*h else {
-            return done(Err(Errno::EBADF));
+            return Err(Errno::EBADF);
         };
         if !lock(writer).can_truncate() {
             tracing::info!(
                 "s3hpc mount: resize of {key:?} refused: bytes were written through its handle and are not all in the store"
             );
-            return done(Err(Errno::EPERM));
+            return Err(Errno::EPERM);
         }
         let size = set.size.unwrap_or(0);
-        self.spawn(async move {
-            let a = match ctx.fs_op(&key, FsOp::SetAttr(set)).await {
-                Ok(a) => a,
-                Err(e) => return done(Err(errno(&e, "truncate", &key))),
-            };
-            let Handle::Write { writer, .. } = &*h else { unreachable!("checked") };
-            let appender = {
-                let mut w = lock(writer);
-                w.truncated(size);
-                w.is_appender()
-            };
-            let mut t = lock(&ctx.table);
-            if !appender && t.inodes.get(&ino.0).is_some_and(|i| i.local == Local::Writing(fh)) {
-                // The new file is complete in the store as it is now.
-                t.make_remote(ino.0);
-            }
-            let Some(i) = t.inodes.get_mut(&ino.0) else {
-                return done(Err(Errno::ENOENT));
-            };
-            i.size = a.size;
-            i.etag = String::new();
-            i.cached_etag = None;
-            ctx.keep_attr(i, a);
-            let attr = ctx.attr(ino.0, i);
-            done(Ok(attr))
-        });
+        let a = self.fs_op(&key, FsOp::SetAttr(set)).await.map_err(|e| errno(&e, "truncate", &key))?;
+        let appender = {
+            let mut w = lock(writer);
+            w.truncated(size);
+            w.is_appender()
+        };
+        let mut t = lock(&self.table);
+        if !appender && t.inodes.get(&ino).is_some_and(|i| i.local == Local::Writing(fh)) {
+            // The new file is complete in the store as it is now.
+            t.make_remote(ino);
+        }
+        let i = t.inodes.get_mut(&ino).ok_or(Errno::ENOENT)?;
+        i.size = a.size;
+        i.etag = String::new();
+        i.cached_etag = None;
+        self.keep_attr(i, a);
+        Ok(self.attr(ino, i))
+    }
+}
+
+/// A setattr's changes as the store's file system takes them.
+pub(super) fn set_of(c: &super::ops::Change) -> SetFsAttr {
+    SetFsAttr {
+        mode: c.mode.map(|m| m & 0o7777),
+        uid: c.uid,
+        gid: c.gid,
+        size: c.size,
+        atime: set_time(c.atime),
+        mtime: set_time(c.mtime),
     }
 }
 
