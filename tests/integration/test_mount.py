@@ -850,7 +850,12 @@ def test_concurrent_appends_from_two_mounts(gw, bkt, tmp_path):
             mine = [line for line in lines if line.startswith(tag + " ")]
             assert mine == [f"{tag} {i}" for i in range(200)], f"{tag}: {len(mine)} lines, in order: {mine[:5]}"
         # A writer without O_APPEND (at the end it knew) overtaken by the other mount: its write
-        # fails, not only its close, and nothing of it lands in the object.
+        # fails, not only its close, and nothing of it lands in the object. First the sizes that
+        # A's kernel and A's table keep of log expire: B appended after A's last close, and
+        # within --metadata-ttl A would answer A's own size (the write at that end is EINVAL,
+        # see test_write_at_an_end_another_mount_moved_within_the_ttl). Once under load the
+        # kernel's entry expired while the table's had not: the test failed with EINVAL.
+        time.sleep(1.2)
         fd = os.open(ma.path / "log", os.O_WRONLY)
         try:
             os.fstat(fd)  # the kernel learns the size of the object at open
@@ -864,6 +869,46 @@ def test_concurrent_appends_from_two_mounts(gw, bkt, tmp_path):
             with pytest.raises(OSError):
                 os.close(fd)
         assert (root / "log").read_text().endswith("from B\n")
+    finally:
+        ma.close()
+        mb.close()
+
+
+def test_write_at_an_end_another_mount_moved_within_the_ttl(gw, bkt, tmp_path):
+    """Cached sizes and appends from two mounts: for --metadata-ttl after its own close, mount A
+    reports the size it left, though mount B appended since (changes by others show after the
+    TTL). A writer without O_APPEND that seeks to that end writes elsewhere than the end its
+    handle learned at open: EINVAL, and nothing lands. After the TTL the end is the object's."""
+    root = Path(gw.root) / bkt
+    (root / "log").write_text("x\n")
+    ma = Mount(gw.endpoint, bkt, tmp_path / "ma", "--metadata-ttl", "5s", log=tmp_path / "ma.log")
+    mb = Mount(f"unix://{gw.sock}", bkt, tmp_path / "mb", log=tmp_path / "mb.log")
+    try:
+        with open(ma.path / "log", "a") as f:
+            time.sleep(5.5)  # the kernel's entry of log (looked up at this open) expires
+            f.write("a\n")
+        # A's table keeps log's size at its close (4 bytes) for the TTL; B appends meanwhile.
+        with open(mb.path / "log", "a") as g:
+            g.write("b\n")
+        fd = os.open(ma.path / "log", os.O_WRONLY)  # a lookup answered from A's table
+        try:
+            assert os.fstat(fd).st_size == 4
+            assert os.lseek(fd, 0, os.SEEK_END) == 4
+            with pytest.raises(OSError) as e:
+                os.write(fd, b"c\n")
+            assert e.value.errno == errno.EINVAL
+        finally:
+            os.close(fd)
+        assert (root / "log").read_text() == "x\na\nb\n"
+        time.sleep(5.5)
+        fd = os.open(ma.path / "log", os.O_WRONLY)
+        try:
+            assert os.fstat(fd).st_size == 6
+            os.lseek(fd, 0, os.SEEK_END)
+            assert os.write(fd, b"c\n") == 2
+        finally:
+            os.close(fd)
+        assert (root / "log").read_text() == "x\na\nb\nc\n"
     finally:
         ma.close()
         mb.close()
