@@ -9,7 +9,7 @@
 //! protocol's `s3hpc_wire::Opcode` is a number on the wire with its own compatibility rules
 //! (PROTOCOL.md); the HTTP router's own `Op` adds to this enum what only a router has (the
 //! unsupported subresources, the CORS preflight, s3hpc's extensions, and the S3 requests that are
-//! authorized as the operations they make: DeleteObjects, PostObject).
+//! authorized as the operations they make: DeleteObjects, PostObject, RenameObject).
 
 macro_rules! s3_ops {
     ($($(#[$doc:meta])* $op:ident),* $(,)?) => {
