@@ -3,7 +3,7 @@
 use crate::acl::{ANONYMOUS_OWNER_ID, Acl, CannedAcl, Grantee, Owner, Permission, RequestedAcl};
 use crate::error::{AuthzError, ErrorCode};
 use crate::eval::{Decision, Principal, RequestContext, evaluate};
-use crate::ops::{AclNeed, S3Op, Target};
+use crate::ops::{AclNeed, S3Op, S3OpAuthz, Target};
 use crate::ownership::{ObjectOwnership, PublicAccessBlock};
 use crate::policy::{ParseOptions, Policy};
 use crate::public::policy_is_public;
@@ -346,7 +346,7 @@ pub fn authorize_service(op: S3Op, principal: &Principal) -> Result<Grounds, Aut
 
 /// Authorizes one request on a bucket or object: the call a front end makes per request.
 ///
-/// `ctx.action` must be `op.action(..)` (see [`S3Op::context`]); `object` is the ACL record of the
+/// `ctx.action` must be `op.action(..)` (see [`S3OpAuthz::context`]); `object` is the ACL record of the
 /// object the request acts on, if it exists and has one. The order is AWS's:
 ///
 /// 1. an explicit `Deny` of the bucket policy refuses (except Get/Put/DeleteBucketPolicy by the
@@ -437,12 +437,4 @@ pub fn reveals_missing_key(ctx: &RequestContext, bucket: &BucketAuth) -> bool {
         list = list.with_key("s3:prefix", k.clone());
     }
     authorize(S3Op::ListObjects, &list, bucket, None).is_ok()
-}
-
-impl S3Op {
-    /// The request context for this operation (`version`: a version id is named).
-    pub fn context(self, principal: Principal, bucket: &str, key: Option<&str>, version: bool) -> RequestContext {
-        let key = if self.target() == Target::Object { key.map(str::to_owned) } else { None };
-        RequestContext::new(principal, self.action(version), bucket, key)
-    }
 }

@@ -52,7 +52,7 @@ impl Principal {
 pub struct RequestContext {
     /// Who asks.
     pub principal: Principal,
-    /// The policy action, e.g. `s3:GetObject` (see [`crate::S3Op::action`]).
+    /// The policy action, e.g. `s3:GetObject` (see [`crate::S3OpAuthz::action`]).
     pub action: String,
     /// The bucket.
     pub bucket: String,

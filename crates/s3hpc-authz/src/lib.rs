@@ -1,7 +1,7 @@
 //! S3 authorization for s3hpc, shared by every front end (HTTP, wire, libs3): bucket policies,
 //! ACLs, Object Ownership and Block Public Access, with AWS's semantics and error texts.
 //!
-//! A front end builds a [`RequestContext`] (usually with [`S3Op::context`]), loads the bucket's
+//! A front end builds a [`RequestContext`] (usually with [`S3OpAuthz::context`]), loads the bucket's
 //! [`BucketAuth`] (and the object's [`Acl`] for object requests) and calls [`authorize`] once per
 //! request. PUTs that carry ACLs go through [`BucketAuth::new_object_acl`],
 //! [`BucketAuth::put_bucket_acl`] or [`BucketAuth::put_object_acl`]; PutBucketPolicy through
@@ -73,7 +73,7 @@ pub use bucket::{
 };
 pub use error::{AuthzError, ErrorCode};
 pub use eval::{Account, Decision, Principal, RequestContext, evaluate};
-pub use ops::{AclNeed, S3Op, Target};
+pub use ops::{AclNeed, S3Op, S3OpAuthz, Target};
 pub use ownership::{ObjectOwnership, PublicAccessBlock, policy_status_xml};
 pub use policy::Policy;
 pub use public::policy_is_public;

@@ -1,74 +1,12 @@
-//! S3 operations: the policy action each one needs and the ACL permission that can grant it.
+//! S3 operations: the policy action each one needs and the ACL permission that can grant it
+//! ([`S3OpAuthz`], over the shared [`S3Op`]).
 
 use crate::acl::Permission;
+use crate::eval::{Principal, RequestContext};
 
-/// The S3 operations s3hpc authorizes.
-#[allow(missing_docs)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum S3Op {
-    ListBuckets,
-    CreateBucket,
-    DeleteBucket,
-    HeadBucket,
-    ListObjects,
-    ListObjectsV2,
-    ListObjectVersions,
-    ListMultipartUploads,
-    GetBucketLocation,
-    GetBucketVersioning,
-    PutBucketVersioning,
-    GetBucketTagging,
-    PutBucketTagging,
-    DeleteBucketTagging,
-    GetBucketAcl,
-    PutBucketAcl,
-    GetBucketPolicy,
-    PutBucketPolicy,
-    DeleteBucketPolicy,
-    GetBucketPolicyStatus,
-    GetBucketOwnershipControls,
-    PutBucketOwnershipControls,
-    DeleteBucketOwnershipControls,
-    GetPublicAccessBlock,
-    PutPublicAccessBlock,
-    DeletePublicAccessBlock,
-    GetBucketLifecycleConfiguration,
-    PutBucketLifecycleConfiguration,
-    DeleteBucketLifecycle,
-    GetBucketCors,
-    PutBucketCors,
-    DeleteBucketCors,
-    GetBucketWebsite,
-    PutBucketWebsite,
-    DeleteBucketWebsite,
-    GetObject,
-    HeadObject,
-    GetObjectAttributes,
-    /// PutObject, and the destination of CopyObject (authorize the source as GetObject).
-    PutObject,
-    CopyObject,
-    DeleteObject,
-    GetObjectAcl,
-    PutObjectAcl,
-    GetObjectTagging,
-    PutObjectTagging,
-    DeleteObjectTagging,
-    CreateMultipartUpload,
-    UploadPart,
-    /// The destination of UploadPartCopy (authorize the source as GetObject).
-    UploadPartCopy,
-    CompleteMultipartUpload,
-    AbortMultipartUpload,
-    ListParts,
-    GetBucketObjectLockConfiguration,
-    PutBucketObjectLockConfiguration,
-    GetObjectRetention,
-    PutObjectRetention,
-    GetObjectLegalHold,
-    PutObjectLegalHold,
-    /// `x-amz-bypass-governance-retention: true` on a delete or PutObjectRetention.
-    BypassGovernanceRetention,
-}
+/// The S3 operations, shared with the HTTP router (`s3hpc_core::op`); what each means to
+/// authorization is [`S3OpAuthz`].
+pub use s3hpc_core::S3Op;
 
 /// What an operation acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,9 +30,31 @@ pub enum AclNeed {
     None,
 }
 
-impl S3Op {
+/// What an [`S3Op`] needs to be authorized: bring it into scope (`use s3hpc_authz::S3OpAuthz`)
+/// to call these on an operation.
+pub trait S3OpAuthz: Copy {
     /// The policy action (`version`: the request names a version id).
-    pub fn action(self, version: bool) -> &'static str {
+    fn action(self, version: bool) -> &'static str;
+
+    /// What the operation acts on.
+    fn target(self) -> Target;
+
+    /// The ACL permission that grants the operation.
+    fn acl_need(self) -> AclNeed;
+
+    /// Get/Put/DeleteBucketPolicy: only the bucket owner's account may run them, and its root
+    /// may run them even when the policy denies it (AWS's lock-out protection).
+    fn is_policy_op(self) -> bool;
+
+    /// The request context for this operation (`version`: a version id is named).
+    fn context(self, principal: Principal, bucket: &str, key: Option<&str>, version: bool) -> RequestContext {
+        let key = if self.target() == Target::Object { key.map(str::to_owned) } else { None };
+        RequestContext::new(principal, self.action(version), bucket, key)
+    }
+}
+
+impl S3OpAuthz for S3Op {
+    fn action(self, version: bool) -> &'static str {
         use S3Op::*;
         match self {
             ListBuckets => "s3:ListAllMyBuckets",
@@ -146,8 +106,8 @@ impl S3Op {
             DeleteObjectTagging => "s3:DeleteObjectTagging",
             AbortMultipartUpload => "s3:AbortMultipartUpload",
             ListParts => "s3:ListMultipartUploadParts",
-            GetBucketObjectLockConfiguration => "s3:GetBucketObjectLockConfiguration",
-            PutBucketObjectLockConfiguration => "s3:PutBucketObjectLockConfiguration",
+            GetObjectLockConfiguration => "s3:GetBucketObjectLockConfiguration",
+            PutObjectLockConfiguration => "s3:PutBucketObjectLockConfiguration",
             GetObjectRetention => "s3:GetObjectRetention",
             PutObjectRetention => "s3:PutObjectRetention",
             GetObjectLegalHold => "s3:GetObjectLegalHold",
@@ -156,8 +116,7 @@ impl S3Op {
         }
     }
 
-    /// What the operation acts on.
-    pub fn target(self) -> Target {
+    fn target(self) -> Target {
         use S3Op::*;
         match self {
             ListBuckets | CreateBucket => Target::Service,
@@ -187,8 +146,7 @@ impl S3Op {
         }
     }
 
-    /// The ACL permission that grants the operation.
-    pub fn acl_need(self) -> AclNeed {
+    fn acl_need(self) -> AclNeed {
         use Permission::*;
         use S3Op::*;
         match self {
@@ -216,9 +174,38 @@ impl S3Op {
         }
     }
 
-    /// Get/Put/DeleteBucketPolicy: only the bucket owner's account may run them, and its root
-    /// may run them even when the policy denies it (AWS's lock-out protection).
-    pub fn is_policy_op(self) -> bool {
+    fn is_policy_op(self) -> bool {
         matches!(self, S3Op::GetBucketPolicy | S3Op::PutBucketPolicy | S3Op::DeleteBucketPolicy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actions::{ResourceKind, resource_kind};
+
+    /// Every operation of the shared enum has a policy action this crate knows (with and
+    /// without a version id), applying to what the operation acts on: an operation added to
+    /// `s3hpc_core::op` without its authorization here fails this test (`target` and `acl_need`
+    /// have catch-all arms, so the compiler alone would not say so).
+    #[test]
+    fn every_operation_has_a_known_action_on_its_target() {
+        for &op in S3Op::ALL {
+            for version in [false, true] {
+                let action = op.action(version);
+                let kind = resource_kind(action).unwrap_or_else(|| panic!("{op:?}: unknown action {action}"));
+                let ok = match op.target() {
+                    // CreateBucket names the bucket it makes; ListBuckets the account.
+                    Target::Service => kind != ResourceKind::Object,
+                    Target::Bucket => kind == ResourceKind::Bucket,
+                    Target::Object => kind == ResourceKind::Object,
+                };
+                assert!(ok, "{op:?}: {action} applies to {kind:?}, the operation to {:?}", op.target());
+            }
+            // An ACL grant on the object only makes sense for an operation on an object.
+            if matches!(op.acl_need(), AclNeed::Object(_)) {
+                assert_eq!(op.target(), Target::Object, "{op:?}");
+            }
+        }
     }
 }

@@ -23,7 +23,7 @@ use crate::acl::{AclHeaders, CannedAcl, RequestedAcl};
 use crate::bucket::{BucketAuth, authorize, authorize_service, owner_of, reveals_missing_key};
 use crate::error::{AuthzError, ErrorCode as AzCode};
 use crate::eval::{Account, Principal, RequestContext};
-use crate::ops::{AclNeed, S3Op, Target};
+use crate::ops::{AclNeed, S3Op, S3OpAuthz, Target};
 use crate::ownership::{ObjectOwnership, PublicAccessBlock, policy_status_xml};
 
 /// The bucket configuration name under which a bucket's [`BucketAuth`] is kept.
@@ -496,8 +496,8 @@ impl Authorized {
             ("website", false, true) => DeleteBucketWebsite,
             ("versioning", true, _) => GetBucketVersioning,
             ("versioning", false, _) => PutBucketVersioning,
-            ("objectLock", true, _) => GetBucketObjectLockConfiguration,
-            ("objectLock", false, _) => PutBucketObjectLockConfiguration,
+            ("objectLock", true, _) => GetObjectLockConfiguration,
+            ("objectLock", false, _) => PutObjectLockConfiguration,
             _ => return None,
         })
     }

@@ -3,7 +3,7 @@
 use s3hpc_authz::acl::ANONYMOUS_OWNER_ID;
 use s3hpc_authz::{
     Account, Acl, BucketAuth, CannedAcl, ErrorCode, Grant, Grantee, Grounds, Group, ObjectOwnership, Owner, Permission,
-    Principal, PublicAccessBlock, RequestedAcl, S3Op, authorize, authorize_service,
+    Principal, PublicAccessBlock, RequestedAcl, S3Op, S3OpAuthz, authorize, authorize_service,
 };
 
 fn owner() -> Principal {

@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use s3hpc_authz::{
     Account, Acl, BucketAuth, CannedAcl, ErrorCode, ObjectOwnership, Owner, Principal, PublicAccessBlock, RequestedAcl,
-    S3Op, authorize,
+    S3Op, S3OpAuthz, authorize,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -14,9 +14,11 @@ use s3hpc_core::*;
 
 use crate::{Caps, pattern};
 
-/// One step of a generated sequence.
+/// One step of a generated sequence: a call (a few for `Multipart`) on the store under test
+/// and on the oracle. Not an S3 operation ([`s3hpc_core::S3Op`]) nor a store method
+/// ([`s3hpc_core::StoreOp`]): a step of the model.
 #[derive(Debug, Clone)]
-pub enum Op {
+pub enum Step {
     Put {
         key: String,
         len: usize,
@@ -99,23 +101,23 @@ fn range() -> impl Strategy<Value = ByteRange> {
     ]
 }
 
-pub fn op() -> impl Strategy<Value = Op> {
+pub fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        6 => (key(), 0usize..300, any::<u64>()).prop_map(|(key, len, seed)| Op::Put { key, len, seed }),
-        2 => key().prop_map(|key| Op::Get { key }),
-        2 => (key(), range()).prop_map(|(key, range)| Op::GetRange { key, range }),
-        1 => key().prop_map(|key| Op::Head { key }),
-        3 => key().prop_map(|key| Op::Delete { key }),
-        1 => (key(), key()).prop_map(|(src, dst)| Op::Copy { src, dst }),
+        6 => (key(), 0usize..300, any::<u64>()).prop_map(|(key, len, seed)| Step::Put { key, len, seed }),
+        2 => key().prop_map(|key| Step::Get { key }),
+        2 => (key(), range()).prop_map(|(key, range)| Step::GetRange { key, range }),
+        1 => key().prop_map(|key| Step::Head { key }),
+        3 => key().prop_map(|key| Step::Delete { key }),
+        1 => (key(), key()).prop_map(|(src, dst)| Step::Copy { src, dst }),
         4 => (prefix(), any::<bool>(), 0usize..6, proptest::option::of(key()))
-            .prop_map(|(prefix, delimiter, max_keys, start_after)| Op::List { prefix, delimiter, max_keys, start_after }),
-        1 => (key(), proptest::collection::vec(1usize..200, 1..3), any::<u64>()).prop_map(|(key, parts, seed)| Op::Multipart { key, parts, seed }),
-        1 => (key(), "[a-z]{0,3}").prop_map(|(key, value)| Op::Tag { key, value }),
+            .prop_map(|(prefix, delimiter, max_keys, start_after)| Step::List { prefix, delimiter, max_keys, start_after }),
+        1 => (key(), proptest::collection::vec(1usize..200, 1..3), any::<u64>()).prop_map(|(key, parts, seed)| Step::Multipart { key, parts, seed }),
+        1 => (key(), "[a-z]{0,3}").prop_map(|(key, value)| Step::Tag { key, value }),
     ]
 }
 
-pub fn ops(max: usize) -> impl Strategy<Value = Vec<Op>> {
-    proptest::collection::vec(op(), 1..max)
+pub fn steps(max: usize) -> impl Strategy<Value = Vec<Step>> {
+    proptest::collection::vec(step(), 1..max)
 }
 
 /// What is compared: errors by code, successes by a normalised description.
@@ -126,21 +128,21 @@ fn outcome<T>(r: Result<T>, f: impl FnOnce(T) -> String) -> String {
     }
 }
 
-async fn apply(s: &DynStore, bucket: &str, op: &Op, caps: Caps) -> String {
+async fn apply(s: &DynStore, bucket: &str, step: &Step, caps: Caps) -> String {
     let etag = |e: &str| if caps.etag_md5 { e.to_string() } else { "-".to_string() };
-    match op {
-        Op::Put { key, len, seed } => {
+    match step {
+        Step::Put { key, len, seed } => {
             let r = s.put_object(bucket, key, PutObjectRequest::default(), Body::from(pattern(*seed, *len))).await;
             outcome(r, |o| format!("{} {}", o.size, etag(&o.etag)))
         }
-        Op::Get { key } => {
+        Step::Get { key } => {
             let r = match s.get_object(bucket, key, GetObjectRequest::default()).await {
                 Ok(o) => o.body.collect().await.map_err(Error::from).map(|b| (o.info, b)),
                 Err(e) => Err(e),
             };
             outcome(r, |(i, b)| format!("{} {} {:?} {}", i.size, etag(&i.etag), b, i.tag_count))
         }
-        Op::GetRange { key, range } => {
+        Step::GetRange { key, range } => {
             let req = GetObjectRequest { range: Some(*range), ..Default::default() };
             let r = match s.get_object(bucket, key, req).await {
                 Ok(o) => o.body.collect().await.map_err(Error::from).map(|b| (o.range, b)),
@@ -148,15 +150,15 @@ async fn apply(s: &DynStore, bucket: &str, op: &Op, caps: Caps) -> String {
             };
             outcome(r, |(rg, b)| format!("{rg:?} {b:?}"))
         }
-        Op::Head { key } => outcome(s.head_object(bucket, key, GetObjectRequest::default()).await, |i| {
+        Step::Head { key } => outcome(s.head_object(bucket, key, GetObjectRequest::default()).await, |i| {
             format!("{} {} {:?}", i.size, etag(&i.etag), i.meta)
         }),
-        Op::Delete { key } => outcome(s.delete_object(bucket, key).await, |_| String::new()),
-        Op::Copy { src, dst } => {
+        Step::Delete { key } => outcome(s.delete_object(bucket, key).await, |_| String::new()),
+        Step::Copy { src, dst } => {
             let req = CopyObjectRequest { metadata: Directive::Replace(ObjectMeta::default()), ..Default::default() };
             outcome(s.copy_object(bucket, src, bucket, dst, req).await, |o| format!("{} {}", o.size, etag(&o.etag)))
         }
-        Op::List { prefix, delimiter, max_keys, start_after } => {
+        Step::List { prefix, delimiter, max_keys, start_after } => {
             let req = ListObjectsRequest {
                 prefix: prefix.clone(),
                 delimiter: delimiter.then(|| "/".to_string()),
@@ -169,7 +171,7 @@ async fn apply(s: &DynStore, bucket: &str, op: &Op, caps: Caps) -> String {
                 format!("{objs:?} {:?} {} {:?}", p.common_prefixes, p.is_truncated, p.next_marker)
             })
         }
-        Op::Multipart { key, parts, seed } => {
+        Step::Multipart { key, parts, seed } => {
             let id = match s.create_multipart_upload(bucket, key, CreateMultipartRequest::default()).await {
                 Ok(id) => id,
                 Err(e) => return format!("err create {}", e.code),
@@ -198,7 +200,7 @@ async fn apply(s: &DynStore, bucket: &str, op: &Op, caps: Caps) -> String {
             }
             outcome(r, |o| format!("{} {}", o.size, etag(&o.etag)))
         }
-        Op::Tag { key, value } => {
+        Step::Tag { key, value } => {
             let tags = if value.is_empty() { vec![] } else { vec![("k".to_string(), value.clone())] };
             let r = s.put_object_tagging(bucket, key, None, tags).await;
             let r2 = s.get_object_tagging(bucket, key, None).await;
@@ -207,19 +209,19 @@ async fn apply(s: &DynStore, bucket: &str, op: &Op, caps: Caps) -> String {
     }
 }
 
-/// Replay `ops` on `store` (in a fresh bucket) and on a fresh memory oracle; `Err` describes the
+/// Replay `steps` on `store` (in a fresh bucket) and on a fresh memory oracle; `Err` describes the
 /// first divergence. The bucket is removed afterwards.
-pub async fn compare_with_oracle(store: DynStore, caps: Caps, ops: &[Op]) -> Result<(), String> {
+pub async fn compare_with_oracle(store: DynStore, caps: Caps, steps: &[Step]) -> Result<(), String> {
     let oracle: DynStore = Arc::new(MemoryStore::new());
     let bucket = format!("prop-{:016x}", rand::random::<u64>());
     oracle.create_bucket(&bucket).await.map_err(|e| e.to_string())?;
     store.create_bucket(&bucket).await.map_err(|e| e.to_string())?;
     let mut result = Ok(());
-    for (i, op) in ops.iter().enumerate() {
-        let want = apply(&oracle, &bucket, op, caps).await;
-        let got = apply(&store, &bucket, op, caps).await;
+    for (i, step) in steps.iter().enumerate() {
+        let want = apply(&oracle, &bucket, step, caps).await;
+        let got = apply(&store, &bucket, step, caps).await;
         if want != got {
-            result = Err(format!("step {i}: {op:?}\n  oracle: {want}\n  store:  {got}"));
+            result = Err(format!("step {i}: {step:?}\n  oracle: {want}\n  store:  {got}"));
             break;
         }
     }
@@ -250,9 +252,9 @@ where
         failure_persistence: None,
         ..Default::default()
     });
-    let result = runner.run(&ops(40), |ops| {
+    let result = runner.run(&steps(40), |steps| {
         let store = make();
-        rt.block_on(compare_with_oracle(store, caps, &ops)).map_err(proptest::test_runner::TestCaseError::fail)
+        rt.block_on(compare_with_oracle(store, caps, &steps)).map_err(proptest::test_runner::TestCaseError::fail)
     });
     if let Err(e) = result {
         panic!("store diverges from the memory oracle: {e}");

@@ -45,7 +45,13 @@ macro_rules! operations {
             )*
         }
 
-        /// The opcodes (PROTOCOL.md section 5).
+        /// The opcodes (PROTOCOL.md section 5). Numbers on the wire, kept apart from
+        /// `s3hpc_core::S3Op` (the S3 API's operations, as the HTTP router and the authorization
+        /// layer name them): an opcode keeps its number and name for the protocol's
+        /// compatibility (its name is the `operation` label of the binary protocol's metrics),
+        /// most name one `Store` method rather than an S3 request (`GetBucketConfig`,
+        /// `AppendObject`, `CreateMultipart`), and some are no S3 operation at all (the
+        /// self-service key operations).
         #[repr(u8)]
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Opcode {

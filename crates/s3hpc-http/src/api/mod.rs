@@ -47,6 +47,8 @@ mod multipart;
 mod object_get;
 mod object_lock;
 mod object_put;
+#[cfg(test)]
+mod op_tests;
 mod post_object;
 mod rename;
 mod request;
@@ -81,40 +83,54 @@ const BUCKET_UNSUPPORTED: &[&str] = &[
 const OBJECT_UNSUPPORTED: &[&str] = &["torrent", "restore", "select"];
 
 macro_rules! operations {
-    ($($op:ident),* $(,)?) => {
-        /// The operations the router knows; the name is what the access log prints.
+    ($($(#[$doc:meta])* $op:ident),* $(,)?) => {
+        /// The operations the router knows: the S3 operations ([`S3Op`], shared with the
+        /// authorization layer) and what only a router has. The name is what the access log
+        /// prints and the metrics' `operation` label carries.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub(crate) enum Op { $($op),* }
+        pub(crate) enum Op {
+            S3(S3Op),
+            $($(#[$doc])* $op),*
+        }
         impl Op {
+            /// The router's own operations (every `Op` but `Op::S3`).
+            #[cfg(test)]
+            const ROUTER_ONLY: &'static [Op] = &[$(Op::$op),*];
+
             pub(crate) fn name(self) -> &'static str {
-                match self { $(Op::$op => stringify!($op)),* }
+                match self {
+                    Op::S3(o) => o.name(),
+                    $(Op::$op => stringify!($op)),*
+                }
             }
         }
     };
 }
 
+// The router's own operations. Not `S3Op`s: the authorization layer has no entry for them, as
+// they are no single S3 operation (the unsupported subresources, the CORS preflight, s3hpc's
+// extensions) or are authorized as the operations they make (DeleteObjects: each key's
+// DeleteObject; PostObject: PutObject; RenameObject: DeleteObject and PutObject).
 operations! {
-    ListBuckets,
-    HeadBucket, GetBucketLocation, CreateBucket, DeleteBucket,
-    GetBucketConfig, PutBucketConfig, DeleteBucketConfig, PostObject,
-    GetBucketTagging, PutBucketTagging, DeleteBucketTagging,
-    GetBucketPolicy, PutBucketPolicy, DeleteBucketPolicy, GetBucketPolicyStatus,
-    GetBucketAcl, PutBucketAcl, PutObjectAcl,
-    GetBucketOwnershipControls, PutBucketOwnershipControls, DeleteBucketOwnershipControls,
-    GetPublicAccessBlock, PutPublicAccessBlock, DeletePublicAccessBlock,
-    GetBucketLifecycleConfiguration, PutBucketLifecycleConfiguration, DeleteBucketLifecycle,
-    GetBucketCors, PutBucketCors, DeleteBucketCors, PreflightCors,
-    GetBucketWebsite, PutBucketWebsite, DeleteBucketWebsite,
-    GetObjectLockConfiguration, PutObjectLockConfiguration,
-    GetObjectRetention, PutObjectRetention, GetObjectLegalHold, PutObjectLegalHold,
-    ListObjects, ListObjectsV2, ListObjectVersions, ListMultipartUploads, ListParts,
-    GetBucketVersioning, PutBucketVersioning,
-    HeadObject, GetObject, GetObjectAttributes, GetObjectAcl,
-    PutObject, CopyObject, RenameObject, Fs,
-    DeleteObject, DeleteObjects,
-    GetObjectTagging, PutObjectTagging, DeleteObjectTagging,
-    CreateMultipartUpload, UploadPart, UploadPartCopy, CompleteMultipartUpload, AbortMultipartUpload,
-    UnsupportedObjectSubresource, UnsupportedObjectPost,
+    /// GET on a bucket subresource of [`BUCKET_UNSUPPORTED`].
+    GetBucketConfig,
+    /// PUT on a bucket subresource of [`BUCKET_UNSUPPORTED`].
+    PutBucketConfig,
+    /// DELETE on a bucket subresource of [`BUCKET_UNSUPPORTED`].
+    DeleteBucketConfig,
+    /// A browser form upload (`POST /bucket`).
+    PostObject,
+    /// `OPTIONS` on a bucket or object (unsigned; chosen before the routing table is read).
+    PreflightCors,
+    /// `PUT ?renameObject`.
+    RenameObject,
+    /// s3hpc's file-system extension (`POST ?s3hpc-fs`).
+    Fs,
+    DeleteObjects,
+    /// An object subresource of [`OBJECT_UNSUPPORTED`].
+    UnsupportedObjectSubresource,
+    /// Any other POST on an object.
+    UnsupportedObjectPost,
 }
 
 /// What a request addresses: the service (no bucket), a bucket (no key) or an object.
@@ -157,78 +173,78 @@ use When::*;
 /// match names the operation. A request no row matches is MethodNotAllowed.
 #[rustfmt::skip]
 const ROUTES: &[(Target, M, When, Op)] = &[
-    (Service, Get,    Always,                                       Op::ListBuckets),
+    (Service, Get,    Always,                                       Op::S3(S3Op::ListBuckets)),
 
-    (Bucket,  Head,   Always,                                       Op::HeadBucket),
-    (Bucket,  Get,    Query("location"),                            Op::GetBucketLocation),
-    (Bucket,  Get,    Query("tagging"),                             Op::GetBucketTagging),
-    (Bucket,  Get,    Query("uploads"),                             Op::ListMultipartUploads),
-    (Bucket,  Get,    Query("versions"),                            Op::ListObjectVersions),
-    (Bucket,  Get,    Query("versioning"),                          Op::GetBucketVersioning),
-    (Bucket,  Get,    Query("policy"),                              Op::GetBucketPolicy),
-    (Bucket,  Get,    Query("policyStatus"),                        Op::GetBucketPolicyStatus),
-    (Bucket,  Get,    Query("acl"),                                 Op::GetBucketAcl),
-    (Bucket,  Get,    Query("ownershipControls"),                   Op::GetBucketOwnershipControls),
-    (Bucket,  Get,    Query("publicAccessBlock"),                   Op::GetPublicAccessBlock),
-    (Bucket,  Get,    Query("lifecycle"),                           Op::GetBucketLifecycleConfiguration),
-    (Bucket,  Get,    Query("cors"),                                Op::GetBucketCors),
-    (Bucket,  Get,    Query("website"),                             Op::GetBucketWebsite),
-    (Bucket,  Get,    Query("object-lock"),                         Op::GetObjectLockConfiguration),
+    (Bucket,  Head,   Always,                                       Op::S3(S3Op::HeadBucket)),
+    (Bucket,  Get,    Query("location"),                            Op::S3(S3Op::GetBucketLocation)),
+    (Bucket,  Get,    Query("tagging"),                             Op::S3(S3Op::GetBucketTagging)),
+    (Bucket,  Get,    Query("uploads"),                             Op::S3(S3Op::ListMultipartUploads)),
+    (Bucket,  Get,    Query("versions"),                            Op::S3(S3Op::ListObjectVersions)),
+    (Bucket,  Get,    Query("versioning"),                          Op::S3(S3Op::GetBucketVersioning)),
+    (Bucket,  Get,    Query("policy"),                              Op::S3(S3Op::GetBucketPolicy)),
+    (Bucket,  Get,    Query("policyStatus"),                        Op::S3(S3Op::GetBucketPolicyStatus)),
+    (Bucket,  Get,    Query("acl"),                                 Op::S3(S3Op::GetBucketAcl)),
+    (Bucket,  Get,    Query("ownershipControls"),                   Op::S3(S3Op::GetBucketOwnershipControls)),
+    (Bucket,  Get,    Query("publicAccessBlock"),                   Op::S3(S3Op::GetPublicAccessBlock)),
+    (Bucket,  Get,    Query("lifecycle"),                           Op::S3(S3Op::GetBucketLifecycleConfiguration)),
+    (Bucket,  Get,    Query("cors"),                                Op::S3(S3Op::GetBucketCors)),
+    (Bucket,  Get,    Query("website"),                             Op::S3(S3Op::GetBucketWebsite)),
+    (Bucket,  Get,    Query("object-lock"),                         Op::S3(S3Op::GetObjectLockConfiguration)),
     (Bucket,  Get,    Unsupported,                                  Op::GetBucketConfig),
-    (Bucket,  Get,    Query("list-type"),                           Op::ListObjectsV2),
-    (Bucket,  Get,    Always,                                       Op::ListObjects),
-    (Bucket,  Put,    Query("tagging"),                             Op::PutBucketTagging),
-    (Bucket,  Put,    Query("versioning"),                          Op::PutBucketVersioning),
-    (Bucket,  Put,    Query("policy"),                              Op::PutBucketPolicy),
-    (Bucket,  Put,    Query("acl"),                                 Op::PutBucketAcl),
-    (Bucket,  Put,    Query("ownershipControls"),                   Op::PutBucketOwnershipControls),
-    (Bucket,  Put,    Query("publicAccessBlock"),                   Op::PutPublicAccessBlock),
-    (Bucket,  Put,    Query("lifecycle"),                           Op::PutBucketLifecycleConfiguration),
-    (Bucket,  Put,    Query("cors"),                                Op::PutBucketCors),
-    (Bucket,  Put,    Query("website"),                             Op::PutBucketWebsite),
-    (Bucket,  Put,    Query("object-lock"),                         Op::PutObjectLockConfiguration),
+    (Bucket,  Get,    Query("list-type"),                           Op::S3(S3Op::ListObjectsV2)),
+    (Bucket,  Get,    Always,                                       Op::S3(S3Op::ListObjects)),
+    (Bucket,  Put,    Query("tagging"),                             Op::S3(S3Op::PutBucketTagging)),
+    (Bucket,  Put,    Query("versioning"),                          Op::S3(S3Op::PutBucketVersioning)),
+    (Bucket,  Put,    Query("policy"),                              Op::S3(S3Op::PutBucketPolicy)),
+    (Bucket,  Put,    Query("acl"),                                 Op::S3(S3Op::PutBucketAcl)),
+    (Bucket,  Put,    Query("ownershipControls"),                   Op::S3(S3Op::PutBucketOwnershipControls)),
+    (Bucket,  Put,    Query("publicAccessBlock"),                   Op::S3(S3Op::PutPublicAccessBlock)),
+    (Bucket,  Put,    Query("lifecycle"),                           Op::S3(S3Op::PutBucketLifecycleConfiguration)),
+    (Bucket,  Put,    Query("cors"),                                Op::S3(S3Op::PutBucketCors)),
+    (Bucket,  Put,    Query("website"),                             Op::S3(S3Op::PutBucketWebsite)),
+    (Bucket,  Put,    Query("object-lock"),                         Op::S3(S3Op::PutObjectLockConfiguration)),
     (Bucket,  Put,    Unsupported,                                  Op::PutBucketConfig),
-    (Bucket,  Put,    Always,                                       Op::CreateBucket),
-    (Bucket,  Delete, Query("tagging"),                             Op::DeleteBucketTagging),
-    (Bucket,  Delete, Query("policy"),                              Op::DeleteBucketPolicy),
-    (Bucket,  Delete, Query("ownershipControls"),                   Op::DeleteBucketOwnershipControls),
-    (Bucket,  Delete, Query("publicAccessBlock"),                   Op::DeletePublicAccessBlock),
-    (Bucket,  Delete, Query("lifecycle"),                           Op::DeleteBucketLifecycle),
-    (Bucket,  Delete, Query("cors"),                                Op::DeleteBucketCors),
-    (Bucket,  Delete, Query("website"),                             Op::DeleteBucketWebsite),
+    (Bucket,  Put,    Always,                                       Op::S3(S3Op::CreateBucket)),
+    (Bucket,  Delete, Query("tagging"),                             Op::S3(S3Op::DeleteBucketTagging)),
+    (Bucket,  Delete, Query("policy"),                              Op::S3(S3Op::DeleteBucketPolicy)),
+    (Bucket,  Delete, Query("ownershipControls"),                   Op::S3(S3Op::DeleteBucketOwnershipControls)),
+    (Bucket,  Delete, Query("publicAccessBlock"),                   Op::S3(S3Op::DeletePublicAccessBlock)),
+    (Bucket,  Delete, Query("lifecycle"),                           Op::S3(S3Op::DeleteBucketLifecycle)),
+    (Bucket,  Delete, Query("cors"),                                Op::S3(S3Op::DeleteBucketCors)),
+    (Bucket,  Delete, Query("website"),                             Op::S3(S3Op::DeleteBucketWebsite)),
     (Bucket,  Delete, Unsupported,                                  Op::DeleteBucketConfig),
-    (Bucket,  Delete, Always,                                       Op::DeleteBucket),
+    (Bucket,  Delete, Always,                                       Op::S3(S3Op::DeleteBucket)),
     (Bucket,  Post,   Query("delete"),                              Op::DeleteObjects),
     (Bucket,  Post,   Query("s3hpc-fs"),                            Op::Fs),
     (Bucket,  Post,   Always,                                       Op::PostObject),
 
-    (Object,  Head,   Always,                                       Op::HeadObject),
-    (Object,  Get,    Query("tagging"),                             Op::GetObjectTagging),
-    (Object,  Get,    Query("uploadId"),                            Op::ListParts),
-    (Object,  Get,    Query("attributes"),                          Op::GetObjectAttributes),
-    (Object,  Get,    Query("acl"),                                 Op::GetObjectAcl),
-    (Object,  Get,    Query("retention"),                           Op::GetObjectRetention),
-    (Object,  Get,    Query("legal-hold"),                          Op::GetObjectLegalHold),
+    (Object,  Head,   Always,                                       Op::S3(S3Op::HeadObject)),
+    (Object,  Get,    Query("tagging"),                             Op::S3(S3Op::GetObjectTagging)),
+    (Object,  Get,    Query("uploadId"),                            Op::S3(S3Op::ListParts)),
+    (Object,  Get,    Query("attributes"),                          Op::S3(S3Op::GetObjectAttributes)),
+    (Object,  Get,    Query("acl"),                                 Op::S3(S3Op::GetObjectAcl)),
+    (Object,  Get,    Query("retention"),                           Op::S3(S3Op::GetObjectRetention)),
+    (Object,  Get,    Query("legal-hold"),                          Op::S3(S3Op::GetObjectLegalHold)),
     (Object,  Get,    Unsupported,                                  Op::UnsupportedObjectSubresource),
-    (Object,  Get,    Always,                                       Op::GetObject),
-    (Object,  Put,    Query("tagging"),                             Op::PutObjectTagging),
+    (Object,  Get,    Always,                                       Op::S3(S3Op::GetObject)),
+    (Object,  Put,    Query("tagging"),                             Op::S3(S3Op::PutObjectTagging)),
     (Object,  Put,    Query("renameObject"),                        Op::RenameObject),
-    (Object,  Put,    Query("acl"),                                 Op::PutObjectAcl),
-    (Object,  Put,    Query("retention"),                           Op::PutObjectRetention),
-    (Object,  Put,    Query("legal-hold"),                          Op::PutObjectLegalHold),
+    (Object,  Put,    Query("acl"),                                 Op::S3(S3Op::PutObjectAcl)),
+    (Object,  Put,    Query("retention"),                           Op::S3(S3Op::PutObjectRetention)),
+    (Object,  Put,    Query("legal-hold"),                          Op::S3(S3Op::PutObjectLegalHold)),
     (Object,  Put,    Unsupported,                                  Op::UnsupportedObjectSubresource),
-    (Object,  Put,    QueryAndHeader("uploadId", "x-amz-copy-source"),   Op::UploadPartCopy),
-    (Object,  Put,    QueryAndHeader("partNumber", "x-amz-copy-source"), Op::UploadPartCopy),
-    (Object,  Put,    Query("uploadId"),                            Op::UploadPart),
-    (Object,  Put,    Query("partNumber"),                          Op::UploadPart),
-    (Object,  Put,    Header("x-amz-copy-source"),                  Op::CopyObject),
-    (Object,  Put,    Always,                                       Op::PutObject),
-    (Object,  Delete, Query("tagging"),                             Op::DeleteObjectTagging),
-    (Object,  Delete, Query("uploadId"),                            Op::AbortMultipartUpload),
+    (Object,  Put,    QueryAndHeader("uploadId", "x-amz-copy-source"),   Op::S3(S3Op::UploadPartCopy)),
+    (Object,  Put,    QueryAndHeader("partNumber", "x-amz-copy-source"), Op::S3(S3Op::UploadPartCopy)),
+    (Object,  Put,    Query("uploadId"),                            Op::S3(S3Op::UploadPart)),
+    (Object,  Put,    Query("partNumber"),                          Op::S3(S3Op::UploadPart)),
+    (Object,  Put,    Header("x-amz-copy-source"),                  Op::S3(S3Op::CopyObject)),
+    (Object,  Put,    Always,                                       Op::S3(S3Op::PutObject)),
+    (Object,  Delete, Query("tagging"),                             Op::S3(S3Op::DeleteObjectTagging)),
+    (Object,  Delete, Query("uploadId"),                            Op::S3(S3Op::AbortMultipartUpload)),
     (Object,  Delete, Unsupported,                                  Op::UnsupportedObjectSubresource),
-    (Object,  Delete, Always,                                       Op::DeleteObject),
-    (Object,  Post,   Query("uploads"),                             Op::CreateMultipartUpload),
-    (Object,  Post,   Query("uploadId"),                            Op::CompleteMultipartUpload),
+    (Object,  Delete, Always,                                       Op::S3(S3Op::DeleteObject)),
+    (Object,  Post,   Query("uploads"),                             Op::S3(S3Op::CreateMultipartUpload)),
+    (Object,  Post,   Query("uploadId"),                            Op::S3(S3Op::CompleteMultipartUpload)),
     (Object,  Post,   Query("s3hpc-fs"),                            Op::Fs),
     (Object,  Post,   Always,                                       Op::UnsupportedObjectPost),
 ];
@@ -400,7 +416,7 @@ pub(crate) async fn dispatch(
     }
     let Some(o) = route(target, &parts.method, &r.q, &parts.headers) else {
         if target == Service {
-            *op = Op::ListBuckets.name();
+            *op = Op::S3(S3Op::ListBuckets).name();
         }
         return Err(Error::code(ErrorCode::MethodNotAllowed));
     };
@@ -528,11 +544,11 @@ fn caller(
 /// `future-size-threshold` shows the sizes).
 async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     match op {
-        Op::ListBuckets => Box::pin(bucket::list_buckets(r)).await,
-        Op::HeadBucket => Box::pin(bucket::head_bucket(r)).await,
-        Op::GetBucketLocation => Box::pin(bucket::get_bucket_location(r)).await,
-        Op::CreateBucket => Box::pin(bucket::create_bucket(r, body)).await,
-        Op::DeleteBucket => Box::pin(bucket::delete_bucket(r)).await,
+        Op::S3(S3Op::ListBuckets) => Box::pin(bucket::list_buckets(r)).await,
+        Op::S3(S3Op::HeadBucket) => Box::pin(bucket::head_bucket(r)).await,
+        Op::S3(S3Op::GetBucketLocation) => Box::pin(bucket::get_bucket_location(r)).await,
+        Op::S3(S3Op::CreateBucket) => Box::pin(bucket::create_bucket(r, body)).await,
+        Op::S3(S3Op::DeleteBucket) => Box::pin(bucket::delete_bucket(r)).await,
         Op::GetBucketConfig => {
             Box::pin(bucket::get_bucket_config(r, r.unsupported_subresource(BUCKET_UNSUPPORTED))).await
         }
@@ -542,71 +558,73 @@ async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
             r.unsupported_subresource(BUCKET_UNSUPPORTED)
         ))),
         Op::PostObject => Box::pin(post_object::post_object(r, body)).await,
-        Op::GetBucketPolicy => Box::pin(access::get(r, "policy")).await,
-        Op::GetBucketPolicyStatus => Box::pin(access::get(r, "policyStatus")).await,
-        Op::GetBucketAcl => Box::pin(access::get(r, "acl")).await,
-        Op::GetBucketOwnershipControls => Box::pin(access::get(r, "ownershipControls")).await,
-        Op::GetPublicAccessBlock => Box::pin(access::get(r, "publicAccessBlock")).await,
-        Op::PutBucketPolicy => Box::pin(access::put(r, "policy", body)).await,
-        Op::PutBucketAcl => Box::pin(access::put(r, "acl", body)).await,
-        Op::PutBucketOwnershipControls => Box::pin(access::put(r, "ownershipControls", body)).await,
-        Op::PutPublicAccessBlock => Box::pin(access::put(r, "publicAccessBlock", body)).await,
-        Op::DeleteBucketPolicy => Box::pin(access::delete(r, "policy")).await,
-        Op::DeleteBucketOwnershipControls => Box::pin(access::delete(r, "ownershipControls")).await,
-        Op::DeletePublicAccessBlock => Box::pin(access::delete(r, "publicAccessBlock")).await,
-        Op::PutObjectAcl => Box::pin(access::put_object_acl(r, body)).await,
-        Op::GetBucketLifecycleConfiguration => Box::pin(lifecycle::get(r)).await,
-        Op::PutBucketLifecycleConfiguration => Box::pin(lifecycle::put(r, body)).await,
-        Op::DeleteBucketLifecycle => Box::pin(lifecycle::delete(r)).await,
-        Op::GetBucketCors => Box::pin(cors::get(r)).await,
-        Op::PutBucketCors => Box::pin(cors::put(r, body)).await,
-        Op::DeleteBucketCors => Box::pin(cors::delete(r)).await,
-        Op::GetBucketWebsite => Box::pin(website::get(r)).await,
-        Op::PutBucketWebsite => Box::pin(website::put(r, body)).await,
-        Op::DeleteBucketWebsite => Box::pin(website::delete(r)).await,
+        Op::S3(S3Op::GetBucketPolicy) => Box::pin(access::get(r, "policy")).await,
+        Op::S3(S3Op::GetBucketPolicyStatus) => Box::pin(access::get(r, "policyStatus")).await,
+        Op::S3(S3Op::GetBucketAcl) => Box::pin(access::get(r, "acl")).await,
+        Op::S3(S3Op::GetBucketOwnershipControls) => Box::pin(access::get(r, "ownershipControls")).await,
+        Op::S3(S3Op::GetPublicAccessBlock) => Box::pin(access::get(r, "publicAccessBlock")).await,
+        Op::S3(S3Op::PutBucketPolicy) => Box::pin(access::put(r, "policy", body)).await,
+        Op::S3(S3Op::PutBucketAcl) => Box::pin(access::put(r, "acl", body)).await,
+        Op::S3(S3Op::PutBucketOwnershipControls) => Box::pin(access::put(r, "ownershipControls", body)).await,
+        Op::S3(S3Op::PutPublicAccessBlock) => Box::pin(access::put(r, "publicAccessBlock", body)).await,
+        Op::S3(S3Op::DeleteBucketPolicy) => Box::pin(access::delete(r, "policy")).await,
+        Op::S3(S3Op::DeleteBucketOwnershipControls) => Box::pin(access::delete(r, "ownershipControls")).await,
+        Op::S3(S3Op::DeletePublicAccessBlock) => Box::pin(access::delete(r, "publicAccessBlock")).await,
+        Op::S3(S3Op::PutObjectAcl) => Box::pin(access::put_object_acl(r, body)).await,
+        Op::S3(S3Op::GetBucketLifecycleConfiguration) => Box::pin(lifecycle::get(r)).await,
+        Op::S3(S3Op::PutBucketLifecycleConfiguration) => Box::pin(lifecycle::put(r, body)).await,
+        Op::S3(S3Op::DeleteBucketLifecycle) => Box::pin(lifecycle::delete(r)).await,
+        Op::S3(S3Op::GetBucketCors) => Box::pin(cors::get(r)).await,
+        Op::S3(S3Op::PutBucketCors) => Box::pin(cors::put(r, body)).await,
+        Op::S3(S3Op::DeleteBucketCors) => Box::pin(cors::delete(r)).await,
+        Op::S3(S3Op::GetBucketWebsite) => Box::pin(website::get(r)).await,
+        Op::S3(S3Op::PutBucketWebsite) => Box::pin(website::put(r, body)).await,
+        Op::S3(S3Op::DeleteBucketWebsite) => Box::pin(website::delete(r)).await,
         Op::PreflightCors => Err(Error::code(ErrorCode::MethodNotAllowed)),
-        Op::GetObjectLockConfiguration => Box::pin(object_lock::get_config(r)).await,
-        Op::PutObjectLockConfiguration => Box::pin(object_lock::put_config(r, body)).await,
-        Op::GetObjectRetention => Box::pin(object_lock::get_retention(r)).await,
-        Op::PutObjectRetention => Box::pin(object_lock::put_retention(r, body)).await,
-        Op::GetObjectLegalHold => Box::pin(object_lock::get_legal_hold(r)).await,
-        Op::PutObjectLegalHold => Box::pin(object_lock::put_legal_hold(r, body)).await,
-        Op::GetBucketTagging => Box::pin(tagging::get_bucket_tagging(r)).await,
-        Op::PutBucketTagging => Box::pin(tagging::put_bucket_tagging(r, body)).await,
-        Op::DeleteBucketTagging => Box::pin(tagging::delete_bucket_tagging(r)).await,
-        Op::ListObjects => Box::pin(list::list_objects(r, list::ListKind::V1)).await,
-        Op::ListObjectsV2 => match r.q.get("list-type") {
+        Op::S3(S3Op::GetObjectLockConfiguration) => Box::pin(object_lock::get_config(r)).await,
+        Op::S3(S3Op::PutObjectLockConfiguration) => Box::pin(object_lock::put_config(r, body)).await,
+        Op::S3(S3Op::GetObjectRetention) => Box::pin(object_lock::get_retention(r)).await,
+        Op::S3(S3Op::PutObjectRetention) => Box::pin(object_lock::put_retention(r, body)).await,
+        Op::S3(S3Op::GetObjectLegalHold) => Box::pin(object_lock::get_legal_hold(r)).await,
+        Op::S3(S3Op::PutObjectLegalHold) => Box::pin(object_lock::put_legal_hold(r, body)).await,
+        Op::S3(S3Op::GetBucketTagging) => Box::pin(tagging::get_bucket_tagging(r)).await,
+        Op::S3(S3Op::PutBucketTagging) => Box::pin(tagging::put_bucket_tagging(r, body)).await,
+        Op::S3(S3Op::DeleteBucketTagging) => Box::pin(tagging::delete_bucket_tagging(r)).await,
+        Op::S3(S3Op::ListObjects) => Box::pin(list::list_objects(r, list::ListKind::V1)).await,
+        Op::S3(S3Op::ListObjectsV2) => match r.q.get("list-type") {
             Some("2") => Box::pin(list::list_objects(r, list::ListKind::V2)).await,
             _ => Err(Error::invalid_argument("Invalid list type")),
         },
-        Op::ListObjectVersions => Box::pin(versioning::list_object_versions(r)).await,
-        Op::GetBucketVersioning => Box::pin(versioning::get_bucket_versioning(r)).await,
-        Op::PutBucketVersioning => Box::pin(versioning::put_bucket_versioning(r, body)).await,
-        Op::ListMultipartUploads => Box::pin(list::list_uploads(r)).await,
-        Op::ListParts => Box::pin(list::list_parts(r)).await,
-        Op::HeadObject => Box::pin(object_get::get_object(r, true)).await,
-        Op::GetObject => Box::pin(object_get::get_object(r, false)).await,
-        Op::GetObjectAttributes => Box::pin(object_get::get_object_attributes(r)).await,
-        Op::GetObjectAcl => Box::pin(object_get::get_object_acl(r)).await,
-        Op::PutObject => Box::pin(object_put::put_object(r, body)).await,
-        Op::CopyObject => Box::pin(copy::copy_object(r)).await,
+        Op::S3(S3Op::ListObjectVersions) => Box::pin(versioning::list_object_versions(r)).await,
+        Op::S3(S3Op::GetBucketVersioning) => Box::pin(versioning::get_bucket_versioning(r)).await,
+        Op::S3(S3Op::PutBucketVersioning) => Box::pin(versioning::put_bucket_versioning(r, body)).await,
+        Op::S3(S3Op::ListMultipartUploads) => Box::pin(list::list_uploads(r)).await,
+        Op::S3(S3Op::ListParts) => Box::pin(list::list_parts(r)).await,
+        Op::S3(S3Op::HeadObject) => Box::pin(object_get::get_object(r, true)).await,
+        Op::S3(S3Op::GetObject) => Box::pin(object_get::get_object(r, false)).await,
+        Op::S3(S3Op::GetObjectAttributes) => Box::pin(object_get::get_object_attributes(r)).await,
+        Op::S3(S3Op::GetObjectAcl) => Box::pin(object_get::get_object_acl(r)).await,
+        Op::S3(S3Op::PutObject) => Box::pin(object_put::put_object(r, body)).await,
+        Op::S3(S3Op::CopyObject) => Box::pin(copy::copy_object(r)).await,
         Op::RenameObject => Box::pin(rename::rename_object(r)).await,
         Op::Fs => Box::pin(fs::fs(r)).await,
-        Op::DeleteObject => Box::pin(delete::delete_object(r)).await,
+        Op::S3(S3Op::DeleteObject) => Box::pin(delete::delete_object(r)).await,
         Op::DeleteObjects => Box::pin(delete::delete_objects(r, body)).await,
-        Op::GetObjectTagging => Box::pin(tagging::get_object_tagging(r)).await,
-        Op::PutObjectTagging => Box::pin(tagging::put_object_tagging(r, body)).await,
-        Op::DeleteObjectTagging => Box::pin(tagging::delete_object_tagging(r)).await,
-        Op::CreateMultipartUpload => Box::pin(multipart::create_multipart(r)).await,
-        Op::UploadPart => Box::pin(multipart::upload_part(r, body)).await,
-        Op::UploadPartCopy => Box::pin(copy::upload_part_copy(r)).await,
-        Op::CompleteMultipartUpload => Box::pin(multipart::complete_multipart(r, body)).await,
-        Op::AbortMultipartUpload => Box::pin(multipart::abort_multipart(r)).await,
+        Op::S3(S3Op::GetObjectTagging) => Box::pin(tagging::get_object_tagging(r)).await,
+        Op::S3(S3Op::PutObjectTagging) => Box::pin(tagging::put_object_tagging(r, body)).await,
+        Op::S3(S3Op::DeleteObjectTagging) => Box::pin(tagging::delete_object_tagging(r)).await,
+        Op::S3(S3Op::CreateMultipartUpload) => Box::pin(multipart::create_multipart(r)).await,
+        Op::S3(S3Op::UploadPart) => Box::pin(multipart::upload_part(r, body)).await,
+        Op::S3(S3Op::UploadPartCopy) => Box::pin(copy::upload_part_copy(r)).await,
+        Op::S3(S3Op::CompleteMultipartUpload) => Box::pin(multipart::complete_multipart(r, body)).await,
+        Op::S3(S3Op::AbortMultipartUpload) => Box::pin(multipart::abort_multipart(r)).await,
         Op::UnsupportedObjectSubresource => Err(Error::not_implemented(format!(
             "{} ?{} is not supported by s3hpc",
             r.parts.method,
             r.unsupported_subresource(OBJECT_UNSUPPORTED)
         ))),
         Op::UnsupportedObjectPost => Err(Error::not_implemented("this POST on an object is not supported by s3hpc")),
+        // A permission, not a request: no route names it (as a request no route matches).
+        Op::S3(S3Op::BypassGovernanceRetention) => Err(Error::code(ErrorCode::MethodNotAllowed)),
     }
 }

@@ -678,7 +678,7 @@ async fn proxy(
                     }
                     parts.extensions.insert(Preauth { access_key: who.access_key });
                     let mut r = crate::handle_s3(st, parts, body, req).await;
-                    if req.op == "GetObject" && r.status().is_success() {
+                    if req.op == s3hpc_core::S3Op::GetObject.name() && r.status().is_success() {
                         // Never rendered in the console's origin: saved as a file.
                         let raw = target.split('?').next().unwrap_or("").rsplit('/').next().unwrap_or("");
                         let name = crate::util::decode_path(raw).unwrap_or_default();
