@@ -95,9 +95,10 @@ const HELPER_QUEUE: usize = 2;
 const HASH_PIECE: usize = 256 << 10;
 /// Largest `write(2)` of an in-memory body (`write::write_pieces`). The whole body in one call
 /// (an 8 MiB part from the mount's upload slot, the binary protocol's zero-copy path) cost the
-/// kernel's copy into ext4's page cache 3 to 6 times as much CPU per byte as 1 MiB calls once
+/// kernel's copy into ext4's page cache 2 to 8 times as much CPU per byte as 1 MiB calls once
 /// several bodies were written at once (16 parts in flight on 2 cores: 1.4-1.9 CPU-s per GiB
-/// for the copies against 0.25, `docs/perf/mount.md`), whatever the source memory.
+/// for the copies against 0.25; `bench/write_size_floor.c`, docs/MOUNT.md "The unix socket's
+/// write, fixed"), whatever the source memory.
 const WRITE_PIECE: usize = 1 << 20;
 /// Bodies announced at least this large (and MD5 wanted) have their MD5 computed by the shared
 /// multi-buffer service (`s3hpc_core::md5lanes`), which hashes concurrent bodies together.
