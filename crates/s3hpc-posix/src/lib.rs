@@ -93,6 +93,13 @@ const HELPER_QUEUE: usize = 2;
 /// In-memory bodies are hashed and written in pieces of this size: a piece is still in the
 /// CPU cache when it is written, and a helper hasher (costly digests) works beside the writes.
 const HASH_PIECE: usize = 256 << 10;
+/// Largest `write(2)` of an in-memory body (`write::write_pieces`). The whole body in one call
+/// (an 8 MiB part from the mount's upload slot, the binary protocol's zero-copy path) cost the
+/// kernel's copy into ext4's page cache 2 to 8 times as much CPU per byte as 1 MiB calls once
+/// several bodies were written at once (16 parts in flight on 2 cores: 1.4-1.9 CPU-s per GiB
+/// for the copies against 0.25; `bench/write_size_floor.c`, docs/MOUNT.md "The unix socket's
+/// write, fixed"), whatever the source memory.
+const WRITE_PIECE: usize = 1 << 20;
 /// Bodies announced at least this large (and MD5 wanted) have their MD5 computed by the shared
 /// multi-buffer service (`s3hpc_core::md5lanes`), which hashes concurrent bodies together.
 const LANES_MIN: u64 = 128 << 10;

@@ -47,7 +47,7 @@ impl Inner {
                 })
                 .map_err(|e| Error::internal(format!("cannot start a hashing thread: {e}")))?;
             let mut t = self.create_temp(bdir, bucket)?;
-            t.file.write_all(data)?;
+            write_pieces(&mut t.file, data)?;
             let d = wait_hash(&done, &t)?;
             return Ok((t, d.finish()));
         }
