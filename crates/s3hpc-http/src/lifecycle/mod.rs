@@ -519,6 +519,83 @@ impl LifecycleConfig {
     }
 }
 
+/// What the `x-amz-expiration` header of PutObject, GetObject and HeadObject says.
+impl LifecycleConfig {
+    fn expiring_rules<'s, 'k>(&'s self, key: &'k str, size: u64) -> impl Iterator<Item = &'s Rule> + use<'s, 'k> {
+        self.rules.iter().filter(move |r| {
+            r.enabled
+                && matches!(r.expiration, Some(Expiration::Days(_) | Expiration::Date(_)))
+                && key.starts_with(r.filter.prefix.as_str())
+                && r.filter.size_matches(size)
+        })
+    }
+
+    /// Whether answering [`LifecycleConfig::expiry`] for this object needs its tags.
+    pub fn expiry_needs_tags(&self, key: &str, size: u64) -> bool {
+        self.expiring_rules(key, size).any(|r| !r.filter.tags.is_empty())
+    }
+
+    /// When a current object is due: among the enabled rules with an Expiration by `Days` or
+    /// `Date` whose filter takes the object (prefix, size, tags), the one that expires it first,
+    /// as `(when, rule id)` (`when`: seconds since the epoch, a midnight UTC). `tags`: the
+    /// object's tags, `None` when the caller has not read them (rules with a tag condition are
+    /// then passed over: see [`LifecycleConfig::expiry_needs_tags`]); `day`: seconds to a
+    /// lifecycle day ([`runner::day_seconds`]).
+    pub fn expiry(
+        &self,
+        key: &str,
+        size: u64,
+        created: i64,
+        tags: Option<&[(String, String)]>,
+        day: u64,
+    ) -> Option<(i64, &str)> {
+        self.expiring_rules(key, size)
+            .filter(|r| match tags {
+                Some(t) => r.filter.tags_match(t),
+                None => r.filter.tags.is_empty(),
+            })
+            .filter_map(|r| match r.expiration {
+                Some(Expiration::Days(d)) => Some((due_after_days(created, d, day), r.id.as_str())),
+                Some(Expiration::Date(t)) => Some((t, r.id.as_str())),
+                _ => None,
+            })
+            .min_by_key(|(t, _)| *t)
+    }
+}
+
+/// How long a bucket's lifecycle configuration is used for `x-amz-expiration` before it is read
+/// again (a change made through another gateway on the same root shows within this time).
+pub(crate) const CACHE_TTL: Duration = Duration::from_secs(2);
+
+type CacheEntry = (std::time::Instant, Option<std::sync::Arc<LifecycleConfig>>);
+
+/// Per-gateway cache of buckets' lifecycle configurations (`None`: the bucket has none), so
+/// that the `x-amz-expiration` of PUT, GET and HEAD costs a map lookup, and one read of the
+/// configuration per bucket and [`CACHE_TTL`] at most.
+#[derive(Default)]
+pub(crate) struct LifecycleCache {
+    map: std::sync::RwLock<std::collections::HashMap<String, CacheEntry>>,
+}
+
+impl LifecycleCache {
+    pub(crate) fn get(&self, bucket: &str) -> Option<Option<std::sync::Arc<LifecycleConfig>>> {
+        let m = self.map.read().unwrap_or_else(|e| e.into_inner());
+        m.get(bucket).filter(|(t, _)| t.elapsed() < CACHE_TTL).map(|(_, c)| c.clone())
+    }
+
+    pub(crate) fn put(&self, bucket: &str, c: Option<std::sync::Arc<LifecycleConfig>>) {
+        let mut m = self.map.write().unwrap_or_else(|e| e.into_inner());
+        if m.len() > 10_000 {
+            m.retain(|_, (t, _)| t.elapsed() < CACHE_TTL);
+        }
+        m.insert(bucket.to_string(), (std::time::Instant::now(), c));
+    }
+
+    pub(crate) fn forget(&self, bucket: &str) {
+        self.map.write().unwrap_or_else(|e| e.into_inner()).remove(bucket);
+    }
+}
+
 /// When an object (or upload) created at `created` (seconds since the epoch) is due under a
 /// rule of `days` days: `created + days` rounded up to the next midnight UTC, as AWS does, with
 /// `day` seconds to a day (86,400; shorter only under the test knob, see [`runner`]).
