@@ -2,14 +2,18 @@
 PutObject, HeadObject and GetObject when an Expiration rule of the bucket's lifecycle
 configuration applies to the object (AWS: `expiry-date="<midnight UTC>", rule-id="<id,
 URL-encoded>"`, the creation time plus the rule's days rounded up to the next midnight UTC, or
-the rule's date; the earliest rule wins; tag and size conditions count)."""
+the rule's date; the earliest rule wins; tag and size conditions count), and a lifecycle
+Transition's timing validated (400) before transitions are refused (501)."""
 from __future__ import annotations
 
 import datetime
 import email.utils
 import re
 
-from conftest import raw_request
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import err_code, err_status, raw_request
 
 HDR = "x-amz-expiration"
 
@@ -85,3 +89,21 @@ def test_no_expiration_header_without_a_lifecycle_configuration(server, s3, buck
     for method in ("PUT", "HEAD", "GET"):
         status, headers, _ = raw_request(server, method, f"/{bucket}/k", body=b"x" if method == "PUT" else b"")
         assert status == 200 and HDR not in headers, (method, headers)
+
+
+def test_transition_timing_is_validated_before_transitions_are_refused(s3, bucket):
+    """A Transition whose Date is not at midnight is AWS's 400 InvalidArgument (ceph s3-tests
+    test_lifecycle_transition_set_invalid_date: botocore reads Date '20220927' as epoch seconds,
+    1970-08-23T01:08:47Z); a valid transition stays 501 (one storage class)."""
+    def put(transition):
+        return s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": [
+            {"ID": "r", "Filter": {"Prefix": "p/"}, "Status": "Enabled", "Expiration": {"Date": "2030-01-01"},
+             "Transitions": [transition]}]})
+
+    with pytest.raises(ClientError) as e:
+        put({"Date": "20220927", "StorageClass": "GLACIER"})
+    assert (err_status(e.value), err_code(e.value)) == (400, "InvalidArgument")
+    assert e.value.response["Error"]["Message"] == "'Date' must be at midnight GMT"
+    with pytest.raises(ClientError) as e:
+        put({"Days": 30, "StorageClass": "GLACIER"})
+    assert (err_status(e.value), err_code(e.value)) == (501, "NotImplemented")

@@ -370,6 +370,11 @@ fn parse_rule(e: &Elem) -> Result<Rule> {
             Some(d)
         }
     };
+    // A transition's timing is validated as AWS does before it is refused as not implemented (a
+    // Date not at midnight is 400 InvalidArgument, not 501).
+    for t in e.children.iter().filter(|c| c.name == "Transition" || c.name == "NoncurrentVersionTransition") {
+        check_transition_timing(t)?;
+    }
     if let Some(t) = e.children.iter().find(|c| c.name == "Transition" || c.name == "NoncurrentVersionTransition") {
         let class = t.child_text("StorageClass").unwrap_or("");
         if !TRANSITION_CLASSES.contains(&class) {
@@ -384,6 +389,28 @@ fn parse_rule(e: &Elem) -> Result<Rule> {
         return Err(invalid("At least one action needs to be specified in a rule"));
     }
     Ok(Rule { id, enabled, filter, expiration, noncurrent_expiration, abort_incomplete_days })
+}
+
+/// A Transition's one `Days` (zero or more) or `Date` (a midnight UTC); a
+/// NoncurrentVersionTransition's `NoncurrentDays` (zero or more).
+fn check_transition_timing(t: &Elem) -> Result<()> {
+    let nonnegative = |text: &str, what: &str| -> Result<()> {
+        let n: i64 = text.trim().parse().map_err(|_| xml::malformed(format!("{what} is not an integer")))?;
+        if n < 0 || n > i64::from(i32::MAX) {
+            return Err(invalid(format!("'{what}' in {} action must be nonnegative", t.name)));
+        }
+        Ok(())
+    };
+    if t.name == "NoncurrentVersionTransition" {
+        let days = t.child_text("NoncurrentDays").ok_or_else(|| xml::malformed("NoncurrentDays is missing"))?;
+        return nonnegative(days, "NoncurrentDays");
+    }
+    let fields: Vec<&Elem> = t.children.iter().filter(|c| matches!(c.name.as_str(), "Days" | "Date")).collect();
+    match fields.as_slice() {
+        [f] if f.name == "Days" => nonnegative(&f.text, "Days"),
+        [f] => parse_midnight(&f.text).map(|_| ()),
+        _ => Err(xml::malformed("Transition takes exactly one of Days, Date")),
+    }
 }
 
 fn generated_id() -> String {
@@ -712,6 +739,23 @@ mod tests {
             "<Rule><ID>a</ID><Filter/><Status>Enabled</Status><Transition><Days>1</Days><StorageClass>NOPE</StorageClass></Transition></Rule>",
         );
         assert_eq!(e.code, ErrorCode::InvalidStorageClass);
+        // The timing is checked first: a Date not at midnight is AWS's 400, not 501.
+        let e = err(&format!(
+            "<Rule><ID>a</ID><Filter/><Status>Enabled</Status>{EXP}<Transition><Date>1970-08-23T01:08:47Z</Date><StorageClass>GLACIER</StorageClass></Transition></Rule>"
+        ));
+        assert_eq!((e.code, e.message.as_str()), (ErrorCode::InvalidArgument, "'Date' must be at midnight GMT"));
+        let e = err(
+            "<Rule><ID>a</ID><Filter/><Status>Enabled</Status><Transition><Days>-1</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>",
+        );
+        assert_eq!(e.message, "'Days' in Transition action must be nonnegative");
+        let e = err(
+            "<Rule><ID>a</ID><Filter/><Status>Enabled</Status><NoncurrentVersionTransition><NoncurrentDays>-2</NoncurrentDays><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition></Rule>",
+        );
+        assert_eq!(e.message, "'NoncurrentDays' in NoncurrentVersionTransition action must be nonnegative");
+        let e = err(
+            "<Rule><ID>a</ID><Filter/><Status>Enabled</Status><Transition><Date>2030-01-01T00:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition></Rule>",
+        );
+        assert_eq!(e.code, ErrorCode::NotImplemented);
         let e = err(&format!(
             "<Rule><ID>a</ID><Filter><And><Tag><Key>k</Key><Value>v</Value></Tag><Tag><Key>k</Key><Value>w</Value></Tag></And></Filter><Status>Enabled</Status>{EXP}</Rule>"
         ));
