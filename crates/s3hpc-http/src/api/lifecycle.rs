@@ -15,8 +15,8 @@ use s3hpc_core::*;
 use super::Req;
 use super::request::*;
 use super::response::*;
-use crate::body::ReqBody;
 use crate::State;
+use crate::body::ReqBody;
 use crate::lifecycle::LifecycleConfig;
 use crate::lifecycle::runner::{day_seconds, internal_caller};
 
@@ -115,7 +115,10 @@ pub(super) async fn expiration_header(
         ObjectTags::Count(_) => {
             let got = s3hpc_core::identity::scope(
                 None,
-                s3hpc_core::caller::scope(Some(internal_caller()), store(r).get_object_tagging(&r.bucket, &r.key, None)),
+                s3hpc_core::caller::scope(
+                    Some(internal_caller()),
+                    store(r).get_object_tagging(&r.bucket, &r.key, None),
+                ),
             )
             .await;
             read = got.map(|t| t.tags).unwrap_or_default();
@@ -125,10 +128,7 @@ pub(super) async fn expiration_header(
     let created = created.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     let (due, id) = config.expiry(&r.key, size, created, tags, day_seconds())?;
     let when = UNIX_EPOCH + Duration::from_secs(due.max(0) as u64);
-    let v = format!(
-        "expiry-date=\"{}\", rule-id=\"{}\"",
-        crate::util::http_date(when),
-        utf8_percent_encode(id, RULE_ID)
-    );
+    let v =
+        format!("expiry-date=\"{}\", rule-id=\"{}\"", crate::util::http_date(when), utf8_percent_encode(id, RULE_ID));
     HeaderValue::from_str(&v).ok()
 }
