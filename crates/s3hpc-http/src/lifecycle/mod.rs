@@ -5,6 +5,10 @@
 //! The document is kept as the bucket configuration `lifecycle` in the form [`LifecycleConfig::to_xml`]
 //! writes with `internal = true` (the `x-amz-transition-default-minimum-object-size` value rides
 //! along in an element of its own, dropped when the document is answered to a client).
+//!
+//! [`LifecycleConfig::expiry`] says what the `x-amz-expiration` header of PutObject, GetObject
+//! and HeadObject names (the rule that expires an object first); `LifecycleCache` keeps each
+//! bucket's parsed configuration for that briefly, per gateway.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
