@@ -651,6 +651,43 @@ mod tests {
     const EXP: &str = "<Expiration><Days>1</Days></Expiration>";
 
     #[test]
+    fn expiry_is_the_earliest_matching_enabled_rule() {
+        let c = LifecycleConfig::parse(
+            doc(&"<Rule><ID>all</ID><Filter/><Status>Enabled</Status><Expiration><Days>30</Days></Expiration></Rule>\
+                 <Rule><ID>logs</ID><Filter><Prefix>logs/</Prefix></Filter><Status>Enabled</Status>{EXP}</Rule>\
+                 <Rule><ID>off</ID><Filter><Prefix>off/</Prefix></Filter><Status>Disabled</Status>{EXP}</Rule>\
+                 <Rule><ID>tag</ID><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status><Expiration><Days>2</Days></Expiration></Rule>\
+                 <Rule><ID>big</ID><Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan></Filter><Status>Enabled</Status><Expiration><Date>1970-01-20</Date></Expiration></Rule>\
+                 <Rule><ID>dm</ID><Filter/><Status>Enabled</Status><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>"
+                .replace("{EXP}", EXP))
+            .as_bytes(),
+            None,
+        )
+        .unwrap();
+        let day = 86_400;
+        let t = 10 * day as i64 + 3600; // day 10, 01:00 UTC
+        // Days: creation + days, rounded up to the next midnight.
+        assert_eq!(c.expiry("logs/a", 1, t, Some(&[]), day), Some((12 * day as i64, "logs")));
+        assert_eq!(c.expiry("off/a", 1, t, Some(&[]), day), Some((41 * day as i64, "all")));
+        let tags = [("k".to_string(), "v".to_string())];
+        assert_eq!(c.expiry("x", 1, t, Some(&tags), day), Some((13 * day as i64, "tag")));
+        // Tags not read: tag rules are passed over, and the caller is told it would need them.
+        assert_eq!(c.expiry("x", 1, t, None, day), Some((41 * day as i64, "all")));
+        assert!(c.expiry_needs_tags("x", 1));
+        assert_eq!(c.expiry("x", 11, t, Some(&[]), day), Some((19 * day as i64, "big")));
+        let none = LifecycleConfig::parse(
+            doc("<Rule><ID>p</ID><Filter><Prefix>p/</Prefix></Filter><Status>Enabled</Status>{EXP}</Rule>"
+                .replace("{EXP}", EXP)
+                .as_str())
+            .as_bytes(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(none.expiry("q/a", 1, t, Some(&[]), day), None);
+        assert!(!none.expiry_needs_tags("p/a", 1));
+    }
+
+    #[test]
     fn parses_every_filter_form_and_round_trips() {
         let rules = [
             format!("<Rule><ID>a</ID><Prefix>logs/</Prefix><Status>Enabled</Status>{EXP}</Rule>"),
