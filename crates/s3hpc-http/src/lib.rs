@@ -172,6 +172,8 @@ pub(crate) struct State {
     pub uploads: Arc<tokio::sync::Semaphore>,
     /// Buckets' CORS configurations, read only for requests with an `Origin`.
     pub(crate) cors: cors::CorsCache,
+    /// Buckets' lifecycle configurations, for the `x-amz-expiration` of object reads and writes.
+    pub(crate) lifecycle: lifecycle::LifecycleCache,
     /// Open connections.
     pub(crate) conns: AtomicUsize,
     /// Connection count above which idle ones are shed.
@@ -193,6 +195,7 @@ impl State {
             accept: s3hpc_sigv4::Accept { region: cfg.region.clone(), sigv2: cfg.sigv2, domain: cfg.domain.clone() },
             conns: AtomicUsize::new(0),
             cors: cors::CorsCache::default(),
+            lifecycle: lifecycle::LifecycleCache::default(),
             max_conns: cfg.max_connections.unwrap_or_else(default_max_connections).max(1),
             shed: tokio::sync::watch::channel(0).0,
             epoch: Instant::now(),

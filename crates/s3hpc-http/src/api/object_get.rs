@@ -109,6 +109,12 @@ pub(super) async fn get_object(r: &Req<'_>, head: bool) -> Result<Resp> {
         hm.insert("x-amz-tagging-count", HeaderValue::from(info.tag_count));
     }
     super::object_lock::insert_headers(hm, &info.lock)?;
+    if version_id.is_none() {
+        let tags = super::lifecycle::ObjectTags::Count(info.tag_count);
+        if let Some(v) = super::lifecycle::expiration_header(r, info.size, info.last_modified, tags).await {
+            hm.insert("x-amz-expiration", v);
+        }
+    }
     // With checksum mode: the object's checksum for the whole object; for `partNumber` of a
     // COMPOSITE object the part's own checksum (as S3 answers; a FULL_OBJECT one has none).
     let checksum = match (served, part_number) {

@@ -20,9 +20,10 @@ pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     // S3's default checksum for a new object uploaded without one (not for appends: the
     // object is not new, and an append's checksum covers its own bytes only).
     let checksum = checksum.or_else(|| if offset.is_none() { default_checksum(r) } else { None });
+    let tags = tags_header(h)?;
     let req = PutObjectRequest {
         meta: object_meta(h)?,
-        tags: tags_header(h)?,
+        tags: tags.clone(),
         content_md5: hdr(h, "content-md5").map(parse_content_md5).transpose()?,
         checksum,
         content_length,
@@ -34,7 +35,12 @@ pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         Some(off) => store(r).append_object(&r.bucket, &r.key, off, req, body).await?,
         None => store(r).put_object(&r.bucket, &r.key, req, body).await?,
     };
-    write_response(&out)
+    let mut resp = write_response(&out)?;
+    let tags = super::lifecycle::ObjectTags::Known(&tags);
+    if let Some(v) = super::lifecycle::expiration_header(r, out.size, out.last_modified, tags).await {
+        resp.headers_mut().insert("x-amz-expiration", v);
+    }
+    Ok(resp)
 }
 
 /// `x-amz-write-offset-bytes`: a PutObject that appends at this offset.

@@ -5,6 +5,10 @@
 //! The document is kept as the bucket configuration `lifecycle` in the form [`LifecycleConfig::to_xml`]
 //! writes with `internal = true` (the `x-amz-transition-default-minimum-object-size` value rides
 //! along in an element of its own, dropped when the document is answered to a client).
+//!
+//! [`LifecycleConfig::expiry`] says what the `x-amz-expiration` header of PutObject, GetObject
+//! and HeadObject names (the rule that expires an object first); `LifecycleCache` keeps each
+//! bucket's parsed configuration for that briefly, per gateway.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -370,6 +374,11 @@ fn parse_rule(e: &Elem) -> Result<Rule> {
             Some(d)
         }
     };
+    // A transition's timing is validated as AWS does before it is refused as not implemented (a
+    // Date not at midnight is 400 InvalidArgument, not 501).
+    for t in e.children.iter().filter(|c| c.name == "Transition" || c.name == "NoncurrentVersionTransition") {
+        check_transition_timing(t)?;
+    }
     if let Some(t) = e.children.iter().find(|c| c.name == "Transition" || c.name == "NoncurrentVersionTransition") {
         let class = t.child_text("StorageClass").unwrap_or("");
         if !TRANSITION_CLASSES.contains(&class) {
@@ -384,6 +393,28 @@ fn parse_rule(e: &Elem) -> Result<Rule> {
         return Err(invalid("At least one action needs to be specified in a rule"));
     }
     Ok(Rule { id, enabled, filter, expiration, noncurrent_expiration, abort_incomplete_days })
+}
+
+/// A Transition's one `Days` (zero or more) or `Date` (a midnight UTC); a
+/// NoncurrentVersionTransition's `NoncurrentDays` (zero or more).
+fn check_transition_timing(t: &Elem) -> Result<()> {
+    let nonnegative = |text: &str, what: &str| -> Result<()> {
+        let n: i64 = text.trim().parse().map_err(|_| xml::malformed(format!("{what} is not an integer")))?;
+        if n < 0 || n > i64::from(i32::MAX) {
+            return Err(invalid(format!("'{what}' in {} action must be nonnegative", t.name)));
+        }
+        Ok(())
+    };
+    if t.name == "NoncurrentVersionTransition" {
+        let days = t.child_text("NoncurrentDays").ok_or_else(|| xml::malformed("NoncurrentDays is missing"))?;
+        return nonnegative(days, "NoncurrentDays");
+    }
+    let fields: Vec<&Elem> = t.children.iter().filter(|c| matches!(c.name.as_str(), "Days" | "Date")).collect();
+    match fields.as_slice() {
+        [f] if f.name == "Days" => nonnegative(&f.text, "Days"),
+        [f] => parse_midnight(&f.text).map(|_| ()),
+        _ => Err(xml::malformed("Transition takes exactly one of Days, Date")),
+    }
 }
 
 fn generated_id() -> String {
@@ -519,6 +550,83 @@ impl LifecycleConfig {
     }
 }
 
+/// What the `x-amz-expiration` header of PutObject, GetObject and HeadObject says.
+impl LifecycleConfig {
+    fn expiring_rules<'s, 'k>(&'s self, key: &'k str, size: u64) -> impl Iterator<Item = &'s Rule> + use<'s, 'k> {
+        self.rules.iter().filter(move |r| {
+            r.enabled
+                && matches!(r.expiration, Some(Expiration::Days(_) | Expiration::Date(_)))
+                && key.starts_with(r.filter.prefix.as_str())
+                && r.filter.size_matches(size)
+        })
+    }
+
+    /// Whether answering [`LifecycleConfig::expiry`] for this object needs its tags.
+    pub fn expiry_needs_tags(&self, key: &str, size: u64) -> bool {
+        self.expiring_rules(key, size).any(|r| !r.filter.tags.is_empty())
+    }
+
+    /// When a current object is due: among the enabled rules with an Expiration by `Days` or
+    /// `Date` whose filter takes the object (prefix, size, tags), the one that expires it first,
+    /// as `(when, rule id)` (`when`: seconds since the epoch, a midnight UTC). `tags`: the
+    /// object's tags, `None` when the caller has not read them (rules with a tag condition are
+    /// then passed over: see [`LifecycleConfig::expiry_needs_tags`]); `day`: seconds to a
+    /// lifecycle day ([`runner::day_seconds`]).
+    pub fn expiry(
+        &self,
+        key: &str,
+        size: u64,
+        created: i64,
+        tags: Option<&[(String, String)]>,
+        day: u64,
+    ) -> Option<(i64, &str)> {
+        self.expiring_rules(key, size)
+            .filter(|r| match tags {
+                Some(t) => r.filter.tags_match(t),
+                None => r.filter.tags.is_empty(),
+            })
+            .filter_map(|r| match r.expiration {
+                Some(Expiration::Days(d)) => Some((due_after_days(created, d, day), r.id.as_str())),
+                Some(Expiration::Date(t)) => Some((t, r.id.as_str())),
+                _ => None,
+            })
+            .min_by_key(|(t, _)| *t)
+    }
+}
+
+/// How long a bucket's lifecycle configuration is used for `x-amz-expiration` before it is read
+/// again (a change made through another gateway on the same root shows within this time).
+pub(crate) const CACHE_TTL: Duration = Duration::from_secs(2);
+
+type CacheEntry = (std::time::Instant, Option<std::sync::Arc<LifecycleConfig>>);
+
+/// Per-gateway cache of buckets' lifecycle configurations (`None`: the bucket has none), so
+/// that the `x-amz-expiration` of PUT, GET and HEAD costs a map lookup, and one read of the
+/// configuration per bucket and [`CACHE_TTL`] at most.
+#[derive(Default)]
+pub(crate) struct LifecycleCache {
+    map: std::sync::RwLock<std::collections::HashMap<String, CacheEntry>>,
+}
+
+impl LifecycleCache {
+    pub(crate) fn get(&self, bucket: &str) -> Option<Option<std::sync::Arc<LifecycleConfig>>> {
+        let m = self.map.read().unwrap_or_else(|e| e.into_inner());
+        m.get(bucket).filter(|(t, _)| t.elapsed() < CACHE_TTL).map(|(_, c)| c.clone())
+    }
+
+    pub(crate) fn put(&self, bucket: &str, c: Option<std::sync::Arc<LifecycleConfig>>) {
+        let mut m = self.map.write().unwrap_or_else(|e| e.into_inner());
+        if m.len() > 10_000 {
+            m.retain(|_, (t, _)| t.elapsed() < CACHE_TTL);
+        }
+        m.insert(bucket.to_string(), (std::time::Instant::now(), c));
+    }
+
+    pub(crate) fn forget(&self, bucket: &str) {
+        self.map.write().unwrap_or_else(|e| e.into_inner()).remove(bucket);
+    }
+}
+
 /// When an object (or upload) created at `created` (seconds since the epoch) is due under a
 /// rule of `days` days: `created + days` rounded up to the next midnight UTC, as AWS does, with
 /// `day` seconds to a day (86,400; shorter only under the test knob, see [`runner`]).
@@ -541,6 +649,43 @@ mod tests {
     }
 
     const EXP: &str = "<Expiration><Days>1</Days></Expiration>";
+
+    #[test]
+    fn expiry_is_the_earliest_matching_enabled_rule() {
+        let c = LifecycleConfig::parse(
+            doc(&"<Rule><ID>all</ID><Filter/><Status>Enabled</Status><Expiration><Days>30</Days></Expiration></Rule>\
+                 <Rule><ID>logs</ID><Filter><Prefix>logs/</Prefix></Filter><Status>Enabled</Status>{EXP}</Rule>\
+                 <Rule><ID>off</ID><Filter><Prefix>off/</Prefix></Filter><Status>Disabled</Status>{EXP}</Rule>\
+                 <Rule><ID>tag</ID><Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Status>Enabled</Status><Expiration><Days>2</Days></Expiration></Rule>\
+                 <Rule><ID>big</ID><Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan></Filter><Status>Enabled</Status><Expiration><Date>1970-01-20</Date></Expiration></Rule>\
+                 <Rule><ID>dm</ID><Filter/><Status>Enabled</Status><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>"
+                .replace("{EXP}", EXP))
+            .as_bytes(),
+            None,
+        )
+        .unwrap();
+        let day = 86_400;
+        let t = 10 * day as i64 + 3600; // day 10, 01:00 UTC
+        // Days: creation + days, rounded up to the next midnight.
+        assert_eq!(c.expiry("logs/a", 1, t, Some(&[]), day), Some((12 * day as i64, "logs")));
+        assert_eq!(c.expiry("off/a", 1, t, Some(&[]), day), Some((41 * day as i64, "all")));
+        let tags = [("k".to_string(), "v".to_string())];
+        assert_eq!(c.expiry("x", 1, t, Some(&tags), day), Some((13 * day as i64, "tag")));
+        // Tags not read: tag rules are passed over, and the caller is told it would need them.
+        assert_eq!(c.expiry("x", 1, t, None, day), Some((41 * day as i64, "all")));
+        assert!(c.expiry_needs_tags("x", 1));
+        assert_eq!(c.expiry("x", 11, t, Some(&[]), day), Some((19 * day as i64, "big")));
+        let none = LifecycleConfig::parse(
+            doc("<Rule><ID>p</ID><Filter><Prefix>p/</Prefix></Filter><Status>Enabled</Status>{EXP}</Rule>"
+                .replace("{EXP}", EXP)
+                .as_str())
+            .as_bytes(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(none.expiry("q/a", 1, t, Some(&[]), day), None);
+        assert!(!none.expiry_needs_tags("p/a", 1));
+    }
 
     #[test]
     fn parses_every_filter_form_and_round_trips() {
@@ -635,6 +780,23 @@ mod tests {
             "<Rule><ID>a</ID><Filter/><Status>Enabled</Status><Transition><Days>1</Days><StorageClass>NOPE</StorageClass></Transition></Rule>",
         );
         assert_eq!(e.code, ErrorCode::InvalidStorageClass);
+        // The timing is checked first: a Date not at midnight is AWS's 400, not 501.
+        let e = err(&format!(
+            "<Rule><ID>a</ID><Filter/><Status>Enabled</Status>{EXP}<Transition><Date>1970-08-23T01:08:47Z</Date><StorageClass>GLACIER</StorageClass></Transition></Rule>"
+        ));
+        assert_eq!((e.code, e.message.as_str()), (ErrorCode::InvalidArgument, "'Date' must be at midnight GMT"));
+        let e = err(
+            "<Rule><ID>a</ID><Filter/><Status>Enabled</Status><Transition><Days>-1</Days><StorageClass>GLACIER</StorageClass></Transition></Rule>",
+        );
+        assert_eq!(e.message, "'Days' in Transition action must be nonnegative");
+        let e = err(
+            "<Rule><ID>a</ID><Filter/><Status>Enabled</Status><NoncurrentVersionTransition><NoncurrentDays>-2</NoncurrentDays><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition></Rule>",
+        );
+        assert_eq!(e.message, "'NoncurrentDays' in NoncurrentVersionTransition action must be nonnegative");
+        let e = err(
+            "<Rule><ID>a</ID><Filter/><Status>Enabled</Status><Transition><Date>2030-01-01T00:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition></Rule>",
+        );
+        assert_eq!(e.code, ErrorCode::NotImplemented);
         let e = err(&format!(
             "<Rule><ID>a</ID><Filter><And><Tag><Key>k</Key><Value>v</Value></Tag><Tag><Key>k</Key><Value>w</Value></Tag></And></Filter><Status>Enabled</Status>{EXP}</Rule>"
         ));
