@@ -114,6 +114,8 @@ error_codes! {
     SlowDown => 503, "Please reduce your request rate.";
     MalformedTrailerError => 400, "The request contained trailing data that was not well-formed or did not conform to our published schema.";
     InvalidToken => 400, "The provided token is malformed or otherwise invalid.";
+    MissingRequestBodyError => 400, "Request Body is empty";
+    BadRequest => 400, "Bad Request";
 }
 
 impl fmt::Display for ErrorCode {

@@ -101,13 +101,14 @@ pub(super) fn complete_checksum_header(h: &HeaderMap) -> Result<Option<Checksum>
 pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let id = r.q.get("uploadId").unwrap_or("");
     let h = &r.parts.headers;
+    let conditions = write_conditions(h)?;
     let checksum = complete_checksum_header(h)?;
     let checksum_type = checksum_type_header(h)?;
     // Only a trailer checksums the XML document itself.
     let body_ck = if hdr(h, "x-amz-trailer").is_some() { checksum_request(h)? } else { (None, None) };
     let data = small_body_with(r, body, false, body_ck).await?;
     let parts = xml::parse_complete_multipart_upload(&data)?;
-    let req = CompleteMultipartRequest { parts, conditions: conditions(h, ""), checksum, checksum_type };
+    let req = CompleteMultipartRequest { parts, conditions, checksum, checksum_type };
     let host = hdr(h, "host").unwrap_or("localhost");
     let location = format!("http://{host}/{}/{}", r.bucket, url_encode_key(&r.key));
     // The complete runs as its own task so that, when it takes long, the response can start

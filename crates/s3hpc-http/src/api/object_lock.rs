@@ -179,7 +179,7 @@ fn parse_config(data: &[u8]) -> Result<BucketLock> {
 }
 
 pub(super) async fn put_config(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
-    let data = small_body(r, body, true).await?;
+    let data = small_body(r, body, true).await.and_then(nonempty)?;
     let cfg = parse_config(&data)?;
     store(r).put_bucket_config(&r.bucket, OBJECT_LOCK_CONFIG, Some(cfg.to_doc())).await?;
     Ok(empty_ok().body(RespBody::Empty).unwrap())
