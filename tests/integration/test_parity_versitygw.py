@@ -306,3 +306,26 @@ def test_unparsable_request_gets_bad_request_document(server):
     assert head.startswith(b"HTTP/1.1 400 "), data
     assert body.startswith(b'<?xml version="1.0" encoding="UTF-8"?>'), data
     assert (_xml(body, "Code"), _xml(body, "Message")) == ("BadRequest", "An error occurred when parsing the HTTP request.")
+
+
+def test_create_bucket_location_constraints(server, s3):
+    """CreateBucket on a gateway in us-east-1, as on an S3 regional endpoint: an empty
+    LocationConstraint, or `us-east-1` itself, is 400 InvalidLocationConstraint "The specified
+    location-constraint is not valid"; another region is 400 IllegalLocationConstraintException
+    (S3's text, e.g. aws/aws-cli#4445); nothing is created. No constraint still creates."""
+    import uuid
+    doc = '<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">' \
+          '<LocationConstraint>{}</LocationConstraint></CreateBucketConfiguration>'
+    for c, code, msg in [
+        ("", "InvalidLocationConstraint", "The specified location-constraint is not valid"),
+        ("us-east-1", "InvalidLocationConstraint", "The specified location-constraint is not valid"),
+        ("us-west-1", "IllegalLocationConstraintException",
+         "The us-west-1 location constraint is incompatible for the region specific endpoint this request was sent to."),
+    ]:
+        name = "it-loc-" + uuid.uuid4().hex[:10]
+        st, _, body = raw_request(server, "PUT", f"/{name}", body=doc.format(c).encode())
+        assert st == 400 and (_xml(body, "Code"), _xml(body, "Message")) == (code, msg), (c, body)
+        assert name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    name = "it-loc-" + uuid.uuid4().hex[:10]
+    s3.create_bucket(Bucket=name)
+    s3.delete_bucket(Bucket=name)
