@@ -329,3 +329,28 @@ def test_create_bucket_location_constraints(server, s3):
     name = "it-loc-" + uuid.uuid4().hex[:10]
     s3.create_bucket(Bucket=name)
     s3.delete_bucket(Bucket=name)
+
+
+def test_complete_with_a_malformed_checksum_value_is_invalid_request(server, s3, bucket):
+    """CompleteMultipartUpload whose `x-amz-checksum-<alg>` header is no digest of the
+    algorithm's size (the suite's "multipart - composite/full object - invalid <alg>"): 400
+    InvalidRequest "Value for x-amz-checksum-<alg> header is invalid.", judged before the parts
+    (it was EntityTooSmall for small parts); a well-formed value still completes."""
+    import base64
+    import zlib
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="mp", ChecksumAlgorithm="CRC32",
+                                     ChecksumType="FULL_OBJECT")["UploadId"]
+    crc = base64.b64encode(zlib.crc32(b"small").to_bytes(4, "big")).decode()
+    e = s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=b"small",
+                       ChecksumCRC32=crc)["ETag"]
+    doc = (f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{e}</ETag>"
+           f"<ChecksumCRC32>{crc}</ChecksumCRC32></Part></CompleteMultipartUpload>").encode()
+    for name in ("x-amz-checksum-crc32", "x-amz-checksum-sha1"):
+        st, _, body = raw_request(server, "POST", f"/{bucket}/mp?uploadId={uid}", body=doc,
+                                  headers={name: "wrong", "x-amz-checksum-type": "FULL_OBJECT"})
+        assert st == 400, body
+        assert (_xml(body, "Code"), _xml(body, "Message")) == ("InvalidRequest", f"Value for {name} header is invalid.")
+    st, _, body = raw_request(server, "POST", f"/{bucket}/mp?uploadId={uid}", body=doc,
+                              headers={"x-amz-checksum-crc32": crc, "x-amz-checksum-type": "FULL_OBJECT"})
+    assert st == 200, body
+    assert s3.get_object(Bucket=bucket, Key="mp")["Body"].read() == b"small"

@@ -92,7 +92,15 @@ pub(super) fn complete_checksum_header(h: &HeaderMap) -> Result<Option<Checksum>
             if found.is_some() {
                 return Err(Error::new(ErrorCode::InvalidRequest, "Expecting a single x-amz-checksum- header"));
             }
-            found = Some(Checksum { algorithm, value: v.trim().to_string() });
+            // The value's form is checked before the parts are (S3 answers this before
+            // EntityTooSmall); a COMPOSITE value may carry its `-N` part count.
+            let v = v.trim();
+            let digest = v.rsplit_once('-').filter(|(_, n)| n.parse::<u32>().is_ok()).map_or(v, |(d, _)| d);
+            if !checksum_value_is_well_formed(algorithm, digest) {
+                let msg = format!("Value for {} header is invalid.", algorithm.header_name());
+                return Err(Error::new(ErrorCode::InvalidRequest, msg));
+            }
+            found = Some(Checksum { algorithm, value: v.to_string() });
         }
     }
     Ok(found)

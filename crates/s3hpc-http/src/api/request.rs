@@ -311,7 +311,7 @@ pub(super) fn refuse_unknown_checksum_headers(h: &HeaderMap) -> Result<()> {
 }
 
 /// Whether a checksum header value is the base64 of a digest of the algorithm's size.
-fn checksum_value_is_well_formed(alg: ChecksumAlgorithm, v: &str) -> bool {
+pub(super) fn checksum_value_is_well_formed(alg: ChecksumAlgorithm, v: &str) -> bool {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.decode(v).is_ok_and(|d| d.len() == alg.digest_len())
 }
