@@ -354,3 +354,21 @@ def test_complete_with_a_malformed_checksum_value_is_invalid_request(server, s3,
                               headers={"x-amz-checksum-crc32": crc, "x-amz-checksum-type": "FULL_OBJECT"})
     assert st == 200, body
     assert s3.get_object(Bucket=bucket, Key="mp")["Body"].read() == b"small"
+
+
+def test_retain_until_date_with_a_numeric_offset(server, s3):
+    """PutObjectRetention's RetainUntilDate with an ISO 8601 offset, `+0000` (what `date +%z`
+    writes; the suite's test_rest_retention) or `+00:00`, is a time, not MalformedXML."""
+    import datetime
+    import uuid
+    name = "it-lock-" + uuid.uuid4().hex[:10]
+    s3.create_bucket(Bucket=name, ObjectLockEnabledForBucket=True)
+    s3.put_object(Bucket=name, Key="k", Body=b"x")
+    later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=5)
+    for stamp in (later.strftime("%Y-%m-%dT%H:%M:%S+0000"), later.strftime("%Y-%m-%dT%H:%M:%S+00:00")):
+        doc = f"<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>{stamp}</RetainUntilDate></Retention>".encode()
+        st, _, body = raw_request(server, "PUT", f"/{name}/k?retention", body=doc,
+                                  headers={"Content-MD5": _md5(doc)})
+        assert st == 200, (stamp, body)
+    got = s3.get_object_retention(Bucket=name, Key="k")["Retention"]["RetainUntilDate"]
+    assert abs((got - later).total_seconds()) < 2
