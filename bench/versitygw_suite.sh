@@ -47,7 +47,8 @@
 # mc (optional: its cases fail without it). Python's venv module (the suite installs awscrt once
 # into $CACHE/pyenv).
 # Env: S3HPC_BIN (default target/debug/s3hpc), PORT (default 18070), OUT, CACHE (default
-# /tmp/versitygw-suite-cache), CASE_TIMEOUT (seconds per case, default 300), AWS_REGION (us-east-1),
+# /tmp/versitygw-suite-cache), CASE_TIMEOUT (seconds per case, default 300; the *_file_count cases,
+# 1,001 uploads each, need more on a loaded machine), AWS_REGION (us-east-1),
 # IDLE_TIMEOUT (the gateway's --idle-timeout, default 2 s).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
