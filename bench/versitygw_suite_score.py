@@ -17,16 +17,27 @@ USERS_SKIP = re.compile(r"versity(gw)?-specific users tests", re.I)
 TAP = re.compile(r"^(ok|not ok) (\d+) (.*?)(?: # (skip|SKIP)(?: \(?(.*?)\)?)?)?\s*$")
 
 
-def decode_bats_name(enc: str) -> str:
-    """Inverse of bats' bats_encode_test_name (test_ + name, ' ' -> '_', others -> -XX)."""
-    s = enc[len("test_"):] if enc.startswith("test_") else enc
-    s = s.replace("_", " ")
-    return re.sub(r"-([0-9a-f]{2})", lambda m: chr(int(m.group(1), 16)), s)
+def bats_encode_name(name: str) -> str:
+    """bats' bats_encode_test_name (bats-preprocess), the name in TEST_ID: a name of only
+    alphanumerics, spaces, `_` and `-` has `_` -> `-5f`, then `-` -> `-2d` (the first's dash
+    too: `_` ends as `-2d5f`), ' ' -> '_'; any other name has ' ' -> '_' and every
+    non-alphanumeric character -> `-XX` (hex)."""
+    if re.fullmatch(r"[A-Za-z0-9 _-]*", name):
+        return "test_" + name.replace("_", "-5f").replace("-", "-2d").replace(" ", "_")
+    out = []
+    for ch in name:
+        if ch == " ":
+            out.append("_")
+        elif ch.isalnum():
+            out.append(ch)
+        else:
+            out.append("".join(f"-{b:02x}" for b in ch.encode()))
+    return "test_" + "".join(out)
 
 
 def admin_cases(out: Path) -> set:
-    """(file stem, case name) of each case that called the admin stub. TEST_ID is
-    DATE-TIME.FILE.sh.ENCODED_NAME."""
+    """(file stem, encoded case name) of each case that called the admin stub. TEST_ID is
+    DATE-TIME.FILE.sh.ENCODED_NAME (see bats_encode_name)."""
     found = set()
     log = out / "admin-calls.log"
     if not log.exists():
@@ -35,7 +46,7 @@ def admin_cases(out: Path) -> set:
         test_id = line.split("\t", 1)[0]
         m = re.match(r"^[0-9-]+\.(test_[A-Za-z0-9_]+)\.sh\.(test_.*)$", test_id)
         if m:
-            found.add((m.group(1), decode_bats_name(m.group(2))))
+            found.add((m.group(1), m.group(2)))
     return found
 
 
@@ -52,7 +63,7 @@ def main() -> int:
                 continue
             status, _, name, skip, reason = m.groups()
             name = name.strip()
-            if (stem, name) in admin:
+            if (stem, bats_encode_name(name)) in admin:
                 outcome = "admin"
             elif skip:
                 outcome = "admin" if reason and USERS_SKIP.search(reason) else "skip"

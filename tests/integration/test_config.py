@@ -65,6 +65,49 @@ def test_serve_table_json_logs_and_bad_keys(tmp_path):
         assert r.returncode != 0 and why in r.stderr, (bad, r.stderr)
 
 
+def _idle_close_after(srv) -> float:
+    """Seconds from a keep-alive response until the gateway closes the idle connection (the
+    versitygw suite's `openssl s_client -ign_eof` waits for exactly that)."""
+    import socket
+    s = socket.create_connection(srv.host_port, timeout=60)
+    try:
+        s.sendall(b"GET /no-such-bucket-idle HTTP/1.1\r\nHost: x\r\n\r\n")
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            buf += s.recv(4096)
+        t0 = time.monotonic()
+        while s.recv(4096):
+            pass
+        return time.monotonic() - t0
+    finally:
+        s.close()
+
+
+def test_idle_timeout_flag_and_config_key(tmp_path):
+    """`--idle-timeout SECS` (or `idle-timeout` in [serve]) closes idle keep-alive connections
+    after that long; the default stays 30 s."""
+    root = tmp_path / "root"
+    root.mkdir()
+    srv = Server(root, ["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, "--idle-timeout", "1.5"])
+    try:
+        took = _idle_close_after(srv)
+        assert 1.0 <= took < 5, took
+    finally:
+        srv.stop()
+    cfg = tmp_path / "s3hpc.toml"
+    cfg.write_text(USERS + "\n[serve]\nidle-timeout = 1\n")
+    srv = Server(root, ["--config", str(cfg)])
+    try:
+        took = _idle_close_after(srv)
+        assert 0.5 <= took < 5, took
+    finally:
+        srv.stop()
+    for bad in ["0", "-1", "1e9"]:
+        r = subprocess.run([s3hpc_bin(), "serve", str(root), "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY,
+                            "--listen", "127.0.0.1:0", f"--idle-timeout={bad}"], capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and "--idle-timeout" in r.stderr, (bad, r.stderr)
+
+
 def test_user_commands_keep_the_serve_table(tmp_path):
     cfg = tmp_path / "s3hpc.toml"
     cfg.write_text(USERS + '\n[serve]\nlisten = "127.0.0.1:9999"\nbinary = ["unix:///tmp/x.sock"]\n')

@@ -145,3 +145,230 @@ def test_malformed_trailer_checksum_value_is_invalid_request(server, s3, bucket)
     st, resp = _chunked_put(server, f"/{bucket}/wrong", body, 5, trailer="x-amz-checksum-crc32")
     assert st == 400 and _xml(resp, "Code") == "BadDigest", resp[:400]
     assert "Contents" not in s3.list_objects_v2(Bucket=bucket)
+
+
+# ---- issue 37, part 3: the versitygw suite's whole run ----
+
+def _md5(body: bytes) -> str:
+    import base64
+    return base64.b64encode(hashlib.md5(body).digest()).decode()
+
+
+def test_empty_xml_documents_are_missing_request_body(server, s3, bucket):
+    """An operation whose XML document is required, sent none (versitygw issue 820, and
+    aws/aws-sdk-cpp#733, S3's answers; the suite's "no payload" cases): 400
+    MissingRequestBodyError "Request Body is empty", not MalformedXML."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+    md5 = {"Content-MD5": _md5(b"")}
+    for method, path, headers in [("PUT", f"/{bucket}?versioning", {}),
+                                  ("PUT", f"/{bucket}?tagging", md5),
+                                  ("PUT", f"/{bucket}?object-lock", md5),
+                                  ("PUT", f"/{bucket}?website", {}),
+                                  ("PUT", f"/{bucket}?cors", md5),
+                                  ("POST", f"/{bucket}?delete", md5),
+                                  ("PUT", f"/{bucket}/k?tagging", {})]:
+        st, _, body = raw_request(server, method, path, body=b"", headers=headers)
+        assert st == 400, (path, body)
+        assert (_xml(body, "Code"), _xml(body, "Message")) == ("MissingRequestBodyError", "Request Body is empty"), \
+            (path, body)
+    # A document that is there but wrong is still MalformedXML.
+    st, _, body = raw_request(server, "PUT", f"/{bucket}?versioning", body=b"<nope")
+    assert st == 400 and _xml(body, "Code") == "MalformedXML", body
+
+
+def test_list_parts_next_marker_and_invalid_markers(server, s3, bucket):
+    """ListParts names NextPartNumberMarker in every answer, on a last page too (S3's answer in
+    boto/boto3#2254; 0 when the page lists no part, as the suite records); a part-number-marker
+    or max-parts that is no int32 gets S3's texts (versitygw issues 1383, 329)."""
+    uid = _upload(s3, bucket, "mp")
+    for n in (1, 2, 3):
+        s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=n, Body=b"p")
+    last = s3.list_parts(Bucket=bucket, Key="mp", UploadId=uid, PartNumberMarker=1, MaxParts=5)
+    assert not last["IsTruncated"] and last["NextPartNumberMarker"] == 3
+    st, _, body = raw_request(server, "GET", f"/{bucket}/mp?uploadId={uid}&part-number-marker=3")
+    assert st == 200 and _xml(body, "NextPartNumberMarker") == "0" and b"<Part>" not in body, body
+    page = s3.list_parts(Bucket=bucket, Key="mp", UploadId=uid, MaxParts=2)
+    assert page["IsTruncated"] and page["NextPartNumberMarker"] == 2
+    for arg, value, msg in [
+        ("part-number-marker", "a", "Provided part-number-marker not an integer or within integer range"),
+        ("part-number-marker", "-2", "Argument part-number-marker must be an integer between 0 and 2147483647"),
+        ("max-parts", "x", "Provided max-parts not an integer or within integer range"),
+        ("max-parts", "-1", "Argument max-parts must be an integer between 0 and 2147483647"),
+    ]:
+        st, _, body = raw_request(server, "GET", f"/{bucket}/mp?uploadId={uid}&{arg}={value}")
+        assert st == 400 and _xml(body, "Code") == "InvalidArgument", body
+        assert (_xml(body, "Message"), _xml(body, "ArgumentName"), _xml(body, "ArgumentValue")) == (msg, arg, value)
+    st, _, body = raw_request(server, "GET", f"/{bucket}?uploads&max-uploads=-1")
+    assert st == 400 and _xml(body, "Message") == "Argument max-uploads must be an integer between 0 and 2147483647"
+
+
+def _tagging(pairs) -> bytes:
+    tags = "".join(f"<Tag><Key>{k}</Key><Value>{v}</Value></Tag>" for k, v in pairs)
+    return f"<Tagging><TagSet>{tags}</TagSet></Tagging>".encode()
+
+
+def test_bucket_tagging_count_and_characters(server, s3, bucket):
+    """PutBucketTagging: more than 50 tags is 400 BadRequest "Bucket tag count cannot be
+    greater than 50"; a key or value outside S3's tag pattern (a tab, `&`) is InvalidTag
+    (the suite's cases, S3's texts as other S3 implementations record them)."""
+    for pairs, code, msg in [
+        ([(f"k{i}", "v") for i in range(51)], "BadRequest", "Bucket tag count cannot be greater than 50"),
+        ([("te\tst", "v")], "InvalidTag", "The TagKey you have provided is invalid"),
+        ([("te&amp;st", "v")], "InvalidTag", "The TagKey you have provided is invalid"),
+        ([("k", "val\tue")], "InvalidTag", "The TagValue you have provided is invalid"),
+    ]:
+        doc = _tagging(pairs)
+        st, _, body = raw_request(server, "PUT", f"/{bucket}?tagging", body=doc, headers={"Content-MD5": _md5(doc)})
+        assert st == 400 and (_xml(body, "Code"), _xml(body, "Message")) == (code, msg), body
+    ok = [(f"k{i}", "a b_c.d:e/f=g+h-i@j") for i in range(50)]
+    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": [{"Key": k, "Value": v} for k, v in ok]})
+    assert len(s3.get_bucket_tagging(Bucket=bucket)["TagSet"]) == 50
+
+
+def test_unsigned_streaming_payload_only_for_uploads(server, s3, bucket):
+    """`x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER` on anything but an object
+    upload (versitygw issue 1601, S3's answer): 400 InvalidRequest "The value of
+    x-amz-content-sha256 header is invalid." (ListBuckets was 411, PutBucketTagging a digest
+    error)."""
+    from test_parity_chunked import sign_streaming
+    msg = "The value of x-amz-content-sha256 header is invalid."
+    hdrs = sign_streaming("GET", f"{server.endpoint}/", {}, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    st, _, body = raw_request(server, "GET", "/", headers=hdrs, sign=False)
+    assert st == 400 and (_xml(body, "Code"), _xml(body, "Message")) == ("InvalidRequest", msg), body
+    doc = _tagging([("key", "value")])
+    chunked = f"{len(doc):x}\r\n".encode() + doc + b"\r\n0\r\n\r\n"
+    extra = {"x-amz-decoded-content-length": str(len(doc)), "Content-Encoding": "aws-chunked"}
+    for path in (f"/{bucket}?tagging", f"/{bucket}/k?tagging"):
+        hdrs = sign_streaming("PUT", f"{server.endpoint}{path}", extra, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        st, _, body = raw_request(server, "PUT", path, body=chunked, headers=hdrs, sign=False)
+        assert st == 400 and (_xml(body, "Code"), _xml(body, "Message")) == ("InvalidRequest", msg), (path, body)
+    # An object upload still takes it.
+    body = b"hello"
+    chunked = b"5\r\nhello\r\n0\r\n\r\n"
+    hdrs = sign_streaming("PUT", f"{server.endpoint}/{bucket}/up", {"x-amz-decoded-content-length": "5",
+                                                                    "Content-Encoding": "aws-chunked"},
+                          "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    st, _, resp = raw_request(server, "PUT", f"/{bucket}/up", body=chunked, headers=hdrs, sign=False)
+    assert st == 200, resp
+    assert s3.get_object(Bucket=bucket, Key="up")["Body"].read() == body
+
+
+def test_if_none_match_other_than_star_is_not_implemented(server, s3, bucket):
+    """PutObject / CompleteMultipartUpload with If-None-Match other than `*` (aws/aws-sdk-ruby#3144,
+    S3's answer): 501 NotImplemented naming the header; the object is left as it was."""
+    etag = s3.put_object(Bucket=bucket, Key="c", Body=b"one")["ETag"]
+    st, _, body = raw_request(server, "PUT", f"/{bucket}/c", body=b"two", headers={"If-None-Match": etag})
+    assert st == 501, body
+    assert _xml(body, "Code") == "NotImplemented" and _xml(body, "Header") == "If-None-Match"
+    assert _xml(body, "Message") == "A header you provided implies functionality that is not implemented."
+    assert s3.get_object(Bucket=bucket, Key="c")["Body"].read() == b"one"
+    uid = _upload(s3, bucket, "c")
+    e = s3.upload_part(Bucket=bucket, Key="c", UploadId=uid, PartNumber=1, Body=b"p")["ETag"]
+    doc = f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{e}</ETag></Part></CompleteMultipartUpload>"
+    st, _, body = raw_request(server, "POST", f"/{bucket}/c?uploadId={uid}", body=doc.encode(),
+                              headers={"If-None-Match": "true"})
+    assert st == 501 and _xml(body, "Header") == "If-None-Match", body
+    # `*` keeps working: 412 on an existing key.
+    st, _, body = raw_request(server, "PUT", f"/{bucket}/c", body=b"two", headers={"If-None-Match": "*"})
+    assert st == 412, body
+
+
+def test_versions_query_on_a_key_and_list_type_1(server, s3, bucket):
+    """GET /bucket/key?versions is 400 InvalidRequest "There is no such thing as the ?versions
+    sub-resource for a key" (S3's text, as versitygw records it), not the object; `list-type=1`
+    is ListObjects v1 (it was 400 "Invalid list type")."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+    st, _, body = raw_request(server, "GET", f"/{bucket}/k?versions")
+    assert st == 400, body
+    assert (_xml(body, "Code"), _xml(body, "Message")) == (
+        "InvalidRequest", "There is no such thing as the ?versions sub-resource for a key")
+    st, _, body = raw_request(server, "GET", f"/{bucket}?list-type=1&delimiter=%2F")
+    assert st == 200 and b"<ListBucketResult" in body and _xml(body, "Key") == "k", body
+    assert b"<KeyCount>" not in body  # v1's document, not v2's
+
+
+def test_unparsable_request_gets_bad_request_document(server):
+    """A request head that is no HTTP (the suite's "deformed message"): 400 with S3's error
+    document, BadRequest "An error occurred when parsing the HTTP request.", then close."""
+    import socket
+    s = socket.create_connection(server.host_port, timeout=10)
+    try:
+        s.sendall(b"abcdefg\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), data
+    assert body.startswith(b'<?xml version="1.0" encoding="UTF-8"?>'), data
+    assert (_xml(body, "Code"), _xml(body, "Message")) == ("BadRequest", "An error occurred when parsing the HTTP request.")
+
+
+def test_create_bucket_location_constraints(server, s3):
+    """CreateBucket on a gateway in us-east-1, as on an S3 regional endpoint: an empty
+    LocationConstraint, or `us-east-1` itself, is 400 InvalidLocationConstraint "The specified
+    location-constraint is not valid"; another region is 400 IllegalLocationConstraintException
+    (S3's text, e.g. aws/aws-cli#4445); nothing is created. No constraint still creates."""
+    import uuid
+    doc = '<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">' \
+          '<LocationConstraint>{}</LocationConstraint></CreateBucketConfiguration>'
+    for c, code, msg in [
+        ("", "InvalidLocationConstraint", "The specified location-constraint is not valid"),
+        ("us-east-1", "InvalidLocationConstraint", "The specified location-constraint is not valid"),
+        ("us-west-1", "IllegalLocationConstraintException",
+         "The us-west-1 location constraint is incompatible for the region specific endpoint this request was sent to."),
+    ]:
+        name = "it-loc-" + uuid.uuid4().hex[:10]
+        st, _, body = raw_request(server, "PUT", f"/{name}", body=doc.format(c).encode())
+        assert st == 400 and (_xml(body, "Code"), _xml(body, "Message")) == (code, msg), (c, body)
+        assert name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    name = "it-loc-" + uuid.uuid4().hex[:10]
+    s3.create_bucket(Bucket=name)
+    s3.delete_bucket(Bucket=name)
+
+
+def test_complete_with_a_malformed_checksum_value_is_invalid_request(server, s3, bucket):
+    """CompleteMultipartUpload whose `x-amz-checksum-<alg>` header is no digest of the
+    algorithm's size (the suite's "multipart - composite/full object - invalid <alg>"): 400
+    InvalidRequest "Value for x-amz-checksum-<alg> header is invalid.", judged before the parts
+    (it was EntityTooSmall for small parts); a well-formed value still completes."""
+    import base64
+    import zlib
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="mp", ChecksumAlgorithm="CRC32",
+                                     ChecksumType="FULL_OBJECT")["UploadId"]
+    crc = base64.b64encode(zlib.crc32(b"small").to_bytes(4, "big")).decode()
+    e = s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=b"small",
+                       ChecksumCRC32=crc)["ETag"]
+    doc = (f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{e}</ETag>"
+           f"<ChecksumCRC32>{crc}</ChecksumCRC32></Part></CompleteMultipartUpload>").encode()
+    for name in ("x-amz-checksum-crc32", "x-amz-checksum-sha1"):
+        st, _, body = raw_request(server, "POST", f"/{bucket}/mp?uploadId={uid}", body=doc,
+                                  headers={name: "wrong", "x-amz-checksum-type": "FULL_OBJECT"})
+        assert st == 400, body
+        assert (_xml(body, "Code"), _xml(body, "Message")) == ("InvalidRequest", f"Value for {name} header is invalid.")
+    st, _, body = raw_request(server, "POST", f"/{bucket}/mp?uploadId={uid}", body=doc,
+                              headers={"x-amz-checksum-crc32": crc, "x-amz-checksum-type": "FULL_OBJECT"})
+    assert st == 200, body
+    assert s3.get_object(Bucket=bucket, Key="mp")["Body"].read() == b"small"
+
+
+def test_retain_until_date_with_a_numeric_offset(server, s3):
+    """PutObjectRetention's RetainUntilDate with an ISO 8601 offset, `+0000` (what `date +%z`
+    writes; the suite's test_rest_retention) or `+00:00`, is a time, not MalformedXML."""
+    import datetime
+    import uuid
+    name = "it-lock-" + uuid.uuid4().hex[:10]
+    s3.create_bucket(Bucket=name, ObjectLockEnabledForBucket=True)
+    s3.put_object(Bucket=name, Key="k", Body=b"x")
+    later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=5)
+    for stamp in (later.strftime("%Y-%m-%dT%H:%M:%S+0000"), later.strftime("%Y-%m-%dT%H:%M:%S+00:00")):
+        doc = f"<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>{stamp}</RetainUntilDate></Retention>".encode()
+        st, _, body = raw_request(server, "PUT", f"/{name}/k?retention", body=doc,
+                                  headers={"Content-MD5": _md5(doc)})
+        assert st == 200, (stamp, body)
+    got = s3.get_object_retention(Bucket=name, Key="k")["Retention"]["RetainUntilDate"]
+    assert abs((got - later).total_seconds()) < 2

@@ -114,6 +114,10 @@ error_codes! {
     SlowDown => 503, "Please reduce your request rate.";
     MalformedTrailerError => 400, "The request contained trailing data that was not well-formed or did not conform to our published schema.";
     InvalidToken => 400, "The provided token is malformed or otherwise invalid.";
+    MissingRequestBodyError => 400, "Request Body is empty";
+    BadRequest => 400, "Bad Request";
+    InvalidLocationConstraint => 400, "The specified location-constraint is not valid";
+    IllegalLocationConstraintException => 400, "The unspecified location constraint is incompatible for the region specific endpoint this request was sent to.";
 }
 
 impl fmt::Display for ErrorCode {

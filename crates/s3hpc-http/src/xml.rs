@@ -231,10 +231,12 @@ pub fn parse_tagging(data: &[u8]) -> Result<Tags> {
 
 /// `<CreateBucketConfiguration><LocationConstraint/></CreateBucketConfiguration>`: the location
 /// constraint, if any. An empty body is not parsed here (the caller treats it as none).
+/// The `LocationConstraint` of a `CreateBucketConfiguration`: `None` without the element,
+/// `Some("")` for an empty one.
 pub fn parse_create_bucket_configuration(data: &[u8]) -> Result<Option<String>> {
     let root = parse_tree(data)?;
     expect_root(&root, "CreateBucketConfiguration")?;
-    Ok(root.child_text("LocationConstraint").map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+    Ok(root.child("LocationConstraint").map(|c| c.text.trim().to_string()))
 }
 
 /// The `<Tags><Tag><Key/><Value/></Tag>...</Tags>` of a `CreateBucketConfiguration` (empty

@@ -94,6 +94,11 @@ pub struct ServeArgs {
     /// Log one line per request (tracing target s3hpc::access).
     #[arg(long)]
     pub access_log: bool,
+    /// Seconds a connection may wait for a request head: an idle keep-alive connection (or one
+    /// that sent only part of a head) is closed after this long. Shorter frees sockets of idle
+    /// clients sooner; longer keeps slow clients' connections.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub idle_timeout: f64,
     /// Async worker threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -539,6 +544,9 @@ fn open_key_store(
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     crate::admin::init_logging(&args.ops.log_format, args.access_log, args.ops.log_level.as_deref());
+    if !(args.idle_timeout > 0.0 && args.idle_timeout <= 86_400.0) {
+        bail!("--idle-timeout {}: expected seconds above 0, at most 86400", args.idle_timeout);
+    }
     if let Err(e) = crate::admin::raise_nofile_limit() {
         tracing::warn!("could not raise the open-file limit to its hard limit: {e}");
     }
@@ -798,6 +806,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         cfg.sigv2 = !args.no_sigv2;
         cfg.domain = args.domain.clone();
         cfg.access_log = args.access_log;
+        cfg.header_timeout = Duration::from_secs_f64(args.idle_timeout);
         cfg.default_checksum =
             (args.default_checksum == "crc64nvme").then_some(s3hpc_core::ChecksumAlgorithm::Crc64Nvme);
         cfg.max_concurrent_uploads = args.max_uploads.unwrap_or_else(|| default_max_uploads(args.threads));

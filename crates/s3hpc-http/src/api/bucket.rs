@@ -74,8 +74,22 @@ pub(super) async fn create_bucket(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let data = small_body(r, body, false).await?;
     let mut tags = Vec::new();
     if !data.iter().all(u8::is_ascii_whitespace) {
-        // Any LocationConstraint is accepted: s3hpc has one location.
-        xml::parse_create_bucket_configuration(&data)?;
+        // s3hpc has one location, the gateway's region, as an S3 regional endpoint: a
+        // constraint naming another region is AWS's IllegalLocationConstraintException; an
+        // empty one, or `us-east-1` (which S3 spells as no constraint), InvalidLocationConstraint.
+        if let Some(c) = xml::parse_create_bucket_configuration(&data)? {
+            if c.is_empty() || c == "us-east-1" && r.st.cfg.region == "us-east-1" {
+                return Err(Error::code(ErrorCode::InvalidLocationConstraint));
+            }
+            if c != r.st.cfg.region {
+                return Err(Error::new(
+                    ErrorCode::IllegalLocationConstraintException,
+                    format!(
+                        "The {c} location constraint is incompatible for the region specific endpoint this request was sent to."
+                    ),
+                ));
+            }
+        }
         tags = xml::parse_create_bucket_tags(&data)?;
         // Checked before the bucket exists, so a bad tag creates nothing.
         names::validate_tags(&tags, names::MAX_BUCKET_TAGS)?;

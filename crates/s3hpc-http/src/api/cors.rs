@@ -34,7 +34,7 @@ pub(super) async fn get(r: &Req<'_>) -> Result<Resp> {
 }
 
 pub(super) async fn put(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
-    let data = small_body(r, body, true).await?;
+    let data = small_body(r, body, true).await.and_then(nonempty)?;
     let config = CorsConfig::parse(&data)?;
     store(r).put_bucket_config(&r.bucket, "cors", Some(config.to_xml().into_bytes())).await?;
     r.st.cors.forget(&r.bucket);

@@ -12,7 +12,7 @@ use crate::body::ReqBody;
 use crate::xml::{self, DECL, NS, elem};
 
 pub(super) async fn delete_objects(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
-    let data = small_body(r, body, true).await?;
+    let data = small_body(r, body, true).await.and_then(nonempty)?;
     let req = xml::parse_delete_objects(&data)?;
     // NoSuchBucket for the whole request; a caller who may not list the bucket still gets a
     // per-key answer (S3 authorizes each key as DeleteObject).

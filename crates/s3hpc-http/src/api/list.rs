@@ -78,13 +78,18 @@ pub(super) fn decode_continuation_token(bucket: &str, token: &str) -> Result<Str
 }
 
 pub(super) fn parse_max(q: &Query, name: &'static str) -> Result<usize> {
+    Ok(parse_int_arg(q, name, 1000)?.min(MAX_KEYS))
+}
+
+/// A non-negative int32 query argument (`default` when absent), refused with AWS's texts.
+pub(super) fn parse_int_arg(q: &Query, name: &'static str, default: usize) -> Result<usize> {
     match q.get(name) {
-        None => Ok(1000),
+        None => Ok(default),
         Some(v) => match v.parse::<i64>() {
             Ok(n) if n < 0 => {
                 Err(Error::invalid_arg(format!("Argument {name} must be an integer between 0 and 2147483647"), name, v))
             }
-            Ok(n) if n <= i64::from(i32::MAX) => Ok((n as usize).min(MAX_KEYS)),
+            Ok(n) if n <= i64::from(i32::MAX) => Ok(n as usize),
             _ => Err(Error::invalid_arg(format!("Provided {name} not an integer or within integer range"), name, v)),
         },
     }
@@ -213,14 +218,14 @@ pub(super) async fn object_owners<'k>(
 pub(super) async fn list_parts(r: &Req<'_>) -> Result<Resp> {
     let id = upload_id(r)?;
     let q = &r.q;
+    // AWS's texts: "Argument part-number-marker must be an integer between 0 and 2147483647"
+    // for a negative marker, "Provided part-number-marker not an integer or within integer
+    // range" for anything else that is not an int32 (as for max-keys / max-parts).
     let marker = match q.get("part-number-marker") {
         None | Some("") => None,
-        Some(v) => Some(v.parse::<u32>().map_err(|_| Error::invalid_argument("invalid part-number-marker"))?),
+        Some(_) => Some(parse_int_arg(q, "part-number-marker", 0)?.min(u32::MAX as usize) as u32),
     };
-    let max_parts = match q.get("max-parts") {
-        None => 1000,
-        Some(v) => v.parse::<usize>().map_err(|_| Error::invalid_argument("invalid max-parts"))?.min(1000),
-    };
+    let max_parts = parse_max(q, "max-parts")?;
     let page =
         store(r).list_parts(&r.bucket, &r.key, id, ListPartsRequest { part_number_marker: marker, max_parts }).await?;
     let mut s = String::from(DECL);
@@ -233,9 +238,9 @@ pub(super) async fn list_parts(r: &Req<'_>) -> Result<Resp> {
     owner_elem(&mut s, "Owner", owner.as_ref());
     s.push_str("<StorageClass>STANDARD</StorageClass>");
     elem(&mut s, "PartNumberMarker", &marker.unwrap_or(0).to_string());
-    if let Some(n) = page.next_part_number_marker {
-        elem(&mut s, "NextPartNumberMarker", &n.to_string());
-    }
+    // Always present, as on AWS: the last part listed (also on a last page), 0 when none is.
+    let next = page.next_part_number_marker.or_else(|| page.parts.last().map(|p| p.part_number)).unwrap_or(0);
+    elem(&mut s, "NextPartNumberMarker", &next.to_string());
     elem(&mut s, "MaxParts", &max_parts.to_string());
     elem(&mut s, "IsTruncated", if page.is_truncated { "true" } else { "false" });
     if let Some(a) = page.checksum_algorithm {
@@ -263,10 +268,7 @@ pub(super) async fn list_uploads(r: &Req<'_>) -> Result<Resp> {
     let q = &r.q;
     let url = encoding(q)?;
     let enc = |s: &str| if url { url_encode_key(s).into_owned() } else { s.to_string() };
-    let max_uploads = match q.get("max-uploads") {
-        None => 1000,
-        Some(v) => v.parse::<usize>().map_err(|_| Error::invalid_argument("invalid max-uploads"))?.min(1000),
-    };
+    let max_uploads = parse_max(q, "max-uploads")?;
     let req = ListUploadsRequest {
         prefix: q.get("prefix").unwrap_or("").to_string(),
         delimiter: q.get("delimiter").filter(|d| !d.is_empty()).map(str::to_owned),

@@ -365,6 +365,16 @@ pub(crate) async fn dispatch(
             (None, Some(caller(st, parts, None)), st.cfg.anonymous_identity.clone())
         }
         Auth::SigV4 => {
+            // An unsigned aws-chunked body is for object uploads only (a PUT of a key): AWS
+            // refuses it for other operations (versity/versitygw#1601, direct to S3).
+            if hdr(&parts.headers, "x-amz-content-sha256") == Some("STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+                && (parts.method != Method::PUT || key.is_empty())
+            {
+                return Err(Error::new(
+                    ErrorCode::InvalidRequest,
+                    "The value of x-amz-content-sha256 header is invalid.",
+                ));
+            }
             // An aws-chunked body without its decoded length: 411 MissingContentLength, as AWS
             // answers before looking at the signature (which may well name the absent header).
             if hdr(&parts.headers, "x-amz-content-sha256").is_some_and(|v| v.starts_with("STREAMING-"))
@@ -411,6 +421,12 @@ pub(crate) async fn dispatch(
                 s3hpc_core::fsattr::validate_fs_key(&r.key)?;
             } else {
                 names::validate_key(&r.key)?;
+            }
+            if parts.method == Method::GET && r.q.has("versions") {
+                return Err(Error::new(
+                    ErrorCode::InvalidRequest,
+                    "There is no such thing as the ?versions sub-resource for a key",
+                ));
             }
         }
     }
@@ -593,6 +609,8 @@ async fn run(op: Op, r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         Op::S3(S3Op::ListObjects) => Box::pin(list::list_objects(r, list::ListKind::V1)).await,
         Op::S3(S3Op::ListObjectsV2) => match r.q.get("list-type") {
             Some("2") => Box::pin(list::list_objects(r, list::ListKind::V2)).await,
+            // `list-type=1` names ListObjects (v1) explicitly; S3 answers it as such.
+            Some("1") => Box::pin(list::list_objects(r, list::ListKind::V1)).await,
             _ => Err(Error::invalid_argument("Invalid list type")),
         },
         Op::S3(S3Op::ListObjectVersions) => Box::pin(versioning::list_object_versions(r)).await,

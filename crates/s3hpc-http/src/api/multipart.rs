@@ -92,7 +92,15 @@ pub(super) fn complete_checksum_header(h: &HeaderMap) -> Result<Option<Checksum>
             if found.is_some() {
                 return Err(Error::new(ErrorCode::InvalidRequest, "Expecting a single x-amz-checksum- header"));
             }
-            found = Some(Checksum { algorithm, value: v.trim().to_string() });
+            // The value's form is checked before the parts are (S3 answers this before
+            // EntityTooSmall); a COMPOSITE value may carry its `-N` part count.
+            let v = v.trim();
+            let digest = v.rsplit_once('-').filter(|(_, n)| n.parse::<u32>().is_ok()).map_or(v, |(d, _)| d);
+            if !checksum_value_is_well_formed(algorithm, digest) {
+                let msg = format!("Value for {} header is invalid.", algorithm.header_name());
+                return Err(Error::new(ErrorCode::InvalidRequest, msg));
+            }
+            found = Some(Checksum { algorithm, value: v.to_string() });
         }
     }
     Ok(found)
@@ -101,13 +109,14 @@ pub(super) fn complete_checksum_header(h: &HeaderMap) -> Result<Option<Checksum>
 pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
     let id = r.q.get("uploadId").unwrap_or("");
     let h = &r.parts.headers;
+    let conditions = write_conditions(h)?;
     let checksum = complete_checksum_header(h)?;
     let checksum_type = checksum_type_header(h)?;
     // Only a trailer checksums the XML document itself.
     let body_ck = if hdr(h, "x-amz-trailer").is_some() { checksum_request(h)? } else { (None, None) };
     let data = small_body_with(r, body, false, body_ck).await?;
     let parts = xml::parse_complete_multipart_upload(&data)?;
-    let req = CompleteMultipartRequest { parts, conditions: conditions(h, ""), checksum, checksum_type };
+    let req = CompleteMultipartRequest { parts, conditions, checksum, checksum_type };
     let host = hdr(h, "host").unwrap_or("localhost");
     let location = format!("http://{host}/{}/{}", r.bucket, url_encode_key(&r.key));
     // The complete runs as its own task so that, when it takes long, the response can start

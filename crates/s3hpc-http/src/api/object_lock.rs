@@ -21,7 +21,24 @@ use crate::xml::{self, DECL, NS, elem};
 
 /// `2026-11-26T05:00:00Z`, with an optional fraction of a second (kept to the millisecond).
 fn parse_date(s: &str) -> Option<SystemTime> {
-    let s = s.trim().strip_suffix('Z')?;
+    // `Z`, or an offset `+HH:MM` / `+HHMM` (`-` likewise), as S3 reads an ISO 8601 time (the
+    // versitygw suite sends `date +%z`'s `+0000`).
+    let s = s.trim();
+    let (s, offset) = match s.strip_suffix('Z') {
+        Some(s) => (s, 0i64),
+        None => {
+            let at = s.rfind(['+', '-']).filter(|&i| s[..i].contains('T'))?;
+            let (sign, hm) = (if &s[at..=at] == "-" { -1 } else { 1 }, s[at + 1..].replace(':', ""));
+            if hm.len() != 4 || !hm.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let (h, m): (i64, i64) = (hm[..2].parse().ok()?, hm[2..].parse().ok()?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            (&s[..at], sign * (h * 3600 + m * 60))
+        }
+    };
     let (date, time) = s.split_once('T')?;
     let d: Vec<i64> = date.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
     let (time, frac) = time.split_once('.').unwrap_or((time, ""));
@@ -47,7 +64,7 @@ fn parse_date(s: &str) -> Option<SystemTime> {
     let yoe = yy - era * 400;
     let doy = (153 * ((m + 9) % 12) + 2) / 5 + day - 1;
     let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
-    let secs = u64::try_from(days).ok()? * 86_400 + hh * 3600 + mm * 60 + ss;
+    let secs = u64::try_from(days * 86_400 + (hh * 3600 + mm * 60 + ss) as i64 - offset).ok()?;
     Some(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(ms))
 }
 
@@ -179,7 +196,7 @@ fn parse_config(data: &[u8]) -> Result<BucketLock> {
 }
 
 pub(super) async fn put_config(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
-    let data = small_body(r, body, true).await?;
+    let data = small_body(r, body, true).await.and_then(nonempty)?;
     let cfg = parse_config(&data)?;
     store(r).put_bucket_config(&r.bucket, OBJECT_LOCK_CONFIG, Some(cfg.to_doc())).await?;
     Ok(empty_ok().body(RespBody::Empty).unwrap())
@@ -254,7 +271,18 @@ mod tests {
         let t = parse_date("2030-01-02T03:04:05.678Z").unwrap();
         assert_eq!(iso8601(t), "2030-01-02T03:04:05.678Z");
         assert_eq!(iso8601(parse_date("2030-01-02T03:04:05Z").unwrap()), "2030-01-02T03:04:05.000Z");
-        for bad in ["abc", "2030-01-02", "2030-13-02T00:00:00Z", "2030-01-02T00:00:00", "2030-01-02T00:00:00.x1Z"] {
+        // Offsets, with or without the colon (`date +%z` gives `+0200`).
+        assert_eq!(parse_date("2030-01-02T05:04:05+0200"), parse_date("2030-01-02T03:04:05Z"));
+        assert_eq!(parse_date("2030-01-02T01:04:05.5-02:00"), parse_date("2030-01-02T03:04:05.5Z"));
+        for bad in [
+            "abc",
+            "2030-01-02",
+            "2030-13-02T00:00:00Z",
+            "2030-01-02T00:00:00",
+            "2030-01-02T00:00:00.x1Z",
+            "2030-01-02T00:00:00+2500",
+            "2030-01-02T00:00:00+02",
+        ] {
             assert_eq!(parse_date(bad), None, "{bad}");
         }
         let cfg = |inner: &str| {

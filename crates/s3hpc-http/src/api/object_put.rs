@@ -27,7 +27,7 @@ pub(super) async fn put_object(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
         content_md5: hdr(h, "content-md5").map(parse_content_md5).transpose()?,
         checksum,
         content_length,
-        conditions: conditions(h, ""),
+        conditions: write_conditions(h)?,
         lock,
     };
     let (body, _permit) = object_body(r, body, sink, content_length.unwrap_or(u64::MAX)).await?;

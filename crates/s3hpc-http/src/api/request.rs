@@ -54,6 +54,17 @@ pub(super) fn conditions(h: &HeaderMap, prefix: &str) -> Conditions {
     }
 }
 
+/// The conditions of a write that creates an object (PutObject, CompleteMultipartUpload): S3
+/// supports only `If-None-Match: *` there; another value is 501 NotImplemented naming the
+/// header (aws/aws-sdk-ruby#3144, against S3).
+pub(super) fn write_conditions(h: &HeaderMap) -> Result<Conditions> {
+    let c = conditions(h, "");
+    if c.if_none_match.as_deref().is_some_and(|v| v.trim() != "*") {
+        return Err(Error::code(ErrorCode::NotImplemented).with("Header", "If-None-Match"));
+    }
+    Ok(c)
+}
+
 pub(super) fn object_meta(h: &HeaderMap) -> Result<ObjectMeta> {
     let s = |n: &str| hdr(h, n).map(str::to_owned);
     // Stored as sent (`deflate, gzip` stays so), less the `aws-chunked` coding of the transfer.
@@ -300,7 +311,7 @@ pub(super) fn refuse_unknown_checksum_headers(h: &HeaderMap) -> Result<()> {
 }
 
 /// Whether a checksum header value is the base64 of a digest of the algorithm's size.
-fn checksum_value_is_well_formed(alg: ChecksumAlgorithm, v: &str) -> bool {
+pub(super) fn checksum_value_is_well_formed(alg: ChecksumAlgorithm, v: &str) -> bool {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.decode(v).is_ok_and(|d| d.len() == alg.digest_len())
 }
@@ -450,6 +461,11 @@ pub(super) async fn small_body_with(
     require_digest: bool,
     (ck, sink): (Option<ChecksumRequest>, Option<TrailerSink>),
 ) -> Result<Bytes> {
+    // Unsigned aws-chunked bodies are for PutObject and UploadPart only; AWS refuses them for
+    // the XML documents of other operations (versity/versitygw#1601, direct to S3).
+    if r.verified.as_ref().is_some_and(|v| matches!(v.payload, Payload::Streaming { signed_chunks: false, .. })) {
+        return Err(Error::new(ErrorCode::InvalidRequest, "The value of x-amz-content-sha256 header is invalid."));
+    }
     let h = &r.parts.headers;
     let md5 = hdr(h, "content-md5").map(parse_content_md5).transpose()?;
     let has_value = ck.as_ref().is_some_and(|c| c.expected.is_some());
@@ -485,6 +501,12 @@ pub(super) async fn small_body_with(
         }
     }
     Ok(data)
+}
+
+/// An operation whose XML document is required refuses an empty body as AWS does: 400
+/// MissingRequestBodyError "Request Body is empty" (not MalformedXML).
+pub(super) fn nonempty(data: Bytes) -> Result<Bytes> {
+    if data.is_empty() { Err(Error::code(ErrorCode::MissingRequestBodyError)) } else { Ok(data) }
 }
 
 pub(super) fn upload_id<'a>(r: &'a Req) -> Result<&'a str> {

@@ -43,7 +43,7 @@ pub(super) async fn get_object_tagging(r: &Req<'_>) -> Result<Resp> {
 }
 
 pub(super) async fn put_object_tagging(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
-    let data = small_body(r, body, false).await?;
+    let data = small_body(r, body, false).await.and_then(nonempty)?;
     let tags = xml::parse_tagging(&data)?;
     validate_tags(&tags, MAX_OBJECT_TAGS)?;
     let v = version_param(r)?;
@@ -66,9 +66,9 @@ pub(super) async fn get_bucket_tagging(r: &Req<'_>) -> Result<Resp> {
 }
 
 pub(super) async fn put_bucket_tagging(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
-    let data = small_body(r, body, true).await?;
+    let data = small_body(r, body, true).await.and_then(nonempty)?;
     let tags = xml::parse_tagging(&data)?;
-    validate_tags(&tags, MAX_BUCKET_TAGS)?;
+    validate_bucket_tags(&tags)?;
     store(r).put_bucket_tagging(&r.bucket, tags).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
@@ -76,4 +76,30 @@ pub(super) async fn put_bucket_tagging(r: &Req<'_>, body: ReqBody) -> Result<Res
 pub(super) async fn delete_bucket_tagging(r: &Req<'_>) -> Result<Resp> {
     store(r).delete_bucket_tagging(&r.bucket).await?;
     Ok(empty(StatusCode::NO_CONTENT))
+}
+
+/// Bucket tags (as AWS checks them; object tags keep the shared rules of
+/// [`validate_tags`]): more than 50 is 400 BadRequest "Bucket tag count cannot be greater than
+/// 50"; a key or value with a character outside AWS's tag pattern (letters, numbers,
+/// separators and `_ . : / = + - @`, as in `\t` or `&`) is InvalidTag.
+fn validate_bucket_tags(tags: &[(String, String)]) -> Result<()> {
+    if tags.len() > MAX_BUCKET_TAGS {
+        return Err(Error::new(
+            ErrorCode::BadRequest,
+            format!("Bucket tag count cannot be greater than {MAX_BUCKET_TAGS}"),
+        ));
+    }
+    validate_tags(tags, MAX_BUCKET_TAGS)?;
+    let ok = |s: &str| {
+        s.chars().all(|c| c.is_alphanumeric() || (c.is_whitespace() && !c.is_control()) || "_.:/=+-@".contains(c))
+    };
+    for (k, v) in tags {
+        if !ok(k) {
+            return Err(Error::new(ErrorCode::InvalidTag, "The TagKey you have provided is invalid"));
+        }
+        if !ok(v) {
+            return Err(Error::new(ErrorCode::InvalidTag, "The TagValue you have provided is invalid"));
+        }
+    }
+    Ok(())
 }

@@ -22,7 +22,7 @@ pub(super) async fn get_bucket_versioning(r: &Req<'_>) -> Result<Resp> {
 }
 
 pub(super) async fn put_bucket_versioning(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
-    let data = small_body(r, body, false).await?;
+    let data = small_body(r, body, false).await.and_then(nonempty)?;
     let (status, mfa) = xml::parse_versioning(&data)?;
     let illegal = || Error::code(ErrorCode::IllegalVersioningConfigurationException);
     match mfa.as_deref() {

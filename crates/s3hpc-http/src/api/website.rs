@@ -208,7 +208,7 @@ pub(super) async fn get(r: &Req<'_>) -> Result<Resp> {
 
 /// PUT `?website` (200): validated, then kept in the canonical form GET answers.
 pub(super) async fn put(r: &Req<'_>, body: ReqBody) -> Result<Resp> {
-    let data = small_body(r, body, false).await?;
+    let data = small_body(r, body, false).await.and_then(nonempty)?;
     let doc = Website::parse(&data)?.to_xml();
     store(r).put_bucket_config(&r.bucket, CONFIG, Some(doc.into_bytes())).await?;
     Ok(empty(StatusCode::OK))

@@ -56,6 +56,10 @@ pub use self::framing::ReqBody;
 pub(crate) use self::sendfile::wait_writable;
 use self::{framing::*, head::*, response::*, sendfile::*};
 
+/// The error document of a request head S3 cannot parse.
+const MALFORMED_REQUEST_DOC: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>BadRequest</Code>\
+<Message>An error occurred when parsing the HTTP request.</Message></Error>";
+
 fn invalid(msg: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.to_string())
 }
@@ -188,7 +192,14 @@ pub(crate) async fn serve_conn(st: Arc<State>, stream: TcpStream, mut stop: watc
             }
             HeadResult::Bad(status) => {
                 let reason = StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Error");
-                let msg = format!("HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                // A request S3 cannot parse gets its error document (AWS: 400 BadRequest "An error
+                // occurred when parsing the HTTP request."); other refusals of the head, none.
+                let doc = if status == 400 { MALFORMED_REQUEST_DOC } else { "" };
+                let ctype = if doc.is_empty() { "" } else { "Content-Type: application/xml\r\n" };
+                let msg = format!(
+                    "HTTP/1.1 {status} {reason}\r\n{ctype}Content-Length: {}\r\nConnection: close\r\n\r\n{doc}",
+                    doc.len()
+                );
                 if write_all(&io, msg.as_bytes(), st.cfg.body_idle_timeout).await.is_ok() {
                     linger_close(&io).await;
                 }
