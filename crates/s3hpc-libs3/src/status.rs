@@ -92,6 +92,8 @@ pub fn status_for_code(code: ErrorCode) -> S3Status {
         C::InvalidStorageClass => S3StatusErrorInvalidStorageClass,
         C::KeyTooLongError => S3StatusErrorKeyTooLong,
         C::MalformedXML => S3StatusErrorMalformedXML,
+        C::MissingRequestBodyError => S3StatusErrorMissingRequestBodyError,
+        C::InvalidLocationConstraint => S3StatusErrorInvalidLocationConstraint,
         C::MetadataTooLarge => S3StatusErrorMetadataTooLarge,
         C::MethodNotAllowed => S3StatusErrorMethodNotAllowed,
         C::MissingContentLength => S3StatusErrorMissingContentLength,
@@ -166,6 +168,8 @@ mod tests {
         }
         assert_eq!(status_for_error(&Error::code(ErrorCode::NoSuchKey), false), S3StatusHttpErrorNotFound);
         assert_eq!(status_for_error(&Error::code(ErrorCode::NoSuchKey), true), S3StatusErrorNoSuchKey);
+        assert_eq!(status_for_code(ErrorCode::MissingRequestBodyError), S3StatusErrorMissingRequestBodyError);
+        assert_eq!(status_for_code(ErrorCode::InvalidLocationConstraint), S3StatusErrorInvalidLocationConstraint);
     }
 
     #[test]
