@@ -1,5 +1,5 @@
 """AWS parity found with ceph s3-tests (issue 37, helper s3t): the `x-amz-expiration` header of
-PutObject, HeadObject and GetObject when an Expiration rule of the bucket's lifecycle
+PutObject, CopyObject, CompleteMultipartUpload, HeadObject and GetObject when an Expiration rule of the bucket's lifecycle
 configuration applies to the object (AWS: `expiry-date="<midnight UTC>", rule-id="<id,
 URL-encoded>"`, the creation time plus the rule's days rounded up to the next midnight UTC, or
 the rule's date; the earliest rule wins; tag and size conditions count), and a lifecycle
@@ -83,6 +83,31 @@ def test_expiration_header_on_put_head_and_get(s3, bucket):
     s3.delete_bucket_lifecycle(Bucket=bucket)
     assert _exp(s3.head_object(Bucket=bucket, Key="logs/a")) is None
     assert _exp(s3.put_object(Bucket=bucket, Key="logs/b", Body=b"x")) is None
+
+
+def test_expiration_header_on_copy_and_complete(s3, bucket):
+    """AWS sends x-amz-expiration on CopyObject and CompleteMultipartUpload too; their tags are
+    not in the request (the upload's came with CreateMultipartUpload, a copy's by its tagging
+    directive), so a tag rule reads the new object's tags."""
+    s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": [
+        {"ID": "all", "Filter": {}, "Status": "Enabled", "Expiration": {"Days": 20000}},
+        {"ID": "tagged", "Filter": {"Tag": {"Key": "k", "Value": "v"}}, "Status": "Enabled",
+         "Expiration": {"Days": 3}},
+    ]})
+    s3.put_object(Bucket=bucket, Key="src", Body=b"x", Tagging="k=v")
+    copied = s3.copy_object(Bucket=bucket, Key="dst", CopySource={"Bucket": bucket, "Key": "src"})
+    h = s3.head_object(Bucket=bucket, Key="dst")
+    assert _exp(copied) == (_due(h["LastModified"], 3), "tagged")
+    replaced = s3.copy_object(Bucket=bucket, Key="dst2", CopySource={"Bucket": bucket, "Key": "src"},
+                              TaggingDirective="REPLACE", Tagging="k=other")
+    assert _exp(replaced)[1] == "all"
+
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp", Tagging="k=v")
+    part = s3.upload_part(Bucket=bucket, Key="mp", UploadId=up["UploadId"], PartNumber=1, Body=b"y")
+    done = s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=up["UploadId"],
+                                        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+    h = s3.head_object(Bucket=bucket, Key="mp")
+    assert _exp(done) == (_due(h["LastModified"], 3), "tagged")
 
 
 def test_no_expiration_header_without_a_lifecycle_configuration(server, s3, bucket):

@@ -117,6 +117,10 @@ pub(super) async fn copy_object(r: &Req<'_>) -> Result<Resp> {
     if let Some(v) = &sv {
         resp.headers_mut().insert("x-amz-copy-source-version-id", hval(v)?);
     }
+    let tags = super::lifecycle::ObjectTags::Unknown;
+    if let Some(v) = super::lifecycle::expiration_header(r, out.size, out.last_modified, tags).await {
+        resp.headers_mut().insert("x-amz-expiration", v);
+    }
     Ok(resp)
 }
 

@@ -1,7 +1,7 @@
 //! Get/Put/DeleteBucketLifecycleConfiguration (`?lifecycle`). The document is validated here
 //! ([`crate::lifecycle::LifecycleConfig`]) and kept as the bucket configuration `lifecycle`;
 //! the lifecycle runner of `s3hpc serve` ([`crate::lifecycle::runner`]) applies it.
-//! [`expiration_header`] gives PutObject, GetObject and HeadObject the `x-amz-expiration`
+//! [`expiration_header`] gives PutObject, CopyObject, CompleteMultipartUpload, GetObject and HeadObject the `x-amz-expiration`
 //! header AWS sends when an Expiration rule applies to the object.
 
 use std::sync::Arc;
@@ -86,6 +86,10 @@ pub(super) enum ObjectTags<'a> {
     Known(&'a [(String, String)]),
     /// Only how many there are (a read's ObjectInfo); read when a rule's tag condition needs them.
     Count(usize),
+    /// Not known where the object was made (CompleteMultipartUpload: the tags came with
+    /// CreateMultipartUpload; CopyObject: the source's or the request's, by the tagging
+    /// directive); read when a rule's tag condition needs them.
+    Unknown,
 }
 
 /// AWS's `x-amz-expiration` for the current object `r.key` (`expiry-date="Fri, 23 Dec 2012
@@ -111,8 +115,8 @@ pub(super) async fn expiration_header(
     let tags: Option<&[(String, String)]> = match tags {
         ObjectTags::Known(t) => Some(t),
         ObjectTags::Count(0) => Some(&[]),
-        ObjectTags::Count(_) if !config.expiry_needs_tags(&r.key, size) => None,
-        ObjectTags::Count(_) => {
+        ObjectTags::Count(_) | ObjectTags::Unknown if !config.expiry_needs_tags(&r.key, size) => None,
+        ObjectTags::Count(_) | ObjectTags::Unknown => {
             let got = s3hpc_core::identity::scope(
                 None,
                 s3hpc_core::caller::scope(

@@ -155,6 +155,11 @@ pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Res
             if let Some(v) = &out.version_id {
                 resp.headers_mut().insert("x-amz-version-id", hval(v)?);
             }
+            // Only here: a complete that outlasts `complete_keepalive_after` has sent its head.
+            let tags = super::lifecycle::ObjectTags::Unknown;
+            if let Some(v) = super::lifecycle::expiration_header(r, out.size, out.last_modified, tags).await {
+                resp.headers_mut().insert("x-amz-expiration", v);
+            }
             Ok(resp)
         }
         Err(_) => {
