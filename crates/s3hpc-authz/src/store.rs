@@ -897,7 +897,7 @@ impl Store for Authorized {
     }
 
     /// The ACL as S3 shows it. The wrapped store's `get_object_acl` is asked for the record
-    /// ([`Self::stored_object_acl`]) only where ACLs are enabled: with them disabled the ACL is
+    /// (`stored_object_acl`) only where ACLs are enabled: with them disabled the ACL is
     /// the bucket owner's FULL_CONTROL and no record is read (nor written by `put_object_acl`).
     async fn get_object_acl(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>> {
         let (_, auth, ctx) = self.check_with(S3Op::GetObjectAcl, bucket, Some(key), |c| c).await?;

@@ -8,7 +8,7 @@ use crate::Result;
 use crate::layer::{Call, Layer, OpFuture};
 use crate::store::{Capabilities, DynStore, Store};
 
-/// A [`Store`] operation, as a [`Hook`] is told it (the one operation list, [`StoreOp`]).
+/// A [`Store`] operation, as a [`Hook`] is told it (the one operation list, [`crate::store::StoreOp`]).
 pub use crate::store::StoreOp as Op;
 
 /// Runs before each operation of a [`HookedStore`]; an `Err` is returned to the caller instead

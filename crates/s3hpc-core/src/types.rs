@@ -191,8 +191,9 @@ pub struct ChecksumRequest {
     pub expected: Option<Expected>,
 }
 
-/// Conditional request headers. Backends evaluate them with [`Conditions::check`] against the
-/// current object, atomically with the operation as far as the file system allows.
+/// Conditional request headers. Backends evaluate them with [`Conditions::check_read`] and
+/// [`Conditions::check_write`] against the current object, atomically with the operation as
+/// far as the file system allows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Conditions {
     /// `If-Match`: ETag list (quotes optional) or `*`.
