@@ -581,5 +581,9 @@ CONFORMANCE_INTERMITTENT = {
     # gateway answered InvalidPart for a part uploaded (or copied) through the other a moment
     # before, or HEAD of the completed object lacked its parts count (upload_part_copy,
     # multipart_happy_path, multipart_checksum_types); each alone passed 20 of 20.
-    "moosefs-coherent": lambda name: "multipart" in name or "part" in name.split("_"),
+    # Once (2026-11-29, 1 of about 8 runs that day): append_object, a GET right after an append
+    # read the appended bytes with a derived ETag ("...-1": no valid record), so the record's
+    # size/mtime stamp did not match what the reading gateway's stat saw. Same family as the
+    # InvalidPart above; still unexplained.
+    "moosefs-coherent": lambda name: "multipart" in name or "part" in name.split("_") or name == "append_object",
 }
