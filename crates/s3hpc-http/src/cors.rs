@@ -2,10 +2,6 @@
 //! rule matching for preflight (`OPTIONS`) and actual requests, and a short-lived per-gateway
 //! cache of each bucket's configuration, read only for requests that carry an `Origin` header.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
-
 use s3hpc_core::{Error, ErrorCode, Result};
 
 use crate::xml::{self, DECL, NS, elem};
@@ -166,37 +162,8 @@ impl CorsRule {
     }
 }
 
-/// How long a bucket's configuration is used before it is read again (a change made through
-/// another gateway on the same root takes effect within this time).
-pub(crate) const CACHE_TTL: Duration = Duration::from_secs(2);
-
-/// A cached configuration: when it was read, and what (`None`: the bucket has none).
-type Entry = (Instant, Option<Arc<CorsConfig>>);
-
 /// Per-gateway cache of CORS configurations.
-#[derive(Default)]
-pub(crate) struct CorsCache {
-    map: RwLock<HashMap<String, Entry>>,
-}
-
-impl CorsCache {
-    pub(crate) fn get(&self, bucket: &str) -> Option<Option<Arc<CorsConfig>>> {
-        let m = self.map.read().unwrap_or_else(|e| e.into_inner());
-        m.get(bucket).filter(|(t, _)| t.elapsed() < CACHE_TTL).map(|(_, c)| c.clone())
-    }
-
-    pub(crate) fn put(&self, bucket: &str, c: Option<Arc<CorsConfig>>) {
-        let mut m = self.map.write().unwrap_or_else(|e| e.into_inner());
-        if m.len() > 10_000 {
-            m.retain(|_, (t, _)| t.elapsed() < CACHE_TTL);
-        }
-        m.insert(bucket.to_string(), (Instant::now(), c));
-    }
-
-    pub(crate) fn forget(&self, bucket: &str) {
-        self.map.write().unwrap_or_else(|e| e.into_inner()).remove(bucket);
-    }
-}
+pub(crate) type CorsCache = crate::bucket_cache::BucketConfigCache<CorsConfig>;
 
 #[cfg(test)]
 mod tests {

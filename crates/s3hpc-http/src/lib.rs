@@ -27,6 +27,7 @@ use tokio::net::TcpListener;
 
 mod api;
 pub mod body;
+mod bucket_cache;
 mod conn;
 pub mod console;
 mod cors;

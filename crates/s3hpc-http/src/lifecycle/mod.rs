@@ -594,38 +594,10 @@ impl LifecycleConfig {
     }
 }
 
-/// How long a bucket's lifecycle configuration is used for `x-amz-expiration` before it is read
-/// again (a change made through another gateway on the same root shows within this time).
-pub(crate) const CACHE_TTL: Duration = Duration::from_secs(2);
-
-type CacheEntry = (std::time::Instant, Option<std::sync::Arc<LifecycleConfig>>);
-
-/// Per-gateway cache of buckets' lifecycle configurations (`None`: the bucket has none), so
-/// that the `x-amz-expiration` of PUT, GET and HEAD costs a map lookup, and one read of the
-/// configuration per bucket and [`CACHE_TTL`] at most.
-#[derive(Default)]
-pub(crate) struct LifecycleCache {
-    map: std::sync::RwLock<std::collections::HashMap<String, CacheEntry>>,
-}
-
-impl LifecycleCache {
-    pub(crate) fn get(&self, bucket: &str) -> Option<Option<std::sync::Arc<LifecycleConfig>>> {
-        let m = self.map.read().unwrap_or_else(|e| e.into_inner());
-        m.get(bucket).filter(|(t, _)| t.elapsed() < CACHE_TTL).map(|(_, c)| c.clone())
-    }
-
-    pub(crate) fn put(&self, bucket: &str, c: Option<std::sync::Arc<LifecycleConfig>>) {
-        let mut m = self.map.write().unwrap_or_else(|e| e.into_inner());
-        if m.len() > 10_000 {
-            m.retain(|_, (t, _)| t.elapsed() < CACHE_TTL);
-        }
-        m.insert(bucket.to_string(), (std::time::Instant::now(), c));
-    }
-
-    pub(crate) fn forget(&self, bucket: &str) {
-        self.map.write().unwrap_or_else(|e| e.into_inner()).remove(bucket);
-    }
-}
+/// Per-gateway cache of buckets' lifecycle configurations, so that the `x-amz-expiration` of
+/// PUT, GET and HEAD costs a map lookup, and one read of the configuration per bucket and
+/// [`CACHE_TTL`](crate::bucket_cache::CACHE_TTL) at most.
+pub(crate) type LifecycleCache = crate::bucket_cache::BucketConfigCache<LifecycleConfig>;
 
 /// When an object (or upload) created at `created` (seconds since the epoch) is due under a
 /// rule of `days` days: `created + days` rounded up to the next midnight UTC, as AWS does, with
