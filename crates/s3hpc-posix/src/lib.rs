@@ -340,6 +340,32 @@ impl Inner {
         }
     }
 
+    /// The metadata of the file just written (`f`), for its record's stamp, with the mtime the
+    /// stamp names made the file system's own on a shared root. A MooseFS 3.0 client shows a
+    /// write's mtime to its own node at once but tells the master up to ~0.5 s later (after
+    /// close or fsync even), so meanwhile other nodes see the file's older mtime and the record
+    /// as stale: another ETag, If-Match failing, a part missing from ListParts
+    /// (`test_multinode.py::test_slow_write_is_one_object_on_every_node`). Setting that mtime
+    /// explicitly is a synchronous setattr. Local roots skip it (their stat is the file's).
+    pub(crate) fn written_metadata(&self, f: &File) -> io::Result<fs::Metadata> {
+        let md = f.metadata()?;
+        if self.root_local {
+            return Ok(md);
+        }
+        use rustix::fs::{Timespec, Timestamps, UTIME_OMIT};
+        let times = Timestamps {
+            last_access: Timespec { tv_sec: 0, tv_nsec: UTIME_OMIT },
+            last_modification: Timespec { tv_sec: md.mtime(), tv_nsec: md.mtime_nsec() as _ },
+        };
+        // Explicit times need the file's owner (or CAP_FOWNER): an append to another account's
+        // file may be refused, and then keeps the file system's own mtime, as before.
+        match rustix::fs::futimens(f, &times) {
+            Ok(()) => f.metadata(),
+            Err(rustix::io::Errno::PERM | rustix::io::Errno::ACCESS) => Ok(md),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn sync_dir(&self, dir: &Path) {
         if self.opts.durability == Durability::Strict
             && let Ok(d) = self.fs.open(dir)

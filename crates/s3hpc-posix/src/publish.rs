@@ -391,7 +391,7 @@ impl Inner {
         if bstate.lock.is_some() || !rec.lock.is_empty() {
             rec.lock = self.lock_for_publish(bstate.lock.as_ref(), rec.lock)?;
         }
-        let md = t.file.metadata()?;
+        let md = self.written_metadata(&t.file)?;
         rec.size = md.len();
         rec.mtime_ns = mtime_ns(&md);
         rec.ino = md.ino();

@@ -203,7 +203,7 @@ impl Inner {
         }
         let whole = d.finish();
         self.sync_file(&f)?;
-        let md = f.metadata()?;
+        let md = self.written_metadata(&f)?;
         let (meta, tags) = match rec {
             Some(r) => (r.meta, r.tags),
             None => (info.meta, Tags::new()),

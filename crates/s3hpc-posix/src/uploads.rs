@@ -64,7 +64,7 @@ impl Inner {
 
     pub(crate) fn publish_part(&self, updir: &Path, id: &str, n: u32, t: Temp, d: Digests) -> Result<PartInfo> {
         let mut t = t;
-        let md = t.file.metadata()?;
+        let md = self.written_metadata(&t.file)?;
         let rec = Record {
             size: md.len(),
             mtime_ns: mtime_ns(&md),
