@@ -90,7 +90,7 @@ impl MountOptions {
             dir_mode: 0o755,
             metadata_ttl: Duration::from_secs(1),
             part_size: 8 << 20,
-            max_upload_parts: 16,
+            max_upload_parts: 10,
             max_read_window: 64 << 20,
             max_read_chunk: 8 << 20,
             fuse_threads: 4,

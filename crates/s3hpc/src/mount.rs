@@ -63,7 +63,7 @@ pub struct MountArgs {
     #[arg(long, default_value = "8MiB", value_parser = parse_size)]
     pub part_size: u64,
     /// Parts (of all files being written) in flight at once; each holds one part in memory.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 10)]
     pub max_upload_parts: usize,
     /// Longest name of one path component, in bytes (1..=1024); longer names are refused with
     /// ENAMETOOLONG. Default: asked of the store at mount (255 where it is an s3hpc gateway over
