@@ -152,6 +152,8 @@ pub struct Common {
     /// unix://SOCKET or tcp://HOST:PORT (binary protocol), memory://, noop://[SIZE]. Repeat to compare.
     /// A comma-separated list of endpoints is one target served by several gateways (on one
     /// shared root): by default every rank spreads its connections over all of them (see --spread).
+    // `[SIZE]` is help text (clap prints these lines), not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long = "target", short = 't', required = true)]
     pub targets: Vec<String>,
     /// Run N ranks as local processes (this program re-executed N times, same code path as MPI

@@ -5,7 +5,7 @@
 //! of a bucket as a file system that Mountpoint for Amazon S3 made familiar (see docs/MOUNT.md):
 //!
 //! - reads: sequential reads prefetch with ranged GETs in parallel over a window that grows
-//!   while the reader keeps going forward ([`read`]); random reads fetch what is asked;
+//!   while the reader keeps going forward (`read`); random reads fetch what is asked;
 //! - writes: a new file (or an existing one opened with `O_TRUNC` under `--allow-overwrite`)
 //!   streams as a multipart upload whose parts go out while the application writes, or one PUT
 //!   when it stays under one part ([`write`]); the object appears when the file is closed;

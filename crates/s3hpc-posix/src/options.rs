@@ -65,7 +65,7 @@ impl IoMode {
     }
 }
 
-/// Options of [`PosixStore::open`].
+/// Options of [`PosixStore::open`](crate::PosixStore::open).
 #[derive(Clone, Debug)]
 pub struct PosixOptions {
     pub durability: Durability,
@@ -73,12 +73,12 @@ pub struct PosixOptions {
     /// Offload (default, for servers) or Inline (embedded callers).
     pub io: IoMode,
     /// Temp files and claimed upload directories older than this are removed by
-    /// [`PosixStore::cleanup_stale`] (run at open). Only age decides, so a live writer of
+    /// [`PosixStore::cleanup_stale`](crate::PosixStore::cleanup_stale) (run at open). Only age decides, so a live writer of
     /// another process is never disturbed unless it stalls for this long.
     pub stale_temp_age: Duration,
     /// Act as the request's POSIX identity (`s3hpc_core::identity::current`): each call's
     /// file-system work runs with that user's fsuid, fsgid and groups, so the kernel enforces
-    /// permissions (needs CAP_SETUID and CAP_SETGID; see [`ident`]). Off: act as the process.
+    /// permissions (needs CAP_SETUID and CAP_SETGID; see `ident`). Off: act as the process.
     pub posix_identity: bool,
     /// The process umask set at open with `posix_identity` (default 077: S3's "private" is
     /// private on the file system too).

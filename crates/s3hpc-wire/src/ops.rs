@@ -1,7 +1,7 @@
 //! The operation table: every opcode of the protocol declared once, with its number, its name
 //! in PROTOCOL.md, its request fields (each with its encoding, [`crate::field`]) and its success
 //! payload. From it come the [`Request`] enum, the [`Opcode`] enum and its names, the request
-//! encoder and decoder, and one marker type per operation ([`ops`](self::ops)) that ties an
+//! encoder and decoder, and one marker type per operation ([`ops`]) that ties an
 //! operation to its response encoding for both the server ([`Op::Out`] written after the status
 //! byte) and the client (read back with the same type). The server's dispatch is one exhaustive
 //! match over [`Request`], so a new row that the server does not answer does not compile.
