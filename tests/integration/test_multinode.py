@@ -47,12 +47,10 @@ STALE_WINDOW = 2.0  # seconds a node may answer from its caches after another no
 # here must pass whole.
 # Measured on main 8321824, b27ac19 and after (GlusterFS 10.3, Debian 12, 1-brick volume), see docs/DEPLOY.md.
 KNOWN: dict[tuple[str, str], str] = {
-    # Seen once, in a full run on main 2026-11-29 (load average ~10): exactly one winner in every
-    # round, but 2 of 28 losers answered 404 NoSuchKey instead of 412 on MooseFS with its caches
-    # off; 2 runs of the test alone right after: 0 such losers. Still open (docs/DEPLOY.md).
-    ("test_if_match_race", "moosefs-coherent"): "MooseFS coherent: a loser of an If-Match race "
-    "answered 404 for an existing key (1 of 3 runs)",
-    # Empty now. Fixed on main after 105e76e: If-Match losers answering 404 (1-3 of 28 losers)
+    # Empty now. Fixed on main 2026-11-29: on moosefs-coherent 1-2 of 28 If-Match losers answered
+    # 404 (in 1 of 3 runs): the condition check opened a file without a valid record as `/KEY`
+    # (containment.rs::write_conditions_read_the_buckets_file_not_the_hosts).
+    # Fixed on main after 105e76e: If-Match losers answering 404 (1-3 of 28 losers)
     # and 4-5 of 20 acknowledged versions lost on the default setup: both came from this node's
     # cached directory entry of the key, which a read of the key's directory now refreshes under
     # the key's lock (sys::refresh_entry); with that read disabled both fail again.

@@ -411,7 +411,7 @@ impl Inner {
             let _g = locked.then(|| self.lock(&dst));
             let _flock = if locked { self.cross_process_lock(bdir, key)? } else { None };
             if !conditions.is_empty() {
-                let cur = self.current(bdir, key, kp)?;
+                let cur = self.current(bdir, bucket, key, kp)?;
                 conditions.check_write(cur.as_ref().map(|(e, t)| (e.as_str(), *t)))?;
             }
             if let Some(st) = vstate {
@@ -502,7 +502,7 @@ impl Inner {
         let path = bdir.join(&kp.rel);
         let _g = self.lock(&path);
         if !conditions.is_empty() {
-            let cur = self.current(bdir, key, kp)?;
+            let cur = self.current(bdir, bucket, key, kp)?;
             conditions.check_write(cur.as_ref().map(|(e, t)| (e.as_str(), *t)))?;
         }
         match self.fs.create_dir_all(&path) {

@@ -215,9 +215,18 @@ impl Inner {
         Ok(self.open_object(bdir, bucket, key, kp)?.info)
     }
 
-    /// ETag and mtime of the current object at `kp`, for write conditions.
-    pub(crate) fn current(&self, bdir: &Path, key: &str, kp: &KeyPath) -> Result<Option<(String, SystemTime)>> {
-        match self.head_info(bdir, "", key, kp) {
+    /// ETag and mtime of the current object at `kp` (in `bucket`, at `bdir`), for write
+    /// conditions. The bucket's name matters: a file without a valid record is opened by
+    /// `bucket/key` beneath the root (with "" that was `/key`, an absolute path: the host's
+    /// file, `test_hostile.py::test_write_conditions_never_read_host_files`).
+    pub(crate) fn current(
+        &self,
+        bdir: &Path,
+        bucket: &str,
+        key: &str,
+        kp: &KeyPath,
+    ) -> Result<Option<(String, SystemTime)>> {
+        match self.head_info(bdir, bucket, key, kp) {
             Ok(o) => Ok(Some((o.etag, o.last_modified))),
             Err(e) if matches!(e.code, ErrorCode::NoSuchKey | ErrorCode::NoSuchBucket) => Ok(None),
             Err(e) => Err(e),

@@ -41,7 +41,7 @@ impl Inner {
         let _locks = self.lock_keys(&bdir, &[src, dst])?;
         let o = self.open_file(bucket, src, || bdir.clone())?;
         req.source_conditions.check_copy_source(Some((&o.info.etag, o.info.last_modified)))?;
-        let cur = self.current(&bdir, dst, &dkp)?;
+        let cur = self.current(&bdir, bucket, dst, &dkp)?;
         req.conditions.check_write(cur.as_ref().map(|(e, t)| (e.as_str(), *t)))?;
         if src == dst {
             return Ok(());

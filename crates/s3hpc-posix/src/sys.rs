@@ -194,13 +194,15 @@ pub fn open_beneath2(dir: &File, a: &str, b: &str, full: impl FnOnce() -> PathBu
 /// `openat2(RESOLVE_BENEATH)` of the NUL-terminated relative path `c`; `None` where openat2 is
 /// unavailable (then [`open_beneath`] falls back to a plain open).
 ///
-/// A path without `..` is first opened with `RESOLVE_NO_SYMLINKS`: with no `..` and no symlink
-/// followed, resolution cannot leave `dir`, and the lookup skips the scoped-resolution checks
-/// (about 0.2 us of a 2.8 us open+close here). Only a path that meets a symlink (`ELOOP`) is
-/// opened again with `RESOLVE_BENEATH`, which follows symlinks that stay beneath `dir`.
+/// A relative path without `..` is first opened with `RESOLVE_NO_SYMLINKS`: with no `..`, no
+/// leading `/` and no symlink followed, resolution cannot leave `dir`, and the lookup skips the
+/// scoped-resolution checks (about 0.2 us of a 2.8 us open+close here). Only a path that meets a
+/// symlink (`ELOOP`) is opened again with `RESOLVE_BENEATH`, which follows symlinks that stay
+/// beneath `dir` and refuses an absolute path (`EXDEV`).
 fn open_beneath_c(dir: &File, c: &CStr, flags: OFlags) -> Option<io::Result<File>> {
-    let dotdot = c.to_bytes().windows(2).any(|w| w == b"..");
-    if !dotdot {
+    let b = c.to_bytes();
+    let contained = b.first() != Some(&b'/') && !b.windows(2).any(|w| w == b"..");
+    if contained {
         match openat2_c(dir, c, flags, ResolveFlags::NO_SYMLINKS) {
             Ok(f) => return Some(Ok(f)),
             Err(Errno::LOOP) => {}
@@ -701,6 +703,19 @@ pub fn is_stale(e: &io::Error) -> bool {
 #[cfg(test)]
 mod open_or_create_tests {
     use super::*;
+
+    /// An absolute path (what `a/b` is with an empty `a`) is refused, not opened from `/`.
+    #[test]
+    fn an_absolute_path_is_never_opened_from_the_hosts_root() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = File::open(d.path()).unwrap();
+        let host = d.path().join("host");
+        std::fs::write(&host, b"host").unwrap();
+        let rel = host.to_str().unwrap().trim_start_matches('/');
+        let e = open_beneath2(&dir, "", rel, || d.path().join(rel)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        assert!(stat_beneath2(&dir, "", rel).is_err());
+    }
 
     #[test]
     fn creates_once_then_opens_and_never_follows_a_symlink() {

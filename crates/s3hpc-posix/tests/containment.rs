@@ -293,3 +293,37 @@ async fn version_tagging_does_not_follow_a_versions_area_symlinked_out_of_the_ro
     let kept = v.get_object_tagging("vbk", "k", Some(&old)).await.unwrap().tags;
     assert_eq!(kept, vec![("victim".to_string(), "1".to_string())]);
 }
+
+/// Write conditions on a file without a record (written by a POSIX tool) are checked against
+/// that file, never against the host's file of the same path: the condition check once opened
+/// `/KEY` (an empty bucket name before the key), so If-Match compared with the host's file and a
+/// key with no host counterpart answered NoSuchKey.
+#[tokio::test]
+async fn write_conditions_read_the_buckets_file_not_the_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let s = PosixStore::open(&root, opts()).unwrap();
+    s.create_bucket("bkt").await.unwrap();
+    // A host file, and a file at the same path as a key of the bucket (the key is the host
+    // file's absolute path without its leading '/').
+    let host = dir.path().join("host.txt");
+    std::fs::write(&host, b"the host's file").unwrap();
+    let key = host.to_str().unwrap().trim_start_matches('/').to_string();
+    let mirrored = root.join("bkt").join(&key);
+    std::fs::create_dir_all(mirrored.parent().unwrap()).unwrap();
+    std::fs::write(&mirrored, b"written by a POSIX tool").unwrap();
+    std::fs::write(root.join("bkt/posix-only.txt"), b"written by a POSIX tool").unwrap();
+    for k in [key.as_str(), "posix-only.txt"] {
+        let etag = s.head_object("bkt", k, GetObjectRequest::default()).await.unwrap().etag;
+        let req = PutObjectRequest {
+            conditions: Conditions { if_match: Some(format!("\"{etag}\"")), ..Default::default() },
+            ..Default::default()
+        };
+        s.put_object("bkt", k, req, Body::from(Bytes::from_static(b"new")))
+            .await
+            .unwrap_or_else(|e| panic!("{k}: {e}"));
+        let o = s.get_object("bkt", k, GetObjectRequest::default()).await.unwrap();
+        assert_eq!(o.body.collect().await.unwrap(), Bytes::from_static(b"new"));
+    }
+    assert_eq!(std::fs::read(&host).unwrap(), b"the host's file");
+}
