@@ -255,7 +255,9 @@ async fn check_mp_object_size(r: &Req<'_>, upload_id: &str, parts: &[CompletePar
     if total != expected {
         return Err(Error::new(
             ErrorCode::InvalidRequest,
-            format!("The provided 'x-amz-mp-object-size' header value {expected} does not match what was computed: {total}"),
+            format!(
+                "The provided 'x-amz-mp-object-size' header value {expected} does not match what was computed: {total}"
+            ),
         ));
     }
     Ok(())
