@@ -229,8 +229,9 @@ fn mp_object_size_header(h: &HeaderMap) -> Result<Option<u64>> {
 
 /// The parts a completion names must add up to `x-amz-mp-object-size` (400 InvalidRequest, as
 /// S3, nothing completed). Their sizes are read with ListParts; when a named part is missing or
-/// its ETag differs (or the upload is gone: a retried completion), nothing is judged here and
-/// the completion gives its own answer (InvalidPart, NoSuchUpload, the first 200).
+/// its ETag differs (or the parts cannot be listed, e.g. the upload is gone: a retried
+/// completion), nothing is judged here and the completion gives its own answer (InvalidPart,
+/// NoSuchUpload, the first 200).
 async fn check_mp_object_size(r: &Req<'_>, upload_id: &str, parts: &[CompletePart], expected: u64) -> Result<()> {
     let mut stored = std::collections::HashMap::new();
     let mut marker = None;
