@@ -34,6 +34,10 @@
 #   A case "needs versitygw's admin API" when it is skipped with the suite's users-test skip
 #   (SKIP_USERS_TESTS=true: "skip(ping) versitygw-specific users tests", "skipping versity-specific
 #   users tests") or when it called that stub; such cases are excluded from the score;
+# - fits the suite to the tools of the machine (each explained where it is done): silences the
+#   aws CLI's InsecureRequestWarning, gives jq 1.6's `@uri` jq 1.7's meaning, gives an aws CLI
+#   whose S3 model has no HeadBucket output (2.9) that output (`BucketRegion`) through
+#   AWS_DATA_PATH, and has the ranged download's `dd` copy 1 MiB blocks instead of single bytes;
 # - runs each file with bats (TAP), one after the other, and prints
 #   "versitygw suite: P/N" where N = every case run minus those needing the admin API and P = the
 #   cases that passed (cases the suite skips for other reasons count in N, not in P).
