@@ -3,6 +3,7 @@ Each answer is AWS's, as recorded from S3 itself in the versitygw issues named b
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 
 from conftest import raw_request, sign_headers
@@ -372,3 +373,97 @@ def test_retain_until_date_with_a_numeric_offset(server, s3):
         assert st == 200, (stamp, body)
     got = s3.get_object_retention(Bucket=name, Key="k")["Retention"]["RetainUntilDate"]
     assert abs((got - later).total_seconds()) < 2
+
+
+def test_cors_actual_request_judged_with_request_method_and_headers(server, s3, bucket):
+    """CORS headers on a request that is not a preflight but carries `Access-Control-Request-*`
+    (the suite's "REST - CORS - allowed headers"; ceph s3-tests' test_cors_origin_response, a
+    PUT with `Access-Control-Request-Method: GET` answered with the GET rule): S3 judges it as
+    a preflight, with that method, every requested header allowed and echoed in
+    `Access-Control-Allow-Headers` (lower case, `, ` between names)."""
+    origin = "http://example.com"
+    s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": [
+        {"AllowedOrigins": [origin], "AllowedMethods": ["GET"],
+         "AllowedHeaders": ["dummy-header-one", "dummy-header-two"]}]})
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+    st, h, _ = raw_request(server, "GET", f"/{bucket}",
+                           headers={"Origin": origin, "Access-Control-Request-Headers": "dummy-header-one"})
+    assert st == 200 and h["access-control-allow-origin"] == origin
+    assert h["access-control-allow-headers"] == "dummy-header-one"
+    st, h, _ = raw_request(server, "GET", f"/{bucket}/k", headers={
+        "Origin": origin, "Access-Control-Request-Headers": "Dummy-Header-One,dummy-header-two"})
+    assert st == 200 and h["access-control-allow-headers"] == "dummy-header-one, dummy-header-two"
+    # A requested header no rule allows: no CORS headers at all.
+    st, h, _ = raw_request(server, "GET", f"/{bucket}/k",
+                           headers={"Origin": origin, "Access-Control-Request-Headers": "x-other"})
+    assert st == 200 and "access-control-allow-origin" not in h
+    # Without Access-Control-Request-Headers: no Allow-Headers.
+    st, h, _ = raw_request(server, "GET", f"/{bucket}/k", headers={"Origin": origin})
+    assert h["access-control-allow-origin"] == origin and "access-control-allow-headers" not in h
+    # The method judged is Access-Control-Request-Method's: a PUT naming GET gets the GET
+    # rule's headers (its own answer unchanged), a GET naming PUT none.
+    st, h, _ = raw_request(server, "PUT", f"/{bucket}/k2", body=b"y", sign=False,
+                           headers={"Origin": origin, "Access-Control-Request-Method": "GET"})
+    assert st == 403 and h["access-control-allow-origin"] == origin
+    assert h["access-control-allow-methods"] == "GET"
+    st, h, _ = raw_request(server, "GET", f"/{bucket}/k",
+                           headers={"Origin": origin, "Access-Control-Request-Method": "PUT"})
+    assert st == 200 and "access-control-allow-origin" not in h
+
+
+def test_complete_checks_mp_object_size(server, s3, bucket):
+    """`x-amz-mp-object-size` on CompleteMultipartUpload (the suite's "multipart -
+    x-amz-mp-object-size - invalid string"; versitygw issue 1398 and PR 1400 record S3's texts):
+    not an integer or negative: 400 InvalidRequest naming the value; the parts adding up to
+    another size: 400 InvalidRequest, nothing completed; the right size completes."""
+    uid = _upload(s3, bucket, "mp")
+    etag = s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=1, Body=b"0123456789")["ETag"]
+    doc = (f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag></Part>"
+           f"</CompleteMultipartUpload>").encode()
+    for value, message in [
+        ("size", "Value for x-amz-mp-object-size header is invalid: 'size'"),
+        ("-1", "Value for x-amz-mp-object-size header is less than zero: '-1'"),
+        ("7", "The provided 'x-amz-mp-object-size' header value 7 does not match what was computed: 10"),
+    ]:
+        st, _, body = raw_request(server, "POST", f"/{bucket}/mp?uploadId={uid}", body=doc,
+                                  headers={"x-amz-mp-object-size": value})
+        assert st == 400, body
+        assert (_xml(body, "Code"), html.unescape(_xml(body, "Message"))) == ("InvalidRequest", message)
+    assert len(s3.list_parts(Bucket=bucket, Key="mp", UploadId=uid)["Parts"]) == 1
+    st, _, body = raw_request(server, "POST", f"/{bucket}/mp?uploadId={uid}", body=doc,
+                              headers={"x-amz-mp-object-size": "10"})
+    assert st == 200, body
+    assert s3.get_object(Bucket=bucket, Key="mp")["Body"].read() == b"0123456789"
+
+
+def test_create_bucket_with_an_unparsable_grant_is_invalid_argument(server, s3):
+    """CreateBucket with `x-amz-grant-full-control: <access key>` (the suite's "x-amz-grant-full-
+    control - no ownership control change" sends versitygw's grantee form, an access key): S3
+    parses the grant headers before it judges them against the bucket's BucketOwnerEnforced
+    default, so a value that is not `id=`/`uri=`/`emailAddress=` is 400 InvalidArgument
+    "Argument format not recognized" naming the header and the value (recorded from S3 in
+    versitygw issue 1384), not InvalidBucketAclWithObjectOwnership; nothing is created."""
+    import uuid
+    name = "it-grant-" + uuid.uuid4().hex[:10]
+    st, _, body = raw_request(server, "PUT", f"/{name}", headers={"x-amz-grant-full-control": "AKIAEXAMPLE"})
+    assert st == 400, body
+    assert (_xml(body, "Code"), _xml(body, "Message")) == ("InvalidArgument", "Argument format not recognized")
+    assert (_xml(body, "ArgumentName"), _xml(body, "ArgumentValue")) == ("x-amz-grant-full-control", "AKIAEXAMPLE")
+    assert name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+
+def test_policy_with_an_access_key_as_principal_is_malformed(server, s3, bucket):
+    """The suite's `put_simple_bucket_policy` (GetBucketPolicyStatus, "PutBucketPolicy - success
+    returns 204") names the caller's access key as the bare string `"Principal": "AKIA..."`,
+    versitygw's user form. On AWS a string principal can only be `"*"` (the IAM reference's
+    principal grammar) and access keys are never principals: 400 MalformedPolicy "Invalid
+    principal in policy", as s3hpc answers; nothing is stored."""
+    import json
+    from conftest import ACCESS_KEY
+    policy = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": ACCESS_KEY, "Action": "s3:*", "Resource": f"arn:aws:s3:::{bucket}"}]}
+    st, _, body = raw_request(server, "PUT", f"/{bucket}?policy", body=json.dumps(policy).encode())
+    assert st == 400, body
+    assert (_xml(body, "Code"), _xml(body, "Message")) == ("MalformedPolicy", "Invalid principal in policy")
+    st, _, _ = raw_request(server, "GET", f"/{bucket}?policy")
+    assert st == 404

@@ -139,14 +139,21 @@ impl CorsConfig {
 }
 
 impl CorsRule {
-    /// The CORS headers answering `origin` under this rule (`allow_headers`: the preflight's
-    /// requested headers, echoed back).
+    /// The CORS headers answering `origin` under this rule (`allow_headers`: the request's
+    /// `Access-Control-Request-Headers`, echoed back as S3 writes them: lower case, `, `
+    /// between names).
     pub(crate) fn headers(&self, origin: &str, allow_headers: Option<&str>) -> Vec<(&'static str, String)> {
         let any = self.origins.iter().any(|o| o == "*");
         let mut h = vec![("access-control-allow-origin", if any { "*".to_string() } else { origin.to_string() })];
         h.push(("access-control-allow-methods", self.methods.join(", ")));
-        if let Some(a) = allow_headers.filter(|a| !a.trim().is_empty()) {
-            h.push(("access-control-allow-headers", a.to_string()));
+        let requested: Vec<String> = allow_headers
+            .unwrap_or("")
+            .split(',')
+            .map(|n| n.trim().to_ascii_lowercase())
+            .filter(|n| !n.is_empty())
+            .collect();
+        if !requested.is_empty() {
+            h.push(("access-control-allow-headers", requested.join(", ")));
         }
         if !self.expose.is_empty() {
             h.push(("access-control-expose-headers", self.expose.join(", ")));
@@ -209,6 +216,9 @@ mod tests {
         assert!(h.contains(&("access-control-expose-headers", "ETag".into())));
         assert!(h.contains(&("access-control-max-age", "300".into())));
         assert!(h.contains(&("access-control-allow-credentials", "true".into())));
+        // Requested headers come back lower case, `, ` between them (S3's form).
+        let h = r.headers("https://app.example.com", Some("X-Amz-Meta-A,Content-Type ,"));
+        assert!(h.contains(&("access-control-allow-headers", "x-amz-meta-a, content-type".into())));
         let any = c.find("http://else", "HEAD", &[]).unwrap();
         let h = any.headers("http://else", None);
         assert!(h.contains(&("access-control-allow-origin", "*".into())));

@@ -116,16 +116,23 @@ fn add(resp: &mut Resp, headers: Vec<(&'static str, String)>) {
 }
 
 /// The CORS headers of a request with an `Origin` (any method but OPTIONS, success or error):
-/// those of the first rule allowing the origin and the request's method. Nothing when the
-/// bucket has no configuration, no rule matches, or the request names no bucket.
+/// those of the first rule allowing the origin, the method and the headers, judged as S3 judges
+/// them: the method is `Access-Control-Request-Method` where the request carries one (else the
+/// request's own), and `Access-Control-Request-Headers`, where sent, must all be allowed and
+/// are echoed in `Access-Control-Allow-Headers`, as on a preflight. Nothing when the bucket has
+/// no configuration, no rule matches, or the request names no bucket.
 pub(crate) async fn apply(st: &State, parts: &Parts, resp: &mut Resp) {
-    let Some(origin) = hdr(&parts.headers, "origin") else { return };
+    let h = &parts.headers;
+    let Some(origin) = hdr(h, "origin") else { return };
     let Ok((bucket, _)) = super::bucket_and_key(st, parts) else { return };
     if bucket.is_empty() || s3hpc_core::names::check_bucket_name_for_access(&bucket).is_err() {
         return;
     }
     let Ok(Some(config)) = config(st, &bucket).await else { return };
-    if let Some(rule) = config.find(origin, parts.method.as_str(), &[]) {
-        add(resp, rule.headers(origin, None));
+    let method = hdr(h, "access-control-request-method").unwrap_or(parts.method.as_str());
+    let requested = hdr(h, "access-control-request-headers");
+    let headers: Vec<&str> = requested.map(|v| v.split(',').collect()).unwrap_or_default();
+    if let Some(rule) = config.find(origin, method, &headers) {
+        add(resp, rule.headers(origin, requested));
     }
 }

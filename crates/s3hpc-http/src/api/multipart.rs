@@ -114,8 +114,12 @@ pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Res
     let checksum_type = checksum_type_header(h)?;
     // Only a trailer checksums the XML document itself.
     let body_ck = if hdr(h, "x-amz-trailer").is_some() { checksum_request(h)? } else { (None, None) };
+    let expected_size = mp_object_size_header(h)?;
     let data = small_body_with(r, body, false, body_ck).await?;
     let parts = xml::parse_complete_multipart_upload(&data)?;
+    if let Some(expected) = expected_size {
+        check_mp_object_size(r, id, &parts, expected).await?;
+    }
     let req = CompleteMultipartRequest { parts, conditions, checksum, checksum_type };
     let host = hdr(h, "host").unwrap_or("localhost");
     let location = format!("http://{host}/{}/{}", r.bucket, url_encode_key(&r.key));
@@ -206,6 +210,60 @@ pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Res
 
 /// InvalidPart names the upload first (AWS: `<UploadId>`, `<PartNumber>`, `<ETag>`); the shared
 /// completion rules know the part, not the upload.
+/// `x-amz-mp-object-size` on CompleteMultipartUpload: the object's expected size, a
+/// non-negative integer (S3's InvalidRequest texts otherwise).
+fn mp_object_size_header(h: &HeaderMap) -> Result<Option<u64>> {
+    let Some(v) = hdr(h, "x-amz-mp-object-size") else { return Ok(None) };
+    match v.trim().parse::<i64>() {
+        Ok(n) if n < 0 => Err(Error::new(
+            ErrorCode::InvalidRequest,
+            format!("Value for x-amz-mp-object-size header is less than zero: '{v}'"),
+        )),
+        Ok(n) => Ok(Some(n as u64)),
+        Err(_) => Err(Error::new(
+            ErrorCode::InvalidRequest,
+            format!("Value for x-amz-mp-object-size header is invalid: '{v}'"),
+        )),
+    }
+}
+
+/// The parts a completion names must add up to `x-amz-mp-object-size` (400 InvalidRequest, as
+/// S3, nothing completed). Their sizes are read with ListParts; when a named part is missing or
+/// its ETag differs (or the parts cannot be listed, e.g. the upload is gone: a retried
+/// completion), nothing is judged here and the completion gives its own answer (InvalidPart,
+/// NoSuchUpload, the first 200).
+async fn check_mp_object_size(r: &Req<'_>, upload_id: &str, parts: &[CompletePart], expected: u64) -> Result<()> {
+    let mut stored = std::collections::HashMap::new();
+    let mut marker = None;
+    loop {
+        let req = ListPartsRequest { part_number_marker: marker, max_parts: 1000 };
+        let Ok(page) = store(r).list_parts(&r.bucket, &r.key, upload_id, req).await else { return Ok(()) };
+        for p in page.parts {
+            stored.insert(p.part_number, (p.etag, p.size));
+        }
+        match page.next_part_number_marker {
+            Some(m) if page.is_truncated => marker = Some(m),
+            _ => break,
+        }
+    }
+    let mut total = 0u64;
+    for p in parts {
+        match stored.get(&p.part_number) {
+            Some((etag, size)) if etag.trim_matches('"') == p.etag.trim_matches('"') => total += size,
+            _ => return Ok(()),
+        }
+    }
+    if total != expected {
+        return Err(Error::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "The provided 'x-amz-mp-object-size' header value {expected} does not match what was computed: {total}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn name_upload(mut e: Error, upload_id: &str) -> Error {
     if e.code == ErrorCode::InvalidPart && e.detail("UploadId").is_none() {
         e.details.insert(0, ("UploadId", upload_id.to_string()));
