@@ -208,8 +208,6 @@ pub(super) async fn complete_multipart(r: &Req<'_>, body: ReqBody) -> Result<Res
     }
 }
 
-/// InvalidPart names the upload first (AWS: `<UploadId>`, `<PartNumber>`, `<ETag>`); the shared
-/// completion rules know the part, not the upload.
 /// `x-amz-mp-object-size` on CompleteMultipartUpload: the object's expected size, a
 /// non-negative integer (S3's InvalidRequest texts otherwise).
 fn mp_object_size_header(h: &HeaderMap) -> Result<Option<u64>> {
@@ -264,6 +262,8 @@ async fn check_mp_object_size(r: &Req<'_>, upload_id: &str, parts: &[CompletePar
     Ok(())
 }
 
+/// InvalidPart names the upload first (AWS: `<UploadId>`, `<PartNumber>`, `<ETag>`); the shared
+/// completion rules know the part, not the upload.
 fn name_upload(mut e: Error, upload_id: &str) -> Error {
     if e.code == ErrorCode::InvalidPart && e.detail("UploadId").is_none() {
         e.details.insert(0, ("UploadId", upload_id.to_string()));
