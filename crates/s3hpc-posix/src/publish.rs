@@ -116,6 +116,18 @@ impl Inner {
     /// gateway owns (else AccessDenied: a user put it there); with `posix_identity` its mode is
     /// set to 1777 (like /tmp) on the opened directory, never by path.
     pub(crate) fn internal_dir(&self, dir: &Path) -> Result<()> {
+        self.internal_dir_io(dir)?.map_err(|e| {
+            if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::ELOOP) {
+                Error::new(ErrorCode::AccessDenied, format!("Access Denied ({e})"))
+            } else {
+                e.into()
+            }
+        })
+    }
+
+    /// [`Self::internal_dir`] with the file system's error as it came (inner), for callers that
+    /// retry a directory moved away meanwhile.
+    pub(crate) fn internal_dir_io(&self, dir: &Path) -> Result<io::Result<()>> {
         let rel = dir.strip_prefix(&self.root).map_err(|_| Error::internal("internal directory outside the root"))?;
         let mode = if self.opts.posix_identity { 0o1777 } else { 0o755 };
         let r = self.as_gateway(|| -> io::Result<()> {
@@ -146,13 +158,7 @@ impl Inner {
             }
             Ok(())
         })?;
-        r.map_err(|e| {
-            if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::ELOOP) {
-                Error::new(ErrorCode::AccessDenied, format!("Access Denied ({e})"))
-            } else {
-                e.into()
-            }
-        })
+        Ok(r)
     }
 
     /// Create the parent directories of an object path inside the bucket.

@@ -185,11 +185,36 @@ impl Inner {
             Some(v) => v.clone(),
             None => format!("{new_id}.n"),
         };
-        self.internal_dir(&vdir)?;
-        match self.fs.hard_link(&bdir.join(key), &vdir.join(&name)) {
+        let r = self.in_versions_dir(&vdir, || self.fs.hard_link(&bdir.join(key), &vdir.join(&name)))?;
+        match r {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            // The key's own directory went meanwhile (moved by a user of the bucket): there is
+            // no current version left to retire.
+            Err(e) if is_missing(&e) && self.current_file(bdir, key)?.is_none() => Ok(()),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `op` in the versions directory `vdir` of a key, made first (as the gateway, see
+    /// `internal_dir`). A bucket's users can move its directories at any moment (their own
+    /// bucket: `test_hostile.py::test_racing_flips_of_every_area_never_reach_another_tenant`
+    /// moves `.s3hpc`, its versions area and the key's directory away and back in a loop): when
+    /// `op` finds a directory gone, the directory is made again and `op` repeated, a few times,
+    /// so such moves cost the request a retry instead of a 500. Making the directory can fail
+    /// (the outer error); `op`'s last answer is the inner one.
+    fn in_versions_dir(&self, vdir: &Path, op: impl Fn() -> io::Result<()>) -> Result<io::Result<()>> {
+        let mut tries = 0;
+        loop {
+            let r = match self.internal_dir_io(vdir)? {
+                Ok(()) => op(),
+                Err(e) if is_missing(&e) => Err(e),
+                Err(_) => return self.internal_dir(vdir).map(Ok),
+            };
+            match r {
+                Err(e) if is_missing(&e) && tries < 5 => tries += 1,
+                r => return Ok(r),
+            }
         }
     }
 
@@ -250,9 +275,8 @@ impl Inner {
             let id = new_version_id();
             let null = st == VersioningState::Suspended;
             self.retire_current(&bdir, key, null, &id)?;
-            self.internal_dir(&vdir)?;
             let name = if null { format!("{id}.nm") } else { format!("{id}.m") };
-            drop(self.fs.create(&vdir.join(&name), true)?);
+            self.in_versions_dir(&vdir, || self.fs.create(&vdir.join(&name), true).map(drop))??;
             self.sync_dir(&vdir);
             match self.fs.remove_file(&path) {
                 Ok(()) => {

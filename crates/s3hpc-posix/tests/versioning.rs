@@ -284,3 +284,52 @@ async fn kill_9_mid_versioned_puts_keeps_every_acknowledged_version() {
     let (cur, _) = get(&s, "k", None).await.unwrap();
     assert_eq!(cur.version_id.as_deref(), Some(listed[0].1.as_str()));
 }
+
+/// A bucket's users may move its directories at any moment, its versions area included (they
+/// own the bucket directory): versioned PUTs and deletes while `.s3hpc/versions/sub` is moved
+/// away and back in a loop make the area again and retry, never fail (they answered 500 "No
+/// such file or directory" when the move fell between making the area and linking into it; a
+/// mover with no pause at all can still outlast the few retries: that is a 500, not a harm).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_area_moved_away_meanwhile_is_made_again() {
+    let (_d, root, s) = setup().await;
+    enable(&s, VersioningState::Enabled).await;
+    put(&s, "sub/k", "0").await;
+    let area = root.join("bkt/.s3hpc/versions/sub");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mover = {
+        let (area, stop) = (area.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let away = area.with_extension("away");
+            let mut moves = 0u64;
+            // As a user's `mv` loop would (test_hostile.py's flipper): away, a moment, back
+            // (when the gateway made a new one meanwhile, the old one is dropped).
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if std::fs::rename(&area, &away).is_ok() {
+                    moves += 1;
+                    std::thread::sleep(Duration::from_micros(200));
+                    if std::fs::rename(&away, &area).is_err() {
+                        let _ = std::fs::remove_dir_all(&away);
+                    }
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            moves
+        })
+    };
+    let mut errors = Vec::new();
+    for i in 0..1500 {
+        let r = if i % 3 == 2 {
+            s.delete_object("bkt", "sub/k").await.map(drop)
+        } else {
+            s.put_object("bkt", "sub/k", PutObjectRequest::default(), Body::from(Bytes::from("v"))).await.map(drop)
+        };
+        if let Err(e) = r {
+            errors.push(format!("{} {e}", if i % 3 == 2 { "delete" } else { "put" }));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let moves = mover.join().unwrap();
+    assert!(moves > 0, "the area was never moved");
+    assert!(errors.is_empty(), "{} of 1500 failed ({moves} moves): {:?}", errors.len(), &errors[..errors.len().min(3)]);
+}
