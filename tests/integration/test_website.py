@@ -290,3 +290,17 @@ def test_s3_requests_unaffected(gw, site):
     # Signed S3 writes work as before.
     s3.put_object(Bucket=site, Key="new.html", Body=b"n")
     assert s3.get_object(Bucket=site, Key="new.html")["Body"].read() == b"n"
+
+
+def test_cors_headers_are_the_website_buckets(gw, site):
+    """An `Origin` on a website request gets the CORS headers of the Host's bucket (not of a
+    bucket named by the path, which the S3 endpoint would read)."""
+    srv, s3 = gw
+    s3.put_bucket_website(Bucket=site, WebsiteConfiguration={"IndexDocument": {"Suffix": "index.html"}})
+    put(s3, site, "index.html", b"home")
+    s3.put_bucket_cors(Bucket=site, CORSConfiguration={"CORSRules": [
+        {"AllowedOrigins": ["https://app.example"], "AllowedMethods": ["GET"]}]})
+    st, h, body = web(srv, site, "/", headers={"Origin": "https://app.example"})
+    assert (st, body, h.get("access-control-allow-origin")) == (200, b"home", "https://app.example")
+    st, h, _ = web(srv, site, "/", headers={"Origin": "https://other.example"})
+    assert st == 200 and "access-control-allow-origin" not in h
