@@ -16,7 +16,10 @@
 # What it does:
 # - starts `s3hpc serve` (posix backend, fresh temporary root, one account: the suite's root
 #   user) on https://127.0.0.1:$PORT with a self-signed certificate (the suite's openssl-driven
-#   cases, aws-chunked uploads among them, speak TLS only; its clients skip verification);
+#   cases, aws-chunked uploads among them, speak TLS only; its clients skip verification), with
+#   the website endpoint on (`--website-domain localhost`): the suite's website case fetches
+#   `https://BUCKET.$WEBSITE_DOMAIN$WEBSITE`, so the .env sets WEBSITE_DOMAIN=localhost and
+#   WEBSITE=:$PORT (curl resolves every *.localhost name to the loopback address itself);
 # - copies the suite's tests/ to a work directory and writes its .env for s3hpc: RUN_VERSITYGW=false,
 #   the endpoint, the credentials (an aws CLI profile in a private AWS_CONFIG_FILE, an s3cmd config,
 #   an mc alias in a private MC_CONFIG_DIR), RECREATE_BUCKETS=true (each case makes its own buckets),
@@ -247,6 +250,8 @@ PYTHON_ENV_FOLDER=$CACHE/pyenv
 GO_COMMAND_GENERATOR_EXECUTABLE=$GEN
 TEMPLATE_MATRIX_FILE=$S/tests/templates/matrix.yaml
 QUICK_COMPARE_SIZE=1048576
+WEBSITE_DOMAIN=localhost
+WEBSITE=:$PORT
 ENV
 # The suite's python helper venv, made once here rather than by the first case that needs it.
 if [ ! -x "$CACHE/pyenv/bin/python3" ]; then
@@ -257,7 +262,7 @@ fi
 mkdir "$WORK/root"
 "$S3HPC_BIN" serve "$WORK/root" --backend posix --listen "127.0.0.1:$PORT" --config "$WORK/users.toml" \
   --region "$REGION" --tls-cert "$CACHE/cert.pem" --tls-key "$CACHE/key.pem" --idle-timeout "${IDLE_TIMEOUT:-2}" \
-  >"$OUT/server.log" 2>&1 &
+  --website-domain localhost >"$OUT/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do
   grep -q "listening on" "$OUT/server.log" && break

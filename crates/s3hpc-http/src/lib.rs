@@ -85,6 +85,9 @@ pub struct Config {
     pub sigv2: bool,
     /// Base domain for virtual-host-style requests (`bucket.DOMAIN`); path style always works.
     pub domain: Option<String>,
+    /// Website endpoint domains: a request whose Host is `BUCKET.DOMAIN` for one of them is a
+    /// website request (`api::website_serve`); empty: none (`s3hpc serve --website-domain`).
+    pub website_domains: Vec<String>,
     /// Emit one access-log line per request (tracing target `s3hpc::access`, level info).
     pub access_log: bool,
     /// A request body that delivers nothing for this long is aborted (RequestTimeout); a
@@ -145,6 +148,7 @@ impl Config {
             region: "us-east-1".into(),
             sigv2: true,
             domain: None,
+            website_domains: Vec::new(),
             access_log: false,
             body_idle_timeout: Duration::from_secs(60),
             slot_idle: Duration::from_secs(2),
@@ -170,6 +174,8 @@ pub(crate) struct State {
     pub cfg: Config,
     /// Lower-cased `.domain` suffix for virtual-host matching.
     pub domain_suffix: Option<String>,
+    /// Lower-cased `.DOMAIN` suffixes of the website endpoint's domains.
+    pub website_suffixes: Vec<String>,
     /// What request authentication accepts (region, SigV2, domain), from `cfg`.
     pub accept: s3hpc_sigv4::Accept,
     next_id: AtomicU64,
@@ -197,6 +203,13 @@ impl State {
         State {
             uploads: Arc::new(tokio::sync::Semaphore::new(cfg.max_concurrent_uploads.max(1))),
             domain_suffix: cfg.domain.as_ref().map(|d| format!(".{}", d.to_ascii_lowercase())),
+            website_suffixes: cfg
+                .website_domains
+                .iter()
+                .map(|d| d.trim().trim_matches('.'))
+                .filter(|d| !d.is_empty())
+                .map(|d| format!(".{}", d.to_ascii_lowercase()))
+                .collect(),
             accept: s3hpc_sigv4::Accept { region: cfg.region.clone(), sigv2: cfg.sigv2, domain: cfg.domain.clone() },
             conns: AtomicUsize::new(0),
             cors: cors::CorsCache::default(),

@@ -81,6 +81,14 @@ pub struct ServeArgs {
     /// Base domain for virtual-host-style requests (BUCKET.DOMAIN); path style always works.
     #[arg(long)]
     pub domain: Option<String>,
+    /// Serve static websites as AWS's S3 website endpoints do: a GET or HEAD whose Host is
+    /// BUCKET.DOMAIN (any port) reads BUCKET by its website configuration (PutBucketWebsite):
+    /// index and error documents, redirects, routing rules, HTML error pages. Requests are
+    /// anonymous and judged as unsigned REST GETs (bucket policy, ACLs): only what anonymous
+    /// users may read is served. Repeatable or comma-separated; off by default (no website
+    /// requests). See docs/SEMANTICS.md, "Website endpoint".
+    #[arg(long = "website-domain", value_name = "DOMAIN", value_delimiter = ',')]
+    pub website_domain: Vec<String>,
     /// The gateway's region: reported to clients (GetBucketLocation, HeadBucket), and the one
     /// SigV4 credential scopes must name (others are refused, as AWS does, naming this one).
     #[arg(long, default_value = "us-east-1")]
@@ -805,6 +813,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         cfg.region = args.region.clone();
         cfg.sigv2 = !args.no_sigv2;
         cfg.domain = args.domain.clone();
+        cfg.website_domains = args.website_domain.clone();
         cfg.access_log = args.access_log;
         cfg.header_timeout = Duration::from_secs_f64(args.idle_timeout);
         cfg.default_checksum =

@@ -5,7 +5,8 @@
 //! |---|---|
 //! | [`lifecycle`] | Get/Put/DeleteBucketLifecycleConfiguration |
 //! | [`cors`] | Get/Put/DeleteBucketCors, the preflight `OPTIONS`, CORS headers on other requests |
-//! | [`website`] | Get/Put/DeleteBucketWebsite (the document is kept; no website endpoint) |
+//! | [`website`] | Get/Put/DeleteBucketWebsite (the document, kept through the Store seam) |
+//! | [`website_serve`] | the website endpoint (`--website-domain`): GET/HEAD of `BUCKET.DOMAIN` |
 //! | [`access`] | Get/Put/DeleteBucketPolicy, GetBucketPolicyStatus, Get/PutBucketAcl, PutObjectAcl, Get/Put/DeleteBucketOwnershipControls, Get/Put/DeletePublicAccessBlock |
 //! | [`bucket`] | ListBuckets, CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation, unsupported bucket configurations |
 //! | [`list`] | ListObjects (v1, v2, versions), ListMultipartUploads, ListParts |
@@ -57,6 +58,7 @@ mod sts;
 mod tagging;
 mod versioning;
 mod website;
+pub(crate) mod website_serve;
 
 use request::hdr;
 use response::Resp;
@@ -323,6 +325,11 @@ pub(crate) async fn dispatch(
     if header_bytes > MAX_HEADER_BYTES {
         return Err(Error::code(ErrorCode::RequestHeaderSectionTooLarge));
     }
+    // The website endpoint: `Host: BUCKET.DOMAIN` of a --website-domain (none: no cost).
+    if let Some(bucket) = website_serve::website_bucket(st, parts) {
+        *op = "Website";
+        return Ok(website_serve::serve(st, parts, bucket, rid).await);
+    }
     let (bucket, key) = bucket_and_key(st, parts)?;
     if st.cfg.auth == Auth::SigV4 && sts::is_sts(parts, &bucket) {
         return Ok(sts::handle(st, parts, body, rid, op).await);
@@ -454,6 +461,10 @@ pub(crate) fn bucket_and_key(st: &State, parts: &Parts) -> Result<(String, Strin
             .map(|c| c.into_owned())
             .ok_or_else(|| Error::invalid_argument("The request path is not valid UTF-8 after decoding"))
     };
+    // A website request's bucket is its Host's (the CORS headers of its answer are that bucket's).
+    if let Some(b) = website_serve::website_bucket(st, parts) {
+        return Ok((b, decode(raw)?));
+    }
     let vhost = st.domain_suffix.as_deref().and_then(|suffix| {
         let host = hdr(&parts.headers, "host").or(parts.uri.host())?;
         let host =

@@ -1,7 +1,7 @@
 //! Get/Put/DeleteBucketWebsite (`?website`): the website configuration document, validated as
 //! AWS validates it, kept through the Store seam as the bucket configuration `website` and
-//! returned as stored. The gateway does not serve websites (no website endpoint): the document
-//! is kept for clients and tools that set and read it.
+//! returned as stored. The website endpoint (`s3hpc serve --website-domain`) that serves it is
+//! [`super::website_serve`].
 
 use http::StatusCode;
 
@@ -14,32 +14,32 @@ use crate::body::ReqBody;
 use crate::xml::{self, DECL, Elem, NS, elem};
 
 /// The bucket configuration name the document is kept under.
-const CONFIG: &str = "website";
+pub(super) const CONFIG: &str = "website";
 
 /// A redirect: of every request (`RedirectAllRequestsTo`) or of a routing rule.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Redirect {
-    host_name: Option<String>,
-    http_redirect_code: Option<String>,
-    protocol: Option<String>,
-    replace_key_prefix_with: Option<String>,
-    replace_key_with: Option<String>,
+pub(super) struct Redirect {
+    pub host_name: Option<String>,
+    pub http_redirect_code: Option<String>,
+    pub protocol: Option<String>,
+    pub replace_key_prefix_with: Option<String>,
+    pub replace_key_with: Option<String>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
-struct RoutingRule {
+pub(super) struct RoutingRule {
     /// `KeyPrefixEquals`, `HttpErrorCodeReturnedEquals`.
-    condition: Option<(Option<String>, Option<String>)>,
-    redirect: Redirect,
+    pub condition: Option<(Option<String>, Option<String>)>,
+    pub redirect: Redirect,
 }
 
 /// A WebsiteConfiguration.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Website {
-    redirect_all: Option<Redirect>,
-    index_suffix: Option<String>,
-    error_key: Option<String>,
-    routing_rules: Vec<RoutingRule>,
+pub(super) struct Website {
+    pub redirect_all: Option<Redirect>,
+    pub index_suffix: Option<String>,
+    pub error_key: Option<String>,
+    pub routing_rules: Vec<RoutingRule>,
 }
 
 fn invalid_request(msg: &str) -> Error {
@@ -73,7 +73,7 @@ fn redirect(e: &Elem) -> Result<Redirect> {
 }
 
 impl Website {
-    fn parse(data: &[u8]) -> Result<Website> {
+    pub(super) fn parse(data: &[u8]) -> Result<Website> {
         let root = xml::parse_tree(data)?;
         xml::expect_root(&root, "WebsiteConfiguration")?;
         let mut w = Website::default();
