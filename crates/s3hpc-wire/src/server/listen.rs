@@ -91,6 +91,11 @@ impl WireServer {
         // them go (a waiter per thread, woken when the thread drops its sender).
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut threads = JoinSet::new();
+        // Threads serving now: a thread counts itself out as its connection ends, before it
+        // exits, so a connection accepted after that takes the free thread even when `threads`
+        // has not reaped the finished one yet (`tests/threads.rs` saw the thread gone and the
+        // next connection still on the shared runtime).
+        let live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         tokio::pin!(shutdown);
         loop {
             let accepted = tokio::select! {
@@ -108,11 +113,14 @@ impl WireServer {
                 }
             };
             let (store, creds, opts) = (store.clone(), creds.clone(), opts.clone());
-            if threads.len() < opts.dedicated_threads {
+            if live.load(std::sync::atomic::Ordering::Acquire) < opts.dedicated_threads {
                 let (gone, waiter) = tokio::sync::oneshot::channel::<()>();
                 let mut stopped = stopped.clone();
+                live.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                let counted = LiveThread(live.clone());
                 let serve = move || {
                     let _gone = gone;
+                    let _counted = counted;
                     // The runtime's own blocking pool serves this connection's other requests
                     // (a streamed PUT's writer, listings); bounded well below Tokio's 512 per
                     // runtime, since there may be many such runtimes. Beyond it they queue.
@@ -230,4 +238,14 @@ pub(super) async fn serve_accepted(
         }
     };
     handle_connection(stream, store, creds, opts, dedicated).await
+}
+
+/// One connection thread counted in `live` (see `WireServer::run`) until dropped: at the end of
+/// the thread's work, or with the closure when the thread could not be started.
+struct LiveThread(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for LiveThread {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
