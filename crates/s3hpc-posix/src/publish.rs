@@ -114,19 +114,9 @@ impl Inner {
     /// its key directories) shared by every user of the bucket: each missing component is made
     /// by the gateway, none is followed if it is a symlink, and each must be a directory the
     /// gateway owns (else AccessDenied: a user put it there); with `posix_identity` its mode is
-    /// set to 1777 (like /tmp) on the opened directory, never by path.
-    pub(crate) fn internal_dir(&self, dir: &Path) -> Result<()> {
-        self.internal_dir_io(dir)?.map_err(|e| {
-            if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::ELOOP) {
-                Error::new(ErrorCode::AccessDenied, format!("Access Denied ({e})"))
-            } else {
-                e.into()
-            }
-        })
-    }
-
-    /// [`Self::internal_dir`] with the file system's error as it came (inner), for callers that
-    /// retry a directory moved away meanwhile.
+    /// set to 1777 (like /tmp) on the opened directory, never by path. The file system's error
+    /// comes as it came (inner), for callers that retry a directory moved away meanwhile;
+    /// [`internal_dir_error`] is what it answers.
     pub(crate) fn internal_dir_io(&self, dir: &Path) -> Result<io::Result<()>> {
         let rel = dir.strip_prefix(&self.root).map_err(|_| Error::internal("internal directory outside the root"))?;
         let mode = if self.opts.posix_identity { 0o1777 } else { 0o755 };
@@ -546,4 +536,14 @@ impl Inner {
 /// The lock stripe of `key` (see [`Inner::cross_process_lock`]).
 pub(crate) fn lock_stripe_of(key: &str) -> u64 {
     twox_hash::XxHash3_64::oneshot(key.as_bytes()) % 4096
+}
+
+/// What a failure to make an internal directory answers: a symlink or a directory the gateway
+/// may not enter on the way is AccessDenied.
+pub(crate) fn internal_dir_error(e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::ELOOP) {
+        Error::new(ErrorCode::AccessDenied, format!("Access Denied ({e})"))
+    } else {
+        e.into()
+    }
 }

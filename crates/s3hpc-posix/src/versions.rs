@@ -197,7 +197,7 @@ impl Inner {
     }
 
     /// `op` in the versions directory `vdir` of a key, made first (as the gateway, see
-    /// `internal_dir`). A bucket's users can move its directories at any moment (their own
+    /// `internal_dir_io`). A bucket's users can move its directories at any moment (their own
     /// bucket: `test_hostile.py::test_racing_flips_of_every_area_never_reach_another_tenant`
     /// moves `.s3hpc`, its versions area and the key's directory away and back in a loop): when
     /// `op` finds a directory gone, the directory is made again and `op` repeated, a few times,
@@ -209,7 +209,7 @@ impl Inner {
             let r = match self.internal_dir_io(vdir)? {
                 Ok(()) => op(),
                 Err(e) if is_missing(&e) => Err(e),
-                Err(_) => return self.internal_dir(vdir).map(Ok),
+                Err(e) => return Err(publish::internal_dir_error(e)),
             };
             match r {
                 Err(e) if is_missing(&e) && tries < 5 => tries += 1,
